@@ -1,0 +1,116 @@
+// Schema migrations, dialect-neutral except for the auto-increment id column.
+import type { ColumnDefinitionBuilder, CreateTableBuilder, Kysely, Migration, MigrationProvider } from "kysely";
+import { Migrator } from "kysely";
+import type { Dialect } from "./db.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: migrations work on the untyped schema by design.
+type AnyDb = Kysely<any>;
+
+function migrations(dialect: Dialect): Record<string, Migration> {
+  // The only dialect difference: how an auto-increment primary key is declared.
+  // biome-ignore lint/suspicious/noExplicitAny: builder of an untyped table.
+  const serial = <T extends CreateTableBuilder<any, any>>(t: T, name: string): T =>
+    (dialect === "postgres"
+      ? t.addColumn(name, "serial", (c: ColumnDefinitionBuilder) => c.primaryKey())
+      : t.addColumn(name, "integer", (c: ColumnDefinitionBuilder) => c.primaryKey().autoIncrement())) as T;
+
+  return {
+    "0001_core": {
+      async up(db: AnyDb) {
+        await db.schema
+          .createTable("namespaces")
+          .addColumn("name", "text", (c) => c.primaryKey())
+          .addColumn("kind", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .execute();
+        await serial(db.schema.createTable("users"), "id")
+          .addColumn("username", "text", (c) => c.notNull().unique())
+          .addColumn("email", "text", (c) => c.notNull())
+          .addColumn("password_hash", "text", (c) => c.notNull())
+          .addColumn("full_name", "text", (c) => c.notNull().defaultTo(""))
+          .addColumn("is_admin", "integer", (c) => c.notNull().defaultTo(0))
+          .addColumn("is_active", "integer", (c) => c.notNull().defaultTo(1))
+          .addColumn("location", "text", (c) => c.notNull().defaultTo(""))
+          .addColumn("company", "text", (c) => c.notNull().defaultTo(""))
+          .addColumn("profile_url", "text", (c) => c.notNull().defaultTo(""))
+          .addColumn("date_joined", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable("emails")
+          .addColumn("user_id", "integer", (c) => c.notNull())
+          .addColumn("email", "text", (c) => c.notNull())
+          .addColumn("verified", "integer", (c) => c.notNull())
+          .addColumn("primary", "integer", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addPrimaryKeyConstraint("emails_pk", ["user_id", "email"])
+          .execute();
+        await db.schema
+          .createTable("org_members")
+          .addColumn("org", "text", (c) => c.notNull())
+          .addColumn("username", "text", (c) => c.notNull())
+          .addColumn("role", "text", (c) => c.notNull())
+          .addPrimaryKeyConstraint("org_members_pk", ["org", "username"])
+          .execute();
+        await serial(db.schema.createTable("api_keys"), "id")
+          .addColumn("user_id", "integer", (c) => c.notNull())
+          .addColumn("label", "text", (c) => c.notNull().defaultTo(""))
+          .addColumn("key_hash", "text", (c) => c.notNull().unique())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("namespace_limit", "text")
+          .addColumn("service_uuid", "text")
+          .execute();
+        await serial(db.schema.createTable("actions"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("object", "text", (c) => c.notNull())
+          .addColumn("action", "text", (c) => c.notNull())
+          .addColumn("kind", "text")
+          .addColumn("params", "text")
+          .addColumn("method", "text", (c) => c.notNull())
+          .addColumn("path", "text", (c) => c.notNull())
+          .addColumn("user", "text", (c) => c.notNull())
+          .addColumn("user_agent", "text", (c) => c.notNull())
+          .addColumn("ip", "text", (c) => c.notNull())
+          .addColumn("location", "text", (c) => c.notNull())
+          .addColumn("start_date", "bigint", (c) => c.notNull())
+          .addColumn("end_date", "bigint")
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("is_user_action", "integer", (c) => c.notNull())
+          .addColumn("step", "integer", (c) => c.notNull().defaultTo(0))
+          .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+          .addColumn("lease_owner", "text")
+          .addColumn("lease_until", "bigint")
+          .addColumn("version", "integer", (c) => c.notNull().defaultTo(1))
+          .execute();
+        await db.schema.createIndex("actions_ns").on("actions").columns(["namespace", "id"]).execute();
+        await db.schema.createIndex("actions_object").on("actions").columns(["object", "state"]).execute();
+        await db.schema.createIndex("actions_state").on("actions").columns(["state"]).execute();
+        await serial(db.schema.createTable("action_logs"), "id")
+          .addColumn("action_uuid", "text", (c) => c.notNull())
+          .addColumn("ts", "bigint", (c) => c.notNull())
+          .addColumn("line", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("action_logs_action").on("action_logs").columns(["action_uuid", "id"]).execute();
+        await serial(db.schema.createTable("changes"), "revision")
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("type", "text", (c) => c.notNull())
+          .addColumn("action", "text", (c) => c.notNull())
+          .addColumn("resource_uri", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("parents", "text", (c) => c.notNull())
+          .addColumn("datetime", "bigint", (c) => c.notNull())
+          .execute();
+      },
+    },
+  };
+}
+
+export async function migrateToLatest(db: AnyDb, dialect: Dialect): Promise<void> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === "Error");
+  if (error || failed) {
+    throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${String(error)}`);
+  }
+}

@@ -1,0 +1,105 @@
+// Row types of the database. Timestamps are epoch milliseconds; booleans are 0/1 and
+// JSON values are text, so that every query works the same on SQLite and PostgreSQL.
+import type { Generated } from "kysely";
+
+export interface NamespaceTable {
+  name: string;
+  kind: "user" | "org";
+  created: number;
+}
+
+export interface UserTable {
+  id: Generated<number>;
+  username: string;
+  email: string;
+  password_hash: string;
+  full_name: string;
+  is_admin: number;
+  is_active: number;
+  location: string;
+  company: string;
+  profile_url: string;
+  date_joined: number;
+}
+
+export interface EmailTable {
+  user_id: number;
+  email: string;
+  verified: number;
+  primary: number;
+  created: number;
+}
+
+export interface OrgMemberTable {
+  org: string;
+  username: string;
+  role: "owner" | "member";
+}
+
+export interface ApiKeyTable {
+  id: Generated<number>;
+  user_id: number;
+  label: string;
+  key_hash: string;
+  created: number;
+  /** When set, the key may only address this namespace (service keys of role global). */
+  namespace_limit: string | null;
+  /** The service a PLATFORM_AUTH key was made for; revoked with it. */
+  service_uuid: string | null;
+}
+
+export interface ActionTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  object: string;
+  action: string;
+  /** The registered kind of an asynchronous action; null for synchronous calls. */
+  kind: string | null;
+  /** JSON of the operation's parameters (never a request body: those can hold secrets). */
+  params: string | null;
+  method: string;
+  path: string;
+  user: string;
+  user_agent: string;
+  ip: string;
+  location: string;
+  start_date: number;
+  end_date: number | null;
+  state: string;
+  is_user_action: number;
+  step: number;
+  attempts: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  version: number;
+}
+
+export interface ActionLogTable {
+  id: Generated<number>;
+  action_uuid: string;
+  ts: number;
+  line: string;
+}
+
+export interface ChangeTable {
+  revision: Generated<number>;
+  namespace: string;
+  type: string;
+  action: string;
+  resource_uri: string;
+  state: string;
+  parents: string;
+  datetime: number;
+}
+
+export interface Database {
+  namespaces: NamespaceTable;
+  users: UserTable;
+  emails: EmailTable;
+  org_members: OrgMemberTable;
+  api_keys: ApiKeyTable;
+  actions: ActionTable;
+  action_logs: ActionLogTable;
+  changes: ChangeTable;
+}

@@ -1,0 +1,351 @@
+// The Store: every query of the platform lives here (only `store/` knows SQL).
+// Components never call each other; they share this store, its transactions and its change feed.
+import { type Kysely, sql } from "kysely";
+import { VersionConflict } from "../domain/errors.ts";
+import type { Dialect } from "./db.ts";
+import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
+
+export type UserRow = Omit<UserTable, "id"> & { id: number };
+export type ApiKeyRow = Omit<ApiKeyTable, "id"> & { id: number };
+export type ActionRow = Omit<ActionTable, "id"> & { id: number };
+export type ChangeRow = Omit<ChangeTable, "revision"> & { revision: number };
+export type NewAction = Omit<ActionRow, "id" | "version" | "step" | "attempts" | "lease_owner" | "lease_until">;
+
+/**
+ * In-process wake-up for change-feed readers after a commit. Readers also poll the feed,
+ * which covers changes committed by other processes (PostgreSQL scale-out).
+ */
+export class ChangeNotifier {
+  private readonly listeners = new Set<() => void>();
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+  notify(): void {
+    for (const l of this.listeners) l();
+  }
+}
+
+export class UniqueViolation extends Error {}
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY";
+}
+
+export interface ActionQuery {
+  namespaces: string[];
+  uuid?: string;
+  uuidPrefix?: string;
+  states?: string[];
+  objects?: string[];
+  startGte?: number;
+  startLte?: number;
+  endGte?: number;
+  endLte?: number;
+  newestFirst?: boolean;
+  limit: number;
+  offset: number;
+}
+
+export const ACTIVE_STATES = ["In progress", "Canceling"];
+
+export class Store {
+  constructor(
+    readonly db: Kysely<Database>,
+    readonly dialect: Dialect,
+    private readonly notifier: ChangeNotifier = new ChangeNotifier(),
+    private readonly inTransaction = false,
+    /** Callbacks run after the outermost transaction commits (change-feed wake-ups). */
+    private readonly afterCommit: (() => void)[] = [],
+  ) {}
+
+  /** Runs fn in one transaction; nested calls join the outer one. */
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (this.inTransaction) return fn(this);
+    const pending: (() => void)[] = [];
+    const result = await this.db.transaction().execute((trx) => fn(new Store(trx, this.dialect, this.notifier, true, pending)));
+    for (const cb of pending) cb();
+    return result;
+  }
+
+  private committed(cb: () => void): void {
+    if (this.inTransaction) this.afterCommit.push(cb);
+    else cb();
+  }
+
+  // ---- namespaces, users, organizations -------------------------------------------------------
+
+  async namespaceExists(name: string): Promise<boolean> {
+    const row = await this.db.selectFrom("namespaces").select("name").where("name", "=", name).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async findNamespace(name: string) {
+    return this.db.selectFrom("namespaces").selectAll().where("name", "=", name).executeTakeFirst();
+  }
+
+  async countUsers(): Promise<number> {
+    const row = await this.db.selectFrom("users").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  /** Creates a user, its namespace and its primary email. Throws UniqueViolation if the name is taken. */
+  async createUser(u: Omit<UserRow, "id">): Promise<UserRow> {
+    return this.transaction(async (tx) => {
+      try {
+        await tx.db.insertInto("namespaces").values({ name: u.username, kind: "user", created: u.date_joined }).execute();
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new UniqueViolation(u.username);
+        throw err;
+      }
+      const row = await tx.db.insertInto("users").values(u).returningAll().executeTakeFirstOrThrow();
+      await tx.db
+        .insertInto("emails")
+        .values({ user_id: row.id, email: u.email, verified: 1, primary: 1, created: u.date_joined })
+        .execute();
+      return row;
+    });
+  }
+
+  async findUserByName(username: string): Promise<UserRow | undefined> {
+    return this.db.selectFrom("users").selectAll().where("username", "=", username).executeTakeFirst();
+  }
+
+  async findUserById(id: number): Promise<UserRow | undefined> {
+    return this.db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  async insertApiKey(k: Omit<ApiKeyRow, "id">): Promise<ApiKeyRow> {
+    return this.db.insertInto("api_keys").values(k).returningAll().executeTakeFirstOrThrow();
+  }
+
+  async listApiKeys(userId: number): Promise<ApiKeyRow[]> {
+    return this.db.selectFrom("api_keys").selectAll().where("user_id", "=", userId).orderBy("id").execute();
+  }
+
+  async deleteApiKey(userId: number, id: number): Promise<boolean> {
+    const res = await this.db.deleteFrom("api_keys").where("user_id", "=", userId).where("id", "=", id).executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
+  }
+
+  async deleteServiceApiKeys(serviceUuid: string): Promise<void> {
+    await this.db.deleteFrom("api_keys").where("service_uuid", "=", serviceUuid).execute();
+  }
+
+  async findApiKeyByHash(hash: string): Promise<{ key: ApiKeyRow; user: UserRow } | undefined> {
+    const key = await this.db.selectFrom("api_keys").selectAll().where("key_hash", "=", hash).executeTakeFirst();
+    if (!key) return undefined;
+    const user = await this.findUserById(key.user_id);
+    return user ? { key, user } : undefined;
+  }
+
+  async createOrg(name: string, owner: string, now: number): Promise<void> {
+    await this.transaction(async (tx) => {
+      try {
+        await tx.db.insertInto("namespaces").values({ name, kind: "org", created: now }).execute();
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new UniqueViolation(name);
+        throw err;
+      }
+      await tx.db.insertInto("org_members").values({ org: name, username: owner, role: "owner" }).execute();
+    });
+  }
+
+  async orgMembers(org: string): Promise<OrgMemberTable[]> {
+    return this.db.selectFrom("org_members").selectAll().where("org", "=", org).orderBy("username").execute();
+  }
+
+  async membership(org: string, username: string): Promise<OrgMemberTable | undefined> {
+    return this.db
+      .selectFrom("org_members")
+      .selectAll()
+      .where("org", "=", org)
+      .where("username", "=", username)
+      .executeTakeFirst();
+  }
+
+  async orgsOf(username: string): Promise<string[]> {
+    const rows = await this.db.selectFrom("org_members").select("org").where("username", "=", username).execute();
+    return rows.map((r) => r.org).sort();
+  }
+
+  /** Adds or changes a membership. */
+  async putMember(org: string, username: string, role: "owner" | "member"): Promise<void> {
+    await this.transaction(async (tx) => {
+      const existing = await tx.membership(org, username);
+      if (existing) {
+        await tx.db.updateTable("org_members").set({ role }).where("org", "=", org).where("username", "=", username).execute();
+      } else {
+        await tx.db.insertInto("org_members").values({ org, username, role }).execute();
+      }
+    });
+  }
+
+  async removeMember(org: string, username: string): Promise<boolean> {
+    const res = await this.db
+      .deleteFrom("org_members")
+      .where("org", "=", org)
+      .where("username", "=", username)
+      .executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
+  }
+
+  // ---- actions ---------------------------------------------------------------------------------
+
+  async insertAction(a: NewAction): Promise<ActionRow> {
+    return this.db
+      .insertInto("actions")
+      .values({ ...a, step: 0, attempts: 0, lease_owner: null, lease_until: null, version: 1 })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async findAction(uuid: string): Promise<ActionRow | undefined> {
+    return this.db.selectFrom("actions").selectAll().where("uuid", "=", uuid).executeTakeFirst();
+  }
+
+  /** Optimistic update: applies the patch only if the row still has `version`; throws otherwise. */
+  async updateAction(a: Pick<ActionRow, "uuid" | "version">, patch: Partial<ActionRow>): Promise<ActionRow> {
+    const row = await this.db
+      .updateTable("actions")
+      .set({ ...patch, version: a.version + 1 })
+      .where("uuid", "=", a.uuid)
+      .where("version", "=", a.version)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new VersionConflict(`action ${a.uuid}`);
+    return row;
+  }
+
+  async listActions(q: ActionQuery): Promise<{ rows: ActionRow[]; total: number }> {
+    let base = this.db.selectFrom("actions").where("namespace", "in", q.namespaces.length ? q.namespaces : [""]);
+    if (q.uuid !== undefined) base = base.where("uuid", "=", q.uuid);
+    if (q.uuidPrefix !== undefined) base = base.where("uuid", "like", `${q.uuidPrefix.replace(/[%_\\]/g, "")}%`);
+    if (q.states?.length) base = base.where("state", "in", q.states);
+    if (q.objects) base = base.where("object", "in", q.objects.length ? q.objects : [""]);
+    if (q.startGte !== undefined) base = base.where("start_date", ">=", q.startGte);
+    if (q.startLte !== undefined) base = base.where("start_date", "<=", q.startLte);
+    if (q.endGte !== undefined) base = base.where("end_date", ">=", q.endGte);
+    if (q.endLte !== undefined) base = base.where("end_date", "<=", q.endLte);
+    const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    const rows = await base
+      .selectAll()
+      .orderBy("id", q.newestFirst ? "desc" : "asc")
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
+    return { rows, total: Number(count?.n ?? 0) };
+  }
+
+  /** The action currently holding the object (In progress or Canceling), if any. */
+  async activeActionOn(object: string): Promise<ActionRow | undefined> {
+    return this.db
+      .selectFrom("actions")
+      .selectAll()
+      .where("object", "=", object)
+      .where("kind", "is not", null)
+      .where("state", "in", ACTIVE_STATES)
+      .executeTakeFirst();
+  }
+
+  /** Actions a worker could run now: active ones whose lease lapsed, and the oldest Pending per free object. */
+  async claimableActions(now: number, limit: number): Promise<ActionRow[]> {
+    const active = await this.db
+      .selectFrom("actions")
+      .selectAll()
+      .where("kind", "is not", null)
+      .where("state", "in", ACTIVE_STATES)
+      .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
+      .orderBy("id")
+      .limit(limit)
+      .execute();
+    const pending = await this.db
+      .selectFrom("actions as a")
+      .selectAll("a")
+      .where("a.state", "=", "Pending")
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("actions as b")
+              .select("b.id")
+              .whereRef("b.object", "=", "a.object")
+              .where("b.kind", "is not", null)
+              .where((eb) => eb.or([eb("b.state", "in", ACTIVE_STATES), eb.and([eb("b.state", "=", "Pending"), eb("b.id", "<", eb.ref("a.id"))])])),
+          ),
+        ),
+      )
+      .orderBy("a.id")
+      .limit(limit)
+      .execute();
+    return [...active, ...pending];
+  }
+
+  async unfinishedActionCount(): Promise<number> {
+    const row = await this.db
+      .selectFrom("actions")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("state", "in", ["Pending", ...ACTIVE_STATES])
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  async appendActionLog(actionUuid: string, ts: number, line: string): Promise<void> {
+    await this.db.insertInto("action_logs").values({ action_uuid: actionUuid, ts, line }).execute();
+  }
+
+  /** The last `tail` lines of an action's log, oldest first, with ids for following. */
+  async actionLogTail(actionUuid: string, tail: number) {
+    const rows = await this.db
+      .selectFrom("action_logs")
+      .selectAll()
+      .where("action_uuid", "=", actionUuid)
+      .orderBy("id", "desc")
+      .limit(tail)
+      .execute();
+    return rows.reverse();
+  }
+
+  async actionLogAfter(actionUuid: string, afterId: number) {
+    return this.db
+      .selectFrom("action_logs")
+      .selectAll()
+      .where("action_uuid", "=", actionUuid)
+      .where("id", ">", afterId)
+      .orderBy("id")
+      .execute();
+  }
+
+  // ---- change feed -----------------------------------------------------------------------------
+
+  /**
+   * Appends a change to the feed inside the caller's transaction. On PostgreSQL an advisory lock
+   * held to commit makes revisions commit in order, so a reader never skips a late-committing one.
+   */
+  async appendChange(c: Omit<ChangeRow, "revision">): Promise<number> {
+    if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(7340071)`.execute(this.db);
+    const row = await this.db.insertInto("changes").values(c).returning("revision").executeTakeFirstOrThrow();
+    this.committed(() => this.notifier.notify());
+    return row.revision;
+  }
+
+  async changesSince(revision: number, limit: number): Promise<ChangeRow[]> {
+    return this.db
+      .selectFrom("changes")
+      .selectAll()
+      .where("revision", ">", revision)
+      .orderBy("revision")
+      .limit(limit)
+      .execute();
+  }
+
+  async latestRevision(): Promise<number> {
+    const row = await this.db.selectFrom("changes").select((eb) => eb.fn.max("revision").as("r")).executeTakeFirst();
+    return Number(row?.r ?? 0);
+  }
+
+  /** Subscribes to in-process commit notifications of the change feed. */
+  onChange(listener: () => void): () => void {
+    return this.notifier.subscribe(listener);
+  }
+}
