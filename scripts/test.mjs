@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// Runs every test file (test/**/*.test.ts, src/**/*.test.ts) with Node's test runner through tsx.
+// `--fast` skips the real-engine tier (files under test/real/ and test/local/, and docker driver tests).
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const fast = process.argv.includes("--fast");
+const only = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+
+function walk(dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === "node_modules" ? [] : walk(p);
+    return e.name.endsWith(".test.ts") ? [p] : [];
+  });
+}
+
+let files = [...walk(path.join(root, "test")), ...walk(path.join(root, "src"))].sort();
+if (fast) files = files.filter((f) => !/\/test\/(real|local)\/|docker-engine\.test\.ts$/.test(f));
+if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
+
+const result = spawnSync(
+  process.execPath,
+  ["--import", "tsx", "--test", "--test-concurrency=2", "--test-reporter=spec", ...files],
+  { stdio: "inherit", cwd: root, env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent" } },
+);
+process.exit(result.status ?? 1);

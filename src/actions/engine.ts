@@ -1,0 +1,503 @@
+// The action engine (CONTRACT §7): every platform call is recorded as an action, and
+// asynchronous operations run as registered action kinds made of idempotent steps.
+//
+// Durability: an async action row is written before the 202 is sent. Workers claim actions
+// with a lease that a heartbeat renews; a lapsed lease (the worker died) makes the action
+// claimable again and it resumes at the step it was on. Every step has a timeout, and an
+// action interrupted too many times is failed with a log line, so nothing stays In progress.
+import { randomUUID } from "node:crypto";
+import { ApiError, VersionConflict, conflict } from "../domain/errors.ts";
+import type { Clock } from "../domain/time.ts";
+import { actionUri } from "../domain/uri.ts";
+import type { ActionRow, Store } from "../store/store.ts";
+
+export type ActionState = "Pending" | "In progress" | "Canceling" | "Canceled" | "Success" | "Failed";
+export const ACTION_STATES: ActionState[] = ["Pending", "In progress", "Canceling", "Canceled", "Success", "Failed"];
+export type Outcome = "Success" | "Failed" | "Canceled";
+
+export interface StepContext<P> {
+  action: ActionRow;
+  params: P;
+  store: Store;
+  signal: AbortSignal;
+  log(line: string): Promise<void>;
+}
+
+export interface Step<P> {
+  name: string;
+  timeoutMs?: number;
+  run(ctx: StepContext<P>): Promise<void>;
+}
+
+export interface ActionKind<P = unknown> {
+  /** Registry key, stored with the action, e.g. `service.start`. */
+  kind: string;
+  /** Readable action name shown in the audit log, e.g. `Service Start`. */
+  name: string;
+  /**
+   * Checks that the operation is allowed now and moves the object to its transitional state.
+   * Runs in the transaction that records the action (API call and retry alike); throwing refuses the call.
+   */
+  prepare?(tx: Store, params: P, object: string): Promise<void>;
+  steps: Step<P>[];
+  /** Leaves the object in a truthful state once the action ended, whatever the outcome. */
+  finish?(ctx: StepContext<P>, outcome: Outcome): Promise<void>;
+}
+
+export interface CallMeta {
+  method: string;
+  path: string;
+  user: string;
+  userAgent: string;
+  ip: string;
+  isUserAction?: boolean;
+}
+
+export interface ActionEngineOptions {
+  store: Store;
+  clock: Clock;
+  leaseMs: number;
+  stepTimeoutMs: number;
+  pollMs: number;
+  maxAttempts: number;
+  concurrency?: number;
+  onError?(err: unknown): void;
+}
+
+const TERMINAL: ActionState[] = ["Canceled", "Success", "Failed"];
+
+export class ActionEngine {
+  private readonly kinds = new Map<string, ActionKind<never>>();
+  private readonly running = new Map<string, AbortController>();
+  private readonly instanceId = randomUUID();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private scanning = false;
+  private rescan = false;
+  private readonly idleWaiters = new Set<() => void>();
+
+  constructor(private readonly opts: ActionEngineOptions) {}
+
+  register<P>(kind: ActionKind<P>): void {
+    if (this.kinds.has(kind.kind)) throw new Error(`action kind ${kind.kind} registered twice`);
+    this.kinds.set(kind.kind, kind as ActionKind<never>);
+  }
+
+  private get store(): Store {
+    return this.opts.store;
+  }
+
+  // ---- recording -----------------------------------------------------------------------------
+
+  /** Records a synchronous call, already finished. */
+  async recordSync(input: {
+    uuid: string;
+    namespace: string;
+    object: string;
+    name: string;
+    meta: CallMeta;
+    state: "Success" | "Failed";
+    logLine?: string;
+  }): Promise<ActionRow> {
+    const now = this.opts.clock.now();
+    return this.store.transaction(async (tx) => {
+      const row = await tx.insertAction({
+        uuid: input.uuid,
+        namespace: input.namespace,
+        object: input.object,
+        action: input.name,
+        kind: null,
+        params: null,
+        method: input.meta.method,
+        path: input.meta.path,
+        user: input.meta.user,
+        user_agent: input.meta.userAgent,
+        ip: input.meta.ip,
+        location: "",
+        start_date: now,
+        end_date: now,
+        state: input.state,
+        is_user_action: input.meta.isUserAction === false ? 0 : 1,
+      });
+      if (input.logLine) await tx.appendActionLog(row.uuid, now, input.logLine);
+      await this.emit(tx, row, "create");
+      return row;
+    });
+  }
+
+  /**
+   * Records an asynchronous operation and queues it: In progress when the object is free,
+   * Pending behind the action that holds it. Runs `prepare` in the same transaction; call it
+   * inside the caller's transaction so the object's transitional state commits with the action.
+   */
+  async enqueue<P>(
+    tx: Store,
+    input: { uuid?: string; kind: string; params: P; namespace: string; object: string; meta: CallMeta },
+  ): Promise<ActionRow> {
+    const kind = this.kinds.get(input.kind) as ActionKind<P> | undefined;
+    if (!kind) throw new Error(`unknown action kind ${input.kind}`);
+    const row = await tx.transaction(async (t) => {
+      await kind.prepare?.(t, input.params, input.object);
+      const busy = (await t.activeActionOn(input.object)) ?? (await this.pendingOn(t, input.object));
+      const now = this.opts.clock.now();
+      const action = await t.insertAction({
+        uuid: input.uuid ?? randomUUID(),
+        namespace: input.namespace,
+        object: input.object,
+        action: kind.name,
+        kind: kind.kind,
+        params: JSON.stringify(input.params ?? null),
+        method: input.meta.method,
+        path: input.meta.path,
+        user: input.meta.user,
+        user_agent: input.meta.userAgent,
+        ip: input.meta.ip,
+        location: "",
+        start_date: now,
+        end_date: null,
+        state: busy ? "Pending" : "In progress",
+        is_user_action: input.meta.isUserAction === false ? 0 : 1,
+      });
+      if (busy) await t.appendActionLog(action.uuid, now, `Waiting for action ${busy.uuid} on the same object`);
+      await this.emit(t, action, "create");
+      return action;
+    });
+    this.wake();
+    return row;
+  }
+
+  private async pendingOn(tx: Store, object: string): Promise<ActionRow | undefined> {
+    const { rows } = await tx.listActions({
+      namespaces: [],
+      objects: [object],
+      states: ["Pending"],
+      limit: 1,
+      offset: 0,
+    });
+    return rows[0];
+  }
+
+  // ---- cancel and retry ----------------------------------------------------------------------
+
+  async cancel(uuid: string): Promise<ActionRow> {
+    for (;;) {
+      const a = await this.store.findAction(uuid);
+      if (!a) throw new ApiError("not_found", "not_found", "No such action.");
+      try {
+        if (a.state === "Pending") {
+          const row = await this.store.transaction(async (tx) => {
+            const r = await tx.updateAction(a, { state: "Canceled", end_date: this.opts.clock.now() });
+            await tx.appendActionLog(uuid, this.opts.clock.now(), "Canceled before it started");
+            await this.emit(tx, r, "update");
+            return r;
+          });
+          await this.finishCanceledPending(row);
+          this.wake();
+          return row;
+        }
+        if (a.state === "In progress") {
+          return await this.store.transaction(async (tx) => {
+            const r = await tx.updateAction(a, { state: "Canceling" });
+            await tx.appendActionLog(uuid, this.opts.clock.now(), "Cancel requested; stopping after the current step");
+            await this.emit(tx, r, "update");
+            return r;
+          });
+        }
+        throw conflict(`action is ${a.state}; cancel is allowed in Pending, In progress`, "invalid_state");
+      } catch (err) {
+        if (!(err instanceof VersionConflict)) throw err;
+      }
+    }
+  }
+
+  /** A Pending action never ran, but its `prepare` may have moved the object: let the kind settle it. */
+  private async finishCanceledPending(row: ActionRow): Promise<void> {
+    const kind = row.kind ? this.kinds.get(row.kind) : undefined;
+    if (!kind?.finish) return;
+    const ctx = this.context(row, new AbortController().signal);
+    await kind.finish(ctx as StepContext<never>, "Canceled").catch((err) => this.opts.onError?.(err));
+  }
+
+  /** Repeats a finished asynchronous action's operation as a new action (with `newUuid` when given). */
+  async retry(uuid: string, meta: CallMeta, newUuid?: string): Promise<ActionRow> {
+    const a = await this.store.findAction(uuid);
+    if (!a) throw new ApiError("not_found", "not_found", "No such action.");
+    if (!TERMINAL.includes(a.state as ActionState)) {
+      throw conflict(`action is ${a.state}; retry is allowed in Success, Failed, Canceled`, "invalid_state");
+    }
+    if (!a.kind || !this.kinds.has(a.kind)) {
+      throw conflict(`action "${a.action}" was a synchronous call and cannot be retried`, "not_retriable");
+    }
+    return this.store.transaction((tx) =>
+      this.enqueue(tx, {
+        uuid: newUuid,
+        kind: a.kind!,
+        params: a.params ? JSON.parse(a.params) : null,
+        namespace: a.namespace,
+        object: a.object,
+        meta,
+      }),
+    );
+  }
+
+  canBeCanceled(a: ActionRow): boolean {
+    return a.kind !== null && (a.state === "Pending" || a.state === "In progress");
+  }
+
+  canBeRetried(a: ActionRow): boolean {
+    return a.kind !== null && this.kinds.has(a.kind) && TERMINAL.includes(a.state as ActionState);
+  }
+
+  // ---- workers -------------------------------------------------------------------------------
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.timer = setInterval(() => this.wake(), this.opts.pollMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Stops claiming work and aborts running steps; their leases lapse and another worker resumes them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const c of this.running.values()) c.abort(new Error("server shutting down"));
+    const deadline = Date.now() + 5000;
+    while (this.running.size > 0 && Date.now() < deadline) await sleep(20);
+  }
+
+  /** Resolves once no action is running or claimable (tests and graceful shutdown). */
+  async idle(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.running.size === 0 && (await this.store.unfinishedActionCount()) === 0) return;
+      await new Promise<void>((r) => {
+        this.idleWaiters.add(r);
+        setTimeout(r, 50);
+      });
+    }
+    throw new Error("actions still running");
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.scanning) {
+      this.rescan = true;
+      return;
+    }
+    this.scanning = true;
+    void this.scan()
+      .catch((err) => this.opts.onError?.(err))
+      .finally(() => {
+        this.scanning = false;
+        if (this.rescan) {
+          this.rescan = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async scan(): Promise<void> {
+    const free = (this.opts.concurrency ?? 8) - this.running.size;
+    if (free <= 0) return;
+    const candidates = await this.store.claimableActions(this.opts.clock.now(), free * 2);
+    for (const c of candidates) {
+      if (this.running.size >= (this.opts.concurrency ?? 8)) break;
+      if (this.running.has(c.uuid)) continue;
+      const claimed = await this.claim(c);
+      if (claimed) void this.run(claimed);
+    }
+  }
+
+  private async claim(a: ActionRow): Promise<ActionRow | undefined> {
+    const now = this.opts.clock.now();
+    try {
+      return await this.store.transaction(async (tx) => {
+        const r = await tx.updateAction(a, {
+          state: a.state === "Pending" ? "In progress" : a.state,
+          lease_owner: this.instanceId,
+          lease_until: now + this.opts.leaseMs,
+          attempts: a.attempts + 1,
+        });
+        if (a.state === "Pending") await this.emit(tx, r, "update");
+        if (a.attempts > 0) {
+          await tx.appendActionLog(
+            a.uuid,
+            now,
+            `Resuming at step ${a.step + 1} after the worker running it stopped (attempt ${a.attempts + 1})`,
+          );
+        }
+        return r;
+      });
+    } catch (err) {
+      if (err instanceof VersionConflict) return undefined; // another worker won
+      throw err;
+    }
+  }
+
+  private context<P>(action: ActionRow, signal: AbortSignal): StepContext<P> {
+    return {
+      action,
+      params: (action.params ? JSON.parse(action.params) : null) as P,
+      store: this.store,
+      signal,
+      log: (line) => this.store.appendActionLog(action.uuid, this.opts.clock.now(), line),
+    };
+  }
+
+  private async run(claimed: ActionRow): Promise<void> {
+    const controller = new AbortController();
+    this.running.set(claimed.uuid, controller);
+    const heartbeat = setInterval(() => {
+      void this.heartbeat(claimed.uuid).catch((err) => this.opts.onError?.(err));
+    }, Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    heartbeat.unref();
+    try {
+      await this.execute(claimed, controller.signal);
+    } catch (err) {
+      this.opts.onError?.(err);
+    } finally {
+      clearInterval(heartbeat);
+      this.running.delete(claimed.uuid);
+      for (const w of this.idleWaiters) w();
+      this.idleWaiters.clear();
+      this.wake();
+    }
+  }
+
+  private async heartbeat(uuid: string): Promise<void> {
+    const a = await this.store.findAction(uuid);
+    if (!a || a.lease_owner !== this.instanceId || TERMINAL.includes(a.state as ActionState)) return;
+    try {
+      await this.store.updateAction(a, { lease_until: this.opts.clock.now() + this.opts.leaseMs });
+    } catch (err) {
+      if (!(err instanceof VersionConflict)) throw err; // a concurrent cancel bumped the version; next beat renews
+    }
+  }
+
+  private async execute(claimed: ActionRow, signal: AbortSignal): Promise<void> {
+    const kind = claimed.kind ? this.kinds.get(claimed.kind) : undefined;
+    const ctx = this.context<never>(claimed, signal);
+    if (!kind) {
+      await ctx.log(`This server does not know action kind "${claimed.kind}"; failing it`);
+      await this.end(claimed.uuid, "Failed");
+      return;
+    }
+    if (claimed.attempts > this.opts.maxAttempts) {
+      await ctx.log(`Interrupted ${claimed.attempts - 1} times; giving up`);
+      await this.settle(kind, ctx, "Failed");
+      return;
+    }
+    for (let i = claimed.step; i < kind.steps.length; i++) {
+      if (signal.aborted) return; // shutting down: the lease lapses and the action resumes elsewhere
+      const current = await this.store.findAction(claimed.uuid);
+      if (!current || current.lease_owner !== this.instanceId) return; // lost the lease
+      if (current.state === "Canceling") {
+        await ctx.log(`Canceled before step ${i + 1} of ${kind.steps.length}`);
+        await this.settle(kind, ctx, "Canceled");
+        return;
+      }
+      const step = kind.steps[i]!;
+      const timeoutMs = step.timeoutMs ?? this.opts.stepTimeoutMs;
+      const stepAbort = new AbortController();
+      const onAbort = () => stepAbort.abort(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          step.run({ ...ctx, signal: stepAbort.signal }),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              const err = new StepTimeout(`Step "${step.name}" timed out after ${formatMs(timeoutMs)}`);
+              stepAbort.abort(err);
+              reject(err);
+            }, timeoutMs);
+          }),
+        ]);
+      } catch (err) {
+        if (signal.aborted) return;
+        await ctx.log(err instanceof StepTimeout ? err.message : `Step "${step.name}" failed: ${errorText(err)}`);
+        await this.settle(kind, ctx, "Failed");
+        return;
+      } finally {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+      }
+      const after = await this.store.findAction(claimed.uuid);
+      if (!after || after.lease_owner !== this.instanceId) return;
+      await this.updateRetrying(claimed.uuid, { step: i + 1 });
+    }
+    const last = await this.store.findAction(claimed.uuid);
+    await this.settle(kind, ctx, last?.state === "Canceling" ? "Canceled" : "Success");
+  }
+
+  private async settle(kind: ActionKind<never>, ctx: StepContext<never>, outcome: Outcome): Promise<void> {
+    try {
+      await kind.finish?.(ctx, outcome);
+    } catch (err) {
+      await ctx.log(`Could not settle the object's state: ${errorText(err)}`);
+    }
+    await this.end(ctx.action.uuid, outcome);
+  }
+
+  private async end(uuid: string, state: Outcome): Promise<void> {
+    for (;;) {
+      const a = await this.store.findAction(uuid);
+      if (!a || TERMINAL.includes(a.state as ActionState)) return;
+      try {
+        await this.store.transaction(async (tx) => {
+          const r = await tx.updateAction(a, {
+            state,
+            end_date: this.opts.clock.now(),
+            lease_owner: null,
+            lease_until: null,
+          });
+          await this.emit(tx, r, "update");
+        });
+        return;
+      } catch (err) {
+        if (!(err instanceof VersionConflict)) throw err;
+      }
+    }
+  }
+
+  private async updateRetrying(uuid: string, patch: Partial<ActionRow>): Promise<void> {
+    for (;;) {
+      const a = await this.store.findAction(uuid);
+      if (!a) return;
+      try {
+        await this.store.updateAction(a, patch);
+        return;
+      } catch (err) {
+        if (!(err instanceof VersionConflict)) throw err;
+      }
+    }
+  }
+
+  private async emit(tx: Store, a: ActionRow, action: "create" | "update"): Promise<void> {
+    await tx.appendChange({
+      namespace: a.namespace,
+      type: "action",
+      action,
+      resource_uri: actionUri(a.uuid),
+      state: a.state,
+      parents: JSON.stringify([a.object]),
+      datetime: this.opts.clock.now(),
+    });
+  }
+}
+
+class StepTimeout extends Error {}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

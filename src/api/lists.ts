@@ -1,0 +1,50 @@
+// The list envelope of the platform API (CONTRACT §5).
+import type { FastifyRequest } from "fastify";
+import { Type } from "typebox";
+
+export const PAGE_QUERY = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 25 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+};
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export function pageOf(query: { limit?: number; offset?: number }): Page {
+  return { limit: query.limit ?? 25, offset: query.offset ?? 0 };
+}
+
+export interface Envelope<T> {
+  meta: { limit: number; offset: number; total_count: number; next: string | null; previous: string | null };
+  objects: T[];
+}
+
+/** Builds the envelope; `next`/`previous` are relative paths that keep every filter of the request. */
+export function envelope<T>(request: FastifyRequest, page: Page, total: number, objects: T[]): Envelope<T> {
+  const [rawPath, rawQuery = ""] = request.url.split("?", 2) as [string, string?];
+  const path = rawPath.replace(/\/{2,}/g, "/").replace(/\/?$/, "/");
+  const link = (offset: number) => {
+    const params = new URLSearchParams(rawQuery);
+    params.set("limit", String(page.limit));
+    params.set("offset", String(offset));
+    return `${path}?${params.toString()}`;
+  };
+  const next = page.offset + page.limit < total ? link(page.offset + page.limit) : null;
+  const previous = page.offset > 0 ? link(Math.max(0, page.offset - page.limit)) : null;
+  return { meta: { limit: page.limit, offset: page.offset, total_count: total, next, previous }, objects };
+}
+
+export function listSchema(item: ReturnType<typeof Type.Object> | ReturnType<typeof Type.Any>) {
+  return Type.Object({
+    meta: Type.Object({
+      limit: Type.Integer(),
+      offset: Type.Integer(),
+      total_count: Type.Integer(),
+      next: Type.Union([Type.String(), Type.Null()]),
+      previous: Type.Union([Type.String(), Type.Null()]),
+    }),
+    objects: Type.Array(item),
+  });
+}

@@ -1,0 +1,48 @@
+// Records every non-GET call of an authenticated user on the platform API as an action
+// (CONTRACT §7). The action's uuid is chosen before the handler runs, so that asynchronous
+// handlers can write the action under that uuid and every response carries the headers.
+import { randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { ActionEngine } from "../actions/engine.ts";
+import { actionUri } from "../domain/uri.ts";
+import { ACTION_URI_HEADERS } from "./compat.ts";
+
+export function callMeta(request: FastifyRequest) {
+  return {
+    method: request.method,
+    path: request.url.split("?")[0]!,
+    user: request.principal?.user.username ?? "",
+    userAgent: request.headers["user-agent"] ?? "",
+    ip: request.ip,
+  };
+}
+
+export function installRecorder(app: FastifyInstance, actions: ActionEngine): void {
+  app.addHook("onRequest", async (request, reply) => {
+    if (request.area !== "platform" || !request.principal) return;
+    if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
+    request.actionUuid = randomUUID();
+    for (const h of ACTION_URI_HEADERS) reply.header(h, actionUri(request.actionUuid));
+  });
+
+  app.addHook("onSend", async (request, reply, payload) => {
+    if (!request.actionUuid || request.audit.recorded || !request.principal) return payload;
+    const failed = reply.statusCode >= 400;
+    const path = request.url.split("?")[0]!.replace(/\/{2,}/g, "/");
+    try {
+      await actions.recordSync({
+        uuid: request.actionUuid,
+        namespace: request.audit.namespace ?? request.principal.namespaceLimit ?? request.principal.user.username,
+        object: request.audit.object ?? path.replace(/\/?$/, "/"),
+        name: request.audit.name ?? request.routeOptions.config?.action ?? "API Call",
+        meta: callMeta(request),
+        state: failed ? "Failed" : "Success",
+        logLine: failed ? `${reply.statusCode}: ${request.audit.failure ?? "request refused"}` : undefined,
+      });
+      request.audit.recorded = true;
+    } catch (err) {
+      request.log.error({ err }, "could not record the action of this call");
+    }
+    return payload;
+  });
+}

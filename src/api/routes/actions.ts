@@ -1,0 +1,209 @@
+// Audit API (spec "Actions"): list, get, cancel, retry.
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import { ACTION_STATES, type ActionEngine } from "../../actions/engine.ts";
+import type { Relations } from "../../actions/relations.ts";
+import { badRequest, invalidField, notFound } from "../../domain/errors.ts";
+import { parseDateFilter, restTime } from "../../domain/time.ts";
+import { actionUri, parseObjectUri } from "../../domain/uri.ts";
+import type { IdentityService } from "../../identity/service.ts";
+import type { ActionRow, Store } from "../../store/store.ts";
+import { PAGE_QUERY, envelope, listSchema, pageOf } from "../lists.ts";
+import { namespaceOf, principalOf } from "../namespaces.ts";
+import { callMeta } from "../recorder.ts";
+import { nsPaths } from "../routing.ts";
+
+export const ActionSchema = Type.Object({
+  resource_uri: Type.String(),
+  uuid: Type.String(),
+  object: Type.String(),
+  action: Type.String(),
+  method: Type.String(),
+  path: Type.String(),
+  user: Type.String(),
+  user_agent: Type.String(),
+  start_date: Type.Union([Type.String(), Type.Null()]),
+  end_date: Type.Union([Type.String(), Type.Null()]),
+  state: Type.String(),
+  ip: Type.String(),
+  location: Type.String(),
+  is_user_action: Type.Boolean(),
+  can_be_canceled: Type.Boolean(),
+  can_be_retried: Type.Boolean(),
+});
+
+export function actionView(a: ActionRow, engine: ActionEngine) {
+  return {
+    resource_uri: actionUri(a.uuid),
+    uuid: a.uuid,
+    object: a.object,
+    action: a.action,
+    method: a.method,
+    path: a.path,
+    user: a.user,
+    user_agent: a.user_agent,
+    start_date: restTime(a.start_date),
+    end_date: restTime(a.end_date),
+    state: a.state,
+    ip: a.ip,
+    location: a.location,
+    is_user_action: a.is_user_action === 1,
+    can_be_canceled: engine.canBeCanceled(a),
+    can_be_retried: engine.canBeRetried(a),
+  };
+}
+
+const ListQuery = Type.Object({
+  ...PAGE_QUERY,
+  uuid: Type.Optional(Type.String()),
+  uuid__startswith: Type.Optional(Type.String()),
+  state: Type.Optional(Type.String({ description: `one of ${ACTION_STATES.join(", ")}` })),
+  start_date__gte: Type.Optional(Type.String()),
+  start_date__lte: Type.Optional(Type.String()),
+  end_date__gte: Type.Optional(Type.String()),
+  end_date__lte: Type.Optional(Type.String()),
+  object: Type.Optional(Type.String({ description: "resource URI, with or without namespace" })),
+  include_related: Type.Optional(Type.Boolean()),
+  order_by: Type.Optional(Type.Union([Type.Literal("start_date"), Type.Literal("-start_date")])),
+});
+type ListQueryT = {
+  limit?: number;
+  offset?: number;
+  uuid?: string;
+  uuid__startswith?: string;
+  state?: string;
+  start_date__gte?: string;
+  start_date__lte?: string;
+  end_date__gte?: string;
+  end_date__lte?: string;
+  object?: string;
+  include_related?: boolean;
+  order_by?: "start_date" | "-start_date";
+};
+
+function dateFilter(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = parseDateFilter(value);
+  if (ms === undefined) throw invalidField(name, "must be a date (for example 2026-11-22T03:17:08Z)");
+  return ms;
+}
+
+interface Deps {
+  store: Store;
+  identity: IdentityService;
+  actions: ActionEngine;
+  relations: Relations;
+}
+
+const tags = ["actions"];
+const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
+
+export function actionRoutes(app: FastifyInstance, deps: Deps): void {
+  const { store, identity, actions, relations } = deps;
+
+  /** An action visible to the caller (its namespace is one the caller may read), or 404. */
+  async function visibleAction(req: Parameters<typeof namespaceOf>[0]): Promise<ActionRow> {
+    const { uuid, namespace } = req.params as { uuid: string; namespace?: string };
+    const a = await store.findAction(uuid);
+    const readable = await identity.namespacesOf(principalOf(req));
+    if (!a || !readable.includes(a.namespace) || (namespace !== undefined && namespace !== a.namespace)) {
+      throw notFound("action");
+    }
+    req.audit.namespace = a.namespace;
+    return a;
+  }
+
+  for (const url of nsPaths("/api/audit/v1/{ns}action/")) {
+    app.get(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "List actions, oldest first",
+          querystring: ListQuery,
+          response: { 200: listSchema(ActionSchema) },
+        },
+      },
+      async (req) => {
+        const ns = await namespaceOf(req, identity);
+        const q = req.query as ListQueryT;
+        if (q.state !== undefined && !ACTION_STATES.includes(q.state as never)) {
+          throw invalidField("state", `must be one of ${ACTION_STATES.join(", ")}`);
+        }
+        let objects: string[] | undefined;
+        if (q.object !== undefined) {
+          const parsed = parseObjectUri(q.object);
+          if (!parsed && !q.object.startsWith("/api/")) throw invalidField("object", "must be a resource URI");
+          const canonical = parsed
+            ? `/api/${parsed.subsystem}/v1/${parsed.namespace ?? ns}/${parsed.resource}/${parsed.id}/`
+            : q.object;
+          objects = q.include_related ? await relations.related(store, canonical) : [canonical];
+        }
+        const page = pageOf(q);
+        const { rows, total } = await store.listActions({
+          namespaces: [ns],
+          uuid: q.uuid,
+          uuidPrefix: q.uuid__startswith,
+          states: q.state ? [q.state] : undefined,
+          objects,
+          startGte: dateFilter("start_date__gte", q.start_date__gte),
+          startLte: dateFilter("start_date__lte", q.start_date__lte),
+          endGte: dateFilter("end_date__gte", q.end_date__gte),
+          endLte: dateFilter("end_date__lte", q.end_date__lte),
+          newestFirst: q.order_by === "-start_date",
+          ...page,
+        });
+        return envelope(
+          req,
+          page,
+          total,
+          rows.map((a) => actionView(a, actions)),
+        );
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/audit/v1/{ns}action/:uuid/")) {
+    app.get(url, { schema: { tags, summary: "Get an action", params: UuidParams, response: { 200: ActionSchema } } }, async (req) =>
+      actionView(await visibleAction(req), actions),
+    );
+  }
+
+  for (const url of nsPaths("/api/audit/v1/{ns}action/:uuid/cancel/")) {
+    app.post(
+      url,
+      {
+        config: { action: "Action Cancel" },
+        schema: { tags, summary: "Cancel a Pending or In progress action", params: UuidParams, response: { 200: ActionSchema } },
+      },
+      async (req) => {
+        const a = await visibleAction(req);
+        req.audit.object = actionUri(a.uuid);
+        return actionView(await actions.cancel(a.uuid), actions);
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/audit/v1/{ns}action/:uuid/retry/")) {
+    app.post(
+      url,
+      {
+        config: { action: "Action Retry" },
+        schema: {
+          tags,
+          summary: "Retry a finished action as a new action",
+          params: UuidParams,
+          response: { 202: ActionSchema },
+        },
+      },
+      async (req, reply) => {
+        const a = await visibleAction(req);
+        req.audit.object = actionUri(a.uuid);
+        if (!req.actionUuid) throw badRequest("retry needs an authenticated call");
+        const created = await actions.retry(a.uuid, callMeta(req), req.actionUuid);
+        req.audit.recorded = true;
+        return reply.status(202).send(actionView(created, actions));
+      },
+    );
+  }
+}

@@ -1,0 +1,205 @@
+// Infrastructure catalogue routes (read only): providers, regions, zones, node types.
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import type { Catalogue } from "../../catalogue/catalogue.ts";
+import { notFound } from "../../domain/errors.ts";
+import { PAGE_QUERY, envelope, listSchema, pageOf } from "../lists.ts";
+
+const Provider = Type.Object({
+  resource_uri: Type.String(),
+  name: Type.String(),
+  label: Type.String(),
+  regions: Type.Array(Type.String()),
+  available: Type.Boolean(),
+});
+const Region = Type.Object({
+  resource_uri: Type.String(),
+  name: Type.String(),
+  label: Type.String(),
+  node_types: Type.Array(Type.String()),
+  availability_zones: Type.Array(Type.String()),
+  provider: Type.String(),
+  available: Type.Boolean(),
+});
+const Az = Type.Object({
+  resource_uri: Type.String(),
+  name: Type.String(),
+  region: Type.String(),
+  available: Type.Boolean(),
+});
+const NodeType = Type.Object({
+  resource_uri: Type.String(),
+  name: Type.String(),
+  label: Type.String(),
+  regions: Type.Array(Type.String()),
+  availability_zones: Type.Array(Type.String()),
+  provider: Type.String(),
+  available: Type.Boolean(),
+});
+
+/** URI filters compare canonical forms: one trailing slash, no repeated slashes. */
+export function canonicalUri(uri: string): string {
+  return `/${uri.split("/").filter(Boolean).join("/")}/`;
+}
+
+const tags = ["infrastructure catalogue"];
+
+export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): void {
+  const paged = <T>(req: Parameters<typeof envelope>[0], q: { limit?: number; offset?: number }, all: T[]) => {
+    const page = pageOf(q);
+    return envelope(req, page, all.length, all.slice(page.offset, page.offset + page.limit));
+  };
+
+  app.get(
+    "/api/infra/v1/provider/",
+    {
+      schema: {
+        tags,
+        summary: "List providers",
+        querystring: Type.Object({ ...PAGE_QUERY, name: Type.Optional(Type.String()) }),
+        response: { 200: listSchema(Provider) },
+      },
+    },
+    async (req) => {
+      const q = req.query as { name?: string; limit?: number; offset?: number };
+      return paged(req, q, catalogue.listProviders().filter((p) => q.name === undefined || p.name === q.name));
+    },
+  );
+  app.get(
+    "/api/infra/v1/provider/:name/",
+    { schema: { tags, summary: "Get a provider", params: Type.Object({ name: Type.String() }), response: { 200: Provider } } },
+    async (req) => {
+      const { name } = req.params as { name: string };
+      const p = catalogue.listProviders().find((x) => x.name === name);
+      if (!p) throw notFound("provider");
+      return p;
+    },
+  );
+
+  app.get(
+    "/api/infra/v1/region/",
+    {
+      schema: {
+        tags,
+        summary: "List regions",
+        querystring: Type.Object({
+          ...PAGE_QUERY,
+          name: Type.Optional(Type.String()),
+          provider: Type.Optional(Type.String({ description: "provider resource URI" })),
+        }),
+        response: { 200: listSchema(Region) },
+      },
+    },
+    async (req) => {
+      const q = req.query as { name?: string; provider?: string; limit?: number; offset?: number };
+      const list = catalogue
+        .listRegions()
+        .filter((r) => q.name === undefined || r.name === q.name)
+        .filter((r) => q.provider === undefined || r.provider === canonicalUri(q.provider));
+      return paged(req, q, list);
+    },
+  );
+  app.get(
+    "/api/infra/v1/region/:provider/:name/",
+    {
+      schema: {
+        tags,
+        summary: "Get a region",
+        params: Type.Object({ provider: Type.String(), name: Type.String() }),
+        response: { 200: Region },
+      },
+    },
+    async (req) => {
+      const { provider, name } = req.params as { provider: string; name: string };
+      const r = catalogue.listRegions().find((x) => x.resource_uri === `/api/infra/v1/region/${provider}/${name}/`);
+      if (!r) throw notFound("region");
+      return r;
+    },
+  );
+
+  app.get(
+    "/api/infra/v1/az/",
+    {
+      schema: {
+        tags,
+        summary: "List availability zones",
+        querystring: Type.Object({
+          ...PAGE_QUERY,
+          name: Type.Optional(Type.String()),
+          region: Type.Optional(Type.String({ description: "region resource URI" })),
+        }),
+        response: { 200: listSchema(Az) },
+      },
+    },
+    async (req) => {
+      const q = req.query as { name?: string; region?: string; limit?: number; offset?: number };
+      const list = catalogue
+        .listAzs()
+        .filter((z) => q.name === undefined || z.name === q.name)
+        .filter((z) => q.region === undefined || z.region === canonicalUri(q.region));
+      return paged(req, q, list);
+    },
+  );
+  app.get(
+    "/api/infra/v1/az/:provider/:region/:name/",
+    {
+      schema: {
+        tags,
+        summary: "Get an availability zone",
+        params: Type.Object({ provider: Type.String(), region: Type.String(), name: Type.String() }),
+        response: { 200: Az },
+      },
+    },
+    async (req) => {
+      const { provider, region, name } = req.params as { provider: string; region: string; name: string };
+      const z = catalogue.listAzs().find((x) => x.resource_uri === `/api/infra/v1/az/${provider}/${region}/${name}/`);
+      if (!z) throw notFound("availability zone");
+      return z;
+    },
+  );
+
+  app.get(
+    "/api/infra/v1/nodetype/",
+    {
+      schema: {
+        tags,
+        summary: "List node types",
+        querystring: Type.Object({
+          ...PAGE_QUERY,
+          name: Type.Optional(Type.String()),
+          regions: Type.Optional(Type.String({ description: "region resource URI" })),
+          availability_zones: Type.Optional(Type.String({ description: "availability zone resource URI" })),
+        }),
+        response: { 200: listSchema(NodeType) },
+      },
+    },
+    async (req) => {
+      const q = req.query as { name?: string; regions?: string; availability_zones?: string; limit?: number; offset?: number };
+      const list = catalogue
+        .listNodeTypes()
+        .filter((n) => q.name === undefined || n.name === q.name)
+        .filter((n) => q.regions === undefined || n.regions.includes(canonicalUri(q.regions)))
+        .filter(
+          (n) => q.availability_zones === undefined || n.availability_zones.includes(canonicalUri(q.availability_zones)),
+        );
+      return paged(req, q, list);
+    },
+  );
+  app.get(
+    "/api/infra/v1/nodetype/:provider/:name/",
+    {
+      schema: {
+        tags,
+        summary: "Get a node type",
+        params: Type.Object({ provider: Type.String(), name: Type.String() }),
+        response: { 200: NodeType },
+      },
+    },
+    async (req) => {
+      const { provider, name } = req.params as { provider: string; name: string };
+      const n = catalogue.listNodeTypes().find((x) => x.resource_uri === `/api/infra/v1/nodetype/${provider}/${name}/`);
+      if (!n) throw notFound("node type");
+      return n;
+    },
+  );
+}

@@ -1,0 +1,50 @@
+// Route helpers: the optional namespace segment and 405 for methods a path does not define.
+import type { FastifyInstance } from "fastify";
+import { ApiError } from "../domain/errors.ts";
+import { sendError } from "./errors.ts";
+
+/** `/api/app/v1/{ns}service/:uuid/` → both the bare and the namespaced form (CONTRACT §1). */
+export function nsPaths(template: string): string[] {
+  return [template.replace("{ns}", ""), template.replace("{ns}", ":namespace/")];
+}
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/** Collects registered paths, then answers 405 (with Allow) for the methods each path lacks. */
+export class MethodTable {
+  private readonly methods = new Map<string, Set<string>>();
+
+  constructor(app: FastifyInstance) {
+    app.addHook("onRoute", (route) => {
+      if (route.config && (route.config as { fallback?: boolean }).fallback) return;
+      const set = this.methods.get(route.url) ?? new Set<string>();
+      for (const m of Array.isArray(route.method) ? route.method : [route.method]) set.add(m);
+      this.methods.set(route.url, set);
+    });
+  }
+
+  installFallbacks(app: FastifyInstance): void {
+    for (const [url, set] of [...this.methods]) {
+      if (url === "*" || url.includes("*")) continue;
+      const allow = METHODS.filter((m) => set.has(m));
+      if (!allow.length) continue;
+      for (const m of METHODS) {
+        if (set.has(m)) continue;
+        app.route({
+          method: m,
+          url,
+          config: { fallback: true } as never,
+          schema: { hide: true },
+          handler: (request, reply) => {
+            reply.header("Allow", allow.join(", "));
+            return sendError(
+              request,
+              reply,
+              new ApiError("method_not_allowed", "method_not_allowed", `${m} is not allowed here; use ${allow.join(", ")}.`),
+            );
+          },
+        });
+      }
+    }
+  }
+}

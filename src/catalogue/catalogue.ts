@@ -1,0 +1,145 @@
+// The infrastructure catalogue: providers, regions, availability zones and node types,
+// read-only and loaded from catalogue.json (spec "Infrastructure catalogue").
+import fs from "node:fs";
+import { azUri, nodeTypeUri, providerUri, regionUri } from "../domain/uri.ts";
+
+export interface ProviderKind {
+  /** Whether `provider_options` (vpc, iam) may be given. */
+  provider_options: boolean;
+  /** `any`: any positive size; `none`: disk cannot be set; `fixed`: only `disk_sizes`. */
+  disk: "any" | "none" | "fixed";
+  disk_sizes?: number[];
+}
+
+export interface NodeTypeData {
+  name: string;
+  label: string;
+  cpu: number;
+  memory_mb: number;
+}
+
+export interface ProviderData {
+  name: string;
+  label: string;
+  driver: "local" | "sim";
+  simulated: boolean;
+  kind: ProviderKind;
+  delays_ms?: { deploy_node: number; terminate_node: number };
+  regions: { name: string; label: string; availability_zones: string[]; node_types: string[] }[];
+  node_types: NodeTypeData[];
+}
+
+export interface ProviderView {
+  resource_uri: string;
+  name: string;
+  label: string;
+  regions: string[];
+  available: boolean;
+}
+export interface RegionView {
+  resource_uri: string;
+  name: string;
+  label: string;
+  node_types: string[];
+  availability_zones: string[];
+  provider: string;
+  available: boolean;
+}
+export interface AzView {
+  resource_uri: string;
+  name: string;
+  region: string;
+  available: boolean;
+}
+export interface NodeTypeView {
+  resource_uri: string;
+  name: string;
+  label: string;
+  regions: string[];
+  availability_zones: string[];
+  provider: string;
+  available: boolean;
+}
+
+export type Availability = () => { available: boolean; reason?: string };
+
+export class Catalogue {
+  private readonly providers: ProviderData[];
+
+  constructor(
+    data: { providers: ProviderData[] },
+    /** Availability checks per provider name (the `local` provider's prerequisites). */
+    private readonly availability: Record<string, Availability> = {},
+  ) {
+    this.providers = data.providers;
+  }
+
+  static load(file = new URL("./catalogue.json", import.meta.url), availability: Record<string, Availability> = {}) {
+    return new Catalogue(JSON.parse(fs.readFileSync(file, "utf8")), availability);
+  }
+
+  providerData(name: string): ProviderData | undefined {
+    return this.providers.find((p) => p.name === name);
+  }
+
+  private avail(p: ProviderData): { available: boolean; reason?: string } {
+    return this.availability[p.name]?.() ?? { available: true };
+  }
+
+  listProviders(): ProviderView[] {
+    return this.providers.map((p) => {
+      const a = this.avail(p);
+      return {
+        resource_uri: providerUri(p.name),
+        name: p.name,
+        label: a.available ? p.label : `${p.label} (unavailable: ${a.reason ?? "prerequisites missing"})`,
+        regions: p.regions.map((r) => regionUri(p.name, r.name)),
+        available: a.available,
+      };
+    });
+  }
+
+  listRegions(): RegionView[] {
+    return this.providers.flatMap((p) =>
+      p.regions.map((r) => ({
+        resource_uri: regionUri(p.name, r.name),
+        name: r.name,
+        label: r.label,
+        node_types: r.node_types.map((n) => nodeTypeUri(p.name, n)),
+        availability_zones: r.availability_zones.map((z) => azUri(p.name, r.name, z)),
+        provider: providerUri(p.name),
+        available: this.avail(p).available,
+      })),
+    );
+  }
+
+  listAzs(): AzView[] {
+    return this.providers.flatMap((p) =>
+      p.regions.flatMap((r) =>
+        r.availability_zones.map((z) => ({
+          resource_uri: azUri(p.name, r.name, z),
+          name: z,
+          region: regionUri(p.name, r.name),
+          available: this.avail(p).available,
+        })),
+      ),
+    );
+  }
+
+  listNodeTypes(): NodeTypeView[] {
+    return this.providers.flatMap((p) =>
+      p.node_types.map((n) => {
+        const regions = p.regions.filter((r) => r.node_types.includes(n.name));
+        return {
+          resource_uri: nodeTypeUri(p.name, n.name),
+          name: n.name,
+          label: n.label,
+          regions: regions.map((r) => regionUri(p.name, r.name)),
+          availability_zones: regions.flatMap((r) => r.availability_zones.map((z) => azUri(p.name, r.name, z))),
+          provider: providerUri(p.name),
+          available: this.avail(p).available,
+        };
+      }),
+    );
+  }
+}

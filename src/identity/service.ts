@@ -1,0 +1,191 @@
+// Users, API keys, organizations and namespace access (CONTRACT §2, §3).
+import type { Clock } from "../domain/time.ts";
+import { ApiError, conflict, forbidden, invalidField, notFound } from "../domain/errors.ts";
+import { namespaceNameProblem } from "../domain/names.ts";
+import { type ApiKeyRow, type Store, UniqueViolation, type UserRow } from "../store/store.ts";
+import { generateApiKey, generatePassword, hashApiKey, hashPassword, verifyPassword } from "./secrets.ts";
+
+/** Who is calling, as established by authentication. */
+export interface Principal {
+  user: UserRow;
+  /** "apikey" or "password" (accounts API only) or "token" (accounts API bearer). */
+  via: "apikey" | "password" | "token";
+  /** Set for service keys (role global): the only namespace the key may address. */
+  namespaceLimit: string | null;
+  /** Scopes held (accounts API); Basic credentials hold all. */
+  scopes: string[];
+}
+
+export const ALL_SCOPES = ["profile_read", "profile_write", "email_read", "email_write"];
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export interface NewUser {
+  username: string;
+  email: string;
+  password: string;
+  full_name?: string;
+  is_admin?: boolean;
+}
+
+export class IdentityService {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  async createUser(input: NewUser): Promise<UserRow> {
+    const problem = namespaceNameProblem(input.username);
+    if (problem) throw invalidField("username", problem);
+    if (!EMAIL_RE.test(input.email)) throw invalidField("email", "must be an email address");
+    if (input.password.length < 8) throw invalidField("password", "must be at least 8 characters");
+    try {
+      return await this.store.createUser({
+        username: input.username,
+        email: input.email,
+        password_hash: await hashPassword(input.password),
+        full_name: input.full_name ?? "",
+        is_admin: input.is_admin ? 1 : 0,
+        is_active: 1,
+        location: "",
+        company: "",
+        profile_url: "",
+        date_joined: this.clock.now(),
+      });
+    } catch (err) {
+      if (err instanceof UniqueViolation) throw conflict(`The name "${input.username}" is already taken.`, "name_taken");
+      throw err;
+    }
+  }
+
+  /** Creates an API key and returns it with its secret, which is never available again. */
+  async createApiKey(
+    user: UserRow,
+    opts: { label?: string; key?: string; namespaceLimit?: string; serviceUuid?: string } = {},
+  ): Promise<{ row: ApiKeyRow; key: string }> {
+    const key = opts.key ?? generateApiKey();
+    const row = await this.store.insertApiKey({
+      user_id: user.id,
+      label: opts.label ?? "",
+      key_hash: hashApiKey(key),
+      created: this.clock.now(),
+      namespace_limit: opts.namespaceLimit ?? null,
+      service_uuid: opts.serviceUuid ?? null,
+    });
+    return { row, key };
+  }
+
+  /**
+   * First start on an empty database: the configured admin, or an `admin` with random
+   * credentials that are returned once so the caller can print them.
+   */
+  async bootstrapAdmin(admin: {
+    username?: string;
+    password?: string;
+    apiKey?: string;
+  }): Promise<{ username: string; password: string; apiKey: string; generated: boolean } | undefined> {
+    if ((await this.store.countUsers()) > 0) return undefined;
+    const generated = !admin.username;
+    const username = admin.username ?? "admin";
+    const password = admin.password ?? generatePassword();
+    const user = await this.createUser({
+      username,
+      email: `${username}@localhost.localdomain`,
+      password,
+      full_name: "Administrator",
+      is_admin: true,
+    });
+    const { key } = await this.createApiKey(user, { label: "bootstrap", key: admin.apiKey });
+    return { username, password, apiKey: key, generated };
+  }
+
+  /** Verifies Basic credentials; the secret is an API key, or a password where allowed. */
+  async authenticateBasic(
+    username: string,
+    secret: string,
+    opts: { allowPassword: boolean },
+  ): Promise<Principal | undefined> {
+    const found = await this.store.findApiKeyByHash(hashApiKey(secret));
+    if (found && found.user.username === username && found.user.is_active) {
+      return { user: found.user, via: "apikey", namespaceLimit: found.key.namespace_limit, scopes: ALL_SCOPES };
+    }
+    if (!opts.allowPassword) return undefined;
+    const user = await this.store.findUserByName(username);
+    if (user?.is_active && (await verifyPassword(secret, user.password_hash))) {
+      return { user, via: "password", namespaceLimit: null, scopes: ALL_SCOPES };
+    }
+    return undefined;
+  }
+
+  /** Namespaces the principal may read and write: its own and its organizations'. */
+  async namespacesOf(p: Principal): Promise<string[]> {
+    if (p.namespaceLimit) return [p.namespaceLimit];
+    return [p.user.username, ...(await this.store.orgsOf(p.user.username))];
+  }
+
+  /** Resolves the namespace of a path; a namespace the caller cannot use is a 404 (no existence leak). */
+  async resolveNamespace(p: Principal, requested: string | undefined): Promise<string> {
+    const ns = requested ?? p.namespaceLimit ?? p.user.username;
+    if (p.namespaceLimit && ns !== p.namespaceLimit) throw notFound();
+    if (ns === p.user.username) return ns;
+    const member = await this.store.membership(ns, p.user.username);
+    if (!member) throw notFound();
+    return ns;
+  }
+
+  async createOrg(p: Principal, name: string): Promise<void> {
+    const problem = namespaceNameProblem(name);
+    if (problem) throw invalidField("name", problem);
+    try {
+      await this.store.createOrg(name, p.user.username, this.clock.now());
+    } catch (err) {
+      if (err instanceof UniqueViolation) throw conflict(`The name "${name}" is already taken.`, "name_taken");
+      throw err;
+    }
+  }
+
+  /** An organization visible to the caller (members and admins), or 404. */
+  async getOrg(p: Principal, name: string) {
+    const ns = await this.store.findNamespace(name);
+    if (!ns || ns.kind !== "org") throw notFound("organization");
+    const members = await this.store.orgMembers(name);
+    if (!p.user.is_admin && !members.some((m) => m.username === p.user.username)) throw notFound("organization");
+    return { name, members: members.map((m) => ({ username: m.username, role: m.role })) };
+  }
+
+  private async requireOwner(p: Principal, org: string): Promise<void> {
+    const view = await this.getOrg(p, org);
+    const mine = view.members.find((m) => m.username === p.user.username);
+    if (!p.user.is_admin && mine?.role !== "owner") {
+      throw forbidden(`Only owners of ${org} can change its members.`, "not_an_owner");
+    }
+  }
+
+  async addMember(p: Principal, org: string, username: string, role: "owner" | "member"): Promise<void> {
+    await this.requireOwner(p, org);
+    const user = await this.store.findUserByName(username);
+    if (!user) throw invalidField("username", `no user named "${username}"`);
+    await this.store.putMember(org, username, role);
+  }
+
+  async removeMember(p: Principal, org: string, username: string): Promise<void> {
+    await this.requireOwner(p, org);
+    const members = await this.store.orgMembers(org);
+    const target = members.find((m) => m.username === username);
+    if (!target) throw notFound("member");
+    if (target.role === "owner" && members.filter((m) => m.role === "owner").length === 1) {
+      throw new ApiError("conflict", "last_owner", `${username} is the last owner of ${org}; add another owner first.`);
+    }
+    await this.store.removeMember(org, username);
+  }
+
+  /** The user named in an accounts path, if the caller may manage it (itself, or any for admins); else 404. */
+  async userForCaller(p: Principal, username: string): Promise<UserRow> {
+    if (p.user.username === username) return p.user;
+    if (p.user.is_admin && !p.namespaceLimit) {
+      const u = await this.store.findUserByName(username);
+      if (u) return u;
+    }
+    throw notFound("user");
+  }
+}
