@@ -1,0 +1,179 @@
+// The store's own suite, run against SQLite and against PostgreSQL (BERTH_TEST_PG_URL; required in CI).
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { VersionConflict } from "../../src/domain/errors.ts";
+import { type Db, openDatabase } from "../../src/store/db.ts";
+import { migrateToLatest } from "../../src/store/migrations.ts";
+import { Store, UniqueViolation } from "../../src/store/store.ts";
+
+const pgUrl = process.env.BERTH_TEST_PG_URL;
+if (!pgUrl && process.env.CI === "true") {
+  throw new Error("BERTH_TEST_PG_URL must name a PostgreSQL server in CI: the store suite runs on both dialects");
+}
+
+interface Target {
+  name: string;
+  open(): Promise<{ db: Db; cleanup(): Promise<void> }>;
+}
+
+const targets: Target[] = [
+  {
+    name: "sqlite",
+    async open() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-store-"));
+      const db = openDatabase(`sqlite:${path.join(dir, "s.sqlite")}`);
+      return { db, cleanup: async () => (await db.close(), fs.rmSync(dir, { recursive: true, force: true })) };
+    },
+  },
+];
+if (pgUrl) {
+  targets.push({
+    name: "postgres",
+    async open() {
+      const schema = `store_${process.pid}_${Date.now()}`;
+      const admin = openDatabase(pgUrl);
+      await admin.kysely.schema.createSchema(schema).execute();
+      await admin.close();
+      const url = new URL(pgUrl);
+      url.searchParams.set("options", `-c search_path=${schema}`);
+      const db = openDatabase(url.toString());
+      return {
+        db,
+        async cleanup() {
+          await db.close();
+          const a = openDatabase(pgUrl);
+          await a.kysely.schema.dropSchema(schema).cascade().execute();
+          await a.close();
+        },
+      };
+    },
+  });
+} else {
+  test("store suite on PostgreSQL", { skip: "BERTH_TEST_PG_URL is not set (CI sets it)" }, () => {});
+}
+
+const user = (username: string) => ({
+  username,
+  email: `${username}@example.test`,
+  password_hash: "x",
+  full_name: "",
+  is_admin: 0,
+  is_active: 1,
+  location: "",
+  company: "",
+  profile_url: "",
+  date_joined: 1_700_000_000_000,
+});
+
+const action = (uuid: string, object: string, state = "In progress") => ({
+  uuid,
+  namespace: "alice",
+  object,
+  action: "Widget Work",
+  kind: "k",
+  params: null,
+  method: "POST",
+  path: "/",
+  user: "alice",
+  user_agent: "",
+  ip: "",
+  location: "",
+  start_date: Date.now(),
+  end_date: null,
+  state,
+  is_user_action: 1,
+});
+
+for (const target of targets) {
+  describe(`store on ${target.name}`, () => {
+    let db: Db;
+    let store: Store;
+    let cleanup: () => Promise<void>;
+
+    before(async () => {
+      ({ db, cleanup } = await target.open());
+      await migrateToLatest(db.kysely, db.dialect);
+      await migrateToLatest(db.kysely, db.dialect); // idempotent
+      store = new Store(db.kysely, db.dialect);
+    });
+    after(() => cleanup());
+
+    test("users and organizations share one namespace of names", async () => {
+      await store.createUser(user("alice"));
+      await assert.rejects(store.createUser(user("alice")), UniqueViolation);
+      await assert.rejects(store.createOrg("alice", "alice", Date.now()), UniqueViolation);
+      await store.createOrg("acme", "alice", Date.now());
+      assert.deepEqual(await store.orgsOf("alice"), ["acme"]);
+      assert.equal((await store.findNamespace("acme"))?.kind, "org");
+    });
+
+    test("a failed transaction leaves nothing behind", async () => {
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.createOrg("halfway", "alice", Date.now());
+          throw new Error("boom");
+        }),
+      );
+      assert.equal(await store.namespaceExists("halfway"), false);
+      assert.equal(await store.membership("halfway", "alice"), undefined);
+    });
+
+    test("optimistic versioning refuses a stale update", async () => {
+      const a = await store.insertAction(action("v-1", "/api/app/v1/alice/widget/v/"));
+      const updated = await store.updateAction(a, { state: "Success" });
+      assert.equal(updated.version, a.version + 1);
+      await assert.rejects(store.updateAction(a, { state: "Failed" }), VersionConflict);
+      assert.equal((await store.findAction("v-1"))?.state, "Success");
+    });
+
+    test("claimable actions: lapsed leases, and only the oldest Pending of a free object", async () => {
+      const now = Date.now();
+      const held = await store.insertAction(action("c-1", "/o/1/"));
+      await store.updateAction(held, { lease_owner: "w", lease_until: now + 60_000 });
+      await store.insertAction(action("c-2", "/o/1/", "Pending"));
+      const lapsed = await store.insertAction(action("c-3", "/o/2/"));
+      await store.updateAction(lapsed, { lease_owner: "dead", lease_until: now - 1 });
+      await store.insertAction(action("c-4", "/o/3/", "Pending"));
+      await store.insertAction(action("c-5", "/o/3/", "Pending"));
+      const ids = (await store.claimableActions(now, 50)).map((a) => a.uuid).filter((u) => u.startsWith("c-"));
+      assert.deepEqual(ids.sort(), ["c-3", "c-4"]);
+    });
+
+    test("the change feed gives strictly increasing revisions in commit order, also under concurrency", async () => {
+      const start = await store.latestRevision();
+      let woken = 0;
+      const off = store.onChange(() => woken++);
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          store.transaction(async (tx) => {
+            await tx.appendChange({
+              namespace: "alice",
+              type: "service",
+              action: "update",
+              resource_uri: `/api/app/v1/alice/service/${i}/`,
+              state: "Running",
+              parents: "[]",
+              datetime: Date.now(),
+            });
+          }),
+        ),
+      );
+      off();
+      const changes = await store.changesSince(start, 100);
+      assert.equal(changes.length, 20);
+      for (let i = 1; i < changes.length; i++) assert.ok(changes[i]!.revision > changes[i - 1]!.revision);
+      assert.equal(woken, 20, "every commit wakes in-process readers");
+      assert.deepEqual(await store.changesSince(changes.at(-1)!.revision, 10), []);
+    });
+
+    test("action logs keep their order and the tail is the last lines", async () => {
+      for (let i = 1; i <= 12; i++) await store.appendActionLog("log-1", Date.now(), `line ${i}`);
+      const tail = await store.actionLogTail("log-1", 5);
+      assert.deepEqual(tail.map((l) => l.line), ["line 8", "line 9", "line 10", "line 11", "line 12"]);
+      assert.deepEqual((await store.actionLogAfter("log-1", tail[3]!.id)).map((l) => l.line), ["line 12"]);
+    });
+  });
+}
