@@ -25,6 +25,10 @@ if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 const result = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", "--test-concurrency=2", "--test-reporter=spec", ...files],
-  { stdio: "inherit", cwd: root, env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent" } },
+  {
+    stdio: "inherit",
+    cwd: root,
+    env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent" },
+  },
 );
 process.exit(result.status ?? 1);

@@ -6,13 +6,20 @@
 // claimable again and it resumes at the step it was on. Every step has a timeout, and an
 // action interrupted too many times is failed with a log line, so nothing stays In progress.
 import { randomUUID } from "node:crypto";
-import { ApiError, VersionConflict, conflict } from "../domain/errors.ts";
+import { ApiError, conflict, VersionConflict } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
 import { actionUri } from "../domain/uri.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 
 export type ActionState = "Pending" | "In progress" | "Canceling" | "Canceled" | "Success" | "Failed";
-export const ACTION_STATES: ActionState[] = ["Pending", "In progress", "Canceling", "Canceled", "Success", "Failed"];
+export const ACTION_STATES: ActionState[] = [
+  "Pending",
+  "In progress",
+  "Canceling",
+  "Canceled",
+  "Success",
+  "Failed",
+];
 export type Outcome = "Success" | "Failed" | "Canceled";
 
 export interface StepContext<P> {
@@ -158,7 +165,8 @@ export class ActionEngine {
         state: busy ? "Pending" : "In progress",
         is_user_action: input.meta.isUserAction === false ? 0 : 1,
       });
-      if (busy) await t.appendActionLog(action.uuid, now, `Waiting for action ${busy.uuid} on the same object`);
+      if (busy)
+        await t.appendActionLog(action.uuid, now, `Waiting for action ${busy.uuid} on the same object`);
       await this.emit(t, action, "create");
       return action;
     });
@@ -198,7 +206,11 @@ export class ActionEngine {
         if (a.state === "In progress") {
           return await this.store.transaction(async (tx) => {
             const r = await tx.updateAction(a, { state: "Canceling" });
-            await tx.appendActionLog(uuid, this.opts.clock.now(), "Cancel requested; stopping after the current step");
+            await tx.appendActionLog(
+              uuid,
+              this.opts.clock.now(),
+              "Cancel requested; stopping after the current step",
+            );
             await this.emit(tx, r, "update");
             return r;
           });
@@ -349,9 +361,12 @@ export class ActionEngine {
   private async run(claimed: ActionRow): Promise<void> {
     const controller = new AbortController();
     this.running.set(claimed.uuid, controller);
-    const heartbeat = setInterval(() => {
-      void this.heartbeat(claimed.uuid).catch((err) => this.opts.onError?.(err));
-    }, Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        void this.heartbeat(claimed.uuid).catch((err) => this.opts.onError?.(err));
+      },
+      Math.max(50, Math.floor(this.opts.leaseMs / 3)),
+    );
     heartbeat.unref();
     try {
       await this.execute(claimed, controller.signal);
@@ -417,7 +432,9 @@ export class ActionEngine {
         ]);
       } catch (err) {
         if (signal.aborted) return;
-        await ctx.log(err instanceof StepTimeout ? err.message : `Step "${step.name}" failed: ${errorText(err)}`);
+        await ctx.log(
+          err instanceof StepTimeout ? err.message : `Step "${step.name}" failed: ${errorText(err)}`,
+        );
         await this.settle(kind, ctx, "Failed");
         return;
       } finally {

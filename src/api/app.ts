@@ -12,10 +12,10 @@ import { type BearerVerifier, installAuth } from "./auth.ts";
 import { normalizeUrl } from "./compat.ts";
 import { installErrorHandling } from "./errors.ts";
 import { installRecorder } from "./recorder.ts";
-import { MethodTable } from "./routing.ts";
 import { actionRoutes } from "./routes/actions.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { identityRoutes } from "./routes/identity.ts";
+import { MethodTable } from "./routing.ts";
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -48,14 +48,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     rewriteUrl: (req) => normalizeUrl(req.url ?? "/"),
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
-    ajv: { customOptions: { coerceTypes: "array", useDefaults: true, removeAdditional: false, allErrors: false } },
+    ajv: {
+      customOptions: { coerceTypes: "array", useDefaults: true, removeAdditional: false, allErrors: false },
+    },
     return503OnClosing: true,
   });
 
   // Any body is JSON whatever its Content-Type (CONTRACT §1), except form posts to the token endpoint.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
-    if (request.method === "GET" || request.method === "DELETE" || request.method === "HEAD") return done(null, undefined);
+    if (request.method === "GET" || request.method === "DELETE" || request.method === "HEAD")
+      return done(null, undefined);
     const text = String(body);
     if (text.trim() === "") return done(null, undefined);
     const looksJson = /^\s*[[{"]/.test(text);

@@ -9,7 +9,9 @@ export const ACTION_URI_HEADERS = ["X-Platform-Action-URI", "X-DockerCloud-Actio
 export const ENV_PREFIXES = ["PLATFORM_", "DOCKERCLOUD_"] as const;
 
 /** Registries are also described with the historical flag name. */
-export function withRegistryAliases<T extends { is_native_registry: boolean }>(r: T): T & { is_tutum_registry: boolean } {
+export function withRegistryAliases<T extends { is_native_registry: boolean }>(
+  r: T,
+): T & { is_tutum_registry: boolean } {
   return { ...r, is_tutum_registry: r.is_native_registry };
 }
 
@@ -26,10 +28,14 @@ export function normalizeUrl(url: string): string {
 }
 
 /** Streams accept credentials in the query, for clients that send no header there (CONTRACT §2). */
-export function queryCredentials(query: Record<string, unknown>): { username: string; secret: string } | undefined {
+export function queryCredentials(
+  query: Record<string, unknown>,
+): { username: string; secret: string } | undefined {
   const user = query.user;
   const token = query.token;
-  return typeof user === "string" && typeof token === "string" ? { username: user, secret: token } : undefined;
+  return typeof user === "string" && typeof token === "string"
+    ? { username: user, secret: token }
+    : undefined;
 }
 
 /** The events stream is also served at the historical path (CONTRACT §8). */

@@ -30,7 +30,8 @@ declare module "fastify" {
 
 /** Which API a path belongs to: it decides how callers authenticate and whether calls are audited. */
 export function areaOf(path: string): Area {
-  if (/^\/api\/(app|audit|infra|repo)\/v1(\/|$)/.test(path) || path.startsWith("/v1/events")) return "platform";
+  if (/^\/api\/(app|audit|infra|repo)\/v1(\/|$)/.test(path) || path.startsWith("/v1/events"))
+    return "platform";
   if (path.startsWith("/api/v1.1/") || path.startsWith("/oauth/")) return "accounts";
   if (path === "/auth" || path.startsWith("/auth/")) return "auth";
   return "public";

@@ -37,8 +37,10 @@ function problemOf(e: AjvError): FieldProblem {
   let problem = e.message ?? "is invalid";
   if (e.keyword === "required") problem = "is required";
   else if (e.keyword === "additionalProperties") problem = "is not a known field";
-  else if (e.keyword === "enum") problem = `must be one of ${(e.params.allowedValues as unknown[]).join(", ")}`;
-  else if (e.keyword === "type") problem = `must be ${e.params.type === "integer" ? "an integer" : `of type ${e.params.type}`}`;
+  else if (e.keyword === "enum")
+    problem = `must be one of ${(e.params.allowedValues as unknown[]).join(", ")}`;
+  else if (e.keyword === "type")
+    problem = `must be ${e.params.type === "integer" ? "an integer" : `of type ${e.params.type}`}`;
   return { field: fieldPath(e.instancePath, extra), problem };
 }
 
@@ -58,14 +60,24 @@ export function installErrorHandling(app: FastifyInstance): void {
       const where = error.validationContext === "querystring" ? "query parameter" : error.validationContext;
       const details = (error.validation as AjvError[]).map(problemOf);
       const first = details[0];
-      const message = first ? `Invalid ${where}: ${first.field || where} ${first.problem}.` : "Invalid request.";
+      const message = first
+        ? `Invalid ${where}: ${first.field || where} ${first.problem}.`
+        : "Invalid request.";
       return sendError(request, reply, new ApiError("bad_request", "invalid_field", message, details));
     }
     if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      return sendError(request, reply, new ApiError("payload_too_large", "body_too_large", "The body is larger than 1 MiB."));
+      return sendError(
+        request,
+        reply,
+        new ApiError("payload_too_large", "body_too_large", "The body is larger than 1 MiB."),
+      );
     }
     if (error instanceof SyntaxError || error.code === "FST_ERR_CTP_INVALID_JSON_BODY") {
-      return sendError(request, reply, new ApiError("bad_request", "invalid_json", "The body is not valid JSON."));
+      return sendError(
+        request,
+        reply,
+        new ApiError("bad_request", "invalid_json", "The body is not valid JSON."),
+      );
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
@@ -75,10 +87,16 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     request.log.error({ err: error }, "unhandled error");
     request.audit.failure = "Internal error";
-    return reply.status(500).send({ error: "Internal error; the server log has the details.", code: "internal" });
+    return reply
+      .status(500)
+      .send({ error: "Internal error; the server log has the details.", code: "internal" });
   });
 
   app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, new ApiError("not_found", "not_found", `No such path: ${request.url.split("?")[0]}`)),
+    sendError(
+      request,
+      reply,
+      new ApiError("not_found", "not_found", `No such path: ${request.url.split("?")[0]}`),
+    ),
   );
 }

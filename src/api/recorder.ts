@@ -32,7 +32,8 @@ export function installRecorder(app: FastifyInstance, actions: ActionEngine): vo
     try {
       await actions.recordSync({
         uuid: request.actionUuid,
-        namespace: request.audit.namespace ?? request.principal.namespaceLimit ?? request.principal.user.username,
+        namespace:
+          request.audit.namespace ?? request.principal.namespaceLimit ?? request.principal.user.username,
         object: request.audit.object ?? path.replace(/\/?$/, "/"),
         name: request.audit.name ?? request.routeOptions.config?.action ?? "API Call",
         meta: callMeta(request),

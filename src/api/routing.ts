@@ -40,7 +40,11 @@ export class MethodTable {
             return sendError(
               request,
               reply,
-              new ApiError("method_not_allowed", "method_not_allowed", `${m} is not allowed here; use ${allow.join(", ")}.`),
+              new ApiError(
+                "method_not_allowed",
+                "method_not_allowed",
+                `${m} is not allowed here; use ${allow.join(", ")}.`,
+              ),
             );
           },
         });

@@ -74,7 +74,10 @@ export class Catalogue {
     this.providers = data.providers;
   }
 
-  static load(file = new URL("./catalogue.json", import.meta.url), availability: Record<string, Availability> = {}) {
+  static load(
+    file = new URL("./catalogue.json", import.meta.url),
+    availability: Record<string, Availability> = {},
+  ) {
     return new Catalogue(JSON.parse(fs.readFileSync(file, "utf8")), availability);
   }
 
@@ -135,7 +138,9 @@ export class Catalogue {
           name: n.name,
           label: n.label,
           regions: regions.map((r) => regionUri(p.name, r.name)),
-          availability_zones: regions.flatMap((r) => r.availability_zones.map((z) => azUri(p.name, r.name, z))),
+          availability_zones: regions.flatMap((r) =>
+            r.availability_zones.map((z) => azUri(p.name, r.name, z)),
+          ),
           provider: providerUri(p.name),
           available: this.avail(p).available,
         };

@@ -37,7 +37,8 @@ function parseListen(value: string): { host: string; port: number } {
 function parsePositiveInt(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined || value === "") return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
   return n;
 }
 
@@ -52,10 +53,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const host = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
-  const publicUrl = (env.BERTH_PUBLIC_URL ?? `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${listen.port}`).replace(
-    /\/+$/,
-    "",
-  );
+  const publicUrl = (
+    env.BERTH_PUBLIC_URL ?? `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${listen.port}`
+  ).replace(/\/+$/, "");
   try {
     const u = new URL(publicUrl);
     if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
@@ -88,7 +88,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     admin,
     logLevel,
     actionLeaseMs: parsePositiveInt("BERTH_ACTION_LEASE_MS", env.BERTH_ACTION_LEASE_MS, 5000),
-    actionStepTimeoutMs: parsePositiveInt("BERTH_ACTION_STEP_TIMEOUT_MS", env.BERTH_ACTION_STEP_TIMEOUT_MS, 300_000),
+    actionStepTimeoutMs: parsePositiveInt(
+      "BERTH_ACTION_STEP_TIMEOUT_MS",
+      env.BERTH_ACTION_STEP_TIMEOUT_MS,
+      300_000,
+    ),
     actionPollMs: parsePositiveInt("BERTH_ACTION_POLL_MS", env.BERTH_ACTION_POLL_MS, 1000),
     actionMaxAttempts: parsePositiveInt("BERTH_ACTION_MAX_ATTEMPTS", env.BERTH_ACTION_MAX_ATTEMPTS, 5),
   };

@@ -46,7 +46,9 @@ export const unauthorized = (message = "Authentication credentials were not prov
 
 /** A state-table refusal: names the state and what is allowed in it (CONTRACT §6). */
 export function stateConflict(what: string, state: string, operation: string, allowedIn: string[]): ApiError {
-  const where = allowedIn.length ? `${operation} is allowed in ${allowedIn.join(", ")}` : `${operation} is not allowed`;
+  const where = allowedIn.length
+    ? `${operation} is allowed in ${allowedIn.join(", ")}`
+    : `${operation} is not allowed`;
   return new ApiError("conflict", "invalid_state", `${what} is ${state}; ${where}`);
 }
 

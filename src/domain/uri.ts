@@ -27,6 +27,7 @@ export function parseObjectUri(uri: string): ParsedUri | undefined {
   const parts = uri.split("/").filter(Boolean);
   if (parts[0] !== "api" || parts[2] !== "v1") return undefined;
   if (parts.length === 5) return { subsystem: parts[1]!, resource: parts[3]!, id: parts[4]! };
-  if (parts.length === 6) return { subsystem: parts[1]!, namespace: parts[3]!, resource: parts[4]!, id: parts[5]! };
+  if (parts.length === 6)
+    return { subsystem: parts[1]!, namespace: parts[3]!, resource: parts[4]!, id: parts[5]! };
   return undefined;
 }

@@ -1,7 +1,8 @@
 // Users, API keys, organizations and namespace access (CONTRACT §2, §3).
-import type { Clock } from "../domain/time.ts";
+
 import { ApiError, conflict, forbidden, invalidField, notFound } from "../domain/errors.ts";
 import { namespaceNameProblem } from "../domain/names.ts";
+import type { Clock } from "../domain/time.ts";
 import { type ApiKeyRow, type Store, UniqueViolation, type UserRow } from "../store/store.ts";
 import { generateApiKey, generatePassword, hashApiKey, hashPassword, verifyPassword } from "./secrets.ts";
 
@@ -53,7 +54,8 @@ export class IdentityService {
         date_joined: this.clock.now(),
       });
     } catch (err) {
-      if (err instanceof UniqueViolation) throw conflict(`The name "${input.username}" is already taken.`, "name_taken");
+      if (err instanceof UniqueViolation)
+        throw conflict(`The name "${input.username}" is already taken.`, "name_taken");
       throw err;
     }
   }
@@ -107,7 +109,12 @@ export class IdentityService {
   ): Promise<Principal | undefined> {
     const found = await this.store.findApiKeyByHash(hashApiKey(secret));
     if (found && found.user.username === username && found.user.is_active) {
-      return { user: found.user, via: "apikey", namespaceLimit: found.key.namespace_limit, scopes: ALL_SCOPES };
+      return {
+        user: found.user,
+        via: "apikey",
+        namespaceLimit: found.key.namespace_limit,
+        scopes: ALL_SCOPES,
+      };
     }
     if (!opts.allowPassword) return undefined;
     const user = await this.store.findUserByName(username);
@@ -139,7 +146,8 @@ export class IdentityService {
     try {
       await this.store.createOrg(name, p.user.username, this.clock.now());
     } catch (err) {
-      if (err instanceof UniqueViolation) throw conflict(`The name "${name}" is already taken.`, "name_taken");
+      if (err instanceof UniqueViolation)
+        throw conflict(`The name "${name}" is already taken.`, "name_taken");
       throw err;
     }
   }
@@ -147,9 +155,10 @@ export class IdentityService {
   /** An organization visible to the caller (members and admins), or 404. */
   async getOrg(p: Principal, name: string) {
     const ns = await this.store.findNamespace(name);
-    if (!ns || ns.kind !== "org") throw notFound("organization");
+    if (ns?.kind !== "org") throw notFound("organization");
     const members = await this.store.orgMembers(name);
-    if (!p.user.is_admin && !members.some((m) => m.username === p.user.username)) throw notFound("organization");
+    if (!p.user.is_admin && !members.some((m) => m.username === p.user.username))
+      throw notFound("organization");
     return { name, members: members.map((m) => ({ username: m.username, role: m.role })) };
   }
 
@@ -174,7 +183,11 @@ export class IdentityService {
     const target = members.find((m) => m.username === username);
     if (!target) throw notFound("member");
     if (target.role === "owner" && members.filter((m) => m.role === "owner").length === 1) {
-      throw new ApiError("conflict", "last_owner", `${username} is the last owner of ${org}; add another owner first.`);
+      throw new ApiError(
+        "conflict",
+        "last_owner",
+        `${username} is the last owner of ${org}; add another owner first.`,
+      );
     }
     await this.store.removeMember(org, username);
   }

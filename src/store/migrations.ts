@@ -1,5 +1,11 @@
 // Schema migrations, dialect-neutral except for the auto-increment id column.
-import type { ColumnDefinitionBuilder, CreateTableBuilder, Kysely, Migration, MigrationProvider } from "kysely";
+import type {
+  ColumnDefinitionBuilder,
+  CreateTableBuilder,
+  Kysely,
+  Migration,
+  MigrationProvider,
+} from "kysely";
 import { Migrator } from "kysely";
 import type { Dialect } from "./db.ts";
 
@@ -90,7 +96,11 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn("ts", "bigint", (c) => c.notNull())
           .addColumn("line", "text", (c) => c.notNull())
           .execute();
-        await db.schema.createIndex("action_logs_action").on("action_logs").columns(["action_uuid", "id"]).execute();
+        await db.schema
+          .createIndex("action_logs_action")
+          .on("action_logs")
+          .columns(["action_uuid", "id"])
+          .execute();
         await serial(db.schema.createTable("changes"), "revision")
           .addColumn("namespace", "text", (c) => c.notNull())
           .addColumn("type", "text", (c) => c.notNull())

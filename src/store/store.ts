@@ -9,7 +9,10 @@ export type UserRow = Omit<UserTable, "id"> & { id: number };
 export type ApiKeyRow = Omit<ApiKeyTable, "id"> & { id: number };
 export type ActionRow = Omit<ActionTable, "id"> & { id: number };
 export type ChangeRow = Omit<ChangeTable, "revision"> & { revision: number };
-export type NewAction = Omit<ActionRow, "id" | "version" | "step" | "attempts" | "lease_owner" | "lease_until">;
+export type NewAction = Omit<
+  ActionRow,
+  "id" | "version" | "step" | "attempts" | "lease_owner" | "lease_until"
+>;
 
 /**
  * In-process wake-up for change-feed readers after a commit. Readers also poll the feed,
@@ -30,7 +33,11 @@ export class UniqueViolation extends Error {}
 
 function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY";
+  return (
+    e?.code === "23505" ||
+    e?.code === "SQLITE_CONSTRAINT_UNIQUE" ||
+    e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY"
+  );
 }
 
 export interface ActionQuery {
@@ -64,7 +71,9 @@ export class Store {
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.inTransaction) return fn(this);
     const pending: (() => void)[] = [];
-    const result = await this.db.transaction().execute((trx) => fn(new Store(trx, this.dialect, this.notifier, true, pending)));
+    const result = await this.db
+      .transaction()
+      .execute((trx) => fn(new Store(trx, this.dialect, this.notifier, true, pending)));
     for (const cb of pending) cb();
     return result;
   }
@@ -77,7 +86,11 @@ export class Store {
   // ---- namespaces, users, organizations -------------------------------------------------------
 
   async namespaceExists(name: string): Promise<boolean> {
-    const row = await this.db.selectFrom("namespaces").select("name").where("name", "=", name).executeTakeFirst();
+    const row = await this.db
+      .selectFrom("namespaces")
+      .select("name")
+      .where("name", "=", name)
+      .executeTakeFirst();
     return row !== undefined;
   }
 
@@ -86,7 +99,10 @@ export class Store {
   }
 
   async countUsers(): Promise<number> {
-    const row = await this.db.selectFrom("users").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    const row = await this.db
+      .selectFrom("users")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirst();
     return Number(row?.n ?? 0);
   }
 
@@ -94,7 +110,10 @@ export class Store {
   async createUser(u: Omit<UserRow, "id">): Promise<UserRow> {
     return this.transaction(async (tx) => {
       try {
-        await tx.db.insertInto("namespaces").values({ name: u.username, kind: "user", created: u.date_joined }).execute();
+        await tx.db
+          .insertInto("namespaces")
+          .values({ name: u.username, kind: "user", created: u.date_joined })
+          .execute();
       } catch (err) {
         if (isUniqueViolation(err)) throw new UniqueViolation(u.username);
         throw err;
@@ -125,7 +144,11 @@ export class Store {
   }
 
   async deleteApiKey(userId: number, id: number): Promise<boolean> {
-    const res = await this.db.deleteFrom("api_keys").where("user_id", "=", userId).where("id", "=", id).executeTakeFirst();
+    const res = await this.db
+      .deleteFrom("api_keys")
+      .where("user_id", "=", userId)
+      .where("id", "=", id)
+      .executeTakeFirst();
     return Number(res.numDeletedRows) > 0;
   }
 
@@ -134,7 +157,11 @@ export class Store {
   }
 
   async findApiKeyByHash(hash: string): Promise<{ key: ApiKeyRow; user: UserRow } | undefined> {
-    const key = await this.db.selectFrom("api_keys").selectAll().where("key_hash", "=", hash).executeTakeFirst();
+    const key = await this.db
+      .selectFrom("api_keys")
+      .selectAll()
+      .where("key_hash", "=", hash)
+      .executeTakeFirst();
     if (!key) return undefined;
     const user = await this.findUserById(key.user_id);
     return user ? { key, user } : undefined;
@@ -166,7 +193,11 @@ export class Store {
   }
 
   async orgsOf(username: string): Promise<string[]> {
-    const rows = await this.db.selectFrom("org_members").select("org").where("username", "=", username).execute();
+    const rows = await this.db
+      .selectFrom("org_members")
+      .select("org")
+      .where("username", "=", username)
+      .execute();
     return rows.map((r) => r.org).sort();
   }
 
@@ -175,7 +206,12 @@ export class Store {
     await this.transaction(async (tx) => {
       const existing = await tx.membership(org, username);
       if (existing) {
-        await tx.db.updateTable("org_members").set({ role }).where("org", "=", org).where("username", "=", username).execute();
+        await tx.db
+          .updateTable("org_members")
+          .set({ role })
+          .where("org", "=", org)
+          .where("username", "=", username)
+          .execute();
       } else {
         await tx.db.insertInto("org_members").values({ org, username, role }).execute();
       }
@@ -219,9 +255,12 @@ export class Store {
   }
 
   async listActions(q: ActionQuery): Promise<{ rows: ActionRow[]; total: number }> {
-    let base = this.db.selectFrom("actions").where("namespace", "in", q.namespaces.length ? q.namespaces : [""]);
+    let base = this.db
+      .selectFrom("actions")
+      .where("namespace", "in", q.namespaces.length ? q.namespaces : [""]);
     if (q.uuid !== undefined) base = base.where("uuid", "=", q.uuid);
-    if (q.uuidPrefix !== undefined) base = base.where("uuid", "like", `${q.uuidPrefix.replace(/[%_\\]/g, "")}%`);
+    if (q.uuidPrefix !== undefined)
+      base = base.where("uuid", "like", `${q.uuidPrefix.replace(/[%_\\]/g, "")}%`);
     if (q.states?.length) base = base.where("state", "in", q.states);
     if (q.objects) base = base.where("object", "in", q.objects.length ? q.objects : [""]);
     if (q.startGte !== undefined) base = base.where("start_date", ">=", q.startGte);
@@ -271,7 +310,12 @@ export class Store {
               .select("b.id")
               .whereRef("b.object", "=", "a.object")
               .where("b.kind", "is not", null)
-              .where((eb) => eb.or([eb("b.state", "in", ACTIVE_STATES), eb.and([eb("b.state", "=", "Pending"), eb("b.id", "<", eb.ref("a.id"))])])),
+              .where((eb) =>
+                eb.or([
+                  eb("b.state", "in", ACTIVE_STATES),
+                  eb.and([eb("b.state", "=", "Pending"), eb("b.id", "<", eb.ref("a.id"))]),
+                ]),
+              ),
           ),
         ),
       )
@@ -340,7 +384,10 @@ export class Store {
   }
 
   async latestRevision(): Promise<number> {
-    const row = await this.db.selectFrom("changes").select((eb) => eb.fn.max("revision").as("r")).executeTakeFirst();
+    const row = await this.db
+      .selectFrom("changes")
+      .select((eb) => eb.fn.max("revision").as("r"))
+      .executeTakeFirst();
     return Number(row?.r ?? 0);
   }
 

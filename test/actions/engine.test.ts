@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ActionEngine } from "../../src/actions/engine.ts";
 import { systemClock } from "../../src/domain/time.ts";
-import { type Caller, type Harness, call, createUser, startHarness, waitFor } from "../support/harness.ts";
+import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { registerWidgetKind, widgetRoutes } from "../support/test-kinds.ts";
 
 let h: Harness;
@@ -36,10 +36,14 @@ async function get(uri: string) {
 }
 
 async function until(uri: string, state: string, timeoutMs = 8000) {
-  return waitFor(`${uri} to be ${state}`, async () => {
-    const a = await get(uri);
-    return a.state === state ? a : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `${uri} to be ${state}`,
+    async () => {
+      const a = await get(uri);
+      return a.state === state ? a : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 async function logOf(uri: string): Promise<string[]> {
@@ -73,7 +77,10 @@ describe("action engine", () => {
   test("calls on different objects run side by side", async () => {
     const a = await work("w3a", { steps: 2, stepMs: 300 });
     const b = await work("w3b", { steps: 2, stepMs: 300 });
-    await waitFor("both in progress", async () => (await get(a)).state === "In progress" && (await get(b)).state === "In progress");
+    await waitFor(
+      "both in progress",
+      async () => (await get(a)).state === "In progress" && (await get(b)).state === "In progress",
+    );
     await until(a, "Success");
     await until(b, "Success");
   });
@@ -88,7 +95,10 @@ describe("action engine", () => {
     assert.equal(res.body.can_be_retried, true);
     await until(a, "Success");
     await until(c, "Success");
-    assert.deepEqual(await logOf(b), ["Waiting for action " + a.split("/").filter(Boolean).pop() + " on the same object", "Canceled before it started"]);
+    assert.deepEqual(await logOf(b), [
+      "Waiting for action " + a.split("/").filter(Boolean).pop() + " on the same object",
+      "Canceled before it started",
+    ]);
   });
 
   test("cancel of an In progress action goes Canceling, then Canceled after the current step", async () => {
@@ -130,7 +140,10 @@ describe("action engine", () => {
   test("a step that exceeds its timeout ends the action Failed with a log line", async () => {
     const uri = await work("w7", { steps: 2, stepMs: 10, hangAt: 1 });
     await until(uri, "Failed", 5000);
-    assert.ok((await logOf(uri)).some((l) => /Step "step 1" timed out after 1500 ms/.test(l)), String(await logOf(uri)));
+    assert.ok(
+      (await logOf(uri)).some((l) => /Step "step 1" timed out after 1500 ms/.test(l)),
+      String(await logOf(uri)),
+    );
   });
 
   test("an action whose worker disappeared is resumed by another worker at the step it was on", async () => {
@@ -154,9 +167,19 @@ describe("action engine", () => {
     const done = await until(uri, "Success");
     assert.equal(done.state, "Success");
     const log = await logOf(uri);
-    assert.ok(log.some((l) => l.startsWith("Resuming at step 2")), log.join("\n"));
+    assert.ok(
+      log.some((l) => l.startsWith("Resuming at step 2")),
+      log.join("\n"),
+    );
     assert.ok(log.includes("step 4 done"));
-    assert.ok(!log.slice(0, log.findIndex((l) => l.startsWith("Resuming"))).includes("step 2 done"));
+    assert.ok(
+      !log
+        .slice(
+          0,
+          log.findIndex((l) => l.startsWith("Resuming")),
+        )
+        .includes("step 2 done"),
+    );
   });
 
   test("an action interrupted too many times is failed, never left In progress", async () => {
@@ -171,7 +194,11 @@ describe("action engine", () => {
       }),
     );
     // Pretend five workers already died holding it.
-    await h.store.db.updateTable("actions").set({ attempts: 5, lease_owner: "dead", lease_until: 1 }).where("uuid", "=", row.uuid).execute();
+    await h.store.db
+      .updateTable("actions")
+      .set({ attempts: 5, lease_owner: "dead", lease_until: 1 })
+      .where("uuid", "=", row.uuid)
+      .execute();
     h.actions.start();
     const uri = `/api/audit/v1/action/${row.uuid}/`;
     await until(uri, "Failed");

@@ -100,7 +100,10 @@ test("an action interrupted by SIGKILL of the server finishes after a restart", 
     const seconds = (Date.now() - restartedAt) / 1000;
     assert.ok(seconds < 10, `finished ${seconds.toFixed(1)} s after the restart`);
     const lines = (await store.actionLogTail(uuid, 50)).map((l) => l.line);
-    assert.ok(lines.some((l) => l.startsWith("Resuming at step 2")), lines.join("\n"));
+    assert.ok(
+      lines.some((l) => l.startsWith("Resuming at step 2")),
+      lines.join("\n"),
+    );
     assert.ok(lines.includes("step 5 done"));
   } finally {
     await db.close();

@@ -11,7 +11,9 @@ import { Store, UniqueViolation } from "../../src/store/store.ts";
 
 const pgUrl = process.env.BERTH_TEST_PG_URL;
 if (!pgUrl && process.env.CI === "true") {
-  throw new Error("BERTH_TEST_PG_URL must name a PostgreSQL server in CI: the store suite runs on both dialects");
+  throw new Error(
+    "BERTH_TEST_PG_URL must name a PostgreSQL server in CI: the store suite runs on both dialects",
+  );
 }
 
 interface Target {
@@ -25,7 +27,10 @@ const targets: Target[] = [
     async open() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-store-"));
       const db = openDatabase(`sqlite:${path.join(dir, "s.sqlite")}`);
-      return { db, cleanup: async () => (await db.close(), fs.rmSync(dir, { recursive: true, force: true })) };
+      return {
+        db,
+        cleanup: async () => (await db.close(), fs.rmSync(dir, { recursive: true, force: true })),
+      };
     },
   },
 ];
@@ -138,7 +143,9 @@ for (const target of targets) {
       await store.updateAction(lapsed, { lease_owner: "dead", lease_until: now - 1 });
       await store.insertAction(action("c-4", "/o/3/", "Pending"));
       await store.insertAction(action("c-5", "/o/3/", "Pending"));
-      const ids = (await store.claimableActions(now, 50)).map((a) => a.uuid).filter((u) => u.startsWith("c-"));
+      const ids = (await store.claimableActions(now, 50))
+        .map((a) => a.uuid)
+        .filter((u) => u.startsWith("c-"));
       assert.deepEqual(ids.sort(), ["c-3", "c-4"]);
     });
 
@@ -172,8 +179,14 @@ for (const target of targets) {
     test("action logs keep their order and the tail is the last lines", async () => {
       for (let i = 1; i <= 12; i++) await store.appendActionLog("log-1", Date.now(), `line ${i}`);
       const tail = await store.actionLogTail("log-1", 5);
-      assert.deepEqual(tail.map((l) => l.line), ["line 8", "line 9", "line 10", "line 11", "line 12"]);
-      assert.deepEqual((await store.actionLogAfter("log-1", tail[3]!.id)).map((l) => l.line), ["line 12"]);
+      assert.deepEqual(
+        tail.map((l) => l.line),
+        ["line 8", "line 9", "line 10", "line 11", "line 12"],
+      );
+      assert.deepEqual(
+        (await store.actionLogAfter("log-1", tail[3]!.id)).map((l) => l.line),
+        ["line 12"],
+      );
     });
   });
 }

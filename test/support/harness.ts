@@ -113,7 +113,12 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     apiKey: "admin-key-0123456789abcdef",
   });
   if (!boot) throw new Error("fresh database expected");
-  const admin = { username: "admin", key: boot.apiKey, password: boot.password, auth: basic("admin", boot.apiKey) };
+  const admin = {
+    username: "admin",
+    key: boot.apiKey,
+    password: boot.password,
+    auth: basic("admin", boot.apiKey),
+  };
   return {
     app,
     store,
@@ -146,7 +151,8 @@ export async function createUser(h: Harness, username: string): Promise<Caller> 
     headers: { authorization: basic(username, password) },
     payload: { label: "test" },
   });
-  if (keyRes.statusCode !== 201) throw new Error(`create key ${username}: ${keyRes.statusCode} ${keyRes.body}`);
+  if (keyRes.statusCode !== 201)
+    throw new Error(`create key ${username}: ${keyRes.statusCode} ${keyRes.body}`);
   const key = keyRes.json().key as string;
   return { username, key, password, auth: basic(username, key) };
 }

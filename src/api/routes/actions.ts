@@ -8,7 +8,7 @@ import { parseDateFilter, restTime } from "../../domain/time.ts";
 import { actionUri, parseObjectUri } from "../../domain/uri.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ActionRow, Store } from "../../store/store.ts";
-import { PAGE_QUERY, envelope, listSchema, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { callMeta } from "../recorder.ts";
 import { nsPaths } from "../routing.ts";
@@ -133,7 +133,8 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
         let objects: string[] | undefined;
         if (q.object !== undefined) {
           const parsed = parseObjectUri(q.object);
-          if (!parsed && !q.object.startsWith("/api/")) throw invalidField("object", "must be a resource URI");
+          if (!parsed && !q.object.startsWith("/api/"))
+            throw invalidField("object", "must be a resource URI");
           const canonical = parsed
             ? `/api/${parsed.subsystem}/v1/${parsed.namespace ?? ns}/${parsed.resource}/${parsed.id}/`
             : q.object;
@@ -164,8 +165,10 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
   }
 
   for (const url of nsPaths("/api/audit/v1/{ns}action/:uuid/")) {
-    app.get(url, { schema: { tags, summary: "Get an action", params: UuidParams, response: { 200: ActionSchema } } }, async (req) =>
-      actionView(await visibleAction(req), actions),
+    app.get(
+      url,
+      { schema: { tags, summary: "Get an action", params: UuidParams, response: { 200: ActionSchema } } },
+      async (req) => actionView(await visibleAction(req), actions),
     );
   }
 
@@ -174,7 +177,12 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Action Cancel" },
-        schema: { tags, summary: "Cancel a Pending or In progress action", params: UuidParams, response: { 200: ActionSchema } },
+        schema: {
+          tags,
+          summary: "Cancel a Pending or In progress action",
+          params: UuidParams,
+          response: { 200: ActionSchema },
+        },
       },
       async (req) => {
         const a = await visibleAction(req);

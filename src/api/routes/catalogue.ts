@@ -3,7 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { Catalogue } from "../../catalogue/catalogue.ts";
 import { notFound } from "../../domain/errors.ts";
-import { PAGE_QUERY, envelope, listSchema, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 
 const Provider = Type.Object({
   resource_uri: Type.String(),
@@ -45,7 +45,11 @@ export function canonicalUri(uri: string): string {
 const tags = ["infrastructure catalogue"];
 
 export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): void {
-  const paged = <T>(req: Parameters<typeof envelope>[0], q: { limit?: number; offset?: number }, all: T[]) => {
+  const paged = <T>(
+    req: Parameters<typeof envelope>[0],
+    q: { limit?: number; offset?: number },
+    all: T[],
+  ) => {
     const page = pageOf(q);
     return envelope(req, page, all.length, all.slice(page.offset, page.offset + page.limit));
   };
@@ -62,12 +66,23 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
     },
     async (req) => {
       const q = req.query as { name?: string; limit?: number; offset?: number };
-      return paged(req, q, catalogue.listProviders().filter((p) => q.name === undefined || p.name === q.name));
+      return paged(
+        req,
+        q,
+        catalogue.listProviders().filter((p) => q.name === undefined || p.name === q.name),
+      );
     },
   );
   app.get(
     "/api/infra/v1/provider/:name/",
-    { schema: { tags, summary: "Get a provider", params: Type.Object({ name: Type.String() }), response: { 200: Provider } } },
+    {
+      schema: {
+        tags,
+        summary: "Get a provider",
+        params: Type.Object({ name: Type.String() }),
+        response: { 200: Provider },
+      },
+    },
     async (req) => {
       const { name } = req.params as { name: string };
       const p = catalogue.listProviders().find((x) => x.name === name);
@@ -111,7 +126,9 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
     },
     async (req) => {
       const { provider, name } = req.params as { provider: string; name: string };
-      const r = catalogue.listRegions().find((x) => x.resource_uri === `/api/infra/v1/region/${provider}/${name}/`);
+      const r = catalogue
+        .listRegions()
+        .find((x) => x.resource_uri === `/api/infra/v1/region/${provider}/${name}/`);
       if (!r) throw notFound("region");
       return r;
     },
@@ -152,7 +169,9 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
     },
     async (req) => {
       const { provider, region, name } = req.params as { provider: string; region: string; name: string };
-      const z = catalogue.listAzs().find((x) => x.resource_uri === `/api/infra/v1/az/${provider}/${region}/${name}/`);
+      const z = catalogue
+        .listAzs()
+        .find((x) => x.resource_uri === `/api/infra/v1/az/${provider}/${region}/${name}/`);
       if (!z) throw notFound("availability zone");
       return z;
     },
@@ -174,13 +193,21 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const q = req.query as { name?: string; regions?: string; availability_zones?: string; limit?: number; offset?: number };
+      const q = req.query as {
+        name?: string;
+        regions?: string;
+        availability_zones?: string;
+        limit?: number;
+        offset?: number;
+      };
       const list = catalogue
         .listNodeTypes()
         .filter((n) => q.name === undefined || n.name === q.name)
         .filter((n) => q.regions === undefined || n.regions.includes(canonicalUri(q.regions)))
         .filter(
-          (n) => q.availability_zones === undefined || n.availability_zones.includes(canonicalUri(q.availability_zones)),
+          (n) =>
+            q.availability_zones === undefined ||
+            n.availability_zones.includes(canonicalUri(q.availability_zones)),
         );
       return paged(req, q, list);
     },
@@ -197,7 +224,9 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
     },
     async (req) => {
       const { provider, name } = req.params as { provider: string; name: string };
-      const n = catalogue.listNodeTypes().find((x) => x.resource_uri === `/api/infra/v1/nodetype/${provider}/${name}/`);
+      const n = catalogue
+        .listNodeTypes()
+        .find((x) => x.resource_uri === `/api/infra/v1/nodetype/${provider}/${name}/`);
       if (!n) throw notFound("node type");
       return n;
     },

@@ -72,8 +72,15 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
     },
     async (req, reply) => {
       const p = principalOf(req);
-      if (!p.user.is_admin || p.namespaceLimit) throw forbidden("Only administrators can create users.", "admin_only");
-      const body = req.body as { username: string; email: string; password: string; full_name?: string; is_admin?: boolean };
+      if (!p.user.is_admin || p.namespaceLimit)
+        throw forbidden("Only administrators can create users.", "admin_only");
+      const body = req.body as {
+        username: string;
+        email: string;
+        password: string;
+        full_name?: string;
+        is_admin?: boolean;
+      };
       const user = await identity.createUser(body);
       return reply.status(201).send(profileView(user, publicUrl));
     },
@@ -85,7 +92,10 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
     "/api/v1.1/users/:username/apikeys/",
     { schema: { tags, summary: "List a user's API keys (never their secrets)", params: UserParams } },
     async (req) => {
-      const user = await identity.userForCaller(principalOf(req), (req.params as { username: string }).username);
+      const user = await identity.userForCaller(
+        principalOf(req),
+        (req.params as { username: string }).username,
+      );
       const keys = await store.listApiKeys(user.id);
       return { objects: keys.filter((k) => k.service_uuid === null).map(keyView) };
     },
@@ -102,7 +112,10 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
       },
     },
     async (req, reply) => {
-      const user = await identity.userForCaller(principalOf(req), (req.params as { username: string }).username);
+      const user = await identity.userForCaller(
+        principalOf(req),
+        (req.params as { username: string }).username,
+      );
       const label = (req.body as { label?: string } | undefined)?.label;
       const { row, key } = await identity.createApiKey(user, { label });
       return reply.status(201).send({ ...keyView(row), key });
@@ -112,7 +125,11 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   app.delete(
     "/api/v1.1/users/:username/apikeys/:id/",
     {
-      schema: { tags, summary: "Revoke an API key", params: Type.Object({ username: Type.String(), id: Type.Integer() }) },
+      schema: {
+        tags,
+        summary: "Revoke an API key",
+        params: Type.Object({ username: Type.String(), id: Type.Integer() }),
+      },
     },
     async (req, reply) => {
       const { username, id } = req.params as { username: string; id: number };
@@ -140,8 +157,10 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   );
 
   const OrgParams = Type.Object({ org: Type.String() });
-  app.get("/api/v1.1/orgs/:org/", { schema: { tags, summary: "Get an organization", params: OrgParams } }, async (req) =>
-    identity.getOrg(principalOf(req), (req.params as { org: string }).org),
+  app.get(
+    "/api/v1.1/orgs/:org/",
+    { schema: { tags, summary: "Get an organization", params: OrgParams } },
+    async (req) => identity.getOrg(principalOf(req), (req.params as { org: string }).org),
   );
 
   app.post(
@@ -153,7 +172,9 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
         params: OrgParams,
         body: Type.Object({
           username: Type.String(),
-          role: Type.Optional(Type.Union([Type.Literal("owner"), Type.Literal("member")], { default: "member" })),
+          role: Type.Optional(
+            Type.Union([Type.Literal("owner"), Type.Literal("member")], { default: "member" }),
+          ),
         }),
       },
     },
