@@ -1,42 +1,22 @@
 // Generates docs/openapi.json from the route schemas. `--write` updates the file; without it,
 // exits 1 when the committed file is stale (the check CI runs through the test suite).
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
-import { ActionEngine } from "../src/actions/engine.ts";
-import { Relations } from "../src/actions/relations.ts";
-import { buildApp } from "../src/api/app.ts";
-import { Catalogue } from "../src/catalogue/catalogue.ts";
-import { systemClock } from "../src/domain/time.ts";
-import { IdentityService } from "../src/identity/service.ts";
-import { openDatabase } from "../src/store/db.ts";
-import { Store } from "../src/store/store.ts";
+import { loadConfig } from "../src/config/index.ts";
+import { assemblePlatform } from "../src/platform.ts";
 
 export const OPENAPI_FILE = path.resolve(import.meta.dirname, "../docs/openapi.json");
 
 export async function generateOpenApi(): Promise<string> {
-  const db = openDatabase("sqlite::memory:");
-  const store = new Store(db.kysely, db.dialect);
-  const actions = new ActionEngine({
-    store,
-    clock: systemClock,
-    leaseMs: 1,
-    stepTimeoutMs: 1,
-    pollMs: 1,
-    maxAttempts: 1,
-  });
-  const app = await buildApp({
-    store,
-    identity: new IdentityService(store, systemClock),
-    actions,
-    relations: new Relations(),
-    catalogue: Catalogue.load(),
-    publicUrl: "http://127.0.0.1:8000",
-    logLevel: "silent",
-  });
-  await app.ready();
-  const doc = app.swagger();
-  await app.close();
-  await db.close();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-openapi-"));
+  const platform = await assemblePlatform(
+    loadConfig({ BERTH_DATA_DIR: dataDir, BERTH_DATABASE_URL: "sqlite::memory:", BERTH_LOG_LEVEL: "silent" }),
+  );
+  await platform.app.ready();
+  const doc = platform.app.swagger();
+  await platform.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 

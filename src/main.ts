@@ -1,65 +1,39 @@
-// Composition root: config → store → identity → actions → http. `npm start` runs this file.
-import { ActionEngine } from "./actions/engine.ts";
-import { Relations } from "./actions/relations.ts";
-import { type AppDeps, buildApp } from "./api/app.ts";
-import { Catalogue } from "./catalogue/catalogue.ts";
+// Composition root: `npm start` runs this file. Reads the configuration, assembles the
+// platform (src/platform.ts), bootstraps the administrator and listens.
 import { type Config, ConfigError, loadConfig } from "./config/index.ts";
-import { systemClock } from "./domain/time.ts";
-import { IdentityService } from "./identity/service.ts";
-import { openDatabase } from "./store/db.ts";
-import { migrateToLatest } from "./store/migrations.ts";
-import { Store } from "./store/store.ts";
+import { assemblePlatform, type Platform, type PlatformOptions } from "./platform.ts";
 
-export interface Extensions {
-  /** Registers extra action kinds and routes (used by test fixtures). */
-  extend?(parts: { actions: ActionEngine; store: Store }): Pick<AppDeps, "routes">;
-}
-
-export async function startServer(config: Config, ext: Extensions = {}) {
-  const db = openDatabase(config.databaseUrl);
-  await migrateToLatest(db.kysely, db.dialect);
-  const store = new Store(db.kysely, db.dialect);
-  const clock = systemClock;
-  const identity = new IdentityService(store, clock);
-
-  const boot = await identity.bootstrapAdmin(config.admin);
+export async function startServer(config: Config, opts: PlatformOptions = {}): Promise<Platform> {
+  const platform = await assemblePlatform(config, opts);
+  const boot = await platform.identity.bootstrapAdmin(config.admin);
   if (boot?.generated) {
     // Printed once, on the first start only: the database keeps only hashes.
     process.stdout.write(
       `\nBerth created the administrator account:\n  username: ${boot.username}\n  password: ${boot.password}\n  API key:  ${boot.apiKey}\nKeep them now; they are not shown again.\n\n`,
     );
   }
+  await platform.start();
+  await platform.app.listen({ host: config.listen.host, port: config.listen.port });
+  if (config.nodes.autoAttach) await attachDefaultEngine(platform);
+  return platform;
+}
 
-  const actions = new ActionEngine({
-    store,
-    clock,
-    leaseMs: config.actionLeaseMs,
-    stepTimeoutMs: config.actionStepTimeoutMs,
-    pollMs: config.actionPollMs,
-    maxAttempts: config.actionMaxAttempts,
-  });
-  const relations = new Relations();
-  const catalogue = Catalogue.load();
-  const extra = ext.extend?.({ actions, store }) ?? {};
-  const app = await buildApp({
-    store,
-    identity,
-    actions,
-    relations,
-    catalogue,
-    publicUrl: config.publicUrl,
-    logLevel: config.logLevel,
-    routes: extra.routes,
-  });
-  actions.start();
-  await app.listen({ host: config.listen.host, port: config.listen.port });
-
-  const close = async () => {
-    await actions.stop();
-    await app.close();
-    await db.close();
-  };
-  return { app, store, actions, close };
+/**
+ * A newcomer's first service should run for real: when a Docker engine answers on DOCKER_HOST
+ * (or the default socket) and the administrator's namespace has no node yet, attach it.
+ */
+async function attachDefaultEngine(p: Platform): Promise<void> {
+  const admin = await p.store.firstAdmin();
+  if (!admin || (await p.store.nodes.countNodes(admin.username)) > 0) return;
+  try {
+    const node = await p.nodes.attachEngine(admin.username, {
+      engine_url: p.config.nodes.dockerHost,
+      nickname: "this host",
+    });
+    p.app.log.info(`attached the Docker engine at ${p.config.nodes.dockerHost} as node ${node.uuid}`);
+  } catch {
+    p.app.log.info(`no Docker engine answers at ${p.config.nodes.dockerHost}; add nodes through the API`);
+  }
 }
 
 async function main(): Promise<void> {

@@ -234,11 +234,14 @@ export class ActionEngine {
   async retry(uuid: string, meta: CallMeta, newUuid?: string): Promise<ActionRow> {
     const a = await this.store.findAction(uuid);
     if (!a) throw new ApiError("not_found", "not_found", "No such action.");
+    if (!a.kind || !this.kinds.has(a.kind)) {
+      throw conflict(
+        `action "${a.action}" is ${a.state} and was a synchronous call; retry is allowed only for asynchronous actions in Success, Failed, Canceled`,
+        "not_retriable",
+      );
+    }
     if (!TERMINAL.includes(a.state as ActionState)) {
       throw conflict(`action is ${a.state}; retry is allowed in Success, Failed, Canceled`, "invalid_state");
-    }
-    if (!a.kind || !this.kinds.has(a.kind)) {
-      throw conflict(`action "${a.action}" was a synchronous call and cannot be retried`, "not_retriable");
     }
     return this.store.transaction((tx) =>
       this.enqueue(tx, {

@@ -9,7 +9,7 @@ import type { LogLevel } from "../config/index.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
 import { type BearerVerifier, installAuth } from "./auth.ts";
-import { normalizeUrl } from "./compat.ts";
+import { installNoContentLength, normalizeUrl } from "./compat.ts";
 import { installErrorHandling } from "./errors.ts";
 import { installRecorder } from "./recorder.ts";
 import { actionRoutes } from "./routes/actions.ts";
@@ -89,6 +89,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installErrorHandling(app);
   installAuth(app, deps.identity, deps.bearer);
   installRecorder(app, deps.actions);
+  installNoContentLength(app);
   const methods = new MethodTable(app);
 
   identityRoutes(app, deps);

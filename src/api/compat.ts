@@ -1,6 +1,7 @@
 // Compatibility rules for the historical clients (CONTRACT rules marked "compat"): the Python
 // SDK and CLI, the Go SDK and the HAProxy load balancer driven by the events stream. They live
 // here, in one place, rather than sprinkled through handlers.
+import type { FastifyInstance } from "fastify";
 
 /** Both action headers carry the same value (CONTRACT §7). */
 export const ACTION_URI_HEADERS = ["X-Platform-Action-URI", "X-DockerCloud-Action-URI"] as const;
@@ -40,3 +41,16 @@ export function queryCredentials(
 
 /** The events stream is also served at the historical path (CONTRACT §8). */
 export const LEGACY_EVENTS_PATH = "/v1/events/";
+
+/**
+ * A 204 answer has an empty body and says so with `Content-Length: 0` (CONTRACT §6, accounts spec
+ * "204, empty body, Content-Length 0"). Fastify leaves the header out of 204s unless it is set
+ * and the payload is empty, so this sets both for every 204.
+ */
+export function installNoContentLength(app: FastifyInstance): void {
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (reply.statusCode !== 204) return payload;
+    reply.header("content-length", "0");
+    return null;
+  });
+}

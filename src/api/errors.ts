@@ -41,7 +41,7 @@ function problemOf(e: AjvError): FieldProblem {
     problem = `must be one of ${(e.params.allowedValues as unknown[]).join(", ")}`;
   else if (e.keyword === "type")
     problem = `must be ${e.params.type === "integer" ? "an integer" : `of type ${e.params.type}`}`;
-  return { field: fieldPath(e.instancePath, extra), problem };
+  return { field: fieldPath(e.instancePath, extra) || "body", problem };
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {

@@ -21,7 +21,7 @@ export interface NodeTypeData {
 export interface ProviderData {
   name: string;
   label: string;
-  driver: "local" | "sim";
+  driver: "local" | "sim" | "byon";
   simulated: boolean;
   kind: ProviderKind;
   delays_ms?: { deploy_node: number; terminate_node: number };

@@ -19,6 +19,24 @@ export interface Config {
   actionPollMs: number;
   /** An action interrupted this many times (crashes) is failed instead of resumed again. */
   actionMaxAttempts: number;
+  nodes: {
+    /** How often the health watcher pings every node's engine. */
+    healthIntervalMs: number;
+    /** How long a node may stay silent before it is Unreachable. */
+    unreachableGraceMs: number;
+    /** Scales the simulated providers' delays (1 = realistic). */
+    simDelayFactor: number;
+    /** Whether non-admin users may attach engines by address. */
+    allowUserEngines: boolean;
+    /** Engine attached to the admin's namespace at start-up when it has no node (DOCKER_HOST or the default socket). */
+    dockerHost: string;
+    /** Whether to attach that engine automatically. */
+    autoAttach: boolean;
+    /** The /16 reserved for local nodes. */
+    localLabRange: string;
+    /** Image archives or images of the host's engine loaded into every new local node (CONTRACT §13). */
+    localNodeImages: string[];
+  };
 }
 
 export class ConfigError extends Error {}
@@ -40,6 +58,32 @@ function parsePositiveInt(name: string, value: string | undefined, fallback: num
   if (!Number.isInteger(n) || n <= 0)
     throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
   return n;
+}
+
+function parseBool(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === "") return fallback;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function parseFactor(value: string | undefined): number {
+  if (value === undefined || value === "") return 1;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 100) {
+    throw new ConfigError(`BERTH_SIM_DELAY_FACTOR must be a number between 0 and 100, got "${value}"`);
+  }
+  return n;
+}
+
+function parseLabRange(value: string): string {
+  const m = /^10\.(\d{1,3})\.0\.0\/16$/.exec(value);
+  if (!m || Number(m[1]) > 255) {
+    throw new ConfigError(
+      `BERTH_LOCAL_LAB_RANGE must be a private /16 of the form 10.N.0.0/16, got "${value}"`,
+    );
+  }
+  return value;
 }
 
 /** Reads configuration from an environment map; throws ConfigError with one clear line. */
@@ -95,5 +139,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     actionPollMs: parsePositiveInt("BERTH_ACTION_POLL_MS", env.BERTH_ACTION_POLL_MS, 1000),
     actionMaxAttempts: parsePositiveInt("BERTH_ACTION_MAX_ATTEMPTS", env.BERTH_ACTION_MAX_ATTEMPTS, 5),
+    nodes: {
+      healthIntervalMs: parsePositiveInt(
+        "BERTH_NODE_HEALTH_INTERVAL_MS",
+        env.BERTH_NODE_HEALTH_INTERVAL_MS,
+        5000,
+      ),
+      unreachableGraceMs: parsePositiveInt(
+        "BERTH_NODE_UNREACHABLE_GRACE_MS",
+        env.BERTH_NODE_UNREACHABLE_GRACE_MS,
+        15_000,
+      ),
+      simDelayFactor: parseFactor(env.BERTH_SIM_DELAY_FACTOR),
+      allowUserEngines: parseBool("BERTH_ALLOW_USER_ENGINES", env.BERTH_ALLOW_USER_ENGINES, false),
+      dockerHost: env.DOCKER_HOST || "unix:///var/run/docker.sock",
+      autoAttach: parseBool("BERTH_AUTO_ATTACH_ENGINE", env.BERTH_AUTO_ATTACH_ENGINE, true),
+      localLabRange: parseLabRange(env.BERTH_LOCAL_LAB_RANGE ?? "10.231.0.0/16"),
+      localNodeImages: (env.BERTH_LOCAL_NODE_IMAGES ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    },
   };
 }

@@ -112,6 +112,67 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0002_nodes": {
+      async up(db: AnyDb) {
+        await serial(db.schema.createTable("nodeclusters"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("nickname", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("provider", "text", (c) => c.notNull())
+          .addColumn("region", "text", (c) => c.notNull())
+          .addColumn("node_type", "text", (c) => c.notNull())
+          .addColumn("disk", "integer")
+          .addColumn("target_num_nodes", "integer", (c) => c.notNull())
+          .addColumn("tags", "text", (c) => c.notNull())
+          .addColumn("provider_options", "text")
+          .addColumn("deployed_at", "bigint")
+          .addColumn("destroyed_at", "bigint")
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("version", "integer", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("nodeclusters_ns")
+          .on("nodeclusters")
+          .columns(["namespace", "id"])
+          .execute();
+        await serial(db.schema.createTable("nodes"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("cluster_uuid", "text")
+          .addColumn("provider", "text", (c) => c.notNull())
+          .addColumn("region", "text", (c) => c.notNull())
+          .addColumn("node_type", "text", (c) => c.notNull())
+          .addColumn("availability_zone", "text")
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("external_fqdn", "text", (c) => c.notNull())
+          .addColumn("nickname", "text", (c) => c.notNull())
+          .addColumn("engine_url", "text", (c) => c.notNull())
+          .addColumn("engine_tls", "text")
+          .addColumn("engine_id", "text", (c) => c.notNull())
+          .addColumn("engine_execdriver", "text", (c) => c.notNull())
+          .addColumn("engine_graphdriver", "text", (c) => c.notNull())
+          .addColumn("engine_version", "text", (c) => c.notNull())
+          .addColumn("cpu", "integer", (c) => c.notNull())
+          .addColumn("memory", "integer", (c) => c.notNull())
+          .addColumn("disk", "integer", (c) => c.notNull())
+          .addColumn("public_ip", "text", (c) => c.notNull())
+          .addColumn("tunnel", "text")
+          .addColumn("private_subnet", "text", (c) => c.notNull())
+          .addColumn("slot", "integer", (c) => c.notNull())
+          .addColumn("last_seen", "bigint")
+          .addColumn("unreachable_since", "bigint")
+          .addColumn("deployed_at", "bigint")
+          .addColumn("destroyed_at", "bigint")
+          .addColumn("tags", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("version", "integer", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("nodes_ns").on("nodes").columns(["namespace", "id"]).execute();
+        await db.schema.createIndex("nodes_cluster").on("nodes").columns(["cluster_uuid"]).execute();
+      },
+    },
   };
 }
 

@@ -93,6 +93,65 @@ export interface ChangeTable {
   datetime: number;
 }
 
+export interface NodeClusterTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  name: string;
+  nickname: string;
+  state: string;
+  provider: string;
+  region: string;
+  node_type: string;
+  disk: number | null;
+  target_num_nodes: number;
+  /** JSON array of tag names. */
+  tags: string;
+  provider_options: string | null;
+  deployed_at: number | null;
+  destroyed_at: number | null;
+  created: number;
+  version: number;
+}
+
+export interface NodeTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  cluster_uuid: string | null;
+  provider: string;
+  region: string;
+  node_type: string;
+  availability_zone: string | null;
+  state: string;
+  external_fqdn: string;
+  nickname: string;
+  /** How Berth reaches the engine: unix:///…, tcp://host:port, or fake://<uuid> for simulated nodes. */
+  engine_url: string;
+  /** JSON TLS material for attached engines, encrypted at rest; null without TLS. */
+  engine_tls: string | null;
+  engine_id: string;
+  engine_execdriver: string;
+  engine_graphdriver: string;
+  engine_version: string;
+  cpu: number;
+  memory: number;
+  disk: number;
+  public_ip: string;
+  tunnel: string | null;
+  /** The node's container subnet (local nodes), used for routes between nodes. */
+  private_subnet: string;
+  /** Small number that picks a local node's addresses; unique among live local nodes. */
+  slot: number;
+  last_seen: number | null;
+  unreachable_since: number | null;
+  deployed_at: number | null;
+  destroyed_at: number | null;
+  tags: string;
+  created: number;
+  version: number;
+}
+
 export interface Database {
   namespaces: NamespaceTable;
   users: UserTable;
@@ -102,4 +161,6 @@ export interface Database {
   actions: ActionTable;
   action_logs: ActionLogTable;
   changes: ChangeTable;
+  nodeclusters: NodeClusterTable;
+  nodes: NodeTable;
 }

@@ -3,6 +3,7 @@
 import { type Kysely, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
 import type { Dialect } from "./db.ts";
+import { NodeStore } from "./nodes.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
 
 export type UserRow = Omit<UserTable, "id"> & { id: number };
@@ -67,6 +68,11 @@ export class Store {
     private readonly afterCommit: (() => void)[] = [],
   ) {}
 
+  /** Node clusters and nodes. */
+  get nodes(): NodeStore {
+    return new NodeStore(this);
+  }
+
   /** Runs fn in one transaction; nested calls join the outer one. */
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.inTransaction) return fn(this);
@@ -129,6 +135,16 @@ export class Store {
 
   async findUserByName(username: string): Promise<UserRow | undefined> {
     return this.db.selectFrom("users").selectAll().where("username", "=", username).executeTakeFirst();
+  }
+
+  async firstAdmin(): Promise<UserRow | undefined> {
+    return this.db
+      .selectFrom("users")
+      .selectAll()
+      .where("is_admin", "=", 1)
+      .orderBy("id")
+      .limit(1)
+      .executeTakeFirst();
   }
 
   async findUserById(id: number): Promise<UserRow | undefined> {

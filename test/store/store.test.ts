@@ -29,7 +29,10 @@ const targets: Target[] = [
       const db = openDatabase(`sqlite:${path.join(dir, "s.sqlite")}`);
       return {
         db,
-        cleanup: async () => (await db.close(), fs.rmSync(dir, { recursive: true, force: true })),
+        async cleanup() {
+          await db.close();
+          fs.rmSync(dir, { recursive: true, force: true });
+        },
       };
     },
   },

@@ -3,26 +3,14 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { FastifyInstance, InjectOptions } from "fastify";
-import { ActionEngine } from "../../src/actions/engine.ts";
-import { Relations } from "../../src/actions/relations.ts";
-import { type AppDeps, buildApp } from "../../src/api/app.ts";
-import { Catalogue } from "../../src/catalogue/catalogue.ts";
-import { systemClock } from "../../src/domain/time.ts";
-import { IdentityService } from "../../src/identity/service.ts";
-import { type Db, openDatabase } from "../../src/store/db.ts";
-import { migrateToLatest } from "../../src/store/migrations.ts";
-import { Store } from "../../src/store/store.ts";
+import type { InjectOptions } from "fastify";
+import { loadConfig } from "../../src/config/index.ts";
+import { assemblePlatform, type Platform, type PlatformOptions } from "../../src/platform.ts";
+import { openDatabase } from "../../src/store/db.ts";
 
-export interface Harness {
-  app: FastifyInstance;
-  store: Store;
-  db: Db;
-  identity: IdentityService;
-  actions: ActionEngine;
-  relations: Relations;
+export interface Harness extends Platform {
   admin: Caller;
-  close(): Promise<void>;
+  dataDir: string;
 }
 
 export interface Caller {
@@ -36,8 +24,11 @@ export function basic(username: string, secret: string): string {
   return `Basic ${Buffer.from(`${username}:${secret}`).toString("base64")}`;
 }
 
-/** A fresh, empty database: a temporary SQLite file, or a new schema on the PostgreSQL test server. */
-export async function freshDatabase(): Promise<{ db: Db; cleanup(): Promise<void> }> {
+/**
+ * A fresh, empty database URL: a temporary SQLite file, or a new schema on the PostgreSQL
+ * server named by BERTH_TEST_DATABASE_URL.
+ */
+export async function freshDatabaseUrl(dataDir: string): Promise<{ url: string; cleanup(): Promise<void> }> {
   const pgUrl = process.env.BERTH_TEST_DATABASE_URL;
   if (pgUrl?.startsWith("postgres")) {
     const schema = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
@@ -46,68 +37,44 @@ export async function freshDatabase(): Promise<{ db: Db; cleanup(): Promise<void
     await admin.close();
     const url = new URL(pgUrl);
     url.searchParams.set("options", `-c search_path=${schema}`);
-    const db = openDatabase(url.toString());
     return {
-      db,
+      url: url.toString(),
       async cleanup() {
-        await db.close();
         const a = openDatabase(pgUrl);
         await a.kysely.schema.dropSchema(schema).cascade().execute();
         await a.close();
       },
     };
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-test-"));
-  const db = openDatabase(`sqlite:${path.join(dir, "berth.sqlite")}`);
-  return {
-    db,
-    async cleanup() {
-      await db.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { url: `sqlite:${path.join(dataDir, "berth.sqlite")}`, cleanup: async () => {} };
 }
 
-export interface HarnessOptions {
+export interface HarnessOptions extends PlatformOptions {
   leaseMs?: number;
   stepTimeoutMs?: number;
-  /** Registers action kinds and routes before the app is built. */
-  extend?(parts: {
-    actions: ActionEngine;
-    store: Store;
-    relations: Relations;
-    identity: IdentityService;
-  }): Pick<AppDeps, "routes"> | undefined;
+  /** Extra environment for loadConfig (BERTH_* settings). */
+  env?: Record<string, string>;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
-  const { db, cleanup } = await freshDatabase();
-  await migrateToLatest(db.kysely, db.dialect);
-  const store = new Store(db.kysely, db.dialect);
-  const identity = new IdentityService(store, systemClock);
-  const actions = new ActionEngine({
-    store,
-    clock: systemClock,
-    leaseMs: opts.leaseMs ?? 2000,
-    stepTimeoutMs: opts.stepTimeoutMs ?? 10_000,
-    pollMs: 100,
-    maxAttempts: 5,
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-test-"));
+  const database = await freshDatabaseUrl(dataDir);
+  const config = loadConfig({
+    BERTH_DATA_DIR: dataDir,
+    BERTH_DATABASE_URL: database.url,
+    BERTH_LOG_LEVEL: "silent",
+    BERTH_ACTION_LEASE_MS: String(opts.leaseMs ?? 2000),
+    BERTH_ACTION_STEP_TIMEOUT_MS: String(opts.stepTimeoutMs ?? 10_000),
+    BERTH_ACTION_POLL_MS: "100",
+    BERTH_SIM_DELAY_FACTOR: "0.01",
+    BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
+    BERTH_AUTO_ATTACH_ENGINE: "false",
+    ...opts.env,
   });
-  const relations = new Relations();
-  const extra = opts.extend?.({ actions, store, relations, identity }) ?? {};
-  const app = await buildApp({
-    store,
-    identity,
-    actions,
-    relations,
-    catalogue: Catalogue.load(),
-    publicUrl: "http://127.0.0.1:8000",
-    logLevel: "silent",
-    routes: extra.routes,
-  });
-  await app.ready();
-  actions.start();
-  const boot = await identity.bootstrapAdmin({
+  const platform = await assemblePlatform(config, opts);
+  await platform.app.ready();
+  await platform.start();
+  const boot = await platform.identity.bootstrapAdmin({
     username: "admin",
     password: "admin-password",
     apiKey: "admin-key-0123456789abcdef",
@@ -119,20 +86,16 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     password: boot.password,
     auth: basic("admin", boot.apiKey),
   };
-  return {
-    app,
-    store,
-    db,
-    identity,
-    actions,
-    relations,
+  const close = platform.close;
+  return Object.assign(platform, {
     admin,
+    dataDir,
     async close() {
-      await actions.stop();
-      await app.close();
-      await cleanup();
+      await close();
+      await database.cleanup();
+      fs.rmSync(dataDir, { recursive: true, force: true });
     },
-  };
+  });
 }
 
 /** Creates a user (through the API, as the admin) and an API key for it. */

@@ -85,6 +85,9 @@ function dateFilter(name: string, value: string | undefined): number | undefined
   if (value === undefined) return undefined;
   const ms = parseDateFilter(value);
   if (ms === undefined) throw invalidField(name, "must be a date (for example 2026-11-22T03:17:08Z)");
+  // Bounds are inclusive, and actions show their dates to the second: an upper bound given without
+  // fractional seconds covers that whole second, so an action's own shown date includes it.
+  if (name.endsWith("__lte") && !/:\d{2}[.,]\d/.test(value)) return ms + 999;
   return ms;
 }
 
@@ -135,10 +138,16 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
           const parsed = parseObjectUri(q.object);
           if (!parsed && !q.object.startsWith("/api/"))
             throw invalidField("object", "must be a resource URI");
-          const canonical = parsed
-            ? `/api/${parsed.subsystem}/v1/${parsed.namespace ?? ns}/${parsed.resource}/${parsed.id}/`
-            : q.object;
-          objects = q.include_related ? await relations.related(store, canonical) : [canonical];
+          const given = `/${q.object.split("/").filter(Boolean).join("/")}/`;
+          // Without a namespace segment the URI is either a namespaced object in the path's namespace,
+          // or an object that has no namespace (an action, a catalogue entry): look for both.
+          const candidates =
+            parsed && parsed.namespace === undefined
+              ? [`/api/${parsed.subsystem}/v1/${ns}/${parsed.resource}/${parsed.id}/`, given]
+              : [given];
+          objects = q.include_related
+            ? [...new Set((await Promise.all(candidates.map((c) => relations.related(store, c)))).flat())]
+            : candidates;
         }
         const page = pageOf(q);
         const { rows, total } = await store.listActions({

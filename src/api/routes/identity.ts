@@ -104,6 +104,10 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   app.post(
     "/api/v1.1/users/:username/apikeys/",
     {
+      // The body is optional (`{label?}`): a bare POST creates an unlabelled key.
+      preValidation: async (req) => {
+        if (req.body === undefined || req.body === null) req.body = {};
+      },
       schema: {
         tags,
         summary: "Create an API key; the key is shown only in this response",

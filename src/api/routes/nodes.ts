@@ -1,0 +1,353 @@
+// Node clusters and nodes (spec "Node clusters", "Nodes").
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import type { ActionEngine } from "../../actions/engine.ts";
+import { forbidden, invalidField, notFound } from "../../domain/errors.ts";
+import {
+  assertAllowed,
+  CLUSTER_STATES,
+  NODE_OPERATIONS,
+  NODE_STATES,
+  type NodeState,
+} from "../../domain/states.ts";
+import type { IdentityService } from "../../identity/service.ts";
+import { type ClusterInput, canonical, type NodeService, tagNames } from "../../nodes/service.ts";
+import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
+import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
+import type { Store } from "../../store/store.ts";
+import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
+import { namespaceOf, principalOf } from "../namespaces.ts";
+import { callMeta } from "../recorder.ts";
+import { nsPaths } from "../routing.ts";
+
+const Tag = Type.Union([Type.Object({ name: Type.String() }), Type.String()]);
+const Tags = Type.Array(Tag);
+
+const ClusterCreate = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 100 }),
+  node_type: Type.String(),
+  region: Type.String(),
+  disk: Type.Optional(Type.Integer()),
+  nickname: Type.Optional(Type.String({ maxLength: 100 })),
+  target_num_nodes: Type.Optional(Type.Integer()),
+  tags: Type.Optional(Tags),
+  provider_options: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+});
+const ClusterPatch = Type.Object({
+  target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+  tags: Type.Optional(Tags),
+});
+const NodePatch = Type.Object({
+  nickname: Type.Optional(Type.String({ maxLength: 100 })),
+  tags: Type.Optional(Tags),
+});
+const NodeAttach = Type.Object({
+  engine_url: Type.String({ description: "unix:///var/run/docker.sock or tcp://host:port" }),
+  tls: Type.Optional(Type.Object({ ca: Type.String(), cert: Type.String(), key: Type.String() })),
+  nickname: Type.Optional(Type.String({ maxLength: 100 })),
+  tags: Type.Optional(Tags),
+});
+
+const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
+
+interface Deps {
+  store: Store;
+  identity: IdentityService;
+  actions: ActionEngine;
+  nodes: NodeService;
+  /** Non-admins may attach engines only when this is set. */
+  allowUserEngines: boolean;
+  containersOnNode(nodeUuid: string): Promise<number>;
+}
+
+function stateFilter(states: readonly string[], value: string | undefined): string | undefined {
+  if (value !== undefined && !states.includes(value))
+    throw invalidField("state", `must be one of ${states.join(", ")}`);
+  return value;
+}
+
+export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
+  const { store, identity, actions, nodes } = deps;
+  const tags = ["node clusters and nodes"];
+
+  async function clusterOf(req: FastifyRequest): Promise<ClusterRow> {
+    const ns = await namespaceOf(req, identity);
+    const c = await store.nodes.findCluster((req.params as { uuid: string }).uuid);
+    if (!c || c.namespace !== ns) throw notFound("node cluster");
+    req.audit.object = clusterUri(c);
+    return c;
+  }
+  async function nodeOf(req: FastifyRequest): Promise<NodeRow> {
+    const ns = await namespaceOf(req, identity);
+    const n = await store.nodes.findNode((req.params as { uuid: string }).uuid);
+    if (!n || n.namespace !== ns) throw notFound("node");
+    req.audit.object = nodeUri(n);
+    return n;
+  }
+  const showCluster = async (c: ClusterRow) => clusterView(c, await store.nodes.nodesOfCluster(c.uuid));
+  const showNode = async (n: NodeRow) =>
+    nodeView(n, { currentNumContainers: await deps.containersOnNode(n.uuid) });
+
+  async function enqueue(req: FastifyRequest, kind: string, params: unknown, ns: string, object: string) {
+    const a = await store.transaction((tx) =>
+      actions.enqueue(tx, { uuid: req.actionUuid, kind, params, namespace: ns, object, meta: callMeta(req) }),
+    );
+    req.audit.recorded = true;
+    return a;
+  }
+
+  // ---- node clusters --------------------------------------------------------------------------
+
+  for (const url of nsPaths("/api/infra/v1/{ns}nodecluster/")) {
+    app.get(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "List node clusters (current and recently terminated)",
+          querystring: Type.Object({
+            ...PAGE_QUERY,
+            uuid: Type.Optional(Type.String()),
+            uuid__startswith: Type.Optional(Type.String()),
+            state: Type.Optional(Type.String()),
+            name: Type.Optional(Type.String()),
+            region: Type.Optional(Type.String()),
+            node_type: Type.Optional(Type.String()),
+          }),
+        },
+      },
+      async (req) => {
+        const ns = await namespaceOf(req, identity);
+        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const page = pageOf(q);
+        const { rows, total } = await store.nodes.listClusters({
+          namespace: ns,
+          uuid: q.uuid,
+          uuidPrefix: q.uuid__startswith,
+          state: stateFilter(CLUSTER_STATES, q.state),
+          name: q.name,
+          region: q.region ? canonical(q.region) : undefined,
+          nodeType: q.node_type ? canonical(q.node_type) : undefined,
+          ...page,
+        });
+        return envelope(req, page, total, await Promise.all(rows.map(showCluster)));
+      },
+    );
+    app.post(
+      url,
+      {
+        config: { action: "Node Cluster Create" },
+        schema: { tags, summary: "Create a node cluster (not deployed yet)", body: ClusterCreate },
+      },
+      async (req, reply) => {
+        const ns = await namespaceOf(req, identity);
+        const c = await nodes.createCluster(ns, req.body as ClusterInput);
+        req.audit.object = clusterUri(c);
+        return reply.status(201).send(await showCluster(c));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/infra/v1/{ns}nodecluster/:uuid/")) {
+    app.get(url, { schema: { tags, summary: "Get a node cluster", params: UuidParams } }, async (req) =>
+      showCluster(await clusterOf(req)),
+    );
+    app.patch(
+      url,
+      {
+        config: { action: "Node Cluster Update" },
+        schema: {
+          tags,
+          summary: "Scale (target_num_nodes) and/or replace the tags of a cluster and its nodes",
+          params: UuidParams,
+          body: ClusterPatch,
+        },
+      },
+      async (req, reply) => {
+        const c = await clusterOf(req);
+        const body = (req.body ?? {}) as { target_num_nodes?: number; tags?: ({ name: string } | string)[] };
+        if (body.tags !== undefined) {
+          const names = JSON.stringify(tagNames(body.tags));
+          await nodes.patchCluster(c.uuid, () => ({ tags: names }));
+          for (const n of await store.nodes.nodesOfCluster(c.uuid)) {
+            if (n.state !== "Terminated") await nodes.patchNode(n.uuid, () => ({ tags: names }));
+          }
+        }
+        const current = (await store.nodes.findCluster(c.uuid))!;
+        if (body.target_num_nodes !== undefined && body.target_num_nodes !== current.target_num_nodes) {
+          if (current.state === "Init") {
+            const r = await nodes.patchCluster(c.uuid, () => ({ target_num_nodes: body.target_num_nodes }));
+            return showCluster(r!);
+          }
+          await enqueue(
+            req,
+            "nodecluster.scale",
+            { cluster: c.uuid, target: body.target_num_nodes },
+            c.namespace,
+            clusterUri(c),
+          );
+          return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
+        }
+        return showCluster((await store.nodes.findCluster(c.uuid))!);
+      },
+    );
+    app.delete(
+      url,
+      {
+        config: { action: "Node Cluster Terminate" },
+        schema: { tags, summary: "Terminate all nodes and the cluster", params: UuidParams },
+      },
+      async (req, reply) => {
+        const c = await clusterOf(req);
+        await enqueue(req, "nodecluster.terminate", { cluster: c.uuid }, c.namespace, clusterUri(c));
+        return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/infra/v1/{ns}nodecluster/:uuid/deploy/")) {
+    app.post(
+      url,
+      {
+        config: { action: "Node Cluster Deploy" },
+        schema: { tags, summary: "Deploy a newly created cluster", params: UuidParams },
+      },
+      async (req, reply) => {
+        const c = await clusterOf(req);
+        await enqueue(req, "nodecluster.deploy", { cluster: c.uuid }, c.namespace, clusterUri(c));
+        return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
+      },
+    );
+  }
+
+  // ---- nodes ------------------------------------------------------------------------------------
+
+  for (const url of nsPaths("/api/infra/v1/{ns}node/")) {
+    app.get(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "List nodes (current and recently terminated)",
+          querystring: Type.Object({
+            ...PAGE_QUERY,
+            uuid: Type.Optional(Type.String()),
+            uuid__startswith: Type.Optional(Type.String()),
+            state: Type.Optional(Type.String()),
+            node_cluster: Type.Optional(Type.String()),
+            node_type: Type.Optional(Type.String()),
+            region: Type.Optional(Type.String()),
+            engine_version: Type.Optional(Type.String()),
+          }),
+        },
+      },
+      async (req) => {
+        const ns = await namespaceOf(req, identity);
+        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const page = pageOf(q);
+        const { rows, total } = await store.nodes.listNodes({
+          namespace: ns,
+          uuid: q.uuid,
+          uuidPrefix: q.uuid__startswith,
+          state: stateFilter(NODE_STATES, q.state),
+          cluster: q.node_cluster ? canonical(q.node_cluster).split("/").at(-2) : undefined,
+          nodeType: q.node_type ? canonical(q.node_type) : undefined,
+          region: q.region ? canonical(q.region) : undefined,
+          engineVersion: q.engine_version,
+          ...page,
+        });
+        return envelope(req, page, total, await Promise.all(rows.map(showNode)));
+      },
+    );
+    app.post(
+      url,
+      {
+        config: { action: "Node Attach" },
+        schema: { tags, summary: "Attach an existing Docker engine as a node (admins)", body: NodeAttach },
+      },
+      async (req, reply) => {
+        const ns = await namespaceOf(req, identity);
+        const p = principalOf(req);
+        if (!deps.allowUserEngines && !p.user.is_admin) {
+          throw forbidden(
+            "Only administrators can attach engines: it makes Berth connect to an address you name.",
+            "admin_only",
+          );
+        }
+        const n = await nodes.attachEngine(ns, req.body as Parameters<NodeService["attachEngine"]>[1]);
+        req.audit.object = nodeUri(n);
+        return reply.status(201).send(await showNode(n));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/infra/v1/{ns}node/:uuid/")) {
+    app.get(url, { schema: { tags, summary: "Get a node", params: UuidParams } }, async (req) =>
+      showNode(await nodeOf(req)),
+    );
+    app.patch(
+      url,
+      {
+        config: { action: "Node Update" },
+        schema: {
+          tags,
+          summary: "Rename a node and/or replace its tags",
+          params: UuidParams,
+          body: NodePatch,
+        },
+      },
+      async (req) => {
+        const n = await nodeOf(req);
+        const body = (req.body ?? {}) as { nickname?: string; tags?: ({ name: string } | string)[] };
+        const patch: Partial<NodeRow> = {};
+        if (body.nickname !== undefined) patch.nickname = body.nickname || n.external_fqdn;
+        if (body.tags !== undefined) patch.tags = JSON.stringify(tagNames(body.tags));
+        const r = await nodes.patchNode(n.uuid, () => (Object.keys(patch).length ? patch : undefined));
+        return showNode(r!);
+      },
+    );
+    app.delete(
+      url,
+      {
+        config: { action: "Node Terminate" },
+        schema: { tags, summary: "Terminate a node", params: UuidParams },
+      },
+      async (req, reply) => {
+        const n = await nodeOf(req);
+        await enqueue(req, "node.terminate", { node: n.uuid }, n.namespace, nodeUri(n));
+        return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/infra/v1/{ns}node/:uuid/engine-upgrade/")) {
+    app.post(
+      url,
+      {
+        config: { action: "Node Engine Upgrade" },
+        schema: { tags, summary: "Upgrade (restart) the node's engine", params: UuidParams },
+      },
+      async (req, reply) => {
+        const n = await nodeOf(req);
+        await enqueue(req, "node.engine-upgrade", { node: n.uuid }, n.namespace, nodeUri(n));
+        return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/infra/v1/{ns}node/:uuid/health-check/")) {
+    app.post(
+      url,
+      {
+        config: { action: "Node Health Check" },
+        schema: { tags, summary: "Test connectivity: Deployed or Unreachable", params: UuidParams },
+      },
+      async (req) => {
+        const n = await nodeOf(req);
+        assertAllowed(NODE_OPERATIONS, `node ${n.nickname || n.uuid}`, n.state as NodeState, "health-check");
+        const r = await nodes.probe(n.uuid, { immediate: true });
+        return showNode(r ?? n);
+      },
+    );
+  }
+}

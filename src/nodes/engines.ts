@@ -1,0 +1,46 @@
+// Engine clients per node: Docker engines over their URL (with TLS for attached engines), and
+// in-memory fake engines for simulated nodes. Clients are cached per node and URL.
+import { DockerEngine } from "../drivers/docker/docker-engine.ts";
+import type { DockerTls } from "../drivers/docker/endpoint.ts";
+import type { Engine } from "../drivers/engine.ts";
+import type { NodeRow } from "../store/nodes.ts";
+import type { EngineAddress, EngineSource } from "./provisioners.ts";
+
+/** What a simulated node's fake engine is made from: its size comes from its node type. */
+export interface FakeNodeFacts {
+  uuid: string;
+  node_type: string;
+  slot: number;
+}
+
+export class Engines implements EngineSource {
+  private readonly docker = new Map<string, Engine>();
+  private readonly fakes = new Map<string, Engine>();
+
+  constructor(private readonly makeFake: (node: FakeNodeFacts) => Engine) {}
+
+  forNode(node: EngineAddress): Engine {
+    if (node.engine_url.startsWith("fake://")) {
+      const id = node.engine_url.slice("fake://".length);
+      let fake = this.fakes.get(id);
+      if (!fake) {
+        fake = this.makeFake({ uuid: id, node_type: node.node_type ?? "", slot: node.slot ?? 0 });
+        this.fakes.set(id, fake);
+      }
+      return fake;
+    }
+    const key = `${node.uuid} ${node.engine_url}`;
+    let engine = this.docker.get(key);
+    if (!engine) {
+      const tls = node.engine_tls ? (JSON.parse(node.engine_tls) as DockerTls) : undefined;
+      engine = new DockerEngine({ endpoint: node.engine_url, tls, pingTimeoutMs: 3000 });
+      this.docker.set(key, engine);
+    }
+    return engine;
+  }
+
+  /** Forgets a simulated node's engine (its instance was terminated). */
+  dropFake(nodeUuid: string): void {
+    this.fakes.delete(nodeUuid);
+  }
+}

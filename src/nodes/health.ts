@@ -1,0 +1,51 @@
+// The node health watcher: pings every node's engine on an interval. `last_seen` moves while it
+// answers; a node silent for longer than the grace becomes Unreachable; one that answers again
+// is Deployed again. Each state change goes through the change feed (NodeService.patchNode).
+import type { Store } from "../store/store.ts";
+import type { NodeService } from "./service.ts";
+
+export class HealthWatcher {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(
+    private readonly opts: {
+      store: Store;
+      nodes: NodeService;
+      intervalMs: number;
+      onError?(err: unknown): void;
+    },
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.sweep(), this.opts.intervalMs);
+    this.timer.unref();
+    void this.sweep();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One pass over every node that should be answering; exposed for tests. */
+  async sweep(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      const nodes = (await this.opts.store.nodes.liveNodes()).filter(
+        (n) => (n.state === "Deployed" || n.state === "Unreachable") && n.engine_url,
+      );
+      await Promise.all(
+        nodes.map((n) =>
+          this.opts.nodes.probe(n.uuid, { immediate: false }).catch((err) => this.opts.onError?.(err)),
+        ),
+      );
+    } catch (err) {
+      this.opts.onError?.(err);
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -1,0 +1,175 @@
+// Assembles Berth's parts from a Config: store → identity → actions → nodes → http.
+// `main.ts` starts it as the server; tests assemble it on a temporary database.
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+import { ActionEngine } from "./actions/engine.ts";
+import { Relations } from "./actions/relations.ts";
+import { type AppDeps, buildApp } from "./api/app.ts";
+import { nodeRoutes } from "./api/routes/nodes.ts";
+import { Catalogue } from "./catalogue/catalogue.ts";
+import type { Config } from "./config/index.ts";
+import { type Clock, systemClock } from "./domain/time.ts";
+import type { Engine } from "./drivers/engine.ts";
+import { FakeEngine } from "./drivers/fake/index.ts";
+import { LocalProvider } from "./drivers/local/index.ts";
+import { IdentityService } from "./identity/service.ts";
+import { Engines, type FakeNodeFacts } from "./nodes/engines.ts";
+import { HealthWatcher } from "./nodes/health.ts";
+import { LocalProvisioner } from "./nodes/local.ts";
+import { AttachedProvisioner, type Provisioner, SimulatedProvisioner } from "./nodes/provisioners.ts";
+import { NodeService } from "./nodes/service.ts";
+import { clusterUri, nodeUri } from "./nodes/views.ts";
+import { type Db, openDatabase } from "./store/db.ts";
+import { migrateToLatest } from "./store/migrations.ts";
+import { Store } from "./store/store.ts";
+
+export interface PlatformOptions {
+  clock?: Clock;
+  /** Registers extra action kinds and routes (test fixtures). */
+  extend?(parts: {
+    actions: ActionEngine;
+    store: Store;
+    relations: Relations;
+    identity: IdentityService;
+  }): Pick<AppDeps, "routes"> | undefined;
+  /** Replaces the engine of simulated nodes (tests). */
+  makeFakeEngine?(node: FakeNodeFacts): Engine;
+}
+
+export interface Platform {
+  config: Config;
+  db: Db;
+  store: Store;
+  identity: IdentityService;
+  actions: ActionEngine;
+  relations: Relations;
+  catalogue: Catalogue;
+  engines: Engines;
+  local: LocalProvider;
+  nodes: NodeService;
+  health: HealthWatcher;
+  app: FastifyInstance;
+  /** Starts workers and watchers (not the listener). */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function assemblePlatform(config: Config, opts: PlatformOptions = {}): Promise<Platform> {
+  const clock = opts.clock ?? systemClock;
+  const db = openDatabase(config.databaseUrl);
+  await migrateToLatest(db.kysely, db.dialect);
+  const store = new Store(db.kysely, db.dialect);
+  const identity = new IdentityService(store, clock);
+  const actions = new ActionEngine({
+    store,
+    clock,
+    leaseMs: config.actionLeaseMs,
+    stepTimeoutMs: config.actionStepTimeoutMs,
+    pollMs: config.actionPollMs,
+    maxAttempts: config.actionMaxAttempts,
+  });
+  const relations = new Relations();
+
+  const local = new LocalProvider({
+    stateDir: path.join(config.dataDir, "local-nodes"),
+    labRange: config.nodes.localLabRange,
+    imagesToLoad: config.nodes.localNodeImages,
+  });
+  const localProvisioner = new LocalProvisioner(local);
+  const catalogue = Catalogue.load(undefined, { local: () => localProvisioner.availability() });
+  // A simulated node's engine has its node type's size and its own container subnet.
+  const simulatedEngine = (n: FakeNodeFacts) => {
+    const type = catalogue.listNodeTypes().find((t) => t.resource_uri === n.node_type);
+    const data = type
+      ? catalogue.providerData(type.provider.split("/").at(-2)!)?.node_types.find((t) => t.name === type.name)
+      : undefined;
+    return new FakeEngine({
+      name: `sim-${n.uuid.slice(0, 8)}`,
+      cpus: data?.cpu || 1,
+      memoryMb: data?.memory_mb || 1024,
+      subnet: `10.${128 + Math.floor(n.slot / 256)}.${n.slot % 256}.0/24`,
+    });
+  };
+  const engines = new Engines(opts.makeFakeEngine ?? simulatedEngine);
+  const provisioners: Record<string, Provisioner> = {
+    local: localProvisioner,
+    byon: new AttachedProvisioner(),
+  };
+  for (const p of catalogue.listProviders()) {
+    const data = catalogue.providerData(p.name)!;
+    if (data.driver !== "sim") continue;
+    provisioners[p.name] = new SimulatedProvisioner({
+      provider: p.name,
+      delaysMs: data.delays_ms ?? { deploy_node: 3000, terminate_node: 1500 },
+      delayFactor: config.nodes.simDelayFactor,
+      dropEngine: (uuid) => engines.dropFake(uuid),
+    });
+  }
+  const nodes = new NodeService({
+    store,
+    catalogue,
+    provisioners,
+    engines,
+    clock,
+    actions,
+    unreachableGraceMs: config.nodes.unreachableGraceMs,
+  });
+  nodes.register(actions);
+  relations.register("node", async (s, _uri, parsed) => {
+    const n = await s.nodes.findNode(parsed.id);
+    return n?.cluster_uuid ? [clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })] : [];
+  });
+  relations.register("nodecluster", async (s, _uri, parsed) =>
+    (await s.nodes.nodesOfCluster(parsed.id)).map((n) => nodeUri(n)),
+  );
+  const health = new HealthWatcher({ store, nodes, intervalMs: config.nodes.healthIntervalMs });
+
+  const extra = opts.extend?.({ actions, store, relations, identity }) ?? {};
+  const app = await buildApp({
+    store,
+    identity,
+    actions,
+    relations,
+    catalogue,
+    publicUrl: config.publicUrl,
+    logLevel: config.logLevel,
+    routes: [
+      (a) =>
+        nodeRoutes(a, {
+          store,
+          identity,
+          actions,
+          nodes,
+          allowUserEngines: config.nodes.allowUserEngines,
+          containersOnNode: async () => 0,
+        }),
+      ...(extra.routes ?? []),
+    ],
+  });
+
+  return {
+    config,
+    db,
+    store,
+    identity,
+    actions,
+    relations,
+    catalogue,
+    engines,
+    local,
+    nodes,
+    health,
+    app,
+    async start() {
+      await localProvisioner.refresh();
+      actions.start();
+      health.start();
+    },
+    async close() {
+      health.stop();
+      await actions.stop();
+      await app.close();
+      await db.close();
+    },
+  };
+}

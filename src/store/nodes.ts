@@ -1,0 +1,153 @@
+// Queries of node clusters and nodes.
+import { VersionConflict } from "../domain/errors.ts";
+import type { NodeClusterTable, NodeTable } from "./schema.ts";
+import type { Store } from "./store.ts";
+
+export type ClusterRow = Omit<NodeClusterTable, "id"> & { id: number };
+export type NodeRow = Omit<NodeTable, "id"> & { id: number };
+export type NewCluster = Omit<ClusterRow, "id" | "version">;
+export type NewNode = Omit<NodeRow, "id" | "version">;
+
+export interface ClusterQuery {
+  namespace: string;
+  uuid?: string;
+  uuidPrefix?: string;
+  state?: string;
+  name?: string;
+  region?: string;
+  nodeType?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface NodeQuery {
+  namespace: string;
+  uuid?: string;
+  uuidPrefix?: string;
+  state?: string;
+  cluster?: string;
+  nodeType?: string;
+  region?: string;
+  engineVersion?: string;
+  limit: number;
+  offset: number;
+}
+
+export class NodeStore {
+  constructor(private readonly s: Store) {}
+
+  async insertCluster(c: NewCluster): Promise<ClusterRow> {
+    return this.s.db
+      .insertInto("nodeclusters")
+      .values({ ...c, version: 1 })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async findCluster(uuid: string): Promise<ClusterRow | undefined> {
+    return this.s.db.selectFrom("nodeclusters").selectAll().where("uuid", "=", uuid).executeTakeFirst();
+  }
+
+  async updateCluster(
+    c: Pick<ClusterRow, "uuid" | "version">,
+    patch: Partial<ClusterRow>,
+  ): Promise<ClusterRow> {
+    const row = await this.s.db
+      .updateTable("nodeclusters")
+      .set({ ...patch, version: c.version + 1 })
+      .where("uuid", "=", c.uuid)
+      .where("version", "=", c.version)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new VersionConflict(`node cluster ${c.uuid}`);
+    return row;
+  }
+
+  async listClusters(q: ClusterQuery): Promise<{ rows: ClusterRow[]; total: number }> {
+    let base = this.s.db.selectFrom("nodeclusters").where("namespace", "=", q.namespace);
+    if (q.uuid !== undefined) base = base.where("uuid", "=", q.uuid);
+    if (q.uuidPrefix !== undefined)
+      base = base.where("uuid", "like", `${q.uuidPrefix.replace(/[%_\\]/g, "")}%`);
+    if (q.state !== undefined) base = base.where("state", "=", q.state);
+    if (q.name !== undefined) base = base.where("name", "=", q.name);
+    if (q.region !== undefined) base = base.where("region", "=", q.region);
+    if (q.nodeType !== undefined) base = base.where("node_type", "=", q.nodeType);
+    const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    return { rows, total: Number(count?.n ?? 0) };
+  }
+
+  async insertNode(n: NewNode): Promise<NodeRow> {
+    return this.s.db
+      .insertInto("nodes")
+      .values({ ...n, version: 1 })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async findNode(uuid: string): Promise<NodeRow | undefined> {
+    return this.s.db.selectFrom("nodes").selectAll().where("uuid", "=", uuid).executeTakeFirst();
+  }
+
+  async updateNode(n: Pick<NodeRow, "uuid" | "version">, patch: Partial<NodeRow>): Promise<NodeRow> {
+    const row = await this.s.db
+      .updateTable("nodes")
+      .set({ ...patch, version: n.version + 1 })
+      .where("uuid", "=", n.uuid)
+      .where("version", "=", n.version)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new VersionConflict(`node ${n.uuid}`);
+    return row;
+  }
+
+  async listNodes(q: NodeQuery): Promise<{ rows: NodeRow[]; total: number }> {
+    let base = this.s.db.selectFrom("nodes").where("namespace", "=", q.namespace);
+    if (q.uuid !== undefined) base = base.where("uuid", "=", q.uuid);
+    if (q.uuidPrefix !== undefined)
+      base = base.where("uuid", "like", `${q.uuidPrefix.replace(/[%_\\]/g, "")}%`);
+    if (q.state !== undefined) base = base.where("state", "=", q.state);
+    if (q.cluster !== undefined) base = base.where("cluster_uuid", "=", q.cluster);
+    if (q.nodeType !== undefined) base = base.where("node_type", "=", q.nodeType);
+    if (q.region !== undefined) base = base.where("region", "=", q.region);
+    if (q.engineVersion !== undefined) base = base.where("engine_version", "=", q.engineVersion);
+    const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    return { rows, total: Number(count?.n ?? 0) };
+  }
+
+  async nodesOfCluster(clusterUuid: string): Promise<NodeRow[]> {
+    return this.s.db
+      .selectFrom("nodes")
+      .selectAll()
+      .where("cluster_uuid", "=", clusterUuid)
+      .orderBy("id")
+      .execute();
+  }
+
+  /** Nodes that are not Terminated, of every namespace (health watcher, scheduler, routes). */
+  async liveNodes(filter: { provider?: string; namespace?: string } = {}): Promise<NodeRow[]> {
+    let q = this.s.db.selectFrom("nodes").selectAll().where("state", "!=", "Terminated");
+    if (filter.provider !== undefined) q = q.where("provider", "=", filter.provider);
+    if (filter.namespace !== undefined) q = q.where("namespace", "=", filter.namespace);
+    return q.orderBy("id").execute();
+  }
+
+  async countNodes(namespace: string): Promise<number> {
+    const row = await this.s.db
+      .selectFrom("nodes")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("namespace", "=", namespace)
+      .where("state", "!=", "Terminated")
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  /** The smallest slot not used by a live node of the provider. */
+  async freeSlot(provider: string): Promise<number> {
+    const used = new Set((await this.liveNodes({ provider })).map((n) => n.slot));
+    let slot = 0;
+    while (used.has(slot)) slot++;
+    return slot;
+  }
+}
