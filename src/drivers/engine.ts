@@ -145,7 +145,10 @@ export interface ContainerView {
   state: ContainerState;
   /** True while a process exists (running or paused); a restarting container has none. */
   running: boolean;
-  /** The last exit code; undefined until the container has exited once. */
+  /**
+   * The exit code of the last run; undefined while running and before the first exit (Docker clears it
+   * at every start). A failed start leaves the container "created" with code 127 or 126.
+   */
   exitCode: number | undefined;
   createdAt: number;
   startedAt: number | undefined;
@@ -333,4 +336,66 @@ export function normalizeImageRef(ref: string): string {
   if (ref.startsWith("sha256:") || ref.includes("@")) return ref;
   const lastSlash = ref.lastIndexOf("/");
   return ref.slice(lastSlash + 1).includes(":") ? ref : `${ref}:latest`;
+}
+
+/**
+ * A single-consumer queue that turns pushed items into an async iterable: engines produce output
+ * (exec output, followed logs, events) whether or not anyone is reading yet, and nothing may be lost.
+ * `onReturn` runs when the consumer stops early, so producers can unsubscribe.
+ */
+export class AsyncQueue<T> implements AsyncIterable<T> {
+  private readonly items: T[] = [];
+  private readonly waiters: Array<{ resolve: (result: IteratorResult<T>) => void; reject: (error: unknown) => void }> =
+    [];
+  private ended = false;
+  private failure: { error: unknown } | undefined;
+
+  constructor(private readonly onReturn?: () => void) {}
+
+  get closed(): boolean {
+    return this.ended || this.failure !== undefined;
+  }
+
+  push(item: T): void {
+    if (this.closed) return;
+    const waiter = this.waiters.shift();
+    if (waiter) waiter.resolve({ value: item, done: false });
+    else this.items.push(item);
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.ended = true;
+    for (const waiter of this.waiters.splice(0)) waiter.resolve({ value: undefined, done: true });
+  }
+
+  fail(error: unknown): void {
+    if (this.closed) return;
+    this.failure = { error };
+    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return {
+      next: () => {
+        if (this.items.length > 0) return Promise.resolve({ value: this.items.shift()!, done: false });
+        if (this.failure) {
+          const { error } = this.failure;
+          // Report a failure once; afterwards the iterator is simply finished.
+          this.failure = undefined;
+          this.ended = true;
+          return Promise.reject(error);
+        }
+        if (this.ended) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+      },
+      return: () => {
+        const wasOpen = !this.closed;
+        this.ended = true;
+        this.items.length = 0;
+        if (wasOpen) this.onReturn?.();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
 }

@@ -66,3 +66,24 @@ export function shortNodeId(nodeId: string): string {
   if (hex.length < 12) throw new AddressPlanError(`node id must be a uuid, got "${nodeId}"`);
   return hex.slice(0, 12);
 }
+
+function parseCidr(cidr: string): { base: number; mask: number } | undefined {
+  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/.exec(cidr);
+  if (!match) return undefined;
+  const octets = match.slice(1, 5).map(Number);
+  if (octets.some((o) => o > 255)) return undefined;
+  const prefix = match[5] === undefined ? 32 : Number(match[5]);
+  if (prefix > 32) return undefined;
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  const base = (octets.reduce((acc, o) => acc * 256 + o, 0) & mask) >>> 0;
+  return { base, mask };
+}
+
+/** True when two IPv4 prefixes share any address; false for anything that is not IPv4. */
+export function cidrsOverlap(a: string, b: string): boolean {
+  const x = parseCidr(a);
+  const y = parseCidr(b);
+  if (!x || !y) return false;
+  const mask = (x.mask & y.mask) >>> 0;
+  return (x.base & mask) >>> 0 === (y.base & mask) >>> 0;
+}

@@ -86,5 +86,7 @@ export function createCommandRunner(): CommandRunner {
 }
 
 export function formatCommand(file: string, args: readonly string[]): string {
-  return [file, ...args].map((part) => (/^[\w@%+=:,./-]+$/.test(part) ? part : JSON.stringify(part))).join(" ");
+  return [file, ...args]
+    .map((part) => (/^[\w@%+=:,./-]+$/.test(part) ? part : JSON.stringify(part)))
+    .join(" ");
 }

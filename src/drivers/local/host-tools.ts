@@ -1,5 +1,5 @@
 // Locating the host tools the provider depends on, and checking that they can work here.
-import { accessSync, constants, closeSync, openSync, readSync } from "node:fs";
+import { accessSync, closeSync, constants, openSync, readSync } from "node:fs";
 import path from "node:path";
 
 export interface HostTools {
@@ -9,6 +9,7 @@ export interface HostTools {
   unshare: string;
   iptables: string;
   tar: string;
+  umount: string;
   busybox: string;
 }
 
@@ -83,6 +84,7 @@ export function locateHostTools(): ToolLookup {
     unshare: need("unshare"),
     iptables: need("iptables"),
     tar: need("tar"),
+    umount: need("umount"),
     busybox: "",
   };
   // dockerd starts these itself; checking here gives a clear reason instead of a failed start.

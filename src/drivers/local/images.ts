@@ -18,7 +18,7 @@ import {
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import type Dockerode from "dockerode";
-import { type CommandRunner, CommandError } from "./commands.ts";
+import { CommandError, type CommandRunner } from "./commands.ts";
 
 export const BUSYBOX_IMAGE = "busybox:local";
 
@@ -36,7 +36,8 @@ async function fileSha256(file: string): Promise<string> {
 /** Reads a progress stream of JSON lines to its end; throws on the first reported error. */
 export async function drainProgress(stream: NodeJS.ReadableStream): Promise<string[]> {
   let text = "";
-  for await (const chunk of stream) text += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
+  for await (const chunk of stream)
+    text += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
   const messages: string[] = [];
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
@@ -64,7 +65,9 @@ export async function loadArchive(docker: Dockerode, archivePath: string): Promi
 function buildRootfs(options: { busybox: string; rootfs: string; applets: string[] }): void {
   const { rootfs } = options;
   rmSync(rootfs, { recursive: true, force: true });
-  for (const dir of ["bin", "etc", "root", "tmp", "var/www"]) mkdirSync(path.join(rootfs, dir), { recursive: true });
+  for (const dir of ["bin", "etc", "root", "tmp", "var/www"]) {
+    mkdirSync(path.join(rootfs, dir), { recursive: true });
+  }
   copyFileSync(options.busybox, path.join(rootfs, "bin/busybox"));
   chmodSync(path.join(rootfs, "bin/busybox"), 0o755);
   for (const applet of options.applets) {

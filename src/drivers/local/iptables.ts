@@ -28,7 +28,14 @@ export interface IptablesSetup {
   description: string;
 }
 
-const SHIMMED = ["iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"];
+const SHIMMED = [
+  "iptables",
+  "iptables-save",
+  "iptables-restore",
+  "ip6tables",
+  "ip6tables-save",
+  "ip6tables-restore",
+];
 
 async function works(commands: CommandRunner, binary: string): Promise<boolean> {
   const result = await commands.run({ file: binary, args: ["-w", "-t", "filter", "-S", "FORWARD"] });

@@ -100,7 +100,9 @@ export function cgroupMounts(): string[] {
     const [before, after] = line.split(" - ");
     const fsType = after?.split(" ")[0];
     const mountPoint = before?.split(" ")[4];
-    if (mountPoint && (fsType === "cgroup" || fsType === "cgroup2")) mounts.push(unescapeMountPath(mountPoint));
+    if (mountPoint && (fsType === "cgroup" || fsType === "cgroup2")) {
+      mounts.push(unescapeMountPath(mountPoint));
+    }
   }
   return mounts;
 }
@@ -148,8 +150,10 @@ export function findNodeProcesses(scope: NodeProcessScope): ProcessIdentity[] {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
-    if (scope.netnsInode !== undefined && processNamespaceInode(pid, "net") === scope.netnsInode) pids.add(pid);
-    else if (scope.utsInode !== undefined && processNamespaceInode(pid, "uts") === scope.utsInode) pids.add(pid);
+    if (scope.netnsInode !== undefined && processNamespaceInode(pid, "net") === scope.netnsInode) {
+      pids.add(pid);
+    } else if (scope.utsInode !== undefined && processNamespaceInode(pid, "uts") === scope.utsInode)
+      pids.add(pid);
   }
   // Never this process or init, whatever a namespace comparison says.
   pids.delete(process.pid);
@@ -163,7 +167,10 @@ export function findNodeProcesses(scope: NodeProcessScope): ProcessIdentity[] {
 }
 
 /** SIGKILLs the node's processes until none is left (shims may still be forking when we start). */
-export async function killNodeProcesses(scope: NodeProcessScope, options: { timeoutMs: number }): Promise<number> {
+export async function killNodeProcesses(
+  scope: NodeProcessScope,
+  options: { timeoutMs: number },
+): Promise<number> {
   const deadline = Date.now() + options.timeoutMs;
   let killed = 0;
   for (;;) {

@@ -53,6 +53,8 @@ export interface NodeRecord {
   routesToSubnet: string[];
   iptablesRules: IptablesRule[];
   dockerd?: ProcessIdentity;
+  /** Set when removal starts; a crash leaves it set and recovery finishes the removal. */
+  terminating?: boolean;
   createdAt: string;
 }
 

@@ -1,0 +1,936 @@
+// An in-memory Engine with Docker's observable behaviour: images present or pullable, container state
+// transitions and exit codes, restart policies with Docker's back-off, name conflicts, published ports
+// and private addresses, logs, exec and events. It backs simulated nodes and fast tests, so wherever it
+// differs from Docker it says so with an error rather than quietly succeeding. Test hooks (print,
+// exitProcess, oom, setReachable) act like things happening on the node, not like API calls.
+import { createHash, randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
+import {
+  AsyncQueue,
+  type ContainerEvent,
+  type ContainerSpec,
+  type ContainerState,
+  type ContainerSummary,
+  type ContainerView,
+  type Engine,
+  EngineError,
+  type EngineInfo,
+  type EventsOptions,
+  type ExecOptions,
+  type ExecOutput,
+  type ExecSession,
+  type ExposedPort,
+  envToList,
+  envToRecord,
+  type KillContainerOptions,
+  type ListContainersOptions,
+  type LogLine,
+  type LogsOptions,
+  normalizeImageRef,
+  type OutputStream,
+  type PortKey,
+  portKey,
+  type PullImageOptions,
+  type RemoveContainerOptions,
+  type StopContainerOptions,
+} from "../engine.ts";
+import { FakeProcess, hasProgram, normalizeSignal, type ProcessIO, SIGNAL_NUMBERS } from "./shell.ts";
+import { readTar, writeTar } from "./tar.ts";
+
+export interface FakeImage {
+  ref: string;
+  cmd?: string[];
+  entrypoint?: string[];
+  env?: Record<string, string>;
+  exposedPorts?: ExposedPort[];
+  workingDir?: string;
+  labels?: Record<string, string>;
+  /**
+   * Long-running programs the image has besides the busybox-like builtins (servers that run until
+   * stopped). By default, the program its entrypoint or command names.
+   */
+  programs?: string[];
+}
+
+export interface FakeRegistryImage extends FakeImage {
+  /** Credentials the registry wants for this image; anyone may pull it when absent. */
+  auth?: { username: string; password: string };
+}
+
+export interface FakeEngineOptions {
+  id?: string;
+  name?: string;
+  cpus?: number;
+  memoryMb?: number;
+  diskGb?: number;
+  engineVersion?: string;
+  apiVersion?: string;
+  operatingSystem?: string;
+  /** Images present on the engine from the start. Defaults to `busybox:local`. */
+  images?: FakeImage[];
+  /** Images a pull can fetch; any other reference fails like a registry without it. */
+  registry?: FakeRegistryImage[];
+  /** The bridge network containers get addresses from; the first address is the gateway. */
+  subnet?: string;
+  /** Host ports handed out for bindings without one, inclusive (Docker's default range). */
+  portRange?: [number, number];
+  /** Lines kept per container; Docker keeps everything, the fake bounds memory for long simulations. */
+  maxLogLines?: number;
+  now?: () => number;
+}
+
+const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+export const FAKE_BUSYBOX: FakeImage = { ref: "busybox:local", cmd: ["sh"] };
+
+interface StoredImage {
+  id: string;
+  config: ImageConfig;
+  programs: Set<string>;
+}
+
+/** The part of an image's config (as in `docker save`) that shapes its containers. */
+interface ImageConfig {
+  Cmd?: string[] | null;
+  Entrypoint?: string[] | null;
+  Env?: string[] | null;
+  ExposedPorts?: Record<string, object> | null;
+  WorkingDir?: string;
+  Labels?: Record<string, string> | null;
+}
+
+interface FakeContainer {
+  id: string;
+  name: string;
+  spec: ContainerSpec;
+  image: StoredImage;
+  env: Record<string, string>;
+  hostname: string;
+  createdAt: number;
+  state: ContainerState;
+  exitCode: number | undefined;
+  startedAt: number | undefined;
+  finishedAt: number | undefined;
+  ipAddress: string | undefined;
+  ports: Partial<Record<PortKey, number>>;
+  restartCount: number;
+  restartDelayMs: number;
+  restartTimer: NodeJS.Timeout | undefined;
+  oomKilled: boolean;
+  error: string;
+  /** Set by stop, a SIGKILL or the stop signal: the restart policy no longer applies (Docker's rule). */
+  manuallyStopped: boolean;
+  process: FakeProcess | undefined;
+  stdin: AsyncQueue<string> | undefined;
+  execs: Set<FakeProcess>;
+  logs: LogLine[];
+  partial: Record<OutputStream, string>;
+  followers: Set<AsyncQueue<LogLine>>;
+}
+
+const NAME_PATTERN = /^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
+const EVENTS_REMEMBERED = 256;
+
+function ipToNumber(ip: string): number {
+  return ip.split(".").reduce((total, part) => total * 256 + Number(part), 0);
+}
+
+function numberToIp(value: number): string {
+  return [24, 16, 8, 0].map((shift) => Math.floor(value / 2 ** shift) % 256).join(".");
+}
+
+function randomHex(bytes: number): string {
+  return randomBytes(bytes).toString("hex");
+}
+
+function dockerStyleId(): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  const bytes = randomBytes(48);
+  const groups: string[] = [];
+  for (let group = 0; group < 12; group += 1) {
+    let text = "";
+    for (let i = 0; i < 4; i += 1) text += alphabet[bytes[group * 4 + i]! % 32];
+    groups.push(text);
+  }
+  return groups.join(":");
+}
+
+const basename = (path: string): string => path.slice(path.lastIndexOf("/") + 1);
+
+function imageConfig(image: FakeImage): ImageConfig {
+  const exposed: Record<string, object> = {};
+  for (const port of image.exposedPorts ?? []) exposed[portKey(port)] = {};
+  return {
+    Cmd: image.cmd ?? null,
+    Entrypoint: image.entrypoint ?? null,
+    Env: envToList({ PATH: DEFAULT_PATH, ...image.env }),
+    ExposedPorts: image.exposedPorts ? exposed : null,
+    WorkingDir: image.workingDir ?? "",
+    Labels: image.labels ?? null,
+  };
+}
+
+function configJson(config: ImageConfig): string {
+  return JSON.stringify({ architecture: "amd64", os: "linux", config, rootfs: { type: "layers", diff_ids: [] } });
+}
+
+function defaultPrograms(config: ImageConfig): Set<string> {
+  const program = config.Entrypoint?.[0] ?? config.Cmd?.[0];
+  return new Set(program ? [basename(program)] : []);
+}
+
+export class FakeEngine implements Engine {
+  private reachable = true;
+  private readonly images = new Map<string, StoredImage>();
+  /** Normalized reference → image id. */
+  private readonly tags = new Map<string, string>();
+  private readonly registry = new Map<string, FakeRegistryImage>();
+  private readonly containers = new Map<string, FakeContainer>();
+  private readonly history: ContainerEvent[] = [];
+  private readonly subscribers = new Set<AsyncQueue<ContainerEvent>>();
+  private readonly usedAddresses = new Set<number>();
+  private readonly usedPorts = new Map<string, string>();
+  private nextPort: number;
+  private readonly network: { base: number; size: number; prefix: number };
+  private readonly info_: EngineInfo;
+  private readonly now: () => number;
+  private readonly maxLogLines: number;
+  private readonly portRange: [number, number];
+
+  constructor(options: FakeEngineOptions = {}) {
+    const id = options.id ?? dockerStyleId();
+    this.now = options.now ?? Date.now;
+    this.maxLogLines = options.maxLogLines ?? 10_000;
+    this.portRange = options.portRange ?? [32768, 60999];
+    this.nextPort = this.portRange[0];
+    this.info_ = {
+      id,
+      name: options.name ?? `fake-${id.slice(0, 4).toLowerCase()}`,
+      cpus: options.cpus ?? 2,
+      memoryMb: options.memoryMb ?? 4096,
+      diskGb: options.diskGb ?? 50,
+      engineVersion: options.engineVersion ?? "20.10.24-fake",
+      apiVersion: options.apiVersion ?? "1.41",
+      storageDriver: "overlay2",
+      execDriver: "native",
+      operatingSystem: options.operatingSystem ?? "Berth fake engine",
+    };
+    const [address, prefixText] = (options.subnet ?? "172.17.0.0/16").split("/");
+    const prefix = Number(prefixText);
+    if (!address || !(prefix >= 8 && prefix <= 30)) throw new Error(`fake engine subnet must be a.b.c.d/8-30`);
+    const size = 2 ** (32 - prefix);
+    this.network = { base: ipToNumber(address) - (ipToNumber(address) % size), size, prefix };
+    for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
+    for (const image of options.registry ?? []) this.registry.set(normalizeImageRef(image.ref), image);
+  }
+
+  // ---- test hooks: things happening on the node ----------------------------------------------------
+
+  /** An unreachable engine refuses every call, and open streams break, as when its host goes away. */
+  setReachable(reachable: boolean): void {
+    this.reachable = reachable;
+    if (reachable) return;
+    const error = this.unreachableError();
+    for (const subscriber of this.subscribers) subscriber.fail(error);
+    this.subscribers.clear();
+    for (const container of this.containers.values()) {
+      for (const follower of container.followers) follower.fail(error);
+      container.followers.clear();
+    }
+  }
+
+  /** Makes an image present, as if built or loaded on the node. Returns its id. */
+  addImage(image: FakeImage): string {
+    const config = imageConfig(image);
+    return this.store(config, [image.ref], image.programs ? new Set(image.programs) : defaultPrograms(config));
+  }
+
+  /** The container's main process prints, as a program would (text may hold several lines). */
+  print(id: string, stream: OutputStream, text: string): void {
+    const container = this.running(id);
+    this.output(container, stream, text);
+  }
+
+  /** The container's main process exits by itself with this code; the restart policy applies. */
+  exitProcess(id: string, exitCode: number): void {
+    this.running(id).process?.kill(exitCode);
+  }
+
+  /** The kernel kills the container for using too much memory. */
+  oom(id: string): void {
+    const container = this.running(id);
+    container.oomKilled = true;
+    this.emit(container, "oom");
+    container.process?.kill(137);
+  }
+
+  /** A `docker save` archive of an image, for loading into another engine. */
+  saveImage(ref: string): Readable {
+    const imageId = this.resolveImage(ref);
+    const image = imageId ? this.images.get(imageId) : undefined;
+    if (!image) throw new EngineError("image_not_found", `No such image: ${ref}`, 404);
+    const hex = image.id.slice("sha256:".length);
+    const layer = writeTar([]);
+    const repoTags = [...this.tags].filter(([, id]) => id === image.id).map(([tag]) => tag);
+    const archive = writeTar([
+      { name: `${hex}.json`, data: Buffer.from(configJson(image.config)) },
+      { name: `${hex}/layer.tar`, data: layer },
+      {
+        name: "manifest.json",
+        data: Buffer.from(JSON.stringify([{ Config: `${hex}.json`, RepoTags: repoTags, Layers: [`${hex}/layer.tar`] }])),
+      },
+    ]);
+    return Readable.from([archive]);
+  }
+
+  /** Stops every process and timer, for the end of a test or a simulation. Containers stay recorded. */
+  close(): void {
+    for (const container of this.containers.values()) {
+      if (container.restartTimer) clearTimeout(container.restartTimer);
+      container.restartTimer = undefined;
+      container.manuallyStopped = true;
+      container.process?.kill(137);
+      for (const exec of container.execs) exec.kill(137);
+      for (const follower of container.followers) follower.end();
+    }
+    for (const subscriber of this.subscribers) subscriber.end();
+    this.subscribers.clear();
+  }
+
+  // ---- engine ---------------------------------------------------------------------------------------
+
+  private unreachableError(): EngineError {
+    return new EngineError("unreachable", `engine ${this.info_.name} is unreachable: connect ECONNREFUSED`);
+  }
+
+  private reach(): void {
+    if (!this.reachable) throw this.unreachableError();
+  }
+
+  async ping(): Promise<void> {
+    this.reach();
+  }
+
+  async info(): Promise<EngineInfo> {
+    this.reach();
+    return { ...this.info_ };
+  }
+
+  // ---- images ---------------------------------------------------------------------------------------
+
+  private store(config: ImageConfig, refs: string[], programs: Set<string>): string {
+    const json = configJson(config);
+    // Like Docker, the id is the digest of the config, so the same image has the same id on every engine.
+    const id = `sha256:${createHash("sha256").update(json).digest("hex")}`;
+    const existing = this.images.get(id);
+    if (existing) for (const program of programs) existing.programs.add(program);
+    else this.images.set(id, { id, config, programs });
+    for (const ref of refs) this.tags.set(normalizeImageRef(ref), id);
+    return id;
+  }
+
+  private resolveImage(ref: string): string | undefined {
+    const tagged = this.tags.get(normalizeImageRef(ref));
+    if (tagged) return tagged;
+    const hex = ref.replace(/^sha256:/, "");
+    if (!/^[0-9a-f]{4,64}$/.test(hex)) return undefined;
+    const matches = [...this.images.keys()].filter((id) => id.slice("sha256:".length).startsWith(hex));
+    return matches.length === 1 ? matches[0] : undefined;
+  }
+
+  async imageId(ref: string): Promise<string | undefined> {
+    this.reach();
+    return this.resolveImage(ref);
+  }
+
+  async hasImage(ref: string): Promise<boolean> {
+    return (await this.imageId(ref)) !== undefined;
+  }
+
+  async pullImage(ref: string, options: PullImageOptions = {}): Promise<void> {
+    this.reach();
+    const normalized = normalizeImageRef(ref);
+    const image = this.registry.get(normalized);
+    const [repository, tag] = [normalized.slice(0, normalized.lastIndexOf(":")), normalized.split(":").at(-1)];
+    if (!image) {
+      throw new EngineError("image_not_found", `manifest for ${normalized} not found: manifest unknown: manifest unknown`, 404);
+    }
+    if (image.auth) {
+      const given = options.auth;
+      if (!given || given.username !== image.auth.username || given.password !== image.auth.password) {
+        throw new EngineError(
+          "other",
+          `Head "https://${repository}/manifests/${tag}": unauthorized: authentication required`,
+          500,
+        );
+      }
+    }
+    const wasPresent = this.tags.has(normalized);
+    const id = this.addImage(image);
+    options.onProgress?.(`${tag}: Pulling from ${repository}`);
+    options.onProgress?.(`Digest: ${id}`);
+    options.onProgress?.(
+      wasPresent ? `Status: Image is up to date for ${normalized}` : `Status: Downloaded newer image for ${normalized}`,
+    );
+  }
+
+  async loadImage(tar: Readable): Promise<string[]> {
+    this.reach();
+    const chunks: Buffer[] = [];
+    for await (const chunk of tar) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
+    const entries = new Map(readTar(Buffer.concat(chunks)).map((entry) => [entry.name, entry.data]));
+    const manifestData = entries.get("manifest.json");
+    if (!manifestData) {
+      throw new EngineError("other", "Error processing tar file: open manifest.json: no such file or directory", 500);
+    }
+    const manifest = JSON.parse(manifestData.toString("utf8")) as Array<{ Config: string; RepoTags?: string[] | null }>;
+    const loaded: string[] = [];
+    for (const entry of manifest) {
+      const configData = entries.get(entry.Config);
+      if (!configData) throw new EngineError("other", `Error processing tar file: missing ${entry.Config}`, 500);
+      const config = (JSON.parse(configData.toString("utf8")) as { config?: ImageConfig }).config ?? {};
+      const refs = entry.RepoTags ?? [];
+      const id = this.store(config, refs, defaultPrograms(config));
+      loaded.push(...(refs.length > 0 ? refs : [id]));
+    }
+    return loaded;
+  }
+
+  // ---- containers -----------------------------------------------------------------------------------
+
+  private find(idOrName: string): FakeContainer | undefined {
+    const exact = this.containers.get(idOrName);
+    if (exact) return exact;
+    const name = idOrName.replace(/^\//, "");
+    for (const container of this.containers.values()) if (container.name === name) return container;
+    const matches = [...this.containers.values()].filter((container) => container.id.startsWith(idOrName));
+    return idOrName.length > 0 && matches.length === 1 ? matches[0] : undefined;
+  }
+
+  private get(id: string): FakeContainer {
+    const container = this.find(id);
+    if (!container) throw new EngineError("not_found", `No such container: ${id}`, 404);
+    return container;
+  }
+
+  private running(id: string): FakeContainer {
+    const container = this.get(id);
+    if (container.state !== "running") throw new Error(`fake container ${id} is ${container.state}, not running`);
+    return container;
+  }
+
+  async createContainer(spec: ContainerSpec): Promise<string> {
+    this.reach();
+    if (spec.name !== undefined && !NAME_PATTERN.test(spec.name)) {
+      throw new EngineError(
+        "other",
+        `Invalid container name (${spec.name}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`,
+        400,
+      );
+    }
+    const imageId = this.resolveImage(spec.image);
+    const image = imageId ? this.images.get(imageId) : undefined;
+    if (!image) throw new EngineError("image_not_found", `No such image: ${spec.image}`, 404);
+    const id = randomHex(32);
+    const name = (spec.name ?? `fake_${randomHex(4)}`).replace(/^\//, "");
+    const holder = [...this.containers.values()].find((container) => container.name === name);
+    if (holder) {
+      throw new EngineError(
+        "conflict",
+        `Conflict. The container name "/${name}" is already in use by container "${holder.id}". You have to remove (or rename) that container to be able to reuse that name.`,
+        409,
+      );
+    }
+    const hostname = spec.hostname ?? id.slice(0, 12);
+    const container: FakeContainer = {
+      id,
+      name,
+      spec: structuredClone(spec),
+      image,
+      env: { ...envToRecord(image.config.Env), ...spec.env },
+      hostname,
+      createdAt: this.now(),
+      state: "created",
+      exitCode: undefined,
+      startedAt: undefined,
+      finishedAt: undefined,
+      ipAddress: undefined,
+      ports: {},
+      restartCount: 0,
+      restartDelayMs: 0,
+      restartTimer: undefined,
+      oomKilled: false,
+      error: "",
+      manuallyStopped: false,
+      process: undefined,
+      stdin: undefined,
+      execs: new Set(),
+      logs: [],
+      partial: { stdout: "", stderr: "" },
+      followers: new Set(),
+    };
+    this.containers.set(id, container);
+    this.emit(container, "create");
+    return id;
+  }
+
+  /** Docker's rule: an entrypoint given without a command drops the image's command. */
+  private argv(container: FakeContainer): string[] {
+    const { spec, image } = container;
+    const entrypoint = spec.entrypoint ?? image.config.Entrypoint ?? [];
+    const cmd = spec.cmd ?? (spec.entrypoint ? [] : (image.config.Cmd ?? []));
+    return [...entrypoint, ...cmd];
+  }
+
+  async startContainer(id: string): Promise<void> {
+    this.reach();
+    const container = this.get(id);
+    if (container.state === "running" || container.state === "paused" || container.state === "restarting") return;
+    container.restartCount = 0;
+    container.restartDelayMs = 0;
+    this.launch(container);
+  }
+
+  /** Starts the main process; used by start and by the restart policy. Throws like Docker on failure. */
+  private launch(container: FakeContainer): void {
+    const argv = this.argv(container);
+    if (argv.length === 0) {
+      container.error = "No command specified";
+      throw new EngineError("other", "No command specified", 400);
+    }
+    if (!hasProgram(argv, container.image.programs)) {
+      const message = `OCI runtime create failed: container_linux.go:380: starting container process caused: exec: "${argv[0]}": executable file not found in $PATH: unknown`;
+      container.error = message;
+      container.exitCode = 127;
+      throw new EngineError("other", message, 400);
+    }
+    const networkMode = container.spec.networkMode ?? "bridge";
+    if (networkMode === "bridge" || networkMode === "default") {
+      const ports = this.allocatePorts(container);
+      container.ipAddress = this.allocateAddress();
+      container.ports = ports;
+    }
+    container.error = "";
+    // Docker clears the exit code when a container (re)starts; it is known again at the next exit.
+    container.exitCode = undefined;
+    container.oomKilled = false;
+    container.manuallyStopped = false;
+    container.state = "running";
+    container.startedAt = this.now();
+    container.partial = { stdout: "", stderr: "" };
+    container.stdin = container.spec.openStdin ? new AsyncQueue<string>() : undefined;
+    const io: ProcessIO = {
+      write: (stream, text) => this.output(container, stream, text),
+      stdin: container.stdin,
+      env: { HOSTNAME: container.hostname, ...container.env },
+      hostname: container.hostname,
+    };
+    const process = new FakeProcess(argv, io, { pid1: true, programs: container.image.programs });
+    container.process = process;
+    this.emit(container, "start");
+    void process.exited.then((exitCode) => this.processExited(container, process, exitCode));
+  }
+
+  private allocatePorts(container: FakeContainer): Partial<Record<PortKey, number>> {
+    const ports: Partial<Record<PortKey, number>> = {};
+    const taken: string[] = [];
+    const release = () => {
+      for (const key of taken) this.usedPorts.delete(key);
+    };
+    for (const binding of container.spec.portBindings ?? []) {
+      const protocol = binding.protocol ?? "tcp";
+      let hostPort = binding.hostPort;
+      if (hostPort) {
+        if (this.usedPorts.has(`${protocol}/${hostPort}`)) {
+          release();
+          const message = `driver failed programming external connectivity on endpoint ${container.name}: Bind for ${binding.hostIp || "0.0.0.0"}:${hostPort} failed: port is already allocated`;
+          container.error = message;
+          throw new EngineError("other", message, 500);
+        }
+      } else {
+        hostPort = this.freePort(protocol);
+      }
+      this.usedPorts.set(`${protocol}/${hostPort}`, container.id);
+      taken.push(`${protocol}/${hostPort}`);
+      ports[portKey(binding)] = hostPort;
+    }
+    return ports;
+  }
+
+  /** Like Docker's allocator: keeps going round the range from the last port it handed out. */
+  private freePort(protocol: string): number {
+    const [low, high] = this.portRange;
+    for (let tries = 0; tries <= high - low; tries += 1) {
+      const port = this.nextPort;
+      this.nextPort = port >= high ? low : port + 1;
+      if (!this.usedPorts.has(`${protocol}/${port}`)) return port;
+    }
+    throw new EngineError("other", "Bind for 0.0.0.0:0 failed: all ports are allocated", 500);
+  }
+
+  private allocateAddress(): string {
+    // The network address and the gateway (the first host) are never handed out; nor the broadcast.
+    for (let offset = 2; offset < this.network.size - 1; offset += 1) {
+      if (!this.usedAddresses.has(offset)) {
+        this.usedAddresses.add(offset);
+        return numberToIp(this.network.base + offset);
+      }
+    }
+    throw new EngineError("other", "no available IPv4 addresses on this network's address pools", 500);
+  }
+
+  private releaseNetwork(container: FakeContainer): void {
+    if (container.ipAddress) this.usedAddresses.delete(ipToNumber(container.ipAddress) - this.network.base);
+    for (const [key, holder] of this.usedPorts) if (holder === container.id) this.usedPorts.delete(key);
+    container.ipAddress = undefined;
+    container.ports = {};
+  }
+
+  /** Output of a container process: tty turns newlines into CRLF and merges stderr into stdout. */
+  private output(container: FakeContainer, stream: OutputStream, text: string): void {
+    const tty = container.spec.tty ?? false;
+    const target: OutputStream = tty ? "stdout" : stream;
+    const data = container.partial[target] + (tty ? text.replace(/\r?\n/g, "\r\n") : text);
+    let start = 0;
+    for (let nl = data.indexOf("\n"); nl >= 0; nl = data.indexOf("\n", start)) {
+      this.logLine(container, { stream: target, line: data.slice(start, nl + 1), timestampMs: this.now() });
+      start = nl + 1;
+    }
+    // Like Docker's log copier, a line is held until its newline (or until the process ends).
+    container.partial[target] = data.slice(start);
+  }
+
+  private logLine(container: FakeContainer, line: LogLine): void {
+    container.logs.push(line);
+    if (container.logs.length > this.maxLogLines) container.logs.splice(0, container.logs.length - this.maxLogLines);
+    for (const follower of container.followers) follower.push(line);
+  }
+
+  private processExited(container: FakeContainer, process: FakeProcess, exitCode: number): void {
+    if (container.process !== process) return;
+    for (const stream of ["stdout", "stderr"] as const) {
+      const rest = container.partial[stream];
+      if (rest) this.logLine(container, { stream, line: rest, timestampMs: this.now() });
+    }
+    container.partial = { stdout: "", stderr: "" };
+    container.process = undefined;
+    container.stdin?.end();
+    container.stdin = undefined;
+    // Exec'd processes die with the container.
+    for (const exec of container.execs) exec.kill(137);
+    container.execs.clear();
+    this.releaseNetwork(container);
+    const ranMs = this.now() - (container.startedAt ?? this.now());
+    container.exitCode = exitCode;
+    container.finishedAt = this.now();
+    container.state = "exited";
+    this.emit(container, "die", { exitCode });
+    // Followers of a container's logs stop when it stops, as with Docker.
+    for (const follower of container.followers) follower.end();
+    container.followers.clear();
+    if (this.shouldRestart(container, exitCode)) this.scheduleRestart(container, ranMs);
+  }
+
+  private shouldRestart(container: FakeContainer, exitCode: number): boolean {
+    if (container.manuallyStopped) return false;
+    const policy = container.spec.restartPolicy ?? { name: "no" };
+    if (policy.name === "always") return true;
+    if (policy.name !== "on-failure" || exitCode === 0) return false;
+    const max = policy.maximumRetryCount ?? 0;
+    return max === 0 || container.restartCount < max;
+  }
+
+  /** Docker's back-off: 100 ms, doubling up to a minute; back to 100 ms after a run of 10 s or more. */
+  private scheduleRestart(container: FakeContainer, ranMs: number): void {
+    container.restartDelayMs =
+      ranMs >= 10_000 || container.restartDelayMs === 0 ? 100 : Math.min(container.restartDelayMs * 2, 60_000);
+    container.state = "restarting";
+    container.restartTimer = setTimeout(() => {
+      container.restartTimer = undefined;
+      if (container.state !== "restarting" || !this.containers.has(container.id)) return;
+      container.restartCount += 1;
+      try {
+        this.launch(container);
+      } catch {
+        // Docker gives up on a container that cannot start again; it stays exited with the error.
+        container.state = "exited";
+      }
+    }, container.restartDelayMs);
+  }
+
+  private cancelRestart(container: FakeContainer): void {
+    if (container.restartTimer) clearTimeout(container.restartTimer);
+    container.restartTimer = undefined;
+    if (container.state === "restarting") container.state = "exited";
+  }
+
+  async stopContainer(id: string, options: StopContainerOptions = {}): Promise<void> {
+    this.reach();
+    const container = this.get(id);
+    if (container.state === "restarting") {
+      container.manuallyStopped = true;
+      this.cancelRestart(container);
+      this.emit(container, "stop");
+      return;
+    }
+    const process = container.process;
+    if (container.state !== "running" || !process) return;
+    container.manuallyStopped = true;
+    const timeoutS = options.timeoutS ?? 10;
+    this.emit(container, "kill", { signal: "15" });
+    process.signal("SIGTERM");
+    let timer: NodeJS.Timeout | undefined;
+    const exitedInTime = await Promise.race([
+      process.exited.then(() => true),
+      // A negative timeout waits for as long as the process takes, like Docker's -1.
+      new Promise<boolean>((resolve) => {
+        if (timeoutS >= 0) timer = setTimeout(() => resolve(false), timeoutS * 1000);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!exitedInTime) {
+      this.emit(container, "kill", { signal: "9" });
+      process.signal("SIGKILL");
+    }
+    await process.exited;
+    // processExited ran in a then() registered earlier, so the state is already "exited" here.
+    this.emit(container, "stop");
+  }
+
+  async killContainer(id: string, options: KillContainerOptions = {}): Promise<void> {
+    this.reach();
+    const container = this.get(id);
+    const signal = normalizeSignal(options.signal ?? "SIGKILL");
+    if (!signal) throw new EngineError("other", `Invalid signal: ${options.signal}`, 400);
+    if (container.state === "restarting") {
+      throw new EngineError(
+        "conflict",
+        `Cannot kill container: ${id}: Container ${container.id} is restarting, wait until the container is running`,
+        409,
+      );
+    }
+    const process = container.process;
+    if (container.state !== "running" || !process) {
+      throw new EngineError(
+        "conflict",
+        `Cannot kill container: ${id}: Container ${container.id} is not running`,
+        409,
+      );
+    }
+    // Docker: SIGKILL, or the container's stop signal, means the user wants it down for good.
+    if (signal === "SIGKILL" || signal === "SIGTERM") container.manuallyStopped = true;
+    this.emit(container, "kill", { signal: String(SIGNAL_NUMBERS[signal]) });
+    process.signal(signal);
+    if (signal === "SIGKILL") await process.exited;
+  }
+
+  async removeContainer(id: string, options: RemoveContainerOptions = {}): Promise<void> {
+    this.reach();
+    const container = this.get(id);
+    if ((container.state === "running" || container.state === "restarting") && !options.force) {
+      const state = container.state === "running" ? "running" : "restarting";
+      throw new EngineError(
+        "conflict",
+        `You cannot remove a ${state} container ${container.id}. Stop the container before attempting removal or force remove`,
+        409,
+      );
+    }
+    container.manuallyStopped = true;
+    this.cancelRestart(container);
+    const process = container.process;
+    if (process) {
+      this.emit(container, "kill", { signal: "9" });
+      process.signal("SIGKILL");
+      await process.exited;
+    }
+    for (const follower of container.followers) follower.end();
+    this.containers.delete(container.id);
+    this.emit(container, "destroy");
+  }
+
+  private view(container: FakeContainer): ContainerView {
+    const running = container.state === "running" || container.state === "paused";
+    const policy = container.spec.restartPolicy ?? { name: "no" as const };
+    return {
+      id: container.id,
+      name: container.name,
+      image: container.spec.image,
+      imageId: container.image.id,
+      state: container.state,
+      running,
+      exitCode: container.exitCode,
+      createdAt: container.createdAt,
+      startedAt: container.startedAt,
+      finishedAt: container.finishedAt,
+      ipAddress: running ? container.ipAddress : undefined,
+      ports: running ? { ...container.ports } : {},
+      labels: { ...container.spec.labels },
+      env: { ...container.env },
+      restartCount: container.restartCount,
+      restartPolicy:
+        policy.name === "on-failure" ? { name: policy.name, maximumRetryCount: policy.maximumRetryCount ?? 0 } : { name: policy.name },
+      oomKilled: container.oomKilled,
+      error: container.error,
+    };
+  }
+
+  async inspectContainer(id: string): Promise<ContainerView | undefined> {
+    this.reach();
+    const container = this.find(id);
+    return container ? this.view(container) : undefined;
+  }
+
+  async listContainers(options: ListContainersOptions = {}): Promise<ContainerSummary[]> {
+    this.reach();
+    const wanted = Object.entries(options.labels ?? {});
+    return [...this.containers.values()]
+      .filter((container) => options.all || ["running", "paused", "restarting"].includes(container.state))
+      .filter((container) => wanted.every(([key, value]) => container.spec.labels?.[key] === value))
+      .sort((a, b) => b.createdAt - a.createdAt)
+      .map((container) => ({
+        id: container.id,
+        name: container.name,
+        image: container.spec.image,
+        imageId: container.image.id,
+        state: container.state,
+        labels: { ...container.spec.labels },
+        createdAt: container.createdAt,
+      }));
+  }
+
+  // ---- streams --------------------------------------------------------------------------------------
+
+  async *logs(id: string, options: LogsOptions = {}): AsyncGenerator<LogLine> {
+    this.reach();
+    const container = this.get(id);
+    if (options.signal?.aborted) return;
+    const tail = options.tail;
+    const past = tail === undefined ? [...container.logs] : tail <= 0 ? [] : container.logs.slice(-tail);
+    // Subscribing in the same tick as the snapshot means no line falls between the two.
+    const live =
+      options.follow && container.state === "running"
+        ? new AsyncQueue<LogLine>(() => container.followers.delete(live!))
+        : undefined;
+    if (live) container.followers.add(live);
+    const onAbort = () => {
+      live?.end();
+      if (live) container.followers.delete(live);
+    };
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (const line of past) {
+        if (options.signal?.aborted) return;
+        yield line;
+      }
+      if (live) yield* live;
+    } finally {
+      options.signal?.removeEventListener("abort", onAbort);
+      onAbort();
+    }
+  }
+
+  async exec(id: string, options: ExecOptions): Promise<ExecSession> {
+    this.reach();
+    const container = this.get(id);
+    if (container.state === "restarting") {
+      throw new EngineError("conflict", `Container ${container.id} is restarting, wait until the container is running`, 409);
+    }
+    if (container.state !== "running") {
+      throw new EngineError("conflict", `Container ${container.id} is not running`, 409);
+    }
+    const tty = options.tty ?? false;
+    const stdin = new AsyncQueue<string>();
+    const output = new AsyncQueue<ExecOutput>();
+    const send = (stream: OutputStream, text: string) => {
+      if (text) output.push({ stream: tty ? "stdout" : stream, data: Buffer.from(tty ? text.replace(/\r?\n/g, "\r\n") : text) });
+    };
+    const io: ProcessIO = {
+      write: send,
+      stdin,
+      env: { HOSTNAME: container.hostname, ...container.env, ...options.env },
+      hostname: container.hostname,
+    };
+    const execId = randomHex(32);
+    this.emit(container, "exec_create", { execID: execId });
+    this.emit(container, "exec_start", { execID: execId });
+    let exitCode: Promise<number>;
+    if (!hasProgram(options.cmd, container.image.programs)) {
+      // Docker reports a missing program on the exec's output and finishes it with 126.
+      send(
+        "stdout",
+        `OCI runtime exec failed: exec failed: container_linux.go:380: starting container process caused: exec: "${options.cmd[0]}": executable file not found in $PATH: unknown\n`,
+      );
+      output.end();
+      exitCode = Promise.resolve(126);
+      this.emit(container, "exec_die", { execID: execId, exitCode: 126 });
+    } else {
+      const process = new FakeProcess(options.cmd, io, { pid1: false, programs: container.image.programs });
+      container.execs.add(process);
+      exitCode = process.exited.then((code) => {
+        container.execs.delete(process);
+        output.end();
+        if (this.containers.has(container.id)) this.emit(container, "exec_die", { execID: execId, exitCode: code });
+        return code;
+      });
+    }
+    // Like a dropped connection to Docker: our side ends and stdin closes; the process itself goes on.
+    options.signal?.addEventListener(
+      "abort",
+      () => {
+        stdin.end();
+        output.end();
+      },
+      { once: true },
+    );
+    return {
+      write: (data) => {
+        const text = typeof data === "string" ? data : Buffer.from(data).toString("utf8");
+        // A terminal echoes what is typed.
+        if (tty) send("stdout", text);
+        stdin.push(text);
+      },
+      end: () => stdin.end(),
+      output,
+      exitCode,
+    };
+  }
+
+  private emit(container: FakeContainer, action: string, extra: { exitCode?: number; signal?: string; execID?: string } = {}): void {
+    const event: ContainerEvent = {
+      type: "container",
+      action,
+      id: container.id,
+      name: container.name,
+      image: container.spec.image,
+      labels: { ...container.spec.labels },
+      timeMs: this.now(),
+    };
+    if (extra.exitCode !== undefined) event.exitCode = extra.exitCode;
+    if (extra.signal !== undefined) event.signal = extra.signal;
+    this.history.push(event);
+    if (this.history.length > EVENTS_REMEMBERED) this.history.shift();
+    for (const subscriber of this.subscribers) subscriber.push(event);
+  }
+
+  async *events(options: EventsOptions = {}): AsyncGenerator<ContainerEvent> {
+    this.reach();
+    if (options.signal?.aborted) return;
+    const since = options.since;
+    const past = since === undefined ? [] : this.history.filter((event) => event.timeMs >= since);
+    const live: AsyncQueue<ContainerEvent> = new AsyncQueue<ContainerEvent>(() => this.subscribers.delete(live));
+    this.subscribers.add(live);
+    const onAbort = () => {
+      live.end();
+      this.subscribers.delete(live);
+    };
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (const event of past) yield event;
+      yield* live;
+    } finally {
+      options.signal?.removeEventListener("abort", onAbort);
+      onAbort();
+    }
+  }
+}
+
