@@ -153,6 +153,13 @@ test("two nodes deploy and their engines answer on their own addresses", { skip 
   const images = await Promise.all(nodes.map((n) => client(n).getImage(BUSYBOX_IMAGE).inspect()));
   assert.equal(images[0]!.Id, images[1]!.Id, "busybox:local has the same id on every node");
 
+  // The unreachable route for the whole lab range exists before any lab address does.
+  const unreachableAt = actionLog.findIndex((line) =>
+    line.includes(`route replace unreachable ${LAB_RANGE}`),
+  );
+  const firstAddressAt = actionLog.findIndex((line) => line.includes(" addr replace "));
+  assert.ok(unreachableAt >= 0 && unreachableAt < firstAddressAt, "unreachable route is added first");
+
   // Nothing leaves the lab: nodes have no default route, and unused lab addresses are refused
   // on the host (route lookups only; no packet is sent).
   assert.throws(() => ip(["-n", first.netnsName, "route", "get", "198.51.100.1"]));
