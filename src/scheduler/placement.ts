@@ -1,0 +1,81 @@
+// Placement strategies of the spec ("Service" → deployment strategies). Each new container is
+// placed against the counts as they will be after the earlier placements of the same plan, so a
+// request for several containers spreads them instead of piling them onto one node.
+import { explainNoFit, filterNodes, isLive } from "./filters.ts";
+import type { ContainerSnapshot, NodeSnapshot, PlacementPlan, PlacementRequest } from "./types.ts";
+
+interface Load {
+  node: NodeSnapshot;
+  /** Input position: the final tie-break, so equal nodes are chosen in the order the caller lists them. */
+  order: number;
+  /** Live containers of every service: anything live, even Stopped, occupies the node. */
+  total: number;
+  /** Live containers of the service being placed. */
+  own: number;
+}
+
+function loadsOf(nodes: NodeSnapshot[], containers: ContainerSnapshot[], service: string): Load[] {
+  const loads = nodes.map((node, order) => ({ node, order, total: 0, own: 0 }));
+  const byUuid = new Map(loads.map((load) => [load.node.uuid, load]));
+  for (const container of containers) {
+    if (!isLive(container)) continue;
+    const load = byUuid.get(container.node);
+    if (!load) continue;
+    load.total += 1;
+    if (container.service === service) load.own += 1;
+  }
+  return loads;
+}
+
+/** Negative when `a` should receive the next container before `b`. */
+type Preference = (a: Load, b: Load) => number;
+
+const emptiestNode: Preference = (a, b) => a.total - b.total || a.order - b.order;
+const highAvailability: Preference = (a, b) => a.own - b.own || emptiestNode(a, b);
+
+function place(loads: Load[], count: number, prefer: Preference): string[] {
+  const placements: string[] = [];
+  for (let i = 0; i < count; i++) {
+    let best: Load | undefined;
+    for (const load of loads) if (!best || prefer(load, best) < 0) best = load;
+    // `loads` is never empty here: the callers refuse before placing when no node is eligible.
+    if (!best) break;
+    placements.push(best.node.uuid);
+    best.total += 1;
+    best.own += 1;
+  }
+  return placements;
+}
+
+/** Where `req.count` new containers of `req.service` go, or why none can be placed. */
+export function planPlacement(req: PlacementRequest): PlacementPlan {
+  if (req.strategy === "EVERY_NODE") {
+    return planEveryNode({
+      service: req.service,
+      serviceTags: req.serviceTags,
+      nodes: req.nodes,
+      containers: req.containers,
+    });
+  }
+  if (req.count <= 0) return { ok: true, placements: [] };
+  const { eligible, rejections } = filterNodes(req.nodes, req.serviceTags);
+  if (eligible.length === 0)
+    return { ok: false, reasons: explainNoFit(req.nodes, req.serviceTags, rejections) };
+  const prefer = req.strategy === "HIGH_AVAILABILITY" ? highAvailability : emptiestNode;
+  return { ok: true, placements: place(loadsOf(eligible, req.containers, req.service), req.count, prefer) };
+}
+
+/**
+ * EVERY_NODE: one container on each eligible node that has no live container of the service yet.
+ * Run again when a node is added, it yields exactly the new node, which is how new nodes get
+ * their container automatically.
+ */
+export function planEveryNode(req: Omit<PlacementRequest, "count" | "strategy">): PlacementPlan {
+  const { eligible, rejections } = filterNodes(req.nodes, req.serviceTags);
+  if (eligible.length === 0)
+    return { ok: false, reasons: explainNoFit(req.nodes, req.serviceTags, rejections) };
+  const placements = loadsOf(eligible, req.containers, req.service)
+    .filter((load) => load.own === 0)
+    .map((load) => load.node.uuid);
+  return { ok: true, placements };
+}
