@@ -312,6 +312,19 @@ export interface Engine {
   events(options?: EventsOptions): AsyncIterable<ContainerEvent>;
 }
 
+/**
+ * How long after its output ends an exec may take to report its exit code. The output also ends when
+ * the connection closes while the command keeps running (a tty command whose stdin was closed).
+ */
+export const EXEC_EXIT_WAIT_MS = 5000;
+
+export function execStillRunning(execId: string): EngineError {
+  return new EngineError(
+    "other",
+    `exec ${execId}: the output ended but the command is still running (with a tty, closing stdin does not end it; send Ctrl-D)`,
+  );
+}
+
 /** Splits `KEY=value` strings as engines report environments; a bare `KEY` maps to "". */
 export function envToRecord(env: readonly string[] | null | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -345,8 +358,10 @@ export function normalizeImageRef(ref: string): string {
  */
 export class AsyncQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
-  private readonly waiters: Array<{ resolve: (result: IteratorResult<T>) => void; reject: (error: unknown) => void }> =
-    [];
+  private readonly waiters: Array<{
+    resolve: (result: IteratorResult<T>) => void;
+    reject: (error: unknown) => void;
+  }> = [];
   private ended = false;
   private failure: { error: unknown } | undefined;
 

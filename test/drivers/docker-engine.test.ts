@@ -7,19 +7,32 @@ import type { Readable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import Docker from "dockerode";
 import { DockerEngine, describeEndpoint, parseDockerEndpoint } from "../../src/drivers/docker/index.ts";
-import { type PrivateDockerd, dockerdUnavailable, startEmptyRegistry, startPrivateDockerd } from "../support/dockerd.ts";
+import {
+  dockerdUnavailable,
+  type PrivateDockerd,
+  startEmptyRegistry,
+  startPrivateDockerd,
+} from "../support/dockerd.ts";
 import { engineSuite, rejectsWith, waitFor } from "./engine-suite.ts";
 
 describe("docker endpoint addresses", () => {
   test("unix sockets, tcp and TLS material are read; anything else is refused", () => {
-    assert.deepEqual(parseDockerEndpoint("unix:///var/run/docker.sock"), { socketPath: "/var/run/docker.sock" });
+    assert.deepEqual(parseDockerEndpoint("unix:///var/run/docker.sock"), {
+      socketPath: "/var/run/docker.sock",
+    });
     assert.deepEqual(parseDockerEndpoint("/run/berth/docker.sock"), { socketPath: "/run/berth/docker.sock" });
     assert.deepEqual(parseDockerEndpoint("tcp://10.0.0.5:2375"), { host: "10.0.0.5", port: 2375 });
     assert.deepEqual(parseDockerEndpoint("tcp://[fd00::5]:2376"), { host: "fd00::5", port: 2376 });
     const tls = { ca: "CA", cert: "CERT", key: "KEY" };
     assert.deepEqual(parseDockerEndpoint("tcp://node-1:2376", tls), { host: "node-1", port: 2376, tls });
     assert.equal(describeEndpoint({ host: "fd00::5", port: 2376, tls }), "tcp://[fd00::5]:2376 (TLS)");
-    for (const bad of ["tcp://host", "http://host:2375", "unix://relative.sock", "tcp://host:70000", "host:2375"]) {
+    for (const bad of [
+      "tcp://host",
+      "http://host:2375",
+      "unix://relative.sock",
+      "tcp://host:70000",
+      "host:2375",
+    ]) {
       assert.throws(() => parseDockerEndpoint(bad), /engine address|absolute path/, bad);
     }
   });
@@ -35,7 +48,9 @@ if (unavailable && inCi) {
   });
 }
 
-describe("DockerEngine against a private dockerd", { skip: unavailable && !inCi ? `skipped: ${unavailable}` : false }, () => {
+describe("DockerEngine against a private dockerd", {
+  skip: unavailable && !inCi ? `skipped: ${unavailable}` : false,
+}, () => {
   let dockerd: PrivateDockerd | undefined;
   let registry: Awaited<ReturnType<typeof startEmptyRegistry>> | undefined;
   let engine: DockerEngine;
@@ -81,7 +96,9 @@ describe("DockerEngine against a private dockerd", { skip: unavailable && !inCi 
         assert.ok(view?.ipAddress?.startsWith(dockerd!.subnet.replace(/0\/24$/, "")), view?.ipAddress);
         const body = await waitFor("the HTTP answer", async () => {
           try {
-            const response = await fetch(`http://127.0.0.1:${port}/index.html`, { signal: AbortSignal.timeout(2000) });
+            const response = await fetch(`http://127.0.0.1:${port}/index.html`, {
+              signal: AbortSignal.timeout(2000),
+            });
             return response.ok ? await response.text() : undefined;
           } catch {
             return undefined;

@@ -2,8 +2,8 @@
 // same assertions run against a private dockerd and against the in-memory engine.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { after, before, describe, test } from "node:test";
 import type { Readable } from "node:stream";
+import { after, before, describe, test } from "node:test";
 import {
   type ContainerEvent,
   type ContainerSpec,
@@ -78,7 +78,10 @@ export async function collect<T>(
   }
 }
 
-export async function rejectsWith(kind: EngineErrorKind, action: () => Promise<unknown>): Promise<EngineError> {
+export async function rejectsWith(
+  kind: EngineErrorKind,
+  action: () => Promise<unknown>,
+): Promise<EngineError> {
   try {
     await action();
   } catch (error) {
@@ -92,9 +95,15 @@ export async function rejectsWith(kind: EngineErrorKind, action: () => Promise<u
 
 const text = (lines: LogLine[]) => lines.map((line) => line.line);
 const outputOf = (chunks: ExecOutput[], stream: "stdout" | "stderr") =>
-  Buffer.concat(chunks.filter((chunk) => chunk.stream === stream).map((chunk) => chunk.data)).toString("utf8");
+  Buffer.concat(chunks.filter((chunk) => chunk.stream === stream).map((chunk) => chunk.data)).toString(
+    "utf8",
+  );
 
-export function engineSuite(name: string, setup: () => Promise<EngineHarness>, options: SuiteOptions = {}): void {
+export function engineSuite(
+  name: string,
+  setup: () => Promise<EngineHarness>,
+  options: SuiteOptions = {},
+): void {
   describe(name, { skip: options.skip ?? false }, () => {
     let h: EngineHarness;
     let engine: Engine;
@@ -373,7 +382,10 @@ export function engineSuite(name: string, setup: () => Promise<EngineHarness>, o
       assert.deepEqual(text(last), ["16\n", "17\n", "18\n", "19\n", "20\n"]);
       for (const line of last) {
         assert.equal(line.stream, "stdout");
-        assert.ok(line.timestampMs >= t0 - 2000 && line.timestampMs <= Date.now() + 2000, "timestamps are real");
+        assert.ok(
+          line.timestampMs >= t0 - 2000 && line.timestampMs <= Date.now() + 2000,
+          "timestamps are real",
+        );
       }
       assert.deepEqual(await collect(engine.logs(id, { tail: 0 })), []);
     });
@@ -408,19 +420,19 @@ export function engineSuite(name: string, setup: () => Promise<EngineHarness>, o
     test("stdout and stderr are told apart", async () => {
       const id = await run_({ cmd: ["sh", "-c", "echo out; echo err >&2; sleep 3600"] });
       const lines = await logLines(id, 2);
-      assert.deepEqual(
-        lines.map((l) => [l.stream, l.line]).sort(),
-        [
-          ["stderr", "err\n"],
-          ["stdout", "out\n"],
-        ],
-      );
+      assert.deepEqual(lines.map((l) => [l.stream, l.line]).sort(), [
+        ["stderr", "err\n"],
+        ["stdout", "out\n"],
+      ]);
     });
 
     test("with a tty everything arrives as stdout, with terminal line endings", async () => {
       const id = await run_({ tty: true, cmd: ["sh", "-c", "echo out; echo err >&2; sleep 3600"] });
       const lines = await logLines(id, 2);
-      assert.deepEqual(lines.map((l) => l.stream), ["stdout", "stdout"]);
+      assert.deepEqual(
+        lines.map((l) => l.stream),
+        ["stdout", "stdout"],
+      );
       assert.deepEqual(lines.map((l) => l.line).sort(), ["err\r\n", "out\r\n"]);
     });
 
@@ -445,6 +457,39 @@ export function engineSuite(name: string, setup: () => Promise<EngineHarness>, o
 
       await engine.stopContainer(id, { timeoutS: 0 });
       await rejectsWith("conflict", () => engine.exec(id, { cmd: ["true"] }));
+    });
+
+    test("exec with a tty echoes what is typed and ends at Ctrl-D", async () => {
+      const id = await run_({ cmd: ["sleep", "3600"] });
+      const session = await engine.exec(id, { cmd: ["cat"], tty: true });
+      session.write("abc\n");
+      session.write("\x04");
+      const output = await collect(session.output);
+      assert.equal(await session.exitCode, 0);
+      assert.deepEqual(
+        output.map((chunk) => chunk.stream),
+        output.map(() => "stdout"),
+      );
+      assert.equal(outputOf(output, "stdout"), "abc\r\nabc\r\n", "the terminal's echo, then cat's copy");
+    });
+
+    test("exec of a program the image lacks finishes with 126 and says why", async () => {
+      const id = await run_({ cmd: ["sleep", "3600"] });
+      const session = await engine.exec(id, { cmd: ["berth-no-such-program"] });
+      const output = await collect(session.output);
+      assert.equal(await session.exitCode, 126);
+      assert.match(outputOf(output, "stdout"), /executable file not found/);
+    });
+
+    test("a failed start leaves the container created, with code 127 and the engine's reason", async () => {
+      const id = await create({ cmd: ["berth-no-such-program"] });
+      const error = await rejectsWith("other", () => engine.startContainer(id));
+      assert.match(error.message, /executable file not found/);
+      const failed = await view(id);
+      assert.equal(failed.state, "created");
+      assert.equal(failed.running, false);
+      assert.equal(failed.exitCode, 127);
+      assert.match(failed.error, /executable file not found/);
     });
 
     test("events report create, start and die with the exit code", async () => {
@@ -504,7 +549,10 @@ export function engineSuite(name: string, setup: () => Promise<EngineHarness>, o
 
     test("a saved image loads and is reported by reference", async () => {
       const loaded = await engine.loadImage(await h.saveImage());
-      assert.ok(loaded.map(normalizeImageRef).includes(normalizeImageRef(h.image)), `loaded ${loaded.join(", ")}`);
+      assert.ok(
+        loaded.map(normalizeImageRef).includes(normalizeImageRef(h.image)),
+        `loaded ${loaded.join(", ")}`,
+      );
       assert.equal(await engine.hasImage(h.image), true);
     });
 

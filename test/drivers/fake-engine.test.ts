@@ -30,7 +30,11 @@ describe("FakeEngine hooks", () => {
   test("exitProcess lets the restart policy act: always restarts, no leaves it exited", async () => {
     const fake = new FakeEngine();
     try {
-      const always = await running(fake, { image: "busybox:local", cmd: ["sleep", "3600"], restartPolicy: { name: "always" } });
+      const always = await running(fake, {
+        image: "busybox:local",
+        cmd: ["sleep", "3600"],
+        restartPolicy: { name: "always" },
+      });
       const never = await running(fake, { image: "busybox:local", cmd: ["sleep", "3600"] });
       fake.exitProcess(always, 1);
       fake.exitProcess(never, 42);
@@ -101,7 +105,10 @@ describe("FakeEngine hooks", () => {
       assert.ok(progress.some((line) => line.startsWith("Status: Downloaded newer image for nginx:alpine")));
       assert.equal(await fake.hasImage("nginx:alpine"), true);
       // The image's own program runs until stopped, and exits 0 on SIGTERM like a server.
-      const id = await running(fake, { image: "nginx:alpine", portBindings: [{ containerPort: 80, hostPort: 8080 }] });
+      const id = await running(fake, {
+        image: "nginx:alpine",
+        portBindings: [{ containerPort: 80, hostPort: 8080 }],
+      });
       assert.equal((await fake.inspectContainer(id))?.ports["80/tcp"], 8080);
       await fake.stopContainer(id, { timeoutS: 5 });
       assert.equal((await fake.inspectContainer(id))?.exitCode, 0);
@@ -127,7 +134,11 @@ describe("FakeEngine hooks", () => {
       await fake.stopContainer(a, { timeoutS: 0 });
       const c = await running(fake, { image: "busybox:local", cmd: ["sleep", "3600"] });
       assert.equal((await fake.inspectContainer(c))?.ipAddress, "10.99.7.2");
-      const none = await running(fake, { image: "busybox:local", cmd: ["sleep", "3600"], networkMode: "none" });
+      const none = await running(fake, {
+        image: "busybox:local",
+        cmd: ["sleep", "3600"],
+        networkMode: "none",
+      });
       assert.equal((await fake.inspectContainer(none))?.ipAddress, undefined);
     } finally {
       fake.close();
@@ -142,7 +153,10 @@ describe("FakeEngine hooks", () => {
       const b = await running(fake, spec);
       assert.equal((await fake.inspectContainer(a))?.ports["80/tcp"], 40000);
       assert.equal((await fake.inspectContainer(b))?.ports["80/tcp"], 40001);
-      const fixed = await fake.createContainer({ ...spec, portBindings: [{ containerPort: 80, hostPort: 40000 }] });
+      const fixed = await fake.createContainer({
+        ...spec,
+        portBindings: [{ containerPort: 80, hostPort: 40000 }],
+      });
       const error = await rejectsWith("other", () => fake.startContainer(fixed));
       assert.match(error.message, /port is already allocated/);
       const after = await fake.inspectContainer(fixed);
@@ -165,7 +179,9 @@ describe("FakeEngine hooks", () => {
       });
       assert.equal(dead.exitCode, 137);
       assert.equal(dead.oomKilled, true);
-      const events = await collect(fake.events({ since }), { done: (e) => e.some((x) => x.action === "die") });
+      const events = await collect(fake.events({ since }), {
+        done: (e) => e.some((x) => x.action === "die"),
+      });
       assert.deepEqual(
         events.map((e) => e.action),
         ["create", "start", "oom", "die"],
@@ -192,7 +208,10 @@ describe("FakeEngine hooks", () => {
   test("shell syntax the fake cannot run is refused loudly, not ignored", async () => {
     const fake = new FakeEngine();
     try {
-      const id = await fake.createContainer({ image: "busybox:local", cmd: ["sh", "-c", "for i in 1 2; do echo $i; done"] });
+      const id = await fake.createContainer({
+        image: "busybox:local",
+        cmd: ["sh", "-c", "for i in 1 2; do echo $i; done"],
+      });
       await fake.startContainer(id);
       const done = await waitFor("the exit", async () => {
         const c = await fake.inspectContainer(id);

@@ -4,8 +4,8 @@
 // published ports listen on 127.0.0.1 only. It stops only the processes it started, by their PIDs.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, openSync, readFileSync, closeSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile, copyFile } from "node:fs/promises";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -75,17 +75,57 @@ async function makeCertificates(dir: string): Promise<DockerTls | undefined> {
   if (!existsSync("/usr/bin/openssl")) return undefined;
   const o = (args: string[]) => run("/usr/bin/openssl", args, { cwd: dir, env: { PATH } });
   const days = ["-days", "2"];
-  await o(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", ...days,
-    "-subj", "/CN=berth-test-ca", "-keyout", "ca-key.pem", "-out", "ca.pem"]);
+  await o([
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    ...days,
+    "-subj",
+    "/CN=berth-test-ca",
+    "-keyout",
+    "ca-key.pem",
+    "-out",
+    "ca.pem",
+  ]);
   for (const [name, extension] of [
     ["server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"],
     ["client", "extendedKeyUsage=clientAuth"],
   ] as const) {
     await writeFile(join(dir, `${name}.ext`), `${extension}\n`);
-    await o(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", `/CN=berth-test-${name}`,
-      "-keyout", `${name}-key.pem`, "-out", `${name}.csr`]);
-    await o(["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
-      ...days, "-extfile", `${name}.ext`, "-out", `${name}.pem`]);
+    await o([
+      "req",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-subj",
+      `/CN=berth-test-${name}`,
+      "-keyout",
+      `${name}-key.pem`,
+      "-out",
+      `${name}.csr`,
+    ]);
+    await o([
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.pem",
+      "-CAkey",
+      "ca-key.pem",
+      "-CAcreateserial",
+      ...days,
+      "-extfile",
+      `${name}.ext`,
+      "-out",
+      `${name}.pem`,
+    ]);
   }
   const read = (file: string) => readFile(join(dir, file), "utf8");
   return { ca: await read("ca.pem"), cert: await read("client.pem"), key: await read("client-key.pem") };
@@ -103,10 +143,14 @@ async function buildRootfs(root: string): Promise<void> {
   await chmod(join(root, "bin/busybox"), 0o755);
   const { stdout } = await run(busybox, ["--list"]);
   for (const applet of stdout.split("\n").map((line) => line.trim())) {
-    if (applet && applet !== "busybox" && !applet.includes("/")) await symlink("busybox", join(root, "bin", applet));
+    if (applet && applet !== "busybox" && !applet.includes("/"))
+      await symlink("busybox", join(root, "bin", applet));
   }
   await chmod(join(root, "tmp"), 0o1777);
-  await writeFile(join(root, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n");
+  await writeFile(
+    join(root, "etc/passwd"),
+    "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
+  );
   await writeFile(join(root, "etc/group"), "root:x:0:\nnogroup:x:65534:\n");
   await writeFile(join(root, "var/www/index.html"), "hello from busybox\n");
 }
@@ -182,23 +226,41 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
     const tcpPort = await freeLoopbackPort();
     const tls = await makeCertificates(dir);
     // Our own daemon.json keeps /etc/docker/daemon.json out, and its own key gives this engine its own id.
-    await writeFile(join(dir, "daemon.json"), JSON.stringify({ "deprecated-key-path": join(dir, "key.json") }));
+    await writeFile(
+      join(dir, "daemon.json"),
+      JSON.stringify({ "deprecated-key-path": join(dir, "key.json") }),
+    );
     const args = [
-      "--data-root", join(dir, "data"),
-      "--exec-root", join(dir, "exec"),
-      "--pidfile", join(dir, "docker.pid"),
-      "--config-file", join(dir, "daemon.json"),
-      "--host", `unix://${socketPath}`,
-      "--host", `tcp://127.0.0.1:${tcpPort}`,
-      "--bridge", bridge,
-      "--ip", "127.0.0.1",
+      "--data-root",
+      join(dir, "data"),
+      "--exec-root",
+      join(dir, "exec"),
+      "--pidfile",
+      join(dir, "docker.pid"),
+      "--config-file",
+      join(dir, "daemon.json"),
+      "--host",
+      `unix://${socketPath}`,
+      "--host",
+      `tcp://127.0.0.1:${tcpPort}`,
+      "--bridge",
+      bridge,
+      "--ip",
+      "127.0.0.1",
       "--iptables=false",
       "--ip-forward=false",
       "--ip-masq=false",
       "--userland-proxy=true",
       ...(tls
-        ? ["--tlsverify", "--tlscacert", join(dir, "ca.pem"), "--tlscert", join(dir, "server.pem"),
-           "--tlskey", join(dir, "server-key.pem")]
+        ? [
+            "--tlsverify",
+            "--tlscacert",
+            join(dir, "ca.pem"),
+            "--tlscert",
+            join(dir, "server.pem"),
+            "--tlskey",
+            join(dir, "server-key.pem"),
+          ]
         : ["--tls=false"]),
     ];
     const log = openSync(join(dir, "dockerd.log"), "a");
@@ -221,9 +283,18 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
       // Containers first (a `sleep` PID 1 would make a graceful engine stop wait 10 s for each).
       if (!exited) {
         const containers = await docker.listContainers({ all: true }).catch(() => []);
-        await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+        await Promise.all(
+          containers.map((c) =>
+            docker
+              .getContainer(c.Id)
+              .remove({ force: true })
+              .catch(() => {}),
+          ),
+        );
       }
-      const containerdPid = Number(await readFile(join(dir, "exec/containerd/containerd.pid"), "utf8").catch(() => ""));
+      const containerdPid = Number(
+        await readFile(join(dir, "exec/containerd/containerd.pid"), "utf8").catch(() => ""),
+      );
       if (alive(pid) && oursStill(pid, dir)) process.kill(pid, "SIGTERM");
       if (!(await waitForExit(pid, 20_000)) && oursStill(pid, dir)) process.kill(pid, "SIGKILL");
       await waitForExit(pid, 5_000);
@@ -237,7 +308,8 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
         .map((line) => line.split(" ")[4] ?? "")
         .filter((mountPoint) => mountPoint.startsWith(`${dir}/`))
         .reverse();
-      for (const mountPoint of mounts) await run("umount", ["-l", mountPoint], { env: { PATH } }).catch(() => {});
+      for (const mountPoint of mounts)
+        await run("umount", ["-l", mountPoint], { env: { PATH } }).catch(() => {});
     });
 
     const deadline = Date.now() + 30_000;
@@ -248,7 +320,8 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
         () => false,
       );
       if (ok) break;
-      if (Date.now() > deadline) throw new Error(`dockerd did not answer in 30 s:\n${tail(join(dir, "dockerd.log"))}`);
+      if (Date.now() > deadline)
+        throw new Error(`dockerd did not answer in 30 s:\n${tail(join(dir, "dockerd.log"))}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
 

@@ -6,6 +6,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex, Readable } from "node:stream";
 import Docker from "dockerode";
 import {
+  AsyncQueue,
   type ContainerEvent,
   type ContainerSpec,
   type ContainerSummary,
@@ -14,10 +15,12 @@ import {
   EngineError,
   type EngineInfo,
   type EventsOptions,
+  EXEC_EXIT_WAIT_MS,
   type ExecOptions,
   type ExecOutput,
   type ExecSession,
   envToList,
+  execStillRunning,
   type KillContainerOptions,
   type ListContainersOptions,
   type LogLine,
@@ -26,10 +29,15 @@ import {
   type PullImageOptions,
   type RemoveContainerOptions,
   type StopContainerOptions,
-  AsyncQueue,
 } from "../engine.ts";
 import { type DockerEndpoint, type DockerTls, describeEndpoint, parseDockerEndpoint } from "./endpoint.ts";
-import { containerEvent, containerSummary, containerView, createBody, type DockerEventMessage } from "./mapping.ts";
+import {
+  containerEvent,
+  containerSummary,
+  containerView,
+  createBody,
+  type DockerEventMessage,
+} from "./mapping.ts";
 import { demultiplex, type Frame, jsonLines, rawFrames, timestampedLines } from "./streams.ts";
 
 export interface DockerEngineOptions {
@@ -93,12 +101,15 @@ const IMAGE_MISSING =
 /** docker-modem prefixes "(HTTP code 404) no such container - "; users should see the engine's words. */
 function engineMessage(error: ModemHttpError): string {
   const json = error.json;
-  if (json && typeof json === "object" && "message" in json && typeof json.message === "string") return json.message;
+  if (json && typeof json === "object" && "message" in json && typeof json.message === "string")
+    return json.message;
   return error.message.replace(/^\(HTTP code \d+\) [^-]*- /, "").trim();
 }
 
 function isAbortError(error: unknown): boolean {
-  return error instanceof Error && (error.name === "AbortError" || (error as ModemHttpError).code === "ABORT_ERR");
+  return (
+    error instanceof Error && (error.name === "AbortError" || (error as ModemHttpError).code === "ABORT_ERR")
+  );
 }
 
 export class DockerEngine implements Engine {
@@ -109,14 +120,23 @@ export class DockerEngine implements Engine {
 
   constructor(options: DockerEngineOptions) {
     this.endpoint =
-      typeof options.endpoint === "string" ? parseDockerEndpoint(options.endpoint, options.tls) : options.endpoint;
+      typeof options.endpoint === "string"
+        ? parseDockerEndpoint(options.endpoint, options.tls)
+        : options.endpoint;
     this.callTimeoutMs = options.callTimeoutMs ?? 30_000;
     this.pingTimeoutMs = options.pingTimeoutMs ?? 3_000;
     if ("socketPath" in this.endpoint) {
       this.docker = new Docker({ socketPath: this.endpoint.socketPath });
     } else if (this.endpoint.tls) {
       const { ca, cert, key } = this.endpoint.tls;
-      this.docker = new Docker({ host: this.endpoint.host, port: this.endpoint.port, protocol: "https", ca, cert, key });
+      this.docker = new Docker({
+        host: this.endpoint.host,
+        port: this.endpoint.port,
+        protocol: "https",
+        ca,
+        cert,
+        key,
+      });
     } else {
       this.docker = new Docker({ host: this.endpoint.host, port: this.endpoint.port, protocol: "http" });
     }
@@ -183,7 +203,11 @@ export class DockerEngine implements Engine {
     }
     const status = error.statusCode;
     if (status === undefined) {
-      if ((error.code && NETWORK_CODES.has(error.code)) || isAbortError(error) || /socket hang up/.test(error.message)) {
+      if (
+        (error.code && NETWORK_CODES.has(error.code)) ||
+        isAbortError(error) ||
+        /socket hang up/.test(error.message)
+      ) {
         return new EngineError("unreachable", `engine at ${where} is unreachable: ${error.message}`);
       }
       return new EngineError("other", error.message);
@@ -341,7 +365,10 @@ export class DockerEngine implements Engine {
   }
 
   async startContainer(id: string): Promise<void> {
-    await this.dial({ method: "POST", path: `/containers/${encodeURIComponent(id)}/start`, ok: [204, 304] }, "json");
+    await this.dial(
+      { method: "POST", path: `/containers/${encodeURIComponent(id)}/start`, ok: [204, 304] },
+      "json",
+    );
   }
 
   async stopContainer(id: string, options: StopContainerOptions = {}): Promise<void> {
@@ -506,14 +533,15 @@ export class DockerEngine implements Engine {
       }
     })();
     const exitCode = outputDone.then(async () => {
-      for (let attempt = 0; ; attempt += 1) {
+      const deadline = Date.now() + EXEC_EXIT_WAIT_MS;
+      for (;;) {
         const state = await this.json<{ Running: boolean; ExitCode: number | null }>({
           method: "GET",
           path: `/exec/${created.Id}/json`,
           ok: [200],
         });
         if (!state.Running && state.ExitCode !== null) return state.ExitCode;
-        if (attempt > 200) throw new EngineError("other", `exec ${created.Id} did not report an exit code`);
+        if (Date.now() > deadline) throw execStillRunning(created.Id);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     });

@@ -26,10 +26,9 @@ export function createBody(spec: ContainerSpec): Dockerode.ContainerCreateOption
     const key = portKey(binding);
     exposed[key] = {};
     // An empty HostPort asks the engine to choose a free port.
-    (bindings[key] ??= []).push({
-      HostIp: binding.hostIp ?? "",
-      HostPort: binding.hostPort ? String(binding.hostPort) : "",
-    });
+    const list = bindings[key] ?? [];
+    list.push({ HostIp: binding.hostIp ?? "", HostPort: binding.hostPort ? String(binding.hostPort) : "" });
+    bindings[key] = list;
   }
   const hasPorts = Object.keys(exposed).length > 0;
   return {

@@ -16,12 +16,14 @@ import {
   EngineError,
   type EngineInfo,
   type EventsOptions,
+  EXEC_EXIT_WAIT_MS,
   type ExecOptions,
   type ExecOutput,
   type ExecSession,
   type ExposedPort,
   envToList,
   envToRecord,
+  execStillRunning,
   type KillContainerOptions,
   type ListContainersOptions,
   type LogLine,
@@ -29,8 +31,8 @@ import {
   normalizeImageRef,
   type OutputStream,
   type PortKey,
-  portKey,
   type PullImageOptions,
+  portKey,
   type RemoveContainerOptions,
   type StopContainerOptions,
 } from "../engine.ts";
@@ -163,7 +165,7 @@ function imageConfig(image: FakeImage): ImageConfig {
   return {
     Cmd: image.cmd ?? null,
     Entrypoint: image.entrypoint ?? null,
-    Env: envToList({ PATH: DEFAULT_PATH, ...image.env }),
+    Env: image.env ? envToList(image.env) : null,
     ExposedPorts: image.exposedPorts ? exposed : null,
     WorkingDir: image.workingDir ?? "",
     Labels: image.labels ?? null,
@@ -171,7 +173,12 @@ function imageConfig(image: FakeImage): ImageConfig {
 }
 
 function configJson(config: ImageConfig): string {
-  return JSON.stringify({ architecture: "amd64", os: "linux", config, rootfs: { type: "layers", diff_ids: [] } });
+  return JSON.stringify({
+    architecture: "amd64",
+    os: "linux",
+    config,
+    rootfs: { type: "layers", diff_ids: [] },
+  });
 }
 
 function defaultPrograms(config: ImageConfig): Set<string> {
@@ -217,7 +224,8 @@ export class FakeEngine implements Engine {
     };
     const [address, prefixText] = (options.subnet ?? "172.17.0.0/16").split("/");
     const prefix = Number(prefixText);
-    if (!address || !(prefix >= 8 && prefix <= 30)) throw new Error(`fake engine subnet must be a.b.c.d/8-30`);
+    if (!address || !(prefix >= 8 && prefix <= 30))
+      throw new Error(`fake engine subnet must be a.b.c.d/8-30`);
     const size = 2 ** (32 - prefix);
     this.network = { base: ipToNumber(address) - (ipToNumber(address) % size), size, prefix };
     for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
@@ -242,7 +250,11 @@ export class FakeEngine implements Engine {
   /** Makes an image present, as if built or loaded on the node. Returns its id. */
   addImage(image: FakeImage): string {
     const config = imageConfig(image);
-    return this.store(config, [image.ref], image.programs ? new Set(image.programs) : defaultPrograms(config));
+    return this.store(
+      config,
+      [image.ref],
+      image.programs ? new Set(image.programs) : defaultPrograms(config),
+    );
   }
 
   /** The container's main process prints, as a program would (text may hold several lines). */
@@ -277,7 +289,9 @@ export class FakeEngine implements Engine {
       { name: `${hex}/layer.tar`, data: layer },
       {
         name: "manifest.json",
-        data: Buffer.from(JSON.stringify([{ Config: `${hex}.json`, RepoTags: repoTags, Layers: [`${hex}/layer.tar`] }])),
+        data: Buffer.from(
+          JSON.stringify([{ Config: `${hex}.json`, RepoTags: repoTags, Layers: [`${hex}/layer.tar`] }]),
+        ),
       },
     ]);
     return Readable.from([archive]);
@@ -351,9 +365,16 @@ export class FakeEngine implements Engine {
     this.reach();
     const normalized = normalizeImageRef(ref);
     const image = this.registry.get(normalized);
-    const [repository, tag] = [normalized.slice(0, normalized.lastIndexOf(":")), normalized.split(":").at(-1)];
+    const [repository, tag] = [
+      normalized.slice(0, normalized.lastIndexOf(":")),
+      normalized.split(":").at(-1),
+    ];
     if (!image) {
-      throw new EngineError("image_not_found", `manifest for ${normalized} not found: manifest unknown: manifest unknown`, 404);
+      throw new EngineError(
+        "image_not_found",
+        `manifest for ${normalized} not found: manifest unknown: manifest unknown`,
+        404,
+      );
     }
     if (image.auth) {
       const given = options.auth;
@@ -370,24 +391,35 @@ export class FakeEngine implements Engine {
     options.onProgress?.(`${tag}: Pulling from ${repository}`);
     options.onProgress?.(`Digest: ${id}`);
     options.onProgress?.(
-      wasPresent ? `Status: Image is up to date for ${normalized}` : `Status: Downloaded newer image for ${normalized}`,
+      wasPresent
+        ? `Status: Image is up to date for ${normalized}`
+        : `Status: Downloaded newer image for ${normalized}`,
     );
   }
 
   async loadImage(tar: Readable): Promise<string[]> {
     this.reach();
     const chunks: Buffer[] = [];
-    for await (const chunk of tar) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
+    for await (const chunk of tar)
+      chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
     const entries = new Map(readTar(Buffer.concat(chunks)).map((entry) => [entry.name, entry.data]));
     const manifestData = entries.get("manifest.json");
     if (!manifestData) {
-      throw new EngineError("other", "Error processing tar file: open manifest.json: no such file or directory", 500);
+      throw new EngineError(
+        "other",
+        "Error processing tar file: open manifest.json: no such file or directory",
+        500,
+      );
     }
-    const manifest = JSON.parse(manifestData.toString("utf8")) as Array<{ Config: string; RepoTags?: string[] | null }>;
+    const manifest = JSON.parse(manifestData.toString("utf8")) as Array<{
+      Config: string;
+      RepoTags?: string[] | null;
+    }>;
     const loaded: string[] = [];
     for (const entry of manifest) {
       const configData = entries.get(entry.Config);
-      if (!configData) throw new EngineError("other", `Error processing tar file: missing ${entry.Config}`, 500);
+      if (!configData)
+        throw new EngineError("other", `Error processing tar file: missing ${entry.Config}`, 500);
       const config = (JSON.parse(configData.toString("utf8")) as { config?: ImageConfig }).config ?? {};
       const refs = entry.RepoTags ?? [];
       const id = this.store(config, refs, defaultPrograms(config));
@@ -415,7 +447,8 @@ export class FakeEngine implements Engine {
 
   private running(id: string): FakeContainer {
     const container = this.get(id);
-    if (container.state !== "running") throw new Error(`fake container ${id} is ${container.state}, not running`);
+    if (container.state !== "running")
+      throw new Error(`fake container ${id} is ${container.state}, not running`);
     return container;
   }
 
@@ -485,7 +518,8 @@ export class FakeEngine implements Engine {
   async startContainer(id: string): Promise<void> {
     this.reach();
     const container = this.get(id);
-    if (container.state === "running" || container.state === "paused" || container.state === "restarting") return;
+    if (container.state === "running" || container.state === "paused" || container.state === "restarting")
+      return;
     container.restartCount = 0;
     container.restartDelayMs = 0;
     this.launch(container);
@@ -499,7 +533,7 @@ export class FakeEngine implements Engine {
       throw new EngineError("other", "No command specified", 400);
     }
     if (!hasProgram(argv, container.image.programs)) {
-      const message = `OCI runtime create failed: container_linux.go:380: starting container process caused: exec: "${argv[0]}": executable file not found in $PATH: unknown`;
+      const message = `failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "${argv[0]}": executable file not found in $PATH: unknown`;
       container.error = message;
       container.exitCode = 127;
       throw new EngineError("other", message, 400);
@@ -522,7 +556,8 @@ export class FakeEngine implements Engine {
     const io: ProcessIO = {
       write: (stream, text) => this.output(container, stream, text),
       stdin: container.stdin,
-      env: { HOSTNAME: container.hostname, ...container.env },
+      // The runtime adds PATH when the image has none, as runc does.
+      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env },
       hostname: container.hostname,
     };
     const process = new FakeProcess(argv, io, { pid1: true, programs: container.image.programs });
@@ -602,7 +637,8 @@ export class FakeEngine implements Engine {
 
   private logLine(container: FakeContainer, line: LogLine): void {
     container.logs.push(line);
-    if (container.logs.length > this.maxLogLines) container.logs.splice(0, container.logs.length - this.maxLogLines);
+    if (container.logs.length > this.maxLogLines)
+      container.logs.splice(0, container.logs.length - this.maxLogLines);
     for (const follower of container.followers) follower.push(line);
   }
 
@@ -643,7 +679,9 @@ export class FakeEngine implements Engine {
   /** Docker's back-off: 100 ms, doubling up to a minute; back to 100 ms after a run of 10 s or more. */
   private scheduleRestart(container: FakeContainer, ranMs: number): void {
     container.restartDelayMs =
-      ranMs >= 10_000 || container.restartDelayMs === 0 ? 100 : Math.min(container.restartDelayMs * 2, 60_000);
+      ranMs >= 10_000 || container.restartDelayMs === 0
+        ? 100
+        : Math.min(container.restartDelayMs * 2, 60_000);
     container.state = "restarting";
     container.restartTimer = setTimeout(() => {
       container.restartTimer = undefined;
@@ -768,7 +806,9 @@ export class FakeEngine implements Engine {
       env: { ...container.env },
       restartCount: container.restartCount,
       restartPolicy:
-        policy.name === "on-failure" ? { name: policy.name, maximumRetryCount: policy.maximumRetryCount ?? 0 } : { name: policy.name },
+        policy.name === "on-failure"
+          ? { name: policy.name, maximumRetryCount: policy.maximumRetryCount ?? 0 }
+          : { name: policy.name },
       oomKilled: container.oomKilled,
       error: container.error,
     };
@@ -833,7 +873,11 @@ export class FakeEngine implements Engine {
     this.reach();
     const container = this.get(id);
     if (container.state === "restarting") {
-      throw new EngineError("conflict", `Container ${container.id} is restarting, wait until the container is running`, 409);
+      throw new EngineError(
+        "conflict",
+        `Container ${container.id} is restarting, wait until the container is running`,
+        409,
+      );
     }
     if (container.state !== "running") {
       throw new EngineError("conflict", `Container ${container.id} is not running`, 409);
@@ -842,12 +886,16 @@ export class FakeEngine implements Engine {
     const stdin = new AsyncQueue<string>();
     const output = new AsyncQueue<ExecOutput>();
     const send = (stream: OutputStream, text: string) => {
-      if (text) output.push({ stream: tty ? "stdout" : stream, data: Buffer.from(tty ? text.replace(/\r?\n/g, "\r\n") : text) });
+      if (text)
+        output.push({
+          stream: tty ? "stdout" : stream,
+          data: Buffer.from(tty ? text.replace(/\r?\n/g, "\r\n") : text),
+        });
     };
     const io: ProcessIO = {
       write: send,
       stdin,
-      env: { HOSTNAME: container.hostname, ...container.env, ...options.env },
+      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env, ...options.env },
       hostname: container.hostname,
     };
     const execId = randomHex(32);
@@ -856,20 +904,22 @@ export class FakeEngine implements Engine {
     let exitCode: Promise<number>;
     if (!hasProgram(options.cmd, container.image.programs)) {
       // Docker reports a missing program on the exec's output and finishes it with 126.
-      send(
-        "stdout",
-        `OCI runtime exec failed: exec failed: container_linux.go:380: starting container process caused: exec: "${options.cmd[0]}": executable file not found in $PATH: unknown\n`,
-      );
+      output.push({
+        stream: "stdout",
+        data: Buffer.from(
+          `OCI runtime exec failed: exec failed: unable to start container process: exec: "${options.cmd[0]}": executable file not found in $PATH: unknown\r\n`,
+        ),
+      });
       output.end();
       exitCode = Promise.resolve(126);
-      this.emit(container, "exec_die", { execID: execId, exitCode: 126 });
     } else {
-      const process = new FakeProcess(options.cmd, io, { pid1: false, programs: container.image.programs });
-      container.execs.add(process);
-      exitCode = process.exited.then((code) => {
-        container.execs.delete(process);
+      const started = new FakeProcess(options.cmd, io, { pid1: false, programs: container.image.programs });
+      container.execs.add(started);
+      exitCode = started.exited.then((code) => {
+        container.execs.delete(started);
         output.end();
-        if (this.containers.has(container.id)) this.emit(container, "exec_die", { execID: execId, exitCode: code });
+        if (this.containers.has(container.id))
+          this.emit(container, "exec_die", { execID: execId, exitCode: code });
         return code;
       });
     }
@@ -882,20 +932,47 @@ export class FakeEngine implements Engine {
       },
       { once: true },
     );
+    const settled = exitCode;
+    let hangUp: ((error: EngineError) => void) | undefined;
+    const hungUp = new Promise<never>((_, reject) => {
+      hangUp = reject;
+    });
+    exitCode = Promise.race([settled, hungUp]);
+    exitCode.catch(() => {});
     return {
       write: (data) => {
         const text = typeof data === "string" ? data : Buffer.from(data).toString("utf8");
-        // A terminal echoes what is typed.
-        if (tty) send("stdout", text);
-        stdin.push(text);
+        if (!tty) {
+          stdin.push(text);
+          return;
+        }
+        // A terminal echoes what is typed, and Ctrl-D is how a program on it sees the end of input.
+        const eof = text.indexOf("\x04");
+        const typed = eof < 0 ? text : text.slice(0, eof);
+        send("stdout", typed);
+        stdin.push(typed);
+        if (eof >= 0) stdin.end();
       },
-      end: () => stdin.end(),
+      end: () => {
+        if (!tty) {
+          stdin.end();
+          return;
+        }
+        // With a tty, Docker closes the connection but the command keeps running.
+        output.end();
+        const timer = setTimeout(() => hangUp?.(execStillRunning(execId)), EXEC_EXIT_WAIT_MS);
+        void settled.then(() => clearTimeout(timer));
+      },
       output,
       exitCode,
     };
   }
 
-  private emit(container: FakeContainer, action: string, extra: { exitCode?: number; signal?: string; execID?: string } = {}): void {
+  private emit(
+    container: FakeContainer,
+    action: string,
+    extra: { exitCode?: number; signal?: string; execID?: string } = {},
+  ): void {
     const event: ContainerEvent = {
       type: "container",
       action,
@@ -917,7 +994,9 @@ export class FakeEngine implements Engine {
     if (options.signal?.aborted) return;
     const since = options.since;
     const past = since === undefined ? [] : this.history.filter((event) => event.timeMs >= since);
-    const live: AsyncQueue<ContainerEvent> = new AsyncQueue<ContainerEvent>(() => this.subscribers.delete(live));
+    const live: AsyncQueue<ContainerEvent> = new AsyncQueue<ContainerEvent>(() =>
+      this.subscribers.delete(live),
+    );
     this.subscribers.add(live);
     const onAbort = () => {
       live.end();
@@ -933,4 +1012,3 @@ export class FakeEngine implements Engine {
     }
   }
 }
-

@@ -94,7 +94,20 @@ interface AndOr {
   background: boolean;
 }
 
-const RESERVED = new Set(["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac"]);
+const RESERVED = new Set([
+  "if",
+  "then",
+  "else",
+  "elif",
+  "fi",
+  "for",
+  "while",
+  "until",
+  "do",
+  "done",
+  "case",
+  "esac",
+]);
 
 function parseScript(script: string): AndOr[] {
   const lists: AndOr[] = [];
@@ -251,7 +264,8 @@ export class FakeProcess {
     const name = basename(argv[0] ?? "");
     this.isServer =
       !body &&
-      ((options.programs.has(name) && !BUILTIN_PROGRAMS.has(name)) || (name === "httpd" && argv.includes("-f")));
+      ((options.programs.has(name) && !BUILTIN_PROGRAMS.has(name)) ||
+        (name === "httpd" && argv.includes("-f")));
     this.exited = new Promise<number>((resolve) => {
       // Started on the next tick so the caller can finish its bookkeeping (state, events) first.
       setImmediate(() => {
@@ -450,7 +464,8 @@ export class FakeProcess {
     const argv = command.words.map((word) => this.expand(word));
     if (command.redirects.length === 0) return this.runCommand(argv, io);
     const targets: Record<1 | 2, "stdout" | "stderr" | "null"> = { 1: "stdout", 2: "stderr" };
-    for (const redirect of command.redirects) targets[redirect.fd] = redirect.to === "stdout" ? targets[1] : redirect.to;
+    for (const redirect of command.redirects)
+      targets[redirect.fd] = redirect.to === "stdout" ? targets[1] : redirect.to;
     const redirected: ProcessIO = {
       ...io,
       write: (stream, text) => {
@@ -534,14 +549,14 @@ export class FakeProcess {
       if (flag.includes("e")) escapes = true;
     }
     const text = args.join(" ");
-    io.write("stdout", (escapes ? unescape(text) : text) + (newline ? "\n" : ""));
+    io.write("stdout", (escapes ? interpretEscapes(text) : text) + (newline ? "\n" : ""));
     return 0;
   }
 
   private printf(args: string[], io: ProcessIO): number {
     const [format = "", ...values] = args;
     let index = 0;
-    const text = unescape(format).replace(/%([sd%])/g, (_, kind: string) => {
+    const text = interpretEscapes(format).replace(/%([sd%])/g, (_, kind: string) => {
       if (kind === "%") return "%";
       const value = values[index++] ?? "";
       return kind === "d" ? String(Number.parseInt(value, 10) || 0) : value;
@@ -577,7 +592,11 @@ export class FakeProcess {
       return 1;
     }
     const [first, increment, last] =
-      numbers.length === 1 ? [1, 1, numbers[0]!] : numbers.length === 2 ? [numbers[0]!, 1, numbers[1]!] : numbers;
+      numbers.length === 1
+        ? [1, 1, numbers[0]!]
+        : numbers.length === 2
+          ? [numbers[0]!, 1, numbers[1]!]
+          : numbers;
     if (increment === 0) return 1;
     let out = "";
     for (let n = first!; increment! > 0 ? n <= last! : n >= last!; n += increment!) out += `${n}\n`;
@@ -632,7 +651,7 @@ export class FakeProcess {
   }
 }
 
-function unescape(text: string): string {
+function interpretEscapes(text: string): string {
   return text.replace(/\\([ntr\\]|0[0-7]{0,3})/g, (_, code: string) => {
     if (code === "n") return "\n";
     if (code === "t") return "\t";

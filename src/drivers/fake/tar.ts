@@ -44,7 +44,8 @@ export function readTar(archive: Buffer): TarEntry[] {
       continue;
     }
     longName = undefined;
-    if (type === "0" || type === "\0") entries.push({ name: name.replace(/^\.\//, ""), data: Buffer.from(data) });
+    if (type === "0" || type === "\0")
+      entries.push({ name: name.replace(/^\.\//, ""), data: Buffer.from(data) });
   }
   return entries;
 }
