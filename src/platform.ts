@@ -73,6 +73,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const local = new LocalProvider({
     stateDir: path.join(config.dataDir, "local-nodes"),
     labRange: config.nodes.localLabRange,
+    bridgeName: config.nodes.localBridge,
     imagesToLoad: config.nodes.localNodeImages,
   });
   const localProvisioner = new LocalProvisioner(local);

@@ -11,6 +11,8 @@ export interface Config {
   publicUrl: string;
   admin: { username?: string; password?: string; apiKey?: string };
   logLevel: LogLevel;
+  /** Key material for secrets encrypted at rest; a key file in the data directory when unset. */
+  secretKey?: string;
   /** How long a worker's claim on an action lasts without a heartbeat. */
   actionLeaseMs: number;
   /** Default timeout of one action step, unless the action kind says otherwise. */
@@ -34,6 +36,8 @@ export interface Config {
     autoAttach: boolean;
     /** The /16 reserved for local nodes. */
     localLabRange: string;
+    /** The host bridge local nodes are attached to (an interface name, default berth0). */
+    localBridge: string;
     /** Image archives or images of the host's engine loaded into every new local node (CONTRACT §13). */
     localNodeImages: string[];
   };
@@ -74,6 +78,15 @@ function parseFactor(value: string | undefined): number {
     throw new ConfigError(`BERTH_SIM_DELAY_FACTOR must be a number between 0 and 100, got "${value}"`);
   }
   return n;
+}
+
+function parseBridgeName(value: string): string {
+  if (!/^[\w-]{1,15}$/.test(value)) {
+    throw new ConfigError(
+      `BERTH_LOCAL_BRIDGE must be an interface name (1 to 15 letters, digits, _ or -), got "${value}"`,
+    );
+  }
+  return value;
 }
 
 function parseLabRange(value: string): string {
@@ -131,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     admin,
     logLevel,
+    secretKey: env.BERTH_SECRET_KEY || undefined,
     actionLeaseMs: parsePositiveInt("BERTH_ACTION_LEASE_MS", env.BERTH_ACTION_LEASE_MS, 5000),
     actionStepTimeoutMs: parsePositiveInt(
       "BERTH_ACTION_STEP_TIMEOUT_MS",
@@ -155,6 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dockerHost: env.DOCKER_HOST || "unix:///var/run/docker.sock",
       autoAttach: parseBool("BERTH_AUTO_ATTACH_ENGINE", env.BERTH_AUTO_ATTACH_ENGINE, true),
       localLabRange: parseLabRange(env.BERTH_LOCAL_LAB_RANGE ?? "10.231.0.0/16"),
+      localBridge: parseBridgeName(env.BERTH_LOCAL_BRIDGE || "berth0"),
       localNodeImages: (env.BERTH_LOCAL_NODE_IMAGES ?? "")
         .split(",")
         .map((s) => s.trim())

@@ -839,8 +839,13 @@ export class LocalProvider {
         await this.must(tools.ip, ["netns", "del", record.netnsName]);
       }
       // Normally gone with the namespace; a leftover host end would block a later deploy.
+      // The kernel removes it after `netns del` returns, so it may vanish between the check and
+      // the delete: a failed delete only counts when the link is still there afterwards.
       if (await this.linkExists(tools, record.hostVethName)) {
-        await this.must(tools.ip, ["link", "del", record.hostVethName]);
+        await this.removal(tools.ip, ["link", "del", record.hostVethName]);
+        if (await this.linkExists(tools, record.hostVethName)) {
+          throw new LocalProviderError(`link ${record.hostVethName} could not be removed`);
+        }
       }
 
       for (const dir of [record.nodeDir, record.execRoot]) {
