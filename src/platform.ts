@@ -6,12 +6,14 @@ import { ActionEngine } from "./actions/engine.ts";
 import { Relations } from "./actions/relations.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
 import { nodeRoutes } from "./api/routes/nodes.ts";
+import { serviceRoutes } from "./api/routes/services.ts";
 import { Catalogue } from "./catalogue/catalogue.ts";
 import type { Config } from "./config/index.ts";
 import { type Clock, systemClock } from "./domain/time.ts";
 import type { Engine } from "./drivers/engine.ts";
 import { FakeEngine } from "./drivers/fake/index.ts";
 import { LocalProvider } from "./drivers/local/index.ts";
+import { SecretBox } from "./identity/secret-box.ts";
 import { IdentityService } from "./identity/service.ts";
 import { Engines, type FakeNodeFacts } from "./nodes/engines.ts";
 import { HealthWatcher } from "./nodes/health.ts";
@@ -19,6 +21,11 @@ import { LocalProvisioner } from "./nodes/local.ts";
 import { AttachedProvisioner, type Provisioner, SimulatedProvisioner } from "./nodes/provisioners.ts";
 import { NodeService } from "./nodes/service.ts";
 import { clusterUri, nodeUri } from "./nodes/views.ts";
+import { AppChanges, containerUri, serviceUri, stackUri } from "./orchestrator/changes.ts";
+import { ServiceManager } from "./orchestrator/manager.ts";
+import { Reconciler } from "./orchestrator/reconciler.ts";
+import { ContainerRuntime } from "./orchestrator/runtime.ts";
+import { Orchestrator } from "./orchestrator/services.ts";
 import { type Db, openDatabase } from "./store/db.ts";
 import { migrateToLatest } from "./store/migrations.ts";
 import { Store } from "./store/store.ts";
@@ -48,6 +55,10 @@ export interface Platform {
   local: LocalProvider;
   nodes: NodeService;
   health: HealthWatcher;
+  runtime: ContainerRuntime;
+  orchestrator: Orchestrator;
+  services: ServiceManager;
+  reconciler: Reconciler;
   app: FastifyInstance;
   /** Starts workers and watchers (not the listener). */
   start(): Promise<void>;
@@ -125,6 +136,61 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   );
   const health = new HealthWatcher({ store, nodes, intervalMs: config.nodes.healthIntervalMs });
 
+  const box = SecretBox.open({ secret: config.secretKey, dataDir: config.dataDir });
+  const changes = new AppChanges(clock);
+  // The runtime needs the manager (engine specs) and the manager the orchestrator: late-bound.
+  let manager: ServiceManager | undefined;
+  const runtime = new ContainerRuntime({
+    store,
+    engines,
+    clock,
+    changes,
+    specFor: (c, o) => manager!.specFor(c, o),
+    stopTimeoutS: config.containerStopTimeoutS,
+  });
+  const orchestrator = new Orchestrator({
+    store,
+    clock,
+    changes,
+    runtime,
+    revokeServiceKey: (uuid) => store.deleteServiceApiKeys(uuid),
+  });
+  orchestrator.register(actions);
+  manager = new ServiceManager({
+    store,
+    clock,
+    changes,
+    identity,
+    box,
+    orchestrator,
+    publicUrl: config.publicUrl,
+  });
+  const services = manager;
+  const reconciler = new Reconciler({
+    store,
+    clock,
+    engines,
+    runtime,
+    orchestrator,
+    actions,
+    intervalMs: config.reconcileIntervalMs,
+  });
+  relations.register("container", async (s, _uri, parsed) => {
+    const c = await s.services.findContainer(parsed.id);
+    if (!c) return [];
+    const svc = await s.services.findService(c.service_uuid);
+    return [
+      serviceUri({ namespace: c.namespace, uuid: c.service_uuid }),
+      ...(svc?.stack_uuid ? [stackUri(c.namespace, svc.stack_uuid)] : []),
+    ];
+  });
+  relations.register("service", async (s, _uri, parsed) => {
+    const svc = await s.services.findService(parsed.id);
+    if (!svc) return [];
+    const cs = await s.services.containersOfService(svc.uuid);
+    return [...cs.map(containerUri), ...(svc.stack_uuid ? [stackUri(svc.namespace, svc.stack_uuid)] : [])];
+  });
+
   const extra = opts.extend?.({ actions, store, relations, identity }) ?? {};
   const app = await buildApp({
     store,
@@ -142,8 +208,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           actions,
           nodes,
           allowUserEngines: config.nodes.allowUserEngines,
-          containersOnNode: async () => 0,
+          containersOnNode: (uuid) => store.services.countLiveContainersOnNode(uuid),
         }),
+      (a) => serviceRoutes(a, { store, identity, actions, services }),
       ...(extra.routes ?? []),
     ],
   });
@@ -160,13 +227,19 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     local,
     nodes,
     health,
+    runtime,
+    orchestrator,
+    services,
+    reconciler,
     app,
     async start() {
       await localProvisioner.refresh();
       actions.start();
       health.start();
+      reconciler.start();
     },
     async close() {
+      reconciler.stop();
       health.stop();
       await actions.stop();
       await app.close();

@@ -21,6 +21,10 @@ export interface Config {
   actionPollMs: number;
   /** An action interrupted this many times (crashes) is failed instead of resumed again. */
   actionMaxAttempts: number;
+  /** How often the reconciler compares every container with its engine (events trigger it too). */
+  reconcileIntervalMs: number;
+  /** Seconds an engine waits between SIGTERM and SIGKILL when Berth stops a container. */
+  containerStopTimeoutS: number;
   nodes: {
     /** How often the health watcher pings every node's engine. */
     healthIntervalMs: number;
@@ -153,6 +157,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     actionPollMs: parsePositiveInt("BERTH_ACTION_POLL_MS", env.BERTH_ACTION_POLL_MS, 1000),
     actionMaxAttempts: parsePositiveInt("BERTH_ACTION_MAX_ATTEMPTS", env.BERTH_ACTION_MAX_ATTEMPTS, 5),
+    reconcileIntervalMs: parsePositiveInt(
+      "BERTH_RECONCILE_INTERVAL_MS",
+      env.BERTH_RECONCILE_INTERVAL_MS,
+      15_000,
+    ),
+    containerStopTimeoutS: parsePositiveInt(
+      "BERTH_CONTAINER_STOP_TIMEOUT_S",
+      env.BERTH_CONTAINER_STOP_TIMEOUT_S,
+      10,
+    ),
     nodes: {
       healthIntervalMs: parsePositiveInt(
         "BERTH_NODE_HEALTH_INTERVAL_MS",

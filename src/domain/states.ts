@@ -65,3 +65,88 @@ export function settledClusterState(nodeStates: NodeState[], targetNumNodes: num
   const deployed = live.filter((s) => s === "Deployed").length;
   return deployed === live.length && deployed >= targetNumNodes ? "Deployed" : "Partly deployed";
 }
+
+export type ServiceState =
+  | "Not running"
+  | "Starting"
+  | "Running"
+  | "Partly running"
+  | "Scaling"
+  | "Redeploying"
+  | "Stopping"
+  | "Stopped"
+  | "Terminating"
+  | "Terminated";
+export const SERVICE_STATES: ServiceState[] = [
+  "Not running",
+  "Starting",
+  "Running",
+  "Partly running",
+  "Scaling",
+  "Redeploying",
+  "Stopping",
+  "Stopped",
+  "Terminating",
+  "Terminated",
+];
+export const SERVICE_TRANSITIONAL: ServiceState[] = [
+  "Starting",
+  "Scaling",
+  "Redeploying",
+  "Stopping",
+  "Terminating",
+];
+
+/**
+ * Service operations. Start is allowed in Partly running too: the spec's operation description
+ * says start acts on "stopped or partly running services" while its table omits it; CONTRACT
+ * (and the issue) decide for the description, so a partly running service can be completed.
+ * Scale is not in the table; it is allowed wherever no other operation is running.
+ */
+export const SERVICE_OPERATIONS: Table<ServiceState> = {
+  start: ["Not running", "Stopped", "Partly running"],
+  stop: ["Running", "Partly running"],
+  redeploy: ["Running", "Partly running", "Stopped"],
+  terminate: ["Not running", "Running", "Partly running", "Stopped"],
+  scale: ["Not running", "Running", "Partly running", "Stopped"],
+  update: ["Not running", "Running", "Partly running", "Stopped"],
+};
+
+export type ContainerState = "Starting" | "Running" | "Stopping" | "Stopped" | "Terminating" | "Terminated";
+export const CONTAINER_STATES: ContainerState[] = [
+  "Starting",
+  "Running",
+  "Stopping",
+  "Stopped",
+  "Terminating",
+  "Terminated",
+];
+
+/** Container operations; redeploy is not in the spec's table, it is allowed where start or stop is. */
+export const CONTAINER_OPERATIONS: Table<ContainerState> = {
+  start: ["Stopped"],
+  stop: ["Running"],
+  terminate: ["Running", "Stopped"],
+  redeploy: ["Running", "Stopped"],
+};
+
+/** A service's state once no operation is running, derived from its live containers. */
+export function settledServiceState(containerStates: string[], targetNumContainers: number): ServiceState {
+  const live = containerStates.filter((s) => s !== "Terminated");
+  if (live.length === 0) return "Not running";
+  const running = live.filter((s) => s === "Running").length;
+  if (running === live.length && running >= targetNumContainers) return "Running";
+  if (running > 0) return "Partly running";
+  return "Stopped";
+}
+
+export type StackState =
+  | "Not Running"
+  | "Starting"
+  | "Running"
+  | "Partly running"
+  | "Stopping"
+  | "Stopped"
+  | "Redeploying"
+  | "Terminating"
+  | "Terminated";

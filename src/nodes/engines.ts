@@ -3,7 +3,6 @@
 import { DockerEngine } from "../drivers/docker/docker-engine.ts";
 import type { DockerTls } from "../drivers/docker/endpoint.ts";
 import type { Engine } from "../drivers/engine.ts";
-import type { NodeRow } from "../store/nodes.ts";
 import type { EngineAddress, EngineSource } from "./provisioners.ts";
 
 /** What a simulated node's fake engine is made from: its size comes from its node type. */

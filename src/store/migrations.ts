@@ -173,6 +173,76 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("nodes_cluster").on("nodes").columns(["cluster_uuid"]).execute();
       },
     },
+    "0003_services": {
+      async up(db: AnyDb) {
+        await serial(db.schema.createTable("services"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("nickname", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("stack_uuid", "text")
+          .addColumn("target_num_containers", "integer", (c) => c.notNull())
+          .addColumn("spec", "text", (c) => c.notNull())
+          .addColumn("spec_version", "integer", (c) => c.notNull())
+          .addColumn("auth_secret", "text")
+          .addColumn("deployed_at", "bigint")
+          .addColumn("started_at", "bigint")
+          .addColumn("stopped_at", "bigint")
+          .addColumn("destroyed_at", "bigint")
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("version", "integer", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("services_ns").on("services").columns(["namespace", "id"]).execute();
+        await serial(db.schema.createTable("containers"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("service_uuid", "text", (c) => c.notNull())
+          .addColumn("node_uuid", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("number", "integer", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("desired", "text", (c) => c.notNull())
+          .addColumn("engine_id", "text")
+          .addColumn("exit_code", "integer")
+          .addColumn("exit_code_msg", "text")
+          .addColumn("private_ip", "text", (c) => c.notNull())
+          .addColumn("ports", "text", (c) => c.notNull())
+          .addColumn("spec", "text", (c) => c.notNull())
+          .addColumn("spec_version", "integer", (c) => c.notNull())
+          .addColumn("generation", "text", (c) => c.notNull())
+          .addColumn("deployed_at", "bigint")
+          .addColumn("started_at", "bigint")
+          .addColumn("stopped_at", "bigint")
+          .addColumn("destroyed_at", "bigint")
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("version", "integer", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("containers_ns").on("containers").columns(["namespace", "id"]).execute();
+        await db.schema
+          .createIndex("containers_service")
+          .on("containers")
+          .columns(["service_uuid"])
+          .execute();
+        await db.schema
+          .createIndex("containers_node")
+          .on("containers")
+          .columns(["node_uuid", "state"])
+          .execute();
+        await serial(db.schema.createTable("stacks"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("nickname", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("deployed_at", "bigint")
+          .addColumn("destroyed_at", "bigint")
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("version", "integer", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("stacks_ns").on("stacks").columns(["namespace", "id"]).execute();
+      },
+    },
   };
 }
 

@@ -152,6 +152,73 @@ export interface NodeTable {
   version: number;
 }
 
+export interface ServiceTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  name: string;
+  nickname: string;
+  state: string;
+  stack_uuid: string | null;
+  target_num_containers: number;
+  /** JSON of the ServiceSpec (desired definition). */
+  spec: string;
+  /** Bumped on every definition change; containers deployed with an older one are unsynchronized. */
+  spec_version: number;
+  /** PLATFORM_AUTH of role global: the service key, encrypted at rest (SecretBox). */
+  auth_secret: string | null;
+  deployed_at: number | null;
+  started_at: number | null;
+  stopped_at: number | null;
+  destroyed_at: number | null;
+  created: number;
+  version: number;
+}
+
+export interface ContainerTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  service_uuid: string;
+  node_uuid: string;
+  name: string;
+  number: number;
+  /** Observed state, as the API shows it. */
+  state: string;
+  /** What the user asked for: running, stopped or terminated. */
+  desired: string;
+  engine_id: string | null;
+  exit_code: number | null;
+  exit_code_msg: string | null;
+  private_ip: string;
+  /** JSON [{inner_port, protocol, outer_port}] as the engine published them. */
+  ports: string;
+  /** JSON of the ServiceSpec this container was deployed with. */
+  spec: string;
+  spec_version: number;
+  /** Token of the engine container that currently embodies this record; a redeploy makes a new one. */
+  generation: string;
+  deployed_at: number | null;
+  started_at: number | null;
+  stopped_at: number | null;
+  destroyed_at: number | null;
+  created: number;
+  version: number;
+}
+
+export interface StackTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  name: string;
+  nickname: string;
+  state: string;
+  deployed_at: number | null;
+  destroyed_at: number | null;
+  created: number;
+  version: number;
+}
+
 export interface Database {
   namespaces: NamespaceTable;
   users: UserTable;
@@ -163,4 +230,7 @@ export interface Database {
   changes: ChangeTable;
   nodeclusters: NodeClusterTable;
   nodes: NodeTable;
+  services: ServiceTable;
+  containers: ContainerTable;
+  stacks: StackTable;
 }

@@ -5,6 +5,7 @@ import { VersionConflict } from "../domain/errors.ts";
 import type { Dialect } from "./db.ts";
 import { NodeStore } from "./nodes.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
+import { ServiceStore } from "./services.ts";
 
 export type UserRow = Omit<UserTable, "id"> & { id: number };
 export type ApiKeyRow = Omit<ApiKeyTable, "id"> & { id: number };
@@ -71,6 +72,11 @@ export class Store {
   /** Node clusters and nodes. */
   get nodes(): NodeStore {
     return new NodeStore(this);
+  }
+
+  /** Services and containers. */
+  get services(): ServiceStore {
+    return new ServiceStore(this);
   }
 
   /** Runs fn in one transaction; nested calls join the outer one. */

@@ -1,0 +1,287 @@
+// Services and containers (spec "Services", "Containers").
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import type { ActionEngine } from "../../actions/engine.ts";
+import { ServiceCreateBody, ServiceUpdateBody } from "../../contract/service.ts";
+import { invalidField, notFound } from "../../domain/errors.ts";
+import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
+import type { IdentityService } from "../../identity/service.ts";
+import { canonical } from "../../nodes/service.ts";
+import { containerUri, serviceUri } from "../../orchestrator/changes.ts";
+import type { ServiceManager } from "../../orchestrator/manager.ts";
+import type { ContainerRow, ServiceRow } from "../../store/services.ts";
+import type { Store } from "../../store/store.ts";
+import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
+import { namespaceOf, principalOf } from "../namespaces.ts";
+import { callMeta } from "../recorder.ts";
+import { nsPaths } from "../routing.ts";
+
+interface Deps {
+  store: Store;
+  identity: IdentityService;
+  actions: ActionEngine;
+  services: ServiceManager;
+}
+
+const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
+const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
+
+/** The uuid inside a resource URI filter (with or without namespace), or the value itself. */
+function uuidOf(uri: string): string {
+  return canonical(uri).split("/").filter(Boolean).at(-1) ?? uri;
+}
+
+function stateFilter(states: readonly string[], value: string | undefined): string | undefined {
+  if (value !== undefined && !states.includes(value))
+    throw invalidField("state", `must be one of ${states.join(", ")}`);
+  return value;
+}
+
+export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
+  const { store, identity, actions, services } = deps;
+  const tags = ["services and containers"];
+
+  async function serviceOf(req: FastifyRequest): Promise<ServiceRow> {
+    const ns = await namespaceOf(req, identity);
+    const s = await store.services.findService((req.params as { uuid: string }).uuid);
+    if (!s || s.namespace !== ns) throw notFound("service");
+    req.audit.object = serviceUri(s);
+    return s;
+  }
+  async function containerOf(req: FastifyRequest): Promise<ContainerRow> {
+    const ns = await namespaceOf(req, identity);
+    const c = await store.services.findContainer((req.params as { uuid: string }).uuid);
+    if (!c || c.namespace !== ns) throw notFound("container");
+    req.audit.object = containerUri(c);
+    return c;
+  }
+  async function enqueue(req: FastifyRequest, kind: string, params: unknown, ns: string, object: string) {
+    const a = await store.transaction((tx) =>
+      actions.enqueue(tx, { uuid: req.actionUuid, kind, params, namespace: ns, object, meta: callMeta(req) }),
+    );
+    req.audit.recorded = true;
+    return a;
+  }
+
+  // ---- services -----------------------------------------------------------------------------------
+
+  for (const url of nsPaths("/api/app/v1/{ns}service/")) {
+    app.get(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "List services (current and recently terminated)",
+          querystring: Type.Object({
+            ...PAGE_QUERY,
+            uuid: Type.Optional(Type.String()),
+            uuid__startswith: Type.Optional(Type.String()),
+            state: Type.Optional(Type.String()),
+            name: Type.Optional(Type.String()),
+            stack: Type.Optional(Type.String({ description: "stack resource URI" })),
+            stack__name: Type.Optional(Type.String()),
+          }),
+        },
+      },
+      async (req) => {
+        const ns = await namespaceOf(req, identity);
+        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const page = pageOf(q);
+        const { rows, total } = await store.services.listServices({
+          namespace: ns,
+          uuid: q.uuid,
+          uuidPrefix: q.uuid__startswith,
+          state: stateFilter(SERVICE_STATES, q.state),
+          name: q.name,
+          stack: q.stack ? uuidOf(q.stack) : undefined,
+          stackName: q.stack__name,
+          ...page,
+        });
+        return envelope(req, page, total, await Promise.all(rows.map((s) => services.serviceView(s))));
+      },
+    );
+    app.post(
+      url,
+      {
+        config: { action: "Service Create" },
+        schema: { tags, summary: "Create a service (not started)", body: ServiceCreateBody },
+      },
+      async (req, reply) => {
+        const ns = await namespaceOf(req, identity);
+        const s = await services.create(ns, principalOf(req), req.body as ServiceCreateBody);
+        req.audit.object = serviceUri(s);
+        return reply.status(201).send(await services.serviceView(s));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/app/v1/{ns}service/:uuid/")) {
+    app.get(url, { schema: { tags, summary: "Get a service", params: UuidParams } }, async (req) =>
+      services.serviceView(await serviceOf(req)),
+    );
+    app.patch(
+      url,
+      {
+        config: { action: "Service Update" },
+        schema: {
+          tags,
+          summary: "Update a service's definition",
+          params: UuidParams,
+          body: ServiceUpdateBody,
+        },
+      },
+      async (req) => {
+        const s = await serviceOf(req);
+        return services.serviceView(await services.update(s, (req.body ?? {}) as ServiceUpdateBody));
+      },
+    );
+    app.delete(
+      url,
+      {
+        config: { action: "Service Terminate" },
+        schema: { tags, summary: "Terminate a service and its containers", params: UuidParams },
+      },
+      async (req, reply) => {
+        const s = await serviceOf(req);
+        await enqueue(req, "service.terminate", { service: s.uuid }, s.namespace, serviceUri(s));
+        return reply
+          .status(202)
+          .send(await services.serviceView((await store.services.findService(s.uuid))!));
+      },
+    );
+  }
+
+  const serviceOps: [string, string, string][] = [
+    ["start", "service.start", "Start all containers (deploys them if needed)"],
+    ["stop", "service.stop", "Stop all containers"],
+    ["scale", "service.scale", "Scale to target_num_containers"],
+    ["redeploy", "service.redeploy", "Redeploy all containers with the current definition"],
+  ];
+  for (const [op, kind, summary] of serviceOps) {
+    for (const url of nsPaths(`/api/app/v1/{ns}service/:uuid/${op}/`)) {
+      app.post(
+        url,
+        {
+          config: { action: `Service ${op[0]!.toUpperCase()}${op.slice(1)}` },
+          schema: {
+            tags,
+            summary,
+            params: UuidParams,
+            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
+          },
+        },
+        async (req, reply) => {
+          const s = await serviceOf(req);
+          const params =
+            op === "redeploy"
+              ? {
+                  service: s.uuid,
+                  reuse_volumes: (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false,
+                }
+              : { service: s.uuid };
+          await enqueue(req, kind, params, s.namespace, serviceUri(s));
+          return reply
+            .status(202)
+            .send(await services.serviceView((await store.services.findService(s.uuid))!));
+        },
+      );
+    }
+  }
+
+  // ---- containers -----------------------------------------------------------------------------------
+
+  for (const url of nsPaths("/api/app/v1/{ns}container/")) {
+    app.get(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "List containers (current and recently terminated)",
+          querystring: Type.Object({
+            ...PAGE_QUERY,
+            uuid: Type.Optional(Type.String()),
+            uuid__startswith: Type.Optional(Type.String()),
+            state: Type.Optional(Type.String()),
+            name: Type.Optional(Type.String()),
+            service: Type.Optional(Type.String({ description: "service resource URI" })),
+            node: Type.Optional(Type.String({ description: "node resource URI" })),
+            service__stack__name: Type.Optional(Type.String()),
+          }),
+        },
+      },
+      async (req) => {
+        const ns = await namespaceOf(req, identity);
+        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const page = pageOf(q);
+        const { rows, total } = await store.services.listContainers({
+          namespace: ns,
+          uuid: q.uuid,
+          uuidPrefix: q.uuid__startswith,
+          state: stateFilter(CONTAINER_STATES, q.state),
+          name: q.name,
+          service: q.service ? uuidOf(q.service) : undefined,
+          node: q.node ? uuidOf(q.node) : undefined,
+          serviceStackName: q.service__stack__name,
+          ...page,
+        });
+        return envelope(req, page, total, await Promise.all(rows.map((c) => services.containerView(c))));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/app/v1/{ns}container/:uuid/")) {
+    app.get(url, { schema: { tags, summary: "Get a container", params: UuidParams } }, async (req) =>
+      services.containerView(await containerOf(req)),
+    );
+    app.delete(
+      url,
+      {
+        config: { action: "Container Terminate" },
+        schema: { tags, summary: "Terminate a container", params: UuidParams },
+      },
+      async (req, reply) => {
+        const c = await containerOf(req);
+        await enqueue(req, "container.terminate", { container: c.uuid }, c.namespace, containerUri(c));
+        return reply
+          .status(202)
+          .send(await services.containerView((await store.services.findContainer(c.uuid))!));
+      },
+    );
+  }
+
+  const containerOps: [string, string, string][] = [
+    ["start", "container.start", "Start a stopped container"],
+    ["stop", "container.stop", "Stop a running container"],
+    ["redeploy", "container.redeploy", "Redeploy the container with its service's current definition"],
+  ];
+  for (const [op, kind, summary] of containerOps) {
+    for (const url of nsPaths(`/api/app/v1/{ns}container/:uuid/${op}/`)) {
+      app.post(
+        url,
+        {
+          config: { action: `Container ${op[0]!.toUpperCase()}${op.slice(1)}` },
+          schema: {
+            tags,
+            summary,
+            params: UuidParams,
+            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
+          },
+        },
+        async (req, reply) => {
+          const c = await containerOf(req);
+          const params =
+            op === "redeploy"
+              ? {
+                  container: c.uuid,
+                  reuse_volumes: (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false,
+                }
+              : { container: c.uuid };
+          await enqueue(req, kind, params, c.namespace, containerUri(c));
+          return reply
+            .status(202)
+            .send(await services.containerView((await store.services.findContainer(c.uuid))!));
+        },
+      );
+    }
+  }
+}

@@ -1,0 +1,223 @@
+// TypeBox schemas of the Service bodies (spec "Services": Create service, Update service).
+// They give the route validation, the static types of the bodies, and the OpenAPI document.
+//
+// Shape decisions:
+// - Integers are `Type.Integer`: the server's ajv runs with `coerceTypes`, so numeric strings are
+//   accepted (CONTRACT §12). Nullable integers list `null` first so that ajv's coercion turns ""
+//   into null (unset) rather than failing.
+// - Enumerations use `Type.Enum`: the static type is the same union of literals as a union of
+//   `Type.Literal`, but the JSON Schema is `enum`, which api/errors.ts turns into
+//   "must be one of OFF, ON_FAILURE, ALWAYS" instead of ajv's "must match a schema in anyOf".
+// - The bodies themselves refuse unknown keys (a typo, or a field that cannot be updated, is a 400
+//   naming it rather than silently ignored). Items of the lists accept extra keys, because clients
+//   echo the read-only fields of a GET back (`port_name`, `endpoint_uri`, `uri_protocol`,
+//   `from_service`); they are ignored.
+// - Ranges are stated here for the OpenAPI document; domain/service-spec.ts checks them again,
+//   because stacks feed it bodies that never went through this schema.
+import { type Static, Type } from "typebox";
+
+const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"] as const;
+const AUTODESTROY = ["OFF", "ON_SUCCESS", "ALWAYS"] as const;
+const STRATEGIES = ["EMPTIEST_NODE", "HIGH_AVAILABILITY", "EVERY_NODE"] as const;
+
+export const ServicePortBody = Type.Object(
+  {
+    protocol: Type.Enum(["tcp", "udp"], { description: "tcp or udp" }),
+    inner_port: Type.Integer({ minimum: 1, maximum: 65535, description: "port inside the container" }),
+    outer_port: Type.Optional(
+      Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: 65535 })], {
+        description:
+          "port on the node's public interface; null or 0: the engine picks one when the port is published",
+      }),
+    ),
+    published: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          "published on the node's public interface; unpublished ports are reachable through links",
+      }),
+    ),
+  },
+  { description: "a port of the service's containers" },
+);
+
+export const EnvVarBody = Type.Object(
+  {
+    key: Type.String({ description: "variable name: letters, digits and _, not starting with a digit" }),
+    value: Type.String({ description: "variable value; overrides the image's value" }),
+  },
+  { description: "an environment variable of the service's containers" },
+);
+
+export const ServiceLinkBody = Type.Object(
+  {
+    to_service: Type.String({
+      minLength: 1,
+      description: "resource URI of the target service, in the same namespace",
+    }),
+    name: Type.Optional(
+      Type.String({
+        description: "link name (host name and variable prefix); defaults to the target's name",
+      }),
+    ),
+  },
+  { description: "a link to another service" },
+);
+
+export const ServiceBindingBody = Type.Object(
+  {
+    host_path: Type.Optional(
+      Type.Union([Type.Null(), Type.String()], {
+        description: "absolute host path to mount; null or empty: a volume owned by the container",
+      }),
+    ),
+    container_path: Type.Optional(
+      Type.Union([Type.Null(), Type.String()], {
+        description: "absolute mount path in the container; required unless volumes_from is given",
+      }),
+    ),
+    rewritable: Type.Optional(Type.Boolean({ default: true, description: "writable (false: read-only)" })),
+    volumes_from: Type.Optional(
+      Type.Union([Type.Null(), Type.String()], {
+        description: "resource URI of a service whose volumes are mounted; replaces container_path",
+      }),
+    ),
+  },
+  { description: "a volume or host directory mounted into the service's containers" },
+);
+
+/** Tags are `{name}` objects on the wire; plain strings are accepted too (stack files, Go SDK). */
+export const TagBody = Type.Union([Type.Object({ name: Type.String({ minLength: 1 }) }), Type.String()], {
+  description: "a tag: {name} or the name alone",
+});
+
+const StringList = (description: string) => Type.Array(Type.String(), { description });
+
+/** Fields that both bodies take, with the same types and meaning. */
+const commonFields = {
+  target_num_containers: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 100,
+      description: "requested number of containers (default 1); ignored by EVERY_NODE services",
+    }),
+  ),
+  run_command: Type.Optional(
+    Type.Union([Type.Null(), Type.String()], {
+      description: "overrides the image's command; split like a shell would (quotes group words)",
+    }),
+  ),
+  entrypoint: Type.Optional(
+    Type.Union([Type.Null(), Type.String()], {
+      description: "overrides the image's entrypoint; split like a shell would",
+    }),
+  ),
+  container_ports: Type.Optional(
+    Type.Array(ServicePortBody, { description: "ports, added to those the image exposes" }),
+  ),
+  container_envvars: Type.Optional(
+    Type.Array(EnvVarBody, { description: "environment variables; override the image's" }),
+  ),
+  linked_to_service: Type.Optional(Type.Array(ServiceLinkBody, { description: "links to other services" })),
+  autorestart: Type.Optional(
+    Type.Enum([...AUTORESTART], { description: "restart policy of the containers (default OFF)" }),
+  ),
+  autodestroy: Type.Optional(
+    Type.Enum([...AUTODESTROY], {
+      description: "terminate containers when they exit (default OFF)",
+    }),
+  ),
+  sequential_deployment: Type.Optional(
+    Type.Boolean({
+      description: "deploy and scale containers one after the other, each linked to the previous",
+    }),
+  ),
+  roles: Type.Optional(
+    Type.Array(Type.Enum(["global"]), {
+      description: "platform API roles; `global` gives the containers PLATFORM_AUTH",
+    }),
+  ),
+  privileged: Type.Optional(Type.Boolean({ description: "run containers privileged (default false)" })),
+  deployment_strategy: Type.Optional(
+    Type.Enum([...STRATEGIES], {
+      description: "how containers are placed on nodes (default EMPTIEST_NODE)",
+    }),
+  ),
+  tags: Type.Optional(Type.Array(TagBody, { description: "node tags the containers must be deployed on" })),
+  autoredeploy: Type.Optional(
+    Type.Boolean({ description: "redeploy when the image is updated in the platform registry" }),
+  ),
+  net: Type.Optional(Type.Enum(["bridge", "host"], { description: "network mode (default bridge)" })),
+  pid: Type.Optional(Type.Enum(["none", "host"], { description: "PID namespace mode (default none)" })),
+  working_dir: Type.Optional(Type.String({ description: "absolute working directory (default /)" })),
+  nickname: Type.Optional(Type.String({ maxLength: 200, description: "display name; defaults to name" })),
+  cpu_shares: Type.Optional(
+    Type.Union([Type.Null(), Type.Integer({ minimum: 0 })], { description: "relative CPU priority" }),
+  ),
+  memory: Type.Optional(
+    Type.Union([Type.Null(), Type.Integer({ minimum: 0 })], { description: "memory limit in MB" }),
+  ),
+};
+
+export const ServiceCreateBody = Type.Object(
+  {
+    image: Type.String({ minLength: 1, description: "image name, <name>[:<tag>]; latest when no tag" }),
+    name: Type.Optional(
+      Type.String({
+        description: "lower-case DNS label; inherited by containers (`web-1`); defaults from the image",
+      }),
+    ),
+    ...commonFields,
+    bindings: Type.Optional(Type.Array(ServiceBindingBody, { description: "volumes and host directories" })),
+    memory_swap: Type.Optional(
+      Type.Union([Type.Null(), Type.Integer({ minimum: -1 })], {
+        description: "memory plus swap in MB; -1: unlimited swap",
+      }),
+    ),
+    cpuset: Type.Optional(Type.String({ description: "CPUs the containers may use, for example 0-1,3" })),
+    dns: Type.Optional(StringList("DNS server addresses")),
+    dns_search: Type.Optional(StringList("DNS search domains")),
+    cap_add: Type.Optional(StringList("capabilities added, for example NET_ADMIN")),
+    cap_drop: Type.Optional(StringList("capabilities dropped")),
+    devices: Type.Optional(StringList("device mappings <host device>:<container device>[:<permissions>]")),
+    extra_hosts: Type.Optional(StringList("extra /etc/hosts entries <host name>:<ip>")),
+    security_opt: Type.Optional(StringList("security options (labeling scheme)")),
+    secuirty_opt: Type.Optional(StringList("alias of security_opt (the spec's attribute list spells it so)")),
+    labels: Type.Optional(
+      Type.Record(Type.String(), Type.String(), { description: "engine labels set on every container" }),
+    ),
+    user: Type.Optional(Type.String({ description: "user the command runs as (default: the image's)" })),
+    hostname: Type.Optional(
+      Type.String({ description: "container host name (default: the container name)" }),
+    ),
+    domainname: Type.Optional(Type.String({ description: "container domain name" })),
+    mac_address: Type.Optional(Type.String({ description: "container MAC address" })),
+    cgroup_parent: Type.Optional(Type.String({ description: "parent cgroup of the containers" })),
+    cgroup_name: Type.Optional(
+      Type.String({ description: "alias of cgroup_parent (the spec's attribute list)" }),
+    ),
+    tty: Type.Optional(Type.Boolean({ description: "allocate a pseudo-terminal (default false)" })),
+    stdin_open: Type.Optional(Type.Boolean({ description: "keep stdin open (default false)" })),
+    read_only: Type.Optional(Type.Boolean({ description: "read-only root filesystem (default false)" })),
+  },
+  { additionalProperties: false, description: "Create service" },
+);
+export type ServiceCreateBody = Static<typeof ServiceCreateBody>;
+
+/** Exactly the fields the spec lets an update change; all optional. */
+export const ServiceUpdateBody = Type.Object(
+  {
+    image: Type.Optional(
+      Type.String({ minLength: 1, description: "image name, <name>[:<tag>]; latest when no tag" }),
+    ),
+    ...commonFields,
+  },
+  { additionalProperties: false, description: "Update service" },
+);
+export type ServiceUpdateBody = Static<typeof ServiceUpdateBody>;
+
+export type ServicePortBody = Static<typeof ServicePortBody>;
+export type EnvVarBody = Static<typeof EnvVarBody>;
+export type ServiceLinkBody = Static<typeof ServiceLinkBody>;
+export type ServiceBindingBody = Static<typeof ServiceBindingBody>;
+export type TagBody = Static<typeof TagBody>;

@@ -1,0 +1,62 @@
+// Change-feed entries of services, containers and stacks, with the parents of CONTRACT §8:
+// container → service, stack, node, node cluster; service → stack; stack → [].
+import type { Clock } from "../domain/time.ts";
+import { nsUri } from "../domain/uri.ts";
+import type { ContainerRow, ServiceRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+
+export const serviceUri = (s: Pick<ServiceRow, "namespace" | "uuid">) =>
+  nsUri("app", s.namespace, "service", s.uuid);
+export const containerUri = (c: Pick<ContainerRow, "namespace" | "uuid">) =>
+  nsUri("app", c.namespace, "container", c.uuid);
+export const stackUri = (namespace: string, uuid: string) => nsUri("app", namespace, "stack", uuid);
+
+export type ChangeAction = "create" | "update" | "delete";
+
+export class AppChanges {
+  constructor(private readonly clock: Clock) {}
+
+  async service(tx: Store, s: ServiceRow, action: ChangeAction): Promise<void> {
+    await tx.appendChange({
+      namespace: s.namespace,
+      type: "service",
+      action,
+      resource_uri: serviceUri(s),
+      state: s.state,
+      parents: JSON.stringify(s.stack_uuid ? [stackUri(s.namespace, s.stack_uuid)] : []),
+      datetime: this.clock.now(),
+    });
+  }
+
+  async container(tx: Store, c: ContainerRow, action: ChangeAction): Promise<void> {
+    const parents = [serviceUri({ namespace: c.namespace, uuid: c.service_uuid })];
+    const service = await tx.services.findService(c.service_uuid);
+    if (service?.stack_uuid) parents.push(stackUri(c.namespace, service.stack_uuid));
+    const node = await tx.nodes.findNode(c.node_uuid);
+    if (node) {
+      parents.push(nsUri("infra", node.namespace, "node", node.uuid));
+      if (node.cluster_uuid) parents.push(nsUri("infra", node.namespace, "nodecluster", node.cluster_uuid));
+    }
+    await tx.appendChange({
+      namespace: c.namespace,
+      type: "container",
+      action,
+      resource_uri: containerUri(c),
+      state: c.state,
+      parents: JSON.stringify(parents),
+      datetime: this.clock.now(),
+    });
+  }
+
+  async stack(tx: Store, ns: string, uuid: string, state: string, action: ChangeAction): Promise<void> {
+    await tx.appendChange({
+      namespace: ns,
+      type: "stack",
+      action,
+      resource_uri: stackUri(ns, uuid),
+      state,
+      parents: "[]",
+      datetime: this.clock.now(),
+    });
+  }
+}

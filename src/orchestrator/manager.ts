@@ -1,0 +1,429 @@
+// Service definitions: create and update (validation in domain/service-spec.ts), the wire
+// views of services and containers, and the engine spec of each container (links resolved
+// against the live containers of the linked services).
+import { randomUUID } from "node:crypto";
+import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
+import {
+  buildContainerSpec,
+  calculatedEnvvars,
+  type LinkTargets,
+  volumesFromRefs,
+} from "../domain/container-spec.ts";
+import { conflict } from "../domain/errors.ts";
+import { type LinkTarget, linkedToContainer, linkVariablesOf } from "../domain/links.ts";
+import type { ServiceSpec } from "../domain/service.ts";
+import {
+  applyUpdate,
+  containerFqdn,
+  linkedFromService,
+  normalizeCreate,
+  portView,
+  type SpecContext,
+  serviceFqdn,
+  serviceUriFields,
+} from "../domain/service-spec.ts";
+import { assertAllowed, SERVICE_OPERATIONS, type ServiceState } from "../domain/states.ts";
+import { type Clock, restTime } from "../domain/time.ts";
+import { nsUri } from "../domain/uri.ts";
+import type { ContainerSpec } from "../drivers/engine.ts";
+import type { SecretBox } from "../identity/secret-box.ts";
+import type { IdentityService, Principal } from "../identity/service.ts";
+import type { ContainerRow, ServiceRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+import { type AppChanges, containerUri, serviceUri, stackUri } from "./changes.ts";
+import type { Orchestrator } from "./services.ts";
+
+export interface ManagerDeps {
+  store: Store;
+  clock: Clock;
+  changes: AppChanges;
+  identity: IdentityService;
+  box: SecretBox;
+  orchestrator: Orchestrator;
+  publicUrl: string;
+}
+
+const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
+  JSON.parse(row.spec) as ServiceSpec;
+const live = (c: ContainerRow) => c.state !== "Terminated";
+
+export class ServiceManager {
+  constructor(private readonly d: ManagerDeps) {}
+
+  private get store() {
+    return this.d.store;
+  }
+
+  private platform() {
+    return { restHost: this.d.publicUrl, streamHost: this.d.publicUrl.replace(/^http/, "ws") };
+  }
+
+  /** Resolves a service reference (resource URI with or without namespace, or a uuid) in a namespace. */
+  async resolver(namespace: string): Promise<SpecContext["resolveService"]> {
+    const services = await this.store.services.liveServices({ namespace });
+    return (ref: string) => {
+      const id = ref.split("/").filter(Boolean).at(-1);
+      const s = services.find((x) => x.uuid === id);
+      return s ? { uuid: s.uuid, name: s.name } : undefined;
+    };
+  }
+
+  // ---- create and update ----------------------------------------------------------------------------
+
+  async create(
+    namespace: string,
+    principal: Principal,
+    body: ServiceCreateBody,
+    opts: { stackUuid?: string } = {},
+  ) {
+    const uuid = randomUUID();
+    const n = normalizeCreate(body, { resolveService: await this.resolver(namespace), serviceUuid: uuid });
+    if (await this.store.services.findLiveServiceByName(namespace, n.name)) {
+      throw conflict(`A service named "${n.name}" already exists in ${namespace}.`, "name_taken");
+    }
+    const now = this.d.clock.now();
+    return this.store.transaction(async (tx) => {
+      const row = await tx.services.insertService({
+        uuid,
+        namespace,
+        name: n.name,
+        nickname: n.nickname,
+        state: "Not running",
+        stack_uuid: opts.stackUuid ?? null,
+        target_num_containers: n.target_num_containers,
+        spec: JSON.stringify(n.spec),
+        spec_version: 1,
+        auth_secret: n.spec.roles.includes("global")
+          ? await this.serviceKey(principal, namespace, uuid)
+          : null,
+        deployed_at: null,
+        started_at: null,
+        stopped_at: null,
+        destroyed_at: null,
+        created: now,
+      });
+      await this.d.changes.service(tx, row, "create");
+      return row;
+    });
+  }
+
+  /** The PLATFORM_AUTH of role global: a key of the creating user, limited to the namespace, sealed at rest. */
+  private async serviceKey(principal: Principal, namespace: string, serviceUuid: string): Promise<string> {
+    const { key } = await this.d.identity.createApiKey(principal.user, {
+      label: `service ${serviceUuid}`,
+      namespaceLimit: namespace,
+      serviceUuid,
+    });
+    const header = `Basic ${Buffer.from(`${principal.user.username}:${key}`).toString("base64")}`;
+    return this.d.box.seal(header);
+  }
+
+  async revokeServiceKey(serviceUuid: string): Promise<void> {
+    await this.store.deleteServiceApiKeys(serviceUuid);
+  }
+
+  async update(s: ServiceRow, body: ServiceUpdateBody, principal?: Principal): Promise<ServiceRow> {
+    assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "update");
+    const u = applyUpdate(specOf(s), s.name, body, {
+      resolveService: await this.resolver(s.namespace),
+      serviceUuid: s.uuid,
+    });
+    const wantsKey = u.spec.roles.includes("global");
+    let auth = s.auth_secret;
+    if (wantsKey && !auth && principal) auth = await this.serviceKey(principal, s.namespace, s.uuid);
+    if (!wantsKey && auth) {
+      await this.revokeServiceKey(s.uuid);
+      auth = null;
+    }
+    const spec = JSON.stringify(u.spec);
+    const r = await this.d.orchestrator.patchService(s.uuid, (cur) => ({
+      spec,
+      ...(u.changed ? { spec_version: cur.spec_version + 1 } : {}),
+      ...(u.nickname !== undefined ? { nickname: u.nickname } : {}),
+      ...(u.target_num_containers !== undefined ? { target_num_containers: u.target_num_containers } : {}),
+      auth_secret: auth,
+    }));
+    if (u.changed) {
+      // Every container now differs from the definition: tell event subscribers.
+      for (const c of (await this.store.services.containersOfService(s.uuid)).filter(live)) {
+        await this.store.transaction((tx) => this.d.changes.container(tx, c, "update"));
+      }
+    }
+    return r!;
+  }
+
+  // ---- engine spec of a container --------------------------------------------------------------------
+
+  private async linkTargets(serviceUuid: string): Promise<LinkTarget[]> {
+    const s = await this.store.services.findService(serviceUuid);
+    if (!s) return [];
+    const spec = specOf(s);
+    return (await this.store.services.containersOfService(serviceUuid))
+      .filter((c) => c.state === "Running" || c.state === "Starting")
+      .map((c) => ({
+        name: c.name,
+        resource_uri: containerUri(c),
+        private_ip: c.private_ip || null,
+        ports: spec.container_ports.map((p) => ({ inner_port: p.inner_port, protocol: p.protocol })),
+        envvars: spec.container_envvars,
+      }));
+  }
+
+  private async links(c: ContainerRow, spec: ServiceSpec, service: ServiceRow): Promise<LinkTargets[]> {
+    const out: LinkTargets[] = [];
+    for (const l of spec.linked_to_service)
+      out.push({ alias: l.name, targets: await this.linkTargets(l.to_service) });
+    if (spec.sequential_deployment) {
+      // Each container is linked to the ones deployed before it (spec: sequential_deployment).
+      const earlier = (await this.linkTargets(service.uuid)).filter((t) => {
+        const n = Number(t.name.split("-").at(-1));
+        return n < c.number;
+      });
+      if (earlier.length) out.push({ alias: service.name, targets: earlier });
+    }
+    return out;
+  }
+
+  async specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec> {
+    const service = (await this.store.services.findService(c.service_uuid))!;
+    const node = (await this.store.nodes.findNode(c.node_uuid))!;
+    const spec = specOf(c);
+    const sourceIds = new Map<string, string[]>();
+    for (const b of spec.bindings) {
+      if (!b.volumes_from) continue;
+      const ids = (await this.store.services.containersOfService(b.volumes_from))
+        .filter((x) => live(x) && x.engine_id && x.node_uuid === c.node_uuid)
+        .map((x) => x.engine_id!);
+      sourceIds.set(b.volumes_from, ids);
+    }
+    return buildContainerSpec({
+      spec,
+      service: {
+        uuid: service.uuid,
+        name: service.name,
+        resource_uri: serviceUri(service),
+        namespace: service.namespace,
+      },
+      container: { uuid: c.uuid, name: c.name, number: c.number, resource_uri: containerUri(c) },
+      node: {
+        uuid: node.uuid,
+        resource_uri: nsUri("infra", node.namespace, "node", node.uuid),
+        external_fqdn: node.external_fqdn,
+      },
+      links: await this.links(c, spec, service),
+      volumesFrom: [...volumesFromRefs(spec, (u) => sourceIds.get(u) ?? []), ...opts.volumesFrom],
+      platform: {
+        ...this.platform(),
+        auth: service.auth_secret ? this.d.box.open(service.auth_secret) : undefined,
+      },
+    });
+  }
+
+  // ---- views -------------------------------------------------------------------------------------------
+
+  private async lookup(namespace: string) {
+    const all = await this.store.services.liveServices({ namespace });
+    return (uuid: string) => {
+      const s = all.find((x) => x.uuid === uuid);
+      return s ? { resource_uri: serviceUri(s), name: s.name } : undefined;
+    };
+  }
+
+  async serviceView(s: ServiceRow) {
+    const spec = specOf(s);
+    const containers = await this.store.services.containersOfService(s.uuid);
+    const liveOnes = containers.filter(live);
+    const uri = serviceUri(s);
+    const lookup = await this.lookup(s.namespace);
+    const refs = serviceUriFields(spec, { resourceUri: uri, lookup });
+    const others = (await this.store.services.liveServices({ namespace: s.namespace }))
+      .filter((o) => o.uuid !== s.uuid)
+      .map((o) => ({ resource_uri: serviceUri(o), spec: specOf(o) }));
+    const publicDns = serviceFqdn(s.name, s.namespace);
+    const targets = await this.linkTargets(s.uuid);
+    return {
+      uuid: s.uuid,
+      resource_uri: uri,
+      image_name: spec.image_name,
+      name: s.name,
+      nickname: s.nickname,
+      public_dns: publicDns,
+      state: s.state,
+      net: spec.net,
+      pid: spec.pid,
+      synchronized: liveOnes.every((c) => c.spec_version === s.spec_version),
+      deployed_datetime: restTime(s.deployed_at),
+      started_datetime: restTime(s.started_at),
+      stopped_datetime: restTime(s.stopped_at),
+      destroyed_datetime: restTime(s.destroyed_at),
+      target_num_containers:
+        spec.deployment_strategy === "EVERY_NODE" ? liveOnes.length : s.target_num_containers,
+      current_num_containers: liveOnes.length,
+      running_num_containers: liveOnes.filter((c) => c.state === "Running").length,
+      stopped_num_containers: liveOnes.filter((c) => c.state === "Stopped").length,
+      stack: s.stack_uuid ? stackUri(s.namespace, s.stack_uuid) : null,
+      containers: liveOnes.map(containerUri),
+      container_ports: spec.container_ports.map((p) => {
+        const { uri_protocol: _omit, ...view } = portView(p, {
+          serviceName: s.name,
+          endpointHost: publicDns,
+        });
+        return view;
+      }),
+      container_envvars: spec.container_envvars,
+      calculated_envvars: calculatedEnvvars(
+        {
+          spec,
+          service: { uuid: s.uuid, name: s.name, resource_uri: uri, namespace: s.namespace },
+          links: await Promise.all(
+            spec.linked_to_service.map(async (l) => ({
+              alias: l.name,
+              targets: await this.linkTargets(l.to_service),
+            })),
+          ),
+          platform: this.platform(),
+        },
+        { includeSecrets: false },
+      ),
+      labels: spec.labels,
+      working_dir: spec.working_dir,
+      user: spec.user,
+      hostname: spec.hostname,
+      domainname: spec.domainname,
+      mac_address: spec.mac_address,
+      cgroup_name: spec.cgroup_parent,
+      cgroup_parent: spec.cgroup_parent,
+      tty: spec.tty,
+      stdin_open: spec.stdin_open,
+      dns: spec.dns,
+      dns_search: spec.dns_search,
+      cap_add: spec.cap_add,
+      cap_drop: spec.cap_drop,
+      devices: spec.devices,
+      extra_hosts: spec.extra_hosts,
+      security_opt: spec.security_opt,
+      secuirty_opt: spec.security_opt,
+      entrypoint: spec.entrypoint ?? "",
+      run_command: spec.run_command ?? "",
+      sequential_deployment: spec.sequential_deployment,
+      cpu_shares: spec.cpu_shares,
+      cpuset: spec.cpuset,
+      memory: spec.memory,
+      memory_swap: spec.memory_swap,
+      linked_from_service: linkedFromService({ serviceUuid: s.uuid, resourceUri: uri, others }),
+      linked_to_service: refs.linked_to_service,
+      bindings: refs.bindings,
+      autorestart: spec.autorestart,
+      autodestroy: spec.autodestroy,
+      roles: spec.roles,
+      link_variables: linkVariablesOf(s.name, targets),
+      privileged: spec.privileged,
+      read_only: spec.read_only,
+      deployment_strategy: spec.deployment_strategy,
+      tags: spec.tags.map((name) => ({ name })),
+      autoredeploy: spec.autoredeploy,
+    };
+  }
+
+  async containerView(c: ContainerRow) {
+    const spec = specOf(c);
+    const service = await this.store.services.findService(c.service_uuid);
+    const node = await this.store.nodes.findNode(c.node_uuid);
+    const uri = containerUri(c);
+    const reported = JSON.parse(c.ports) as { inner_port: number; protocol: string; outer_port: number }[];
+    const links: LinkTargets[] = [];
+    for (const l of spec.linked_to_service)
+      links.push({ alias: l.name, targets: await this.linkTargets(l.to_service) });
+    const lookup = await this.lookup(c.namespace);
+    const refs = serviceUriFields(spec, { resourceUri: service ? serviceUri(service) : "", lookup });
+    return {
+      uuid: c.uuid,
+      resource_uri: uri,
+      image_name: spec.image_name,
+      name: c.name,
+      public_dns: containerFqdn(c.name, c.namespace),
+      state: c.state,
+      synchronized: service ? c.spec_version === service.spec_version : true,
+      deployed_datetime: restTime(c.deployed_at),
+      started_datetime: restTime(c.started_at),
+      stopped_datetime: restTime(c.stopped_at),
+      destroyed_datetime: restTime(c.destroyed_at),
+      node: node ? nsUri("infra", node.namespace, "node", node.uuid) : null,
+      service: service ? serviceUri(service) : null,
+      exit_code: c.exit_code,
+      exit_code_msg: c.exit_code_msg,
+      private_ip: c.private_ip,
+      container_ports: spec.container_ports.map((p) =>
+        portView(p, {
+          serviceName: service?.name ?? c.name,
+          endpointHost: node?.external_fqdn,
+          reportedOuterPort:
+            c.state === "Terminated"
+              ? undefined
+              : reported.find((r) => r.inner_port === p.inner_port && r.protocol === p.protocol)?.outer_port,
+        }),
+      ),
+      container_envvars: spec.container_envvars,
+      calculated_envvars:
+        service && node
+          ? calculatedEnvvars(
+              {
+                spec,
+                service: {
+                  uuid: service.uuid,
+                  name: service.name,
+                  resource_uri: serviceUri(service),
+                  namespace: c.namespace,
+                },
+                container: { uuid: c.uuid, name: c.name, number: c.number, resource_uri: uri },
+                node: {
+                  uuid: node.uuid,
+                  resource_uri: nsUri("infra", node.namespace, "node", node.uuid),
+                  external_fqdn: node.external_fqdn,
+                },
+                links,
+                platform: this.platform(),
+              },
+              { includeSecrets: false },
+            )
+          : [],
+      labels: spec.labels,
+      working_dir: spec.working_dir,
+      user: spec.user,
+      hostname: spec.hostname || c.name,
+      domainname: spec.domainname,
+      mac_address: spec.mac_address,
+      cgroup_name: spec.cgroup_parent,
+      cgroup_parent: spec.cgroup_parent,
+      tty: spec.tty,
+      stdin_open: spec.stdin_open,
+      dns: spec.dns,
+      dns_search: spec.dns_search,
+      cap_add: spec.cap_add,
+      cap_drop: spec.cap_drop,
+      devices: spec.devices,
+      extra_hosts: spec.extra_hosts,
+      security_opt: spec.security_opt,
+      secuirty_opt: spec.security_opt,
+      entrypoint: spec.entrypoint ?? "",
+      run_command: spec.run_command ?? "",
+      cpu_shares: spec.cpu_shares,
+      cpuset: spec.cpuset,
+      memory: spec.memory,
+      memory_swap: spec.memory_swap,
+      autorestart: spec.autorestart,
+      autodestroy: spec.autodestroy,
+      roles: spec.roles,
+      link_variables: linkVariablesOf(
+        service?.name ?? c.name,
+        service ? await this.linkTargets(service.uuid) : [],
+      ),
+      privileged: spec.privileged,
+      read_only: spec.read_only,
+      net: spec.net,
+      pid: spec.pid,
+      bindings: refs.bindings.map((b) => ({ volume: null, ...b })),
+      linked_to_container: links.flatMap((l) => linkedToContainer(uri, l.alias, l.targets)),
+    };
+  }
+}

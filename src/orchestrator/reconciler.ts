@@ -1,0 +1,239 @@
+// Level-based reconciliation (Kubernetes-style): events only enqueue a key; a worker re-reads
+// desired and observed state and acts on the difference. A full pass runs at start-up and
+// periodically, so a missed event only delays convergence. One key is never worked on twice
+// at once, and objects an action is working on are left to that action.
+import type { ActionEngine } from "../actions/engine.ts";
+import { LABELS, type ServiceSpec } from "../domain/service.ts";
+import type { Clock } from "../domain/time.ts";
+import type { ContainerEvent } from "../drivers/engine.ts";
+import type { EngineSource } from "../nodes/provisioners.ts";
+import type { NodeRow } from "../store/nodes.ts";
+import type { Store } from "../store/store.ts";
+import { containerUri, serviceUri } from "./changes.ts";
+import type { ContainerRuntime } from "./runtime.ts";
+import type { Orchestrator } from "./services.ts";
+
+const SYSTEM = {
+  method: "POST",
+  path: "",
+  user: "berth",
+  userAgent: "berth-reconciler",
+  ip: "",
+  isUserAction: false,
+};
+
+export class Reconciler {
+  private readonly queue = new Set<string>();
+  private readonly inFlight = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private draining = false;
+  private readonly watchers = new Map<string, AbortController>();
+  private stopped = true;
+
+  constructor(
+    private readonly d: {
+      store: Store;
+      clock: Clock;
+      engines: EngineSource;
+      runtime: ContainerRuntime;
+      orchestrator: Orchestrator;
+      actions: ActionEngine;
+      intervalMs: number;
+      onError?(err: unknown): void;
+    },
+  ) {}
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.timer = setInterval(() => void this.resync(), this.d.intervalMs);
+    this.timer.unref();
+    void this.resync();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const w of this.watchers.values()) w.abort();
+    this.watchers.clear();
+  }
+
+  /** Queues a container for reconciliation. */
+  enqueue(containerUuid: string): void {
+    this.queue.add(`c:${containerUuid}`);
+    void this.drain();
+  }
+
+  /** A full pass: every live container, every running service, engine watchers and orphans. */
+  async resync(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const nodes = await this.d.store.nodes.liveNodes();
+      this.syncWatchers(nodes.filter((n) => n.state === "Deployed" && n.engine_url));
+      for (const c of await this.d.store.services.liveContainers()) this.queue.add(`c:${c.uuid}`);
+      for (const s of await this.d.store.services.liveServices()) this.queue.add(`s:${s.uuid}`);
+      for (const n of nodes) if (n.state === "Deployed") this.queue.add(`n:${n.uuid}`);
+      await this.drain();
+    } catch (err) {
+      this.d.onError?.(err);
+    }
+  }
+
+  /** Resolves when the queue is empty (tests). */
+  async settle(): Promise<void> {
+    await this.drain();
+    while (this.inFlight.size || this.queue.size) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  private async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (this.queue.size && !this.stopped) {
+        const key = this.queue.values().next().value as string;
+        this.queue.delete(key);
+        if (this.inFlight.has(key)) continue;
+        this.inFlight.add(key);
+        try {
+          await this.reconcile(key);
+        } catch (err) {
+          this.d.onError?.(err);
+        } finally {
+          this.inFlight.delete(key);
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async busy(object: string): Promise<boolean> {
+    return (await this.d.store.activeActionOn(object)) !== undefined;
+  }
+
+  private async reconcile(key: string): Promise<void> {
+    const [kind, uuid] = key.split(":") as [string, string];
+    if (kind === "c") await this.reconcileContainer(uuid);
+    else if (kind === "s") await this.reconcileService(uuid);
+    else if (kind === "n") await this.sweepOrphans(uuid);
+  }
+
+  private async reconcileContainer(uuid: string): Promise<void> {
+    const c = await this.d.store.services.findContainer(uuid);
+    if (!c || c.state === "Terminated") return;
+    const s = await this.d.store.services.findService(c.service_uuid);
+    if (!s) return;
+    if ((await this.busy(containerUri(c))) || (await this.busy(serviceUri(s)))) return;
+    const node = await this.d.store.nodes.findNode(c.node_uuid);
+    if (!node || node.state === "Terminated") {
+      // Its node is gone, and the container with it.
+      await this.d.runtime.patch(uuid, () => ({
+        state: "Terminated",
+        desired: "terminated",
+        destroyed_at: this.d.clock.now(),
+      }));
+      await this.d.orchestrator.settleService(s.uuid);
+      return;
+    }
+    if (node.state !== "Deployed") return; // nothing can be observed on an unreachable node
+    const row = await this.d.runtime.observe(uuid);
+    if (!row) return;
+    const spec = JSON.parse(row.spec) as ServiceSpec;
+    // autodestroy: a container that exited as the policy says is terminated (the engine's own
+    // restart policy has already had its say: an exited container is not coming back).
+    if (row.state === "Stopped" && row.desired === "running" && row.exit_code !== null) {
+      const destroy =
+        spec.autodestroy === "ALWAYS" || (spec.autodestroy === "ON_SUCCESS" && row.exit_code === 0);
+      if (destroy) {
+        await this.d.store.transaction((tx) =>
+          this.d.actions.enqueue(tx, {
+            kind: "container.terminate",
+            params: { container: row.uuid },
+            namespace: row.namespace,
+            object: containerUri(row),
+            meta: SYSTEM,
+          }),
+        );
+        return;
+      }
+    }
+    if (!["Starting", "Scaling", "Redeploying", "Stopping", "Terminating"].includes(s.state)) {
+      await this.d.orchestrator.settleService(s.uuid);
+    }
+  }
+
+  /** EVERY_NODE services get a container on every new eligible node while they run. */
+  private async reconcileService(uuid: string): Promise<void> {
+    const s = await this.d.store.services.findService(uuid);
+    if (!s || (s.state !== "Running" && s.state !== "Partly running")) return;
+    if (await this.busy(serviceUri(s))) return;
+    const spec = JSON.parse(s.spec) as ServiceSpec;
+    if (spec.deployment_strategy !== "EVERY_NODE") return;
+    const plan = await this.d.orchestrator.planFor(s, 0);
+    if (plan.ok && plan.placements.length) {
+      await this.d.store.transaction((tx) =>
+        this.d.actions.enqueue(tx, {
+          kind: "service.scale",
+          params: { service: s.uuid },
+          namespace: s.namespace,
+          object: serviceUri(s),
+          meta: SYSTEM,
+        }),
+      );
+    }
+  }
+
+  /** Engine containers that carry Berth's labels but no live record are removed (proof of ownership: the labels). */
+  private async sweepOrphans(nodeUuid: string): Promise<void> {
+    const node = await this.d.store.nodes.findNode(nodeUuid);
+    if (node?.state !== "Deployed") return;
+    const engine = this.d.engines.forNode(node);
+    const ours = await engine.listContainers({ labels: { [LABELS.node]: node.uuid }, all: true });
+    for (const o of ours) {
+      const recordUuid = o.labels[LABELS.container];
+      if (!recordUuid) continue;
+      const record = await this.d.store.services.findContainer(recordUuid);
+      if (record && record.state !== "Terminated") continue;
+      if (record && (await this.busy(containerUri(record)))) continue;
+      // Give creations in flight a moment: a record is written before its engine container.
+      if (!record && this.d.clock.now() - o.createdAt < 60_000) continue;
+      await engine
+        .removeContainer(o.id, { force: true, removeVolumes: true })
+        .catch((err) => this.d.onError?.(err));
+    }
+  }
+
+  /** One engine-event subscription per Deployed node; events only enqueue the container. */
+  private syncWatchers(nodes: NodeRow[]): void {
+    const wanted = new Set(nodes.map((n) => n.uuid));
+    for (const [uuid, ctl] of this.watchers) {
+      if (!wanted.has(uuid)) {
+        ctl.abort();
+        this.watchers.delete(uuid);
+      }
+    }
+    for (const n of nodes) {
+      if (this.watchers.has(n.uuid)) continue;
+      const ctl = new AbortController();
+      this.watchers.set(n.uuid, ctl);
+      void this.watch(n, ctl.signal).finally(() => {
+        if (this.watchers.get(n.uuid)?.signal === ctl.signal) this.watchers.delete(n.uuid);
+      });
+    }
+  }
+
+  private async watch(node: NodeRow, signal: AbortSignal): Promise<void> {
+    try {
+      const engine = this.d.engines.forNode(node);
+      for await (const ev of engine.events({
+        signal,
+        since: this.d.clock.now() - 1000,
+      }) as AsyncIterable<ContainerEvent>) {
+        const uuid = ev.labels?.[LABELS.container];
+        if (uuid) this.enqueue(uuid);
+      }
+    } catch (err) {
+      if (!signal.aborted) this.d.onError?.(err);
+    }
+  }
+}

@@ -1,0 +1,277 @@
+// Idempotent operations on one container record against its node's engine. Each `ensure*`
+// may be repeated after a crash: it looks at what the engine has (by the Berth labels it put
+// there) before acting, and records what it observed.
+import { randomBytes } from "node:crypto";
+import { VersionConflict } from "../domain/errors.ts";
+import { LABELS } from "../domain/service.ts";
+import type { Clock } from "../domain/time.ts";
+import {
+  type ContainerSpec,
+  type ContainerView,
+  type Engine,
+  isEngineError,
+  type RegistryAuth,
+} from "../drivers/engine.ts";
+import type { EngineSource } from "../nodes/provisioners.ts";
+import type { ContainerRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+import type { AppChanges } from "./changes.ts";
+
+export type Log = (line: string) => Promise<void>;
+
+/** Which deployment of a container record an engine container belongs to (see ContainerRow.generation). */
+export const GENERATION_LABEL = "io.berth.generation";
+
+export interface RuntimeDeps {
+  store: Store;
+  engines: EngineSource;
+  clock: Clock;
+  changes: AppChanges;
+  /** The engine spec of a container, from the definition it is deployed with. */
+  specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec>;
+  /** Registry credentials for an image, when Berth knows some. */
+  pullAuth?(image: string): Promise<RegistryAuth | undefined>;
+  /** Seconds an engine waits between SIGTERM and SIGKILL when stopping. */
+  stopTimeoutS?: number;
+}
+
+export function exitCodeMessage(code: number | null | undefined): string | null {
+  if (code === null || code === undefined) return null;
+  const known: Record<number, string> = {
+    0: "Exited normally",
+    1: "Exited with an error (code 1)",
+    125: "The engine could not run the container",
+    126: "The command cannot be invoked",
+    127: "The command was not found",
+    130: "Interrupted (SIGINT)",
+    137: "Killed (SIGKILL)",
+    143: "Terminated (SIGTERM)",
+  };
+  return known[code] ?? `Exited with code ${code}`;
+}
+
+export class ContainerRuntime {
+  constructor(private readonly d: RuntimeDeps) {}
+
+  /** Re-reads, applies a patch, commits with the change-feed entry; retries version conflicts. */
+  async patch(
+    uuid: string,
+    fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
+  ): Promise<ContainerRow | undefined> {
+    for (;;) {
+      const c = await this.d.store.services.findContainer(uuid);
+      if (!c) return undefined;
+      const p = fn(c);
+      if (!p || Object.keys(p).length === 0) return c;
+      try {
+        return await this.d.store.transaction(async (tx) => {
+          const r = await tx.services.updateContainer(c, p);
+          if (r.state !== c.state || p.spec_version !== undefined) {
+            await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
+          }
+          return r;
+        });
+      } catch (err) {
+        if (!(err instanceof VersionConflict)) throw err;
+      }
+    }
+  }
+
+  async engineOf(c: Pick<ContainerRow, "node_uuid">): Promise<Engine> {
+    const node = await this.d.store.nodes.findNode(c.node_uuid);
+    if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
+    return this.d.engines.forNode(node);
+  }
+
+  /**
+   * The engine containers of a record, found by Berth's label: `current` belongs to the record's
+   * generation, `stale` to older ones (a redeploy that has not finished).
+   */
+  async engineContainers(
+    c: ContainerRow,
+    engine?: Engine,
+  ): Promise<{ current?: ContainerView; stale: string[] }> {
+    const e = engine ?? (await this.engineOf(c));
+    const found = await e.listContainers({ labels: { [LABELS.container]: c.uuid }, all: true });
+    const sorted = [...found].sort((a, b) => b.createdAt - a.createdAt);
+    const isCurrent = (labels: Record<string, string>) => labels[GENERATION_LABEL] === c.generation;
+    const currentSummary = sorted.find((x) => isCurrent(x.labels));
+    // Two current ones exist only if a crash hit between create and record: the newest wins.
+    const stale = sorted.filter((x) => x !== currentSummary).map((x) => x.id);
+    const current = currentSummary ? await e.inspectContainer(currentSummary.id) : undefined;
+    return { current, stale };
+  }
+
+  async find(c: ContainerRow, engine?: Engine): Promise<ContainerView | undefined> {
+    return (await this.engineContainers(c, engine)).current;
+  }
+
+  private async ensureImage(engine: Engine, image: string, log: Log): Promise<void> {
+    if (await engine.hasImage(image)) return;
+    await log(`Pulling image ${image}`);
+    try {
+      const auth = await this.d.pullAuth?.(image);
+      await engine.pullImage(image, { auth });
+    } catch (err) {
+      throw new Error(`could not pull ${image}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    await log(`Pulled image ${image}`);
+  }
+
+  /**
+   * Creates the engine container of the record's definition if it does not exist yet. Older
+   * ones are stopped first; with `reuseVolumes` the new one mounts their volumes, otherwise they
+   * are removed with their volumes before it is made.
+   */
+  async ensureCreated(
+    c: ContainerRow,
+    log: Log,
+    opts: { reuseVolumes?: boolean } = {},
+  ): Promise<ContainerView> {
+    const engine = await this.engineOf(c);
+    const { current, stale } = await this.engineContainers(c, engine);
+    if (current) {
+      if (current.id !== c.engine_id) await this.patch(c.uuid, () => ({ engine_id: current.id }));
+      return current;
+    }
+    const reuse = opts.reuseVolumes ?? true;
+    for (const id of stale) {
+      if (reuse) await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
+      else await engine.removeContainer(id, { force: true, removeVolumes: true });
+    }
+    const spec = await this.d.specFor(c, { volumesFrom: reuse ? stale : [] });
+    spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
+    // A fresh suffix per engine container: during a redeploy the old one still holds its name.
+    spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
+    await this.ensureImage(engine, spec.image, log);
+    const id = await engine.createContainer(spec);
+    await this.patch(c.uuid, () => ({ engine_id: id }));
+    await log(
+      `Created ${c.name}${stale.length && reuse ? " with the volumes of its previous container" : ""}`,
+    );
+    const view = await engine.inspectContainer(id);
+    if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
+    return view;
+  }
+
+  async ensureRunning(
+    c: ContainerRow,
+    log: Log,
+    opts: { reuseVolumes?: boolean } = {},
+  ): Promise<ContainerRow> {
+    const view = await this.ensureCreated(c, log, opts);
+    const engine = await this.engineOf(c);
+    if (!view.running) {
+      await engine.startContainer(view.id);
+      await log(`Started ${c.name}`);
+    }
+    const row = await this.observe(c.uuid, { engine });
+    if (row && row.state !== "Running" && row.state !== "Starting") {
+      const v = await engine.inspectContainer(view.id);
+      throw new Error(
+        `${c.name} did not stay running: ${v?.error || exitCodeMessage(v?.exitCode ?? null) || "unknown reason"}`,
+      );
+    }
+    // The previous containers' volumes are mounted by the new one now; the containers can go.
+    const { stale } = await this.engineContainers(c, engine);
+    for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
+    return row!;
+  }
+
+  async ensureStopped(c: ContainerRow, log: Log): Promise<ContainerRow> {
+    const engine = await this.engineOf(c);
+    const view = await this.find(c, engine);
+    if (view?.running || view?.state === "restarting") {
+      await engine.stopContainer(view.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
+      await log(`Stopped ${c.name}`);
+    }
+    return (await this.observe(c.uuid, { engine }))!;
+  }
+
+  /** Removes the engine containers (and their anonymous volumes when asked) and marks the record Terminated. */
+  async ensureRemoved(c: ContainerRow, log: Log, opts: { removeVolumes: boolean }): Promise<ContainerRow> {
+    const node = await this.d.store.nodes.findNode(c.node_uuid);
+    if (node && node.state !== "Terminated") {
+      const engine = this.d.engines.forNode(node);
+      try {
+        const { current, stale } = await this.engineContainers(c, engine);
+        for (const id of [...(current ? [current.id] : []), ...stale]) {
+          await engine.removeContainer(id, { force: true, removeVolumes: opts.removeVolumes });
+        }
+        if (current) await log(`Removed ${c.name}`);
+      } catch (err) {
+        // An engine that cannot be reached cannot be cleaned now; the orphan sweep removes leftovers
+        // when the node answers again, since nothing on it carries a live record any more.
+        if (!isEngineError(err, "unreachable")) throw err;
+        await log(
+          `Node of ${c.name} is unreachable; its engine container will be removed when it answers again`,
+        );
+      }
+    }
+    const now = this.d.clock.now();
+    return (await this.patch(c.uuid, (r) =>
+      r.state === "Terminated"
+        ? undefined
+        : { state: "Terminated", desired: "terminated", destroyed_at: now },
+    ))!;
+  }
+
+  /**
+   * Moves the record to the current definition and replaces its engine container (see ensureCreated).
+   * Safe to repeat: a retry after a crash finds the new generation's container if it was made.
+   */
+  async redeploy(
+    c: ContainerRow,
+    log: Log,
+    opts: { reuseVolumes: boolean; specJson: string; specVersion: number },
+  ) {
+    // A new generation makes the running engine container stale even when the definition is unchanged.
+    const row = await this.patch(c.uuid, () => ({
+      spec: opts.specJson,
+      spec_version: opts.specVersion,
+      generation: randomBytes(8).toString("hex"),
+    }));
+    // With the new definition version recorded, the old engine container counts as stale:
+    // ensureRunning makes the new one (reusing or dropping volumes) and then removes the old.
+    return this.ensureRunning(row!, log, opts);
+  }
+
+  /** Records what the engine reports about the container (the engine watcher's write path). */
+  async observe(uuid: string, opts: { engine?: Engine } = {}): Promise<ContainerRow | undefined> {
+    const c = await this.d.store.services.findContainer(uuid);
+    if (!c || c.state === "Terminated") return c;
+    let view: ContainerView | undefined;
+    try {
+      view = await this.find(c, opts.engine);
+    } catch (err) {
+      if (isEngineError(err, "unreachable")) return c; // the node's health is the health watcher's business
+      throw err;
+    }
+    const now = this.d.clock.now();
+    return this.patch(uuid, (r) => {
+      if (!view) {
+        if (r.desired === "terminated") return { state: "Terminated", destroyed_at: now };
+        return r.state === "Stopped" && r.engine_id === null
+          ? undefined
+          : { state: "Stopped", engine_id: null, exit_code_msg: "The container is gone from its engine" };
+      }
+      const ports = Object.entries(view.ports).map(([key, outer]) => {
+        const [inner, protocol] = key.split("/");
+        return { inner_port: Number(inner), protocol, outer_port: outer };
+      });
+      const running = view.running || view.state === "restarting";
+      const patch: Partial<ContainerRow> = {
+        engine_id: view.id,
+        state: view.state === "restarting" ? "Starting" : running ? "Running" : "Stopped",
+        exit_code: running ? null : (view.exitCode ?? null),
+        exit_code_msg: running ? null : exitCodeMessage(view.exitCode ?? null),
+        private_ip: view.ipAddress ?? r.private_ip,
+        ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
+      };
+      if (running && r.state !== "Running") patch.started_at = view.startedAt ?? now;
+      if (!running && r.state === "Running") patch.stopped_at = view.finishedAt ?? now;
+      const changed = Object.entries(patch).some(([k, v]) => r[k as keyof ContainerRow] !== v);
+      return changed ? patch : undefined;
+    });
+  }
+}

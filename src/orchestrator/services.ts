@@ -1,0 +1,520 @@
+// Services and containers: the asynchronous operations as action kinds made of idempotent
+// steps, placement through the scheduler, and state derived from the containers.
+import { randomUUID } from "node:crypto";
+import type { ActionEngine, ActionKind, StepContext } from "../actions/engine.ts";
+import { conflict, notFound, VersionConflict } from "../domain/errors.ts";
+import type { ServiceSpec } from "../domain/service.ts";
+import {
+  assertAllowed,
+  CONTAINER_OPERATIONS,
+  type ContainerState,
+  SERVICE_OPERATIONS,
+  type ServiceState,
+  settledServiceState,
+} from "../domain/states.ts";
+import type { Clock } from "../domain/time.ts";
+import {
+  nextContainerNumbers,
+  type PlacementPlan,
+  planEveryNode,
+  planPlacement,
+  planRemoval,
+} from "../scheduler/index.ts";
+import type { ContainerRow, ServiceRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+import { type AppChanges, containerUri, serviceUri } from "./changes.ts";
+import type { ContainerRuntime, Log } from "./runtime.ts";
+
+export interface OrchestratorDeps {
+  store: Store;
+  clock: Clock;
+  changes: AppChanges;
+  runtime: ContainerRuntime;
+  /** Revokes the PLATFORM_AUTH key of a terminated service. */
+  revokeServiceKey(serviceUuid: string): Promise<void>;
+  /** Parallel container operations per action (sequential_deployment forces 1). */
+  parallelism?: number;
+}
+
+type Ctx<P> = StepContext<P>;
+
+const specOf = (s: Pick<ServiceRow, "spec">) => JSON.parse(s.spec) as ServiceSpec;
+
+async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<Error[]> {
+  const errors: Error[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await fn(item);
+      } catch (err) {
+        errors.push(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return errors;
+}
+
+export class Orchestrator {
+  constructor(private readonly d: OrchestratorDeps) {}
+
+  private get store() {
+    return this.d.store;
+  }
+
+  // ---- records -----------------------------------------------------------------------------------
+
+  async patchService(
+    uuid: string,
+    fn: (s: ServiceRow) => Partial<ServiceRow> | undefined,
+  ): Promise<ServiceRow | undefined> {
+    for (;;) {
+      const s = await this.store.services.findService(uuid);
+      if (!s) return undefined;
+      const p = fn(s);
+      if (!p || Object.keys(p).length === 0) return s;
+      try {
+        return await this.store.transaction(async (tx) => {
+          const r = await tx.services.updateService(s, p);
+          await this.d.changes.service(
+            tx,
+            r,
+            r.state === "Terminated" && s.state !== "Terminated" ? "delete" : "update",
+          );
+          return r;
+        });
+      } catch (err) {
+        if (!(err instanceof VersionConflict)) throw err;
+      }
+    }
+  }
+
+  /** The service's state from its containers, with the timestamps that go with reaching it. */
+  async settleService(uuid: string): Promise<ServiceRow | undefined> {
+    const containers = await this.store.services.containersOfService(uuid);
+    const now = this.d.clock.now();
+    return this.patchService(uuid, (s) => {
+      if (s.state === "Terminated") return undefined;
+      const state = settledServiceState(
+        containers.map((c) => c.state),
+        specOf(s).deployment_strategy === "EVERY_NODE" ? 0 : s.target_num_containers,
+      );
+      const patch: Partial<ServiceRow> = { state };
+      if ((state === "Running" || state === "Partly running") && s.state !== state) patch.started_at = now;
+      if (state === "Stopped" && s.state !== "Stopped") patch.stopped_at = now;
+      return state === s.state ? undefined : patch;
+    });
+  }
+
+  /** Container records for new placements, in state Starting, made from the current definition. */
+  private async addContainers(s: ServiceRow, nodes: string[]): Promise<void> {
+    if (!nodes.length) return;
+    await this.store.transaction(async (tx) => {
+      const live = (await tx.services.containersOfService(s.uuid)).filter((c) => c.state !== "Terminated");
+      const numbers = nextContainerNumbers(
+        live.map((c) => c.number),
+        nodes.length,
+      );
+      for (const [i, node] of nodes.entries()) {
+        const number = numbers[i]!;
+        const c = await tx.services.insertContainer({
+          uuid: randomUUID(),
+          namespace: s.namespace,
+          service_uuid: s.uuid,
+          node_uuid: node,
+          name: `${s.name}-${number}`,
+          number,
+          state: "Starting",
+          desired: "running",
+          engine_id: null,
+          exit_code: null,
+          exit_code_msg: null,
+          private_ip: "",
+          ports: "[]",
+          spec: s.spec,
+          spec_version: s.spec_version,
+          generation: randomUUID().slice(0, 16),
+          deployed_at: this.d.clock.now(),
+          started_at: null,
+          stopped_at: null,
+          destroyed_at: null,
+          created: this.d.clock.now(),
+        });
+        await this.d.changes.container(tx, c, "create");
+      }
+    });
+  }
+
+  /** Plans placements to reach the target (or every eligible node); the plan explains refusals. */
+  async planFor(s: ServiceRow, wanted: number): Promise<PlacementPlan> {
+    const spec = specOf(s);
+    const nodes = (await this.store.nodes.liveNodes({ namespace: s.namespace })).map((n) => ({
+      uuid: n.uuid,
+      name: n.nickname || n.external_fqdn,
+      state: n.state,
+      tags: JSON.parse(n.tags) as string[],
+    }));
+    const containers = (await this.store.services.liveContainers({ namespace: s.namespace })).map((c) => ({
+      uuid: c.uuid,
+      node: c.node_uuid,
+      service: c.service_uuid,
+      state: c.state,
+      number: c.number,
+    }));
+    const base = { service: s.uuid, serviceTags: spec.tags, nodes, containers };
+    if (spec.deployment_strategy === "EVERY_NODE") return planEveryNode(base);
+    const live = containers.filter((c) => c.service === s.uuid).length;
+    return planPlacement({ ...base, strategy: spec.deployment_strategy, count: wanted - live });
+  }
+
+  /** Creates the container records the service lacks; fails with the scheduler's explanation when nothing fits. */
+  private async place(s: ServiceRow, log: Log): Promise<void> {
+    const plan = await this.planFor(s, s.target_num_containers);
+    if (!plan.ok) {
+      for (const line of plan.reasons) await log(line);
+      throw new Error(plan.reasons[0] ?? "no node can take the service's containers");
+    }
+    if (plan.placements.length) {
+      await log(`Placing ${plan.placements.length} container(s) of ${s.name}`);
+      await this.addContainers(s, plan.placements);
+    }
+  }
+
+  private async liveContainers(serviceUuid: string): Promise<ContainerRow[]> {
+    return (await this.store.services.containersOfService(serviceUuid)).filter(
+      (c) => c.state !== "Terminated",
+    );
+  }
+
+  private limit(s: ServiceRow): number {
+    return specOf(s).sequential_deployment ? 1 : (this.d.parallelism ?? 4);
+  }
+
+  private async startAll(s: ServiceRow, log: Log): Promise<void> {
+    const containers = (await this.liveContainers(s.uuid)).filter((c) => c.desired !== "terminated");
+    await this.markDesired(containers, "running", "Starting");
+    const errors = await eachLimited(containers, this.limit(s), async (c) => {
+      await this.d.runtime.ensureRunning((await this.store.services.findContainer(c.uuid))!, log);
+    });
+    if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
+  }
+
+  private async markDesired(
+    containers: ContainerRow[],
+    desired: string,
+    state?: ContainerState,
+  ): Promise<void> {
+    for (const c of containers) {
+      await this.d.runtime.patch(c.uuid, (r) => {
+        const p: Partial<ContainerRow> = {};
+        if (r.desired !== desired) p.desired = desired;
+        if (
+          state &&
+          r.state !== state &&
+          r.state !== "Terminated" &&
+          r.state !== (desired === "running" ? "Running" : "Stopped")
+        ) {
+          p.state = state;
+        }
+        return p;
+      });
+    }
+  }
+
+  // ---- action kinds -------------------------------------------------------------------------------
+
+  register(actions: ActionEngine): void {
+    const kinds: ActionKind<never>[] = [
+      this.serviceKind("service.start", "Service Start", "start", "Starting", (s, ctx) =>
+        this.startSteps(s, ctx),
+      ),
+      this.serviceKind("service.stop", "Service Stop", "stop", "Stopping", (s, ctx) =>
+        this.stopSteps(s, ctx),
+      ),
+      this.serviceKind("service.scale", "Service Scale", "scale", "Scaling", (s, ctx) =>
+        this.scaleSteps(s, ctx),
+      ),
+      this.serviceKind("service.redeploy", "Service Redeploy", "redeploy", "Redeploying", (s, ctx) =>
+        this.redeploySteps(s, ctx),
+      ),
+      this.terminateServiceKind(),
+      this.containerKind("container.start", "Container Start", "start", "Starting", async (c, ctx) => {
+        await this.d.runtime.patch(c.uuid, () => ({ desired: "running" }));
+        await this.d.runtime.ensureRunning(c, ctx.log);
+      }),
+      this.containerKind("container.stop", "Container Stop", "stop", "Stopping", async (c, ctx) => {
+        await this.d.runtime.patch(c.uuid, () => ({ desired: "stopped" }));
+        await this.d.runtime.ensureStopped(c, ctx.log);
+      }),
+      this.containerKind(
+        "container.redeploy",
+        "Container Redeploy",
+        "redeploy",
+        "Starting",
+        async (c, ctx) => {
+          const s = (await this.store.services.findService(c.service_uuid))!;
+          await this.d.runtime.patch(c.uuid, () => ({ desired: "running" }));
+          await this.d.runtime.redeploy(c, ctx.log, {
+            reuseVolumes: ctx.params.reuse_volumes !== false,
+            specJson: s.spec,
+            specVersion: s.spec_version,
+          });
+        },
+      ),
+      this.containerKind(
+        "container.terminate",
+        "Container Terminate",
+        "terminate",
+        "Terminating",
+        async (c, ctx) => {
+          await this.d.runtime.patch(c.uuid, () => ({ desired: "terminated" }));
+          await this.d.runtime.ensureRemoved(c, ctx.log, { removeVolumes: true });
+          // The service now wants one container fewer, so it does not put it back.
+          await this.patchService(c.service_uuid, (s) => ({
+            target_num_containers: Math.max(0, s.target_num_containers - 1),
+          }));
+        },
+      ),
+    ];
+    for (const k of kinds) actions.register(k);
+  }
+
+  private serviceKind(
+    kind: string,
+    name: string,
+    operation: string,
+    transitional: ServiceState,
+    work: (s: ServiceRow, ctx: Ctx<{ service: string; reuse_volumes?: boolean }>) => Promise<void>,
+  ): ActionKind<never> {
+    const k: ActionKind<{ service: string; reuse_volumes?: boolean }> = {
+      kind,
+      name,
+      prepare: async (tx, { service }) => {
+        const s = await tx.services.findService(service);
+        if (!s) throw notFound("service");
+        assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, operation);
+        if (operation === "scale" && specOf(s).deployment_strategy === "EVERY_NODE") {
+          throw conflict(
+            `service ${s.name} is deployed on EVERY_NODE and cannot be scaled by hand`,
+            "every_node",
+          );
+        }
+        const r = await tx.services.updateService(s, { state: transitional });
+        await this.d.changes.service(tx, r, "update");
+      },
+      steps: [
+        {
+          name: operation,
+          timeoutMs: 10 * 60_000,
+          run: async (ctx) => {
+            const s = await this.store.services.findService(ctx.params.service);
+            if (!s) throw new Error("the service no longer exists");
+            await work(s, ctx);
+          },
+        },
+      ],
+      finish: async (ctx) => {
+        await this.settleAfter(ctx.params.service);
+      },
+    };
+    return k as unknown as ActionKind<never>;
+  }
+
+  /** Containers left in a transitional state by a failed or canceled step are observed again, then the service settles. */
+  private async settleAfter(serviceUuid: string): Promise<void> {
+    for (const c of await this.liveContainers(serviceUuid)) {
+      await this.d.runtime.observe(c.uuid).catch(() => undefined);
+      const r = await this.store.services.findContainer(c.uuid);
+      if (
+        r &&
+        (r.state === "Starting" || r.state === "Stopping" || r.state === "Terminating") &&
+        !r.engine_id
+      ) {
+        // Never created on its engine: it is honestly stopped (a start will create it).
+        await this.d.runtime.patch(c.uuid, () => ({ state: "Stopped" }));
+      }
+    }
+    await this.settleService(serviceUuid);
+  }
+
+  private async startSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
+    await this.place(s, ctx.log);
+    await this.startAll(s, ctx.log);
+    const now = this.d.clock.now();
+    await this.patchService(s.uuid, (r) => (r.deployed_at === null ? { deployed_at: now } : undefined));
+  }
+
+  private async stopSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
+    const containers = await this.liveContainers(s.uuid);
+    await this.markDesired(containers, "stopped", "Stopping");
+    const errors = await eachLimited(containers, this.d.parallelism ?? 4, async (c) => {
+      await this.d.runtime.ensureStopped((await this.store.services.findContainer(c.uuid))!, ctx.log);
+    });
+    if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
+  }
+
+  private async scaleSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
+    const live = await this.liveContainers(s.uuid);
+    if (live.length > s.target_num_containers) {
+      const nodes = (await this.store.nodes.liveNodes({ namespace: s.namespace })).map((n) => ({
+        uuid: n.uuid,
+        name: n.nickname,
+        state: n.state,
+        tags: JSON.parse(n.tags) as string[],
+      }));
+      const doomed = planRemoval({
+        service: s.uuid,
+        count: live.length - s.target_num_containers,
+        nodes,
+        containers: live.map((c) => ({
+          uuid: c.uuid,
+          node: c.node_uuid,
+          service: s.uuid,
+          state: c.state,
+          number: c.number,
+        })),
+      });
+      await ctx.log(`Removing ${doomed.length} container(s) of ${s.name}`);
+      for (const uuid of doomed) {
+        const c = (await this.store.services.findContainer(uuid))!;
+        await this.d.runtime.patch(uuid, () => ({ desired: "terminated", state: "Terminating" }));
+        await this.d.runtime.ensureRemoved(c, ctx.log, { removeVolumes: true });
+      }
+      return;
+    }
+    // New containers run only if the service runs; a stopped service gets them at its next start.
+    const wasRunning = live.some((c) => c.desired === "running");
+    if (!wasRunning && live.length > 0) return;
+    if (live.length === 0 && s.deployed_at === null) return;
+    await this.place(s, ctx.log);
+    await this.startAll(s, ctx.log);
+  }
+
+  private async redeploySteps(
+    s: ServiceRow,
+    ctx: Ctx<{ service: string; reuse_volumes?: boolean }>,
+  ): Promise<void> {
+    await this.place(s, ctx.log);
+    const containers = await this.liveContainers(s.uuid);
+    await this.markDesired(containers, "running", "Starting");
+    const errors = await eachLimited(containers, this.limit(s), async (c) => {
+      const current = (await this.store.services.findContainer(c.uuid))!;
+      const fresh = (await this.store.services.findService(s.uuid))!;
+      await this.d.runtime.redeploy(current, ctx.log, {
+        reuseVolumes: ctx.params.reuse_volumes !== false,
+        specJson: fresh.spec,
+        specVersion: fresh.spec_version,
+      });
+    });
+    if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
+    const now = this.d.clock.now();
+    await this.patchService(s.uuid, () => ({ deployed_at: now }));
+  }
+
+  private terminateServiceKind(): ActionKind<never> {
+    const k: ActionKind<{ service: string }> = {
+      kind: "service.terminate",
+      name: "Service Terminate",
+      prepare: async (tx, { service }) => {
+        const s = await tx.services.findService(service);
+        if (!s) throw notFound("service");
+        assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "terminate");
+        const r = await tx.services.updateService(s, { state: "Terminating" });
+        await this.d.changes.service(tx, r, "update");
+      },
+      steps: [
+        {
+          name: "remove containers",
+          timeoutMs: 10 * 60_000,
+          run: async (ctx) => {
+            const containers = await this.liveContainers(ctx.params.service);
+            await this.markDesired(containers, "terminated", "Terminating");
+            const errors = await eachLimited(containers, this.d.parallelism ?? 4, async (c) => {
+              await this.d.runtime.ensureRemoved(
+                (await this.store.services.findContainer(c.uuid))!,
+                ctx.log,
+                {
+                  removeVolumes: true,
+                },
+              );
+            });
+            if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
+          },
+        },
+        {
+          name: "revoke the service's key",
+          run: async (ctx) => {
+            await this.d.revokeServiceKey(ctx.params.service);
+          },
+        },
+      ],
+      finish: async (ctx, outcome) => {
+        const live = await this.liveContainers(ctx.params.service);
+        if (outcome === "Success" && live.length === 0) {
+          const now = this.d.clock.now();
+          await this.patchService(ctx.params.service, () => ({ state: "Terminated", destroyed_at: now }));
+        } else {
+          await this.settleAfter(ctx.params.service);
+        }
+      },
+    };
+    return k as unknown as ActionKind<never>;
+  }
+
+  private containerKind(
+    kind: string,
+    name: string,
+    operation: string,
+    transitional: ContainerState,
+    work: (c: ContainerRow, ctx: Ctx<{ container: string; reuse_volumes?: boolean }>) => Promise<void>,
+  ): ActionKind<never> {
+    const k: ActionKind<{ container: string; reuse_volumes?: boolean }> = {
+      kind,
+      name,
+      prepare: async (tx, { container }) => {
+        const c = await tx.services.findContainer(container);
+        if (!c) throw notFound("container");
+        assertAllowed(CONTAINER_OPERATIONS, `container ${c.name}`, c.state as ContainerState, operation);
+        const s = await tx.services.findService(c.service_uuid);
+        if (s && ["Starting", "Stopping", "Scaling", "Redeploying", "Terminating"].includes(s.state)) {
+          throw conflict(
+            `service ${s.name} is ${s.state}; wait until it settles to ${operation} one of its containers`,
+            "invalid_state",
+          );
+        }
+        const r = await tx.services.updateContainer(c, { state: transitional });
+        await this.d.changes.container(tx, r, "update");
+      },
+      steps: [
+        {
+          name: operation,
+          timeoutMs: 5 * 60_000,
+          run: async (ctx) => {
+            const c = await this.store.services.findContainer(ctx.params.container);
+            if (!c) throw new Error("the container no longer exists");
+            await work(c, ctx);
+          },
+        },
+      ],
+      finish: async (ctx) => {
+        const c = await this.store.services.findContainer(ctx.params.container);
+        if (!c) return;
+        if (c.state !== "Terminated") await this.d.runtime.observe(c.uuid).catch(() => undefined);
+        const after = await this.store.services.findContainer(c.uuid);
+        if (
+          after &&
+          (after.state === "Starting" || after.state === "Stopping" || after.state === "Terminating") &&
+          !after.engine_id
+        ) {
+          await this.d.runtime.patch(c.uuid, () => ({ state: "Stopped" }));
+        }
+        await this.settleService(c.service_uuid);
+      },
+    };
+    return k as unknown as ActionKind<never>;
+  }
+}
+
+export { containerUri, serviceUri };
