@@ -102,7 +102,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       subnet: `10.${128 + Math.floor(n.slot / 256)}.${n.slot % 256}.0/24`,
     });
   };
-  const engines = new Engines(opts.makeFakeEngine ?? simulatedEngine);
+  const box = SecretBox.open({ secret: config.secretKey, dataDir: config.dataDir });
+  const engines = new Engines(opts.makeFakeEngine ?? simulatedEngine, (sealed) => box.open(sealed));
   const provisioners: Record<string, Provisioner> = {
     local: localProvisioner,
     byon: new AttachedProvisioner(),
@@ -125,6 +126,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     clock,
     actions,
     unreachableGraceMs: config.nodes.unreachableGraceMs,
+    sealSecret: (plain) => box.seal(plain),
   });
   nodes.register(actions);
   relations.register("node", async (s, _uri, parsed) => {
@@ -136,7 +138,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   );
   const health = new HealthWatcher({ store, nodes, intervalMs: config.nodes.healthIntervalMs });
 
-  const box = SecretBox.open({ secret: config.secretKey, dataDir: config.dataDir });
   const changes = new AppChanges(clock);
   // The runtime needs the manager (engine specs) and the manager the orchestrator: late-bound.
   let manager: ServiceManager | undefined;

@@ -16,7 +16,11 @@ export class Engines implements EngineSource {
   private readonly docker = new Map<string, Engine>();
   private readonly fakes = new Map<string, Engine>();
 
-  constructor(private readonly makeFake: (node: FakeNodeFacts) => Engine) {}
+  constructor(
+    private readonly makeFake: (node: FakeNodeFacts) => Engine,
+    /** Opens TLS material sealed at rest (it holds a private key). */
+    private readonly openSecret: (sealed: string) => string = (s) => s,
+  ) {}
 
   forNode(node: EngineAddress): Engine {
     if (node.engine_url.startsWith("fake://")) {
@@ -31,7 +35,7 @@ export class Engines implements EngineSource {
     const key = `${node.uuid} ${node.engine_url}`;
     let engine = this.docker.get(key);
     if (!engine) {
-      const tls = node.engine_tls ? (JSON.parse(node.engine_tls) as DockerTls) : undefined;
+      const tls = node.engine_tls ? (JSON.parse(this.openSecret(node.engine_tls)) as DockerTls) : undefined;
       engine = new DockerEngine({ endpoint: node.engine_url, tls, pingTimeoutMs: 3000 });
       this.docker.set(key, engine);
     }

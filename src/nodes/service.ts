@@ -29,6 +29,8 @@ export interface NodeServiceOptions {
   /** A node whose engine has not answered for this long becomes Unreachable. */
   unreachableGraceMs: number;
   probeTimeoutMs?: number;
+  /** Seals secrets at rest (the TLS key of an attached engine). */
+  sealSecret?: (plain: string) => string;
 }
 
 export interface ClusterInput {
@@ -342,7 +344,7 @@ export class NodeService {
       throw invalidField("engine_url", "must be unix:///path/to/docker.sock or tcp://host:port");
     }
     const tags = tagNames(input.tags);
-    const tlsJson = input.tls ? JSON.stringify(input.tls) : null;
+    const tlsJson = input.tls ? (this.o.sealSecret ?? ((x: string) => x))(JSON.stringify(input.tls)) : null;
     const uuid = randomUUID();
     let info: EngineInfo;
     try {
