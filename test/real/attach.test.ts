@@ -1,7 +1,12 @@
 // Bring your own engine: an existing Docker engine attached as a node through the API, over its
 // unix socket and over TCP with mutual TLS; a service then runs on it for real.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { loadConfig } from "../../src/config/index.ts";
+import { startServer } from "../../src/main.ts";
 import { dockerdUnavailable, type PrivateDockerd, startPrivateDockerd } from "../support/dockerd.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 
@@ -106,6 +111,46 @@ describe("attaching an existing engine", {
       await h.engines.forNode(node).listContainers({ all: true, labels: { "io.berth.service": s.uuid } }),
       [],
     );
+  });
+
+  test("on start-up, the engine at DOCKER_HOST is attached to the administrator's namespace when it has no node", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-autoattach-"));
+    const server = await startServer(
+      loadConfig({
+        BERTH_LISTEN: "127.0.0.1:0",
+        BERTH_DATA_DIR: dataDir,
+        BERTH_LOG_LEVEL: "silent",
+        BERTH_ADMIN_USERNAME: "boss",
+        BERTH_ADMIN_PASSWORD: "boss-password",
+        BERTH_ADMIN_API_KEY: "boss-key-0123456789abcdef",
+        DOCKER_HOST: `unix://${engine.socketPath}`,
+        BERTH_LOCAL_LAB_RANGE: "10.221.0.0/16",
+      }),
+    );
+    try {
+      const nodes = await server.store.nodes.liveNodes({ namespace: "boss" });
+      assert.equal(nodes.length, 1);
+      assert.equal(nodes[0]!.state, "Deployed");
+      assert.equal(nodes[0]!.engine_url, `unix://${engine.socketPath}`);
+    } finally {
+      await server.close();
+    }
+    // A second start finds the node already there and attaches nothing more.
+    const again = await startServer(
+      loadConfig({
+        BERTH_LISTEN: "127.0.0.1:0",
+        BERTH_DATA_DIR: dataDir,
+        BERTH_LOG_LEVEL: "silent",
+        DOCKER_HOST: `unix://${engine.socketPath}`,
+        BERTH_LOCAL_LAB_RANGE: "10.221.0.0/16",
+      }),
+    );
+    try {
+      assert.equal((await again.store.nodes.liveNodes({ namespace: "boss" })).length, 1);
+    } finally {
+      await again.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   test("terminating an attached node detaches it and leaves the engine running", async () => {
