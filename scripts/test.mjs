@@ -24,7 +24,18 @@ if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 
 const result = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--test", "--test-concurrency=2", "--test-reporter=spec", ...files],
+  // A file whose tests finished but left a handle open must not hang the run (--test-force-exit);
+  // no single test may run for more than 5 minutes (--test-timeout).
+  [
+    "--import",
+    "tsx",
+    "--test",
+    "--test-concurrency=2",
+    "--test-force-exit",
+    "--test-timeout=300000",
+    "--test-reporter=spec",
+    ...files,
+  ],
   {
     stdio: "inherit",
     cwd: root,
