@@ -2,11 +2,19 @@
 // `main.ts` starts it as the server; tests assemble it on a temporary database.
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
+import { LoginLimiter } from "./accounts/limiter.ts";
+import { LogOutbox, type Outbox, SmtpOutbox } from "./accounts/outbox.ts";
+import { AccountsService } from "./accounts/service.ts";
 import { ActionEngine } from "./actions/engine.ts";
 import { Relations } from "./actions/relations.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
+import { accountsRoutes } from "./api/routes/accounts.ts";
 import { nodeRoutes } from "./api/routes/nodes.ts";
+import { REGISTRY_WEBHOOK_PATH, registryRoutes } from "./api/routes/registries.ts";
 import { serviceRoutes } from "./api/routes/services.ts";
+import { stackRoutes } from "./api/routes/stacks.ts";
+import { triggerRoutes } from "./api/routes/triggers.ts";
+import { streamRoutes } from "./api/streams/index.ts";
 import { Catalogue } from "./catalogue/catalogue.ts";
 import type { Config } from "./config/index.ts";
 import { type Clock, systemClock } from "./domain/time.ts";
@@ -26,9 +34,14 @@ import { ServiceManager } from "./orchestrator/manager.ts";
 import { Reconciler } from "./orchestrator/reconciler.ts";
 import { ContainerRuntime } from "./orchestrator/runtime.ts";
 import { Orchestrator } from "./orchestrator/services.ts";
+import { NativeRegistry } from "./registry/native.ts";
+import type { HostLookup } from "./registry/outbound.ts";
+import { RegistryService } from "./registry/service.ts";
+import { StackService } from "./stacks/service.ts";
 import { type Db, openDatabase } from "./store/db.ts";
 import { migrateToLatest } from "./store/migrations.ts";
 import { Store } from "./store/store.ts";
+import { TriggerService } from "./triggers/service.ts";
 
 export interface PlatformOptions {
   clock?: Clock;
@@ -41,6 +54,12 @@ export interface PlatformOptions {
   }): Pick<AppDeps, "routes"> | undefined;
   /** Replaces the engine of simulated nodes (tests). */
   makeFakeEngine?(node: FakeNodeFacts): Engine;
+  /** Replaces the mail outbox of confirmation messages (tests record them). */
+  outbox?: Outbox;
+  /** Replaces the resolver of registry hosts users name (tests: no outside DNS). */
+  resolveRegistryHost?: HostLookup;
+  /** Where the server log goes instead of stdout (tests read it). */
+  logStream?: NodeJS.WritableStream;
 }
 
 export interface Platform {
@@ -58,7 +77,12 @@ export interface Platform {
   runtime: ContainerRuntime;
   orchestrator: Orchestrator;
   services: ServiceManager;
+  stacks: StackService;
   reconciler: Reconciler;
+  registries: RegistryService;
+  /** Berth's own registry, when configured. */
+  nativeRegistry: NativeRegistry | undefined;
+  triggers: TriggerService;
   app: FastifyInstance;
   /** Starts workers and watchers (not the listener). */
   start(): Promise<void>;
@@ -81,11 +105,16 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   });
   const relations = new Relations();
 
+  // Registries reached over plain HTTP, Berth's own included: engines of local nodes trust them too.
+  const insecureRegistries = [
+    ...new Set([...config.registry.insecure, ...(config.registry.native ? [config.registry.native.host] : [])]),
+  ];
   const local = new LocalProvider({
     stateDir: path.join(config.dataDir, "local-nodes"),
     labRange: config.nodes.localLabRange,
     bridgeName: config.nodes.localBridge,
     imagesToLoad: config.nodes.localNodeImages,
+    insecureRegistries,
   });
   const localProvisioner = new LocalProvisioner(local);
   const catalogue = Catalogue.load(undefined, { local: () => localProvisioner.availability() });
@@ -139,6 +168,30 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const health = new HealthWatcher({ store, nodes, intervalMs: config.nodes.healthIntervalMs });
 
   const changes = new AppChanges(clock);
+  const native = config.registry.native;
+  const nativeRegistry = native
+    ? new NativeRegistry({
+        binary: native.binary,
+        dataDir: native.dataDir,
+        listen: native.listen,
+        notifyUrl: `${config.publicUrl}${REGISTRY_WEBHOOK_PATH}`,
+        log: { info: (line) => app.log.info(line), warn: (line) => app.log.warn(line) },
+      })
+    : undefined;
+  const registries = new RegistryService({
+    store,
+    clock,
+    box,
+    actions,
+    outbound: {
+      allow: config.registry.allow,
+      insecure: insecureRegistries,
+      timeoutMs: config.registry.timeoutMs,
+      lookup: opts.resolveRegistryHost,
+    },
+    nativeHost: native?.host,
+    log: { warn: (line) => app.log.warn(line) },
+  });
   // The runtime needs the manager (engine specs) and the manager the orchestrator: late-bound.
   let manager: ServiceManager | undefined;
   const runtime = new ContainerRuntime({
@@ -147,6 +200,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     clock,
     changes,
     specFor: (c, o) => manager!.specFor(c, o),
+    pullAuth: (image, namespace) => registries.pullAuth(image, namespace),
+    refreshesOnRedeploy: (image, namespace) => registries.refreshesOnRedeploy(image, namespace),
     stopTimeoutS: config.containerStopTimeoutS,
   });
   const orchestrator = new Orchestrator({
@@ -167,6 +222,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     publicUrl: config.publicUrl,
   });
   const services = manager;
+  const stacks = new StackService({ store, clock, changes, services, orchestrator });
+  stacks.register(actions);
+  relations.register("stack", stacks.related);
+  const triggers = new TriggerService({ store, clock, actions, changes, box, publicUrl: config.publicUrl });
   const reconciler = new Reconciler({
     store,
     clock,
@@ -192,6 +251,31 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     return [...cs.map(containerUri), ...(svc.stack_uuid ? [stackUri(svc.namespace, svc.stack_uuid)] : [])];
   });
 
+  const logins = new LoginLimiter(
+    {
+      maxFailuresPerUser: config.accounts.loginMaxFailuresPerUser,
+      maxFailuresPerAddress: config.accounts.loginMaxFailuresPerAddress,
+      windowS: config.accounts.loginWindowS,
+    },
+    clock,
+  );
+  const outbox =
+    opts.outbox ??
+    (config.accounts.smtpUrl
+      ? new SmtpOutbox({ url: config.accounts.smtpUrl, from: config.accounts.mailFrom })
+      : new LogOutbox((line) => app.log.info(line)));
+  const accounts = new AccountsService({
+    store,
+    identity,
+    clock,
+    outbox,
+    logins,
+    publicUrl: config.publicUrl,
+    tokenTtlS: config.accounts.tokenTtlS,
+    emailTokenTtlS: config.accounts.emailTokenTtlS,
+    verifyIntervalS: config.accounts.verifyIntervalS,
+  });
+
   const extra = opts.extend?.({ actions, store, relations, identity }) ?? {};
   const app = await buildApp({
     store,
@@ -201,7 +285,11 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     catalogue,
     publicUrl: config.publicUrl,
     logLevel: config.logLevel,
+    logStream: opts.logStream,
+    bearer: accounts,
+    passwords: logins,
     routes: [
+      (a) => accountsRoutes(a, { accounts, publicUrl: config.publicUrl }),
       (a) =>
         nodeRoutes(a, {
           store,
@@ -212,6 +300,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           containersOnNode: (uuid) => store.services.countLiveContainersOnNode(uuid),
         }),
       (a) => serviceRoutes(a, { store, identity, actions, services }),
+      (a) => stackRoutes(a, { store, identity, actions, stacks }),
+      (a) => triggerRoutes(a, { store, identity, actions, triggers }),
+      (a) => registryRoutes(a, { store, identity, registries, webhookToken: nativeRegistry?.token }),
+      (a) => streamRoutes(a, { store, identity, engines, settings: config.streams }),
       ...(extra.routes ?? []),
     ],
   });
@@ -231,16 +323,32 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     runtime,
     orchestrator,
     services,
+    stacks,
     reconciler,
+    registries,
+    nativeRegistry,
+    triggers,
     app,
     async start() {
       await localProvisioner.refresh();
+      // After a crash or a reboot, before any action resumes: finish interrupted node terminates,
+      // re-create lost lab networking and start the engines that no longer run (those of a Berth
+      // that was only killed keep running and are left alone).
+      if (localProvisioner.availability().available) {
+        await local
+          .recover()
+          .catch((err: Error) => app.log.error(`local nodes: recovery failed: ${err.message}`));
+      }
       actions.start();
       health.start();
       reconciler.start();
+      stacks.start();
+      await nativeRegistry?.start();
     },
     async close() {
+      await nativeRegistry?.stop();
       reconciler.stop();
+      stacks.stop();
       health.stop();
       await actions.stop();
       await app.close();

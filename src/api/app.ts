@@ -1,6 +1,7 @@
 // Builds the Fastify application; it does not listen (src/main.ts does). Tests call
 // buildApp() and use inject() or listen on an ephemeral port.
 import swagger from "@fastify/swagger";
+import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { ActionEngine } from "../actions/engine.ts";
 import type { Relations } from "../actions/relations.ts";
@@ -8,14 +9,15 @@ import type { Catalogue } from "../catalogue/catalogue.ts";
 import type { LogLevel } from "../config/index.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
-import { type BearerVerifier, installAuth } from "./auth.ts";
-import { installNoContentLength, normalizeUrl } from "./compat.ts";
+import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts";
+import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.ts";
 import { installErrorHandling } from "./errors.ts";
 import { installRecorder } from "./recorder.ts";
 import { actionRoutes } from "./routes/actions.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { MethodTable } from "./routing.ts";
+import { websocketPluginOptions } from "./streams/sockets.ts";
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -27,7 +29,11 @@ export interface AppDeps {
   catalogue: Catalogue;
   publicUrl: string;
   logLevel?: LogLevel;
+  /** Where the log goes instead of stdout (tests read it). */
+  logStream?: NodeJS.WritableStream;
   bearer?: BearerVerifier;
+  /** Failed sign-in limits for passwords on the accounts API. */
+  passwords?: PasswordGuard;
   /** Extra routes (later resources, or test fixtures); registered before the 405 fallbacks. */
   routes?: ((app: FastifyInstance) => void)[];
 }
@@ -44,6 +50,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       serializers: {
         req: (req: { method: string; url: string }) => ({ method: req.method, url: redactUrl(req.url) }),
       },
+      ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
     bodyLimit: BODY_LIMIT_BYTES,
     rewriteUrl: (req) => normalizeUrl(req.url ?? "/"),
@@ -57,7 +64,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Any body is JSON whatever its Content-Type (CONTRACT §1), except form posts to the token endpoint.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
-    if (request.method === "GET" || request.method === "DELETE" || request.method === "HEAD")
+    if (
+      request.method === "GET" ||
+      request.method === "HEAD" ||
+      (request.method === "DELETE" && !keepsDeleteBody(request.url))
+    )
       return done(null, undefined);
     const text = String(body);
     if (text.trim() === "") return done(null, undefined);
@@ -81,13 +92,34 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         version: "1.0.0",
         description: "Container platform (app, audit, infra, repo) and accounts API of Berth.",
       },
-      components: { securitySchemes: { basic: { type: "http", scheme: "basic" } } },
+      components: {
+        securitySchemes: {
+          basic: { type: "http", scheme: "basic" },
+          // Accounts API access tokens (CONTRACT §11).
+          oauth2: {
+            type: "oauth2",
+            flows: {
+              password: {
+                tokenUrl: "/oauth/token",
+                scopes: {
+                  profile_read: "read the profile",
+                  profile_write: "update the profile",
+                  email_read: "list email addresses",
+                  email_write: "add, verify, delete email addresses and choose the primary one",
+                },
+              },
+            },
+          },
+        },
+      },
       security: [{ basic: [] }],
     },
   });
 
+  // Before any route: the plugin's onRoute hook turns routes with a wsHandler into streams.
+  await app.register(websocket, websocketPluginOptions());
   installErrorHandling(app);
-  installAuth(app, deps.identity, deps.bearer);
+  installAuth(app, deps.identity, deps.bearer, deps.passwords);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
   const methods = new MethodTable(app);

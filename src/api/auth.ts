@@ -1,5 +1,6 @@
 // Authentication on every request, decided by the API area of the path (CONTRACT §2).
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { authorizeAccountsCall, type Scope } from "../accounts/scopes.ts";
 import { unauthorized } from "../domain/errors.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import { queryCredentials } from "./compat.ts";
@@ -7,6 +8,11 @@ import { areaOf } from "./context.ts";
 
 export interface BearerVerifier {
   verify(token: string): Promise<Principal | undefined>;
+}
+
+/** Failed sign-in limits around password checks (accounts/limiter.ts); throws 429 while locked out. */
+export interface PasswordGuard {
+  guard<T>(username: string, address: string, attempt: () => Promise<T | undefined>): Promise<T | undefined>;
 }
 
 export function parseBasic(header: string | undefined): { username: string; secret: string } | undefined {
@@ -22,6 +28,7 @@ export async function authenticate(
   request: FastifyRequest,
   identity: IdentityService,
   bearer?: BearerVerifier,
+  passwords?: PasswordGuard,
 ): Promise<Principal | undefined> {
   const header = request.headers.authorization;
   const accounts = request.area === "accounts";
@@ -33,10 +40,23 @@ export async function authenticate(
       ? queryCredentials(request.query as Record<string, unknown>)
       : undefined);
   if (!creds) return undefined;
-  return identity.authenticateBasic(creds.username, creds.secret, { allowPassword: accounts });
+  if (!accounts || !passwords)
+    return identity.authenticateBasic(creds.username, creds.secret, { allowPassword: accounts });
+  // A valid API key is never limited: keys are random, and someone guessing the password must not
+  // lock the key holder out. Anything else is a password attempt and counts against the limits.
+  const byKey = await identity.authenticateBasic(creds.username, creds.secret, { allowPassword: false });
+  if (byKey) return byKey;
+  return passwords.guard(creds.username, request.ip, () =>
+    identity.authenticateBasic(creds.username, creds.secret, { allowPassword: true }),
+  );
 }
 
-export function installAuth(app: FastifyInstance, identity: IdentityService, bearer?: BearerVerifier): void {
+export function installAuth(
+  app: FastifyInstance,
+  identity: IdentityService,
+  bearer?: BearerVerifier,
+  passwords?: PasswordGuard,
+): void {
   app.decorateRequest("principal", undefined);
   app.decorateRequest("area", "public");
   app.decorateRequest("actionUuid", undefined);
@@ -45,8 +65,12 @@ export function installAuth(app: FastifyInstance, identity: IdentityService, bea
     request.audit = {};
     request.area = areaOf(request.url.split("?")[0]!);
     if (request.area === "public" || request.routeOptions.config?.auth === "none") return;
-    const principal = await authenticate(request, identity, bearer);
+    const principal = await authenticate(request, identity, bearer, passwords);
     if (!principal) throw unauthorized();
     request.principal = principal;
+    // Scopes are checked on routes that exist; an unknown path or method keeps its 404 or 405.
+    const config = request.routeOptions.config as { scope?: Scope; fallback?: boolean } | undefined;
+    if (request.area === "accounts" && !request.is404 && !config?.fallback)
+      authorizeAccountsCall(principal, config?.scope);
   });
 }

@@ -28,6 +28,14 @@ export function normalizeUrl(url: string): string {
   return path.replace(/%2f/gi, "/").replace(/\/{2,}/g, "/") + query;
 }
 
+/**
+ * Bodies of DELETE requests are ignored (CONTRACT §1), except on the accounts route that names
+ * its target in the body: `DELETE /api/v1.1/users/<username>/emails/ {email}` (accounts spec).
+ */
+export function keepsDeleteBody(url: string): boolean {
+  return /^\/api\/v1\.1\/users\/[^/?]+\/emails\/?(\?|$)/.test(url);
+}
+
 /** Streams accept credentials in the query, for clients that send no header there (CONTRACT §2). */
 export function queryCredentials(
   query: Record<string, unknown>,

@@ -1,4 +1,5 @@
 // What the HTTP layer knows about a request beyond Fastify's own fields.
+import type { Scope } from "../accounts/scopes.ts";
 import type { Principal } from "../identity/service.ts";
 
 export type Area = "platform" | "accounts" | "auth" | "public";
@@ -25,6 +26,8 @@ declare module "fastify" {
     action?: string;
     /** "none": the route checks its own secret (trigger calls, token endpoint). */
     auth?: "none";
+    /** Accounts API: the scope a call needs (CONTRACT §11); accounts routes without one need Basic. */
+    scope?: Scope;
   }
 }
 

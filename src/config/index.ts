@@ -1,5 +1,6 @@
 // Typed configuration. This is the only module that reads process.env: everything
 // else receives a Config object from the composition root (src/main.ts).
+import { isIP } from "node:net";
 import path from "node:path";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -25,6 +26,52 @@ export interface Config {
   reconcileIntervalMs: number;
   /** Seconds an engine waits between SIGTERM and SIGKILL when Berth stops a container. */
   containerStopTimeoutS: number;
+  /** WebSocket streams (CONTRACT §8, §9): events, logs, exec. */
+  streams: {
+    /** How often the server pings every stream socket; a peer that missed the previous pong is dropped. */
+    pingIntervalMs: number;
+    /** Bytes a socket may have queued unsent: an events subscriber beyond it is closed (1008), logs wait. */
+    maxBufferedBytes: number;
+    /** How often the events feed reads the change feed besides in-process wake-ups (other processes' commits). */
+    eventsPollMs: number;
+  };
+  /** Accounts API (CONTRACT §11): access tokens, email confirmation, failed-login limits. */
+  accounts: {
+    /** Lifetime of a Bearer access token issued by POST /oauth/token. */
+    tokenTtlS: number;
+    /** Lifetime of a one-time email confirmation token. */
+    emailTokenTtlS: number;
+    /** Least time between two confirmation messages to the same address (0 = no limit). */
+    verifyIntervalS: number;
+    /** smtp://[user:password@]host[:port]; unset = confirmation messages go to the server log. */
+    smtpUrl?: string;
+    /** Sender address of confirmation messages. */
+    mailFrom: string;
+    /** Failed sign-ins (password or wrong key) allowed per username and per client address per window. */
+    loginMaxFailuresPerUser: number;
+    loginMaxFailuresPerAddress: number;
+    loginWindowS: number;
+  };
+  /** Registries (issue 7): Berth's own registry and the calls Berth makes to registries users name. */
+  registry: {
+    /** Berth runs its own registry when BERTH_REGISTRY_DATA_DIR and BERTH_REGISTRY_LISTEN are set. */
+    native?: {
+      /** Storage, generated configuration and log of the registry. */
+      dataDir: string;
+      /** host:port the registry listens on. */
+      listen: string;
+      /** host[:port] in image names (BERTH_REGISTRY_HOST); the listen address by default. */
+      host: string;
+      /** The Debian `docker-registry` server (BERTH_REGISTRY_BINARY). */
+      binary: string;
+    };
+    /** Hosts, addresses and CIDRs Berth may contact although they are loopback, link-local or private. */
+    allow: string[];
+    /** Registries reached over plain HTTP (Berth's own is added); local nodes' engines trust them too. */
+    insecure: string[];
+    /** Limit of each call Berth makes to a registry. */
+    timeoutMs: number;
+  };
   nodes: {
     /** How often the health watcher pings every node's engine. */
     healthIntervalMs: number;
@@ -51,11 +98,11 @@ export class ConfigError extends Error {}
 
 const LOG_LEVELS: LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
-function parseListen(value: string): { host: string; port: number } {
+function parseListen(value: string, name = "BERTH_LISTEN"): { host: string; port: number } {
   const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value);
   const port = match ? Number(match[2]) : Number.NaN;
   if (!match || !(port >= 0 && port <= 65535)) {
-    throw new ConfigError(`BERTH_LISTEN must be <host>:<port> (for example 127.0.0.1:8000), got "${value}"`);
+    throw new ConfigError(`${name} must be <host>:<port> (for example 127.0.0.1:8000), got "${value}"`);
   }
   return { host: match[1]!.replace(/^\[|\]$/g, ""), port };
 }
@@ -66,6 +113,91 @@ function parsePositiveInt(name: string, value: string | undefined, fallback: num
   if (!Number.isInteger(n) || n <= 0)
     throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
   return n;
+}
+
+function parseNonNegativeInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be an integer ≥ 0, got "${value}"`);
+  return n;
+}
+
+function parseSmtpUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  let ok: boolean;
+  try {
+    const u = new URL(value);
+    ok = u.protocol === "smtp:" && u.hostname !== "";
+  } catch {
+    ok = false;
+  }
+  if (!ok) {
+    throw new ConfigError(
+      `BERTH_SMTP_URL must be smtp://[user:password@]host[:port], got "${value.replace(/\/\/[^@]*@/, "//***@")}"`,
+    );
+  }
+  return value;
+}
+
+/** The default sender: berth@ the public host name, or localhost when that is an address. */
+function defaultMailFrom(publicUrl: string): string {
+  const host = new URL(publicUrl).hostname;
+  return /[a-z]/i.test(host) && !host.includes(":") ? `berth@${host}` : "berth@localhost";
+}
+
+function parseList(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+function parseRegistryAllow(value: string | undefined): string[] {
+  const entries = parseList(value);
+  const bad = entries.filter((e) => {
+    const [net, prefix] = e.split("/");
+    if (prefix === undefined) return !(isIP(e) !== 0 || /^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$/i.test(e));
+    const family = isIP(net ?? "");
+    const n = Number(prefix);
+    return !(family !== 0 && Number.isInteger(n) && n >= 0 && n <= (family === 4 ? 32 : 128));
+  });
+  if (bad.length) {
+    throw new ConfigError(
+      `BERTH_REGISTRY_ALLOW must list host names, addresses or CIDRs separated by commas; not understood: ${bad.join(", ")}`,
+    );
+  }
+  return entries;
+}
+
+function parseRegistryHosts(name: string, value: string | undefined): string[] {
+  const hosts = parseList(value);
+  const bad = hosts.filter((h) => !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(h));
+  if (bad.length) throw new ConfigError(`${name} must list host[:port] entries, not understood: ${bad.join(", ")}`);
+  return hosts;
+}
+
+function parseNativeRegistry(env: NodeJS.ProcessEnv): Config["registry"]["native"] {
+  const dataDir = env.BERTH_REGISTRY_DATA_DIR || undefined;
+  const listen = env.BERTH_REGISTRY_LISTEN || undefined;
+  if (!dataDir && !listen) return undefined;
+  if (!dataDir || !listen) {
+    throw new ConfigError("BERTH_REGISTRY_DATA_DIR and BERTH_REGISTRY_LISTEN must be set together or not at all");
+  }
+  const parsed = parseListen(listen, "BERTH_REGISTRY_LISTEN");
+  const wildcard = parsed.host === "0.0.0.0" || parsed.host === "::";
+  const host = env.BERTH_REGISTRY_HOST || (wildcard ? undefined : listen);
+  if (!host) {
+    throw new ConfigError(
+      "BERTH_REGISTRY_HOST must name the host[:port] engines pull from when BERTH_REGISTRY_LISTEN listens on every address",
+    );
+  }
+  parseRegistryHosts("BERTH_REGISTRY_HOST", host);
+  return {
+    dataDir: path.resolve(dataDir),
+    listen,
+    host,
+    binary: env.BERTH_REGISTRY_BINARY || "/usr/bin/docker-registry",
+  };
 }
 
 function parseBool(name: string, value: string | undefined, fallback: boolean): boolean {
@@ -167,6 +299,47 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.BERTH_CONTAINER_STOP_TIMEOUT_S,
       10,
     ),
+    streams: {
+      pingIntervalMs: parsePositiveInt(
+        "BERTH_STREAM_PING_INTERVAL_MS",
+        env.BERTH_STREAM_PING_INTERVAL_MS,
+        30_000,
+      ),
+      maxBufferedBytes: parsePositiveInt(
+        "BERTH_STREAM_MAX_BUFFERED_BYTES",
+        env.BERTH_STREAM_MAX_BUFFERED_BYTES,
+        4 * 1024 * 1024,
+      ),
+      eventsPollMs: parsePositiveInt("BERTH_EVENTS_POLL_MS", env.BERTH_EVENTS_POLL_MS, 1000),
+    },
+    accounts: {
+      tokenTtlS: parsePositiveInt("BERTH_TOKEN_TTL_S", env.BERTH_TOKEN_TTL_S, 3600),
+      emailTokenTtlS: parsePositiveInt("BERTH_EMAIL_TOKEN_TTL_S", env.BERTH_EMAIL_TOKEN_TTL_S, 86_400),
+      verifyIntervalS: parseNonNegativeInt(
+        "BERTH_EMAIL_VERIFY_INTERVAL_S",
+        env.BERTH_EMAIL_VERIFY_INTERVAL_S,
+        60,
+      ),
+      smtpUrl: parseSmtpUrl(env.BERTH_SMTP_URL),
+      mailFrom: env.BERTH_MAIL_FROM || defaultMailFrom(publicUrl),
+      loginMaxFailuresPerUser: parsePositiveInt(
+        "BERTH_LOGIN_MAX_FAILURES_PER_USER",
+        env.BERTH_LOGIN_MAX_FAILURES_PER_USER,
+        10,
+      ),
+      loginMaxFailuresPerAddress: parsePositiveInt(
+        "BERTH_LOGIN_MAX_FAILURES_PER_ADDRESS",
+        env.BERTH_LOGIN_MAX_FAILURES_PER_ADDRESS,
+        50,
+      ),
+      loginWindowS: parsePositiveInt("BERTH_LOGIN_WINDOW_S", env.BERTH_LOGIN_WINDOW_S, 900),
+    },
+    registry: {
+      native: parseNativeRegistry(env),
+      allow: parseRegistryAllow(env.BERTH_REGISTRY_ALLOW),
+      insecure: parseRegistryHosts("BERTH_INSECURE_REGISTRIES", env.BERTH_INSECURE_REGISTRIES),
+      timeoutMs: parsePositiveInt("BERTH_REGISTRY_TIMEOUT_MS", env.BERTH_REGISTRY_TIMEOUT_MS, 10_000),
+    },
     nodes: {
       healthIntervalMs: parsePositiveInt(
         "BERTH_NODE_HEALTH_INTERVAL_MS",

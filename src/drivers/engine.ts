@@ -56,6 +56,14 @@ export interface PullImageOptions {
   signal?: AbortSignal;
 }
 
+export interface PushImageOptions {
+  /** Credentials for the registry the reference names; none for a registry that takes anonymous pushes. */
+  auth?: RegistryAuth;
+  /** Receives each progress line the engine reports. */
+  onProgress?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
 export type PortProtocol = "tcp" | "udp";
 
 export interface ExposedPort {
@@ -293,6 +301,10 @@ export interface Engine {
   loadImage(tar: Readable): Promise<string[]>;
   /** The image's id ("sha256:…"), or undefined when the engine does not have it. */
   imageId(ref: string): Promise<string | undefined>;
+  /** Gives an image the engine has another reference (`docker tag`); kind "image_not_found" without it. */
+  tagImage(source: string, target: string): Promise<void>;
+  /** Pushes a reference the engine has to the registry it names; throws with the registry's reason. */
+  pushImage(ref: string, options?: PushImageOptions): Promise<void>;
 
   /** Resolves with the new container's id. */
   createContainer(spec: ContainerSpec): Promise<string>;
@@ -342,6 +354,13 @@ export function envToList(env: Record<string, string> | undefined): string[] {
 
 export function portKey(port: ExposedPort): PortKey {
   return `${port.containerPort}/${port.protocol ?? "tcp"}`;
+}
+
+/** `host:5000/team/app:1` → ["host:5000/team/app", "1"]; no tag means "latest". */
+export function splitImageTag(ref: string): [repository: string, tag: string] {
+  const normalized = normalizeImageRef(ref);
+  const colon = normalized.lastIndexOf(":");
+  return [normalized.slice(0, colon), normalized.slice(colon + 1)];
 }
 
 /** Docker's rule: a reference without a tag or digest means ":latest". */

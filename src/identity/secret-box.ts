@@ -1,7 +1,7 @@
 // Encryption at rest for secrets Berth must be able to read back (service keys for
 // PLATFORM_AUTH, engine TLS keys, registry credentials): AES-256-GCM with a key from
 // BERTH_SECRET_KEY or a key file generated once in the data directory.
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -32,6 +32,14 @@ export class SecretBox {
     return ["v1", iv, cipher.getAuthTag(), body]
       .map((p) => (typeof p === "string" ? p : p.toString("base64url")))
       .join(".");
+  }
+
+  /**
+   * A secret bound to `purpose` and this key (HMAC-SHA256, base64url): it can be shown again without
+   * being stored (trigger URLs keep only its hash), and it changes when the key changes.
+   */
+  derive(purpose: string): string {
+    return createHmac("sha256", this.key).update(purpose).digest("base64url");
   }
 
   open(sealed: string): string {

@@ -63,10 +63,17 @@ export class IdentityService {
   /** Creates an API key and returns it with its secret, which is never available again. */
   async createApiKey(
     user: UserRow,
-    opts: { label?: string; key?: string; namespaceLimit?: string; serviceUuid?: string } = {},
+    opts: {
+      label?: string;
+      key?: string;
+      namespaceLimit?: string;
+      serviceUuid?: string;
+      /** The caller's transaction (a service's key is written with the service). */
+      tx?: Store;
+    } = {},
   ): Promise<{ row: ApiKeyRow; key: string }> {
     const key = opts.key ?? generateApiKey();
-    const row = await this.store.insertApiKey({
+    const row = await (opts.tx ?? this.store).insertApiKey({
       user_id: user.id,
       label: opts.label ?? "",
       key_hash: hashApiKey(key),

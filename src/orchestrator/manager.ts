@@ -59,8 +59,8 @@ export class ServiceManager {
   }
 
   /** Resolves a service reference (resource URI with or without namespace, or a uuid) in a namespace. */
-  async resolver(namespace: string): Promise<SpecContext["resolveService"]> {
-    const services = await this.store.services.liveServices({ namespace });
+  async resolver(namespace: string, store: Store = this.store): Promise<SpecContext["resolveService"]> {
+    const services = await store.services.liveServices({ namespace });
     return (ref: string) => {
       const id = ref.split("/").filter(Boolean).at(-1);
       const s = services.find((x) => x.uuid === id);
@@ -74,15 +74,23 @@ export class ServiceManager {
     namespace: string,
     principal: Principal,
     body: ServiceCreateBody,
-    opts: { stackUuid?: string } = {},
+    opts: {
+      stackUuid?: string;
+      /** The caller's transaction: a stack creates all of its services or none. */
+      tx?: Store;
+    } = {},
   ) {
+    const store = opts.tx ?? this.store;
     const uuid = randomUUID();
-    const n = normalizeCreate(body, { resolveService: await this.resolver(namespace), serviceUuid: uuid });
-    if (await this.store.services.findLiveServiceByName(namespace, n.name)) {
+    const n = normalizeCreate(body, {
+      resolveService: await this.resolver(namespace, store),
+      serviceUuid: uuid,
+    });
+    if (await store.services.findLiveServiceByName(namespace, n.name)) {
       throw conflict(`A service named "${n.name}" already exists in ${namespace}.`, "name_taken");
     }
     const now = this.d.clock.now();
-    return this.store.transaction(async (tx) => {
+    return store.transaction(async (tx) => {
       const row = await tx.services.insertService({
         uuid,
         namespace,
@@ -94,7 +102,7 @@ export class ServiceManager {
         spec: JSON.stringify(n.spec),
         spec_version: 1,
         auth_secret: n.spec.roles.includes("global")
-          ? await this.serviceKey(principal, namespace, uuid)
+          ? await this.serviceKey(principal, namespace, uuid, tx)
           : null,
         deployed_at: null,
         started_at: null,
@@ -108,11 +116,19 @@ export class ServiceManager {
   }
 
   /** The PLATFORM_AUTH of role global: a key of the creating user, limited to the namespace, sealed at rest. */
-  private async serviceKey(principal: Principal, namespace: string, serviceUuid: string): Promise<string> {
+  private async serviceKey(
+    principal: Principal,
+    namespace: string,
+    serviceUuid: string,
+    tx?: Store,
+  ): Promise<string> {
+    // Inside a transaction the key must be written through it: on SQLite a write outside it
+    // would wait for the transaction's connection forever.
     const { key } = await this.d.identity.createApiKey(principal.user, {
       label: `service ${serviceUuid}`,
       namespaceLimit: namespace,
       serviceUuid,
+      tx,
     });
     const header = `Basic ${Buffer.from(`${principal.user.username}:${key}`).toString("base64")}`;
     return this.d.box.seal(header);

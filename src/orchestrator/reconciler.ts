@@ -9,7 +9,7 @@ import type { ContainerEvent } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
-import { containerUri, serviceUri } from "./changes.ts";
+import { containerUri, serviceUri, stackUri } from "./changes.ts";
 import type { ContainerRuntime } from "./runtime.ts";
 import type { Orchestrator } from "./services.ts";
 
@@ -111,6 +111,12 @@ export class Reconciler {
     return (await this.d.store.activeActionOn(object)) !== undefined;
   }
 
+  /** A service is worked on by its own action, or by its stack's (which runs the services' work inline). */
+  private async serviceBusy(s: { namespace: string; uuid: string; stack_uuid: string | null }) {
+    if (await this.busy(serviceUri(s))) return true;
+    return s.stack_uuid !== null && (await this.busy(stackUri(s.namespace, s.stack_uuid)));
+  }
+
   private async reconcile(key: string): Promise<void> {
     const [kind, uuid] = key.split(":") as [string, string];
     if (kind === "c") await this.reconcileContainer(uuid);
@@ -123,7 +129,7 @@ export class Reconciler {
     if (!c || c.state === "Terminated") return;
     const s = await this.d.store.services.findService(c.service_uuid);
     if (!s) return;
-    if ((await this.busy(containerUri(c))) || (await this.busy(serviceUri(s)))) return;
+    if ((await this.busy(containerUri(c))) || (await this.serviceBusy(s))) return;
     const node = await this.d.store.nodes.findNode(c.node_uuid);
     if (!node || node.state === "Terminated") {
       // Its node is gone, and the container with it.
@@ -132,7 +138,7 @@ export class Reconciler {
         desired: "terminated",
         destroyed_at: this.d.clock.now(),
       }));
-      await this.d.orchestrator.settleService(s.uuid);
+      await this.d.orchestrator.settleService(s.uuid, { keepTransitional: true });
       return;
     }
     if (node.state !== "Deployed") return; // nothing can be observed on an unreachable node
@@ -158,7 +164,7 @@ export class Reconciler {
       }
     }
     if (!["Starting", "Scaling", "Redeploying", "Stopping", "Terminating"].includes(s.state)) {
-      await this.d.orchestrator.settleService(s.uuid);
+      await this.d.orchestrator.settleService(s.uuid, { keepTransitional: true });
     }
   }
 
@@ -166,7 +172,7 @@ export class Reconciler {
   private async reconcileService(uuid: string): Promise<void> {
     const s = await this.d.store.services.findService(uuid);
     if (!s || (s.state !== "Running" && s.state !== "Partly running")) return;
-    if (await this.busy(serviceUri(s))) return;
+    if (await this.serviceBusy(s)) return;
     const spec = JSON.parse(s.spec) as ServiceSpec;
     if (spec.deployment_strategy !== "EVERY_NODE") return;
     const plan = await this.d.orchestrator.planFor(s, 0);
@@ -174,7 +180,7 @@ export class Reconciler {
       await this.d.store.transaction((tx) =>
         this.d.actions.enqueue(tx, {
           kind: "service.scale",
-          params: { service: s.uuid },
+          params: { service: s.uuid, new_nodes: true },
           namespace: s.namespace,
           object: serviceUri(s),
           meta: SYSTEM,

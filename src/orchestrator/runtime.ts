@@ -29,8 +29,13 @@ export interface RuntimeDeps {
   changes: AppChanges;
   /** The engine spec of a container, from the definition it is deployed with. */
   specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec>;
-  /** Registry credentials for an image, when Berth knows some. */
-  pullAuth?(image: string): Promise<RegistryAuth | undefined>;
+  /** Registry credentials for an image pulled for a container of the namespace, when Berth knows some. */
+  pullAuth?(image: string, namespace: string): Promise<RegistryAuth | undefined>;
+  /**
+   * Whether a redeploy pulls the image again although the node has it (a tag on a registry Berth
+   * knows may have moved); otherwise only missing images are pulled.
+   */
+  refreshesOnRedeploy?(image: string, namespace: string): Promise<boolean>;
   /** Seconds an engine waits between SIGTERM and SIGKILL when stopping. */
   stopTimeoutS?: number;
 }
@@ -106,14 +111,23 @@ export class ContainerRuntime {
     return (await this.engineContainers(c, engine)).current;
   }
 
-  private async ensureImage(engine: Engine, image: string, log: Log): Promise<void> {
-    if (await engine.hasImage(image)) return;
+  private async ensureImage(
+    engine: Engine,
+    image: string,
+    log: Log,
+    opts: { namespace: string; refresh?: boolean },
+  ): Promise<void> {
+    const present = await engine.hasImage(image);
+    if (present && !(opts.refresh && (await this.d.refreshesOnRedeploy?.(image, opts.namespace)))) return;
     await log(`Pulling image ${image}`);
     try {
-      const auth = await this.d.pullAuth?.(image);
+      const auth = await this.d.pullAuth?.(image, opts.namespace);
       await engine.pullImage(image, { auth });
     } catch (err) {
-      throw new Error(`could not pull ${image}: ${err instanceof Error ? err.message : String(err)}`);
+      const reason = err instanceof Error ? err.message : String(err);
+      if (!present) throw new Error(`could not pull ${image}: ${reason}`);
+      await log(`Could not pull ${image} again (${reason}); using the image the node has`);
+      return;
     }
     await log(`Pulled image ${image}`);
   }
@@ -126,7 +140,7 @@ export class ContainerRuntime {
   async ensureCreated(
     c: ContainerRow,
     log: Log,
-    opts: { reuseVolumes?: boolean } = {},
+    opts: { reuseVolumes?: boolean; refreshImage?: boolean } = {},
   ): Promise<ContainerView> {
     const engine = await this.engineOf(c);
     const { current, stale } = await this.engineContainers(c, engine);
@@ -143,7 +157,7 @@ export class ContainerRuntime {
     spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
     // A fresh suffix per engine container: during a redeploy the old one still holds its name.
     spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
-    await this.ensureImage(engine, spec.image, log);
+    await this.ensureImage(engine, spec.image, log, { namespace: c.namespace, refresh: opts.refreshImage });
     const id = await engine.createContainer(spec);
     await this.patch(c.uuid, () => ({ engine_id: id }));
     await log(
@@ -157,7 +171,7 @@ export class ContainerRuntime {
   async ensureRunning(
     c: ContainerRow,
     log: Log,
-    opts: { reuseVolumes?: boolean } = {},
+    opts: { reuseVolumes?: boolean; refreshImage?: boolean } = {},
   ): Promise<ContainerRow> {
     const view = await this.ensureCreated(c, log, opts);
     const engine = await this.engineOf(c);
@@ -230,10 +244,13 @@ export class ContainerRuntime {
       spec: opts.specJson,
       spec_version: opts.specVersion,
       generation: randomBytes(8).toString("hex"),
+      // deployed_datetime is the container's last deploy, as the service's is.
+      deployed_at: this.d.clock.now(),
     }));
     // With the new definition version recorded, the old engine container counts as stale:
     // ensureRunning makes the new one (reusing or dropping volumes) and then removes the old.
-    return this.ensureRunning(row!, log, opts);
+    // A redeploy takes the image's current content: a moved tag is pulled again.
+    return this.ensureRunning(row!, log, { ...opts, refreshImage: true });
   }
 
   /** Records what the engine reports about the container (the engine watcher's write path). */
@@ -269,7 +286,10 @@ export class ContainerRuntime {
         ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
       };
       if (running && r.state !== "Running") patch.started_at = view.startedAt ?? now;
-      if (!running && r.state === "Running") patch.stopped_at = view.finishedAt ?? now;
+      // A stop passes through Stopping (set by the action), so any move to Stopped of a container
+      // that has run counts as its last stop, not only a move straight from Running.
+      if (!running && r.state !== "Stopped" && r.started_at !== null)
+        patch.stopped_at = view.finishedAt ?? now;
       const changed = Object.entries(patch).some(([k, v]) => r[k as keyof ContainerRow] !== v);
       return changed ? patch : undefined;
     });

@@ -1,7 +1,7 @@
 // Services and containers: the asynchronous operations as action kinds made of idempotent
 // steps, placement through the scheduler, and state derived from the containers.
 import { randomUUID } from "node:crypto";
-import type { ActionEngine, ActionKind, StepContext } from "../actions/engine.ts";
+import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
 import { conflict, notFound, VersionConflict } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import {
@@ -9,6 +9,7 @@ import {
   CONTAINER_OPERATIONS,
   type ContainerState,
   SERVICE_OPERATIONS,
+  SERVICE_TRANSITIONAL,
   type ServiceState,
   settledServiceState,
 } from "../domain/states.ts";
@@ -37,6 +38,9 @@ export interface OrchestratorDeps {
 }
 
 type Ctx<P> = StepContext<P>;
+
+/** Service operations another action may run inline (see `Orchestrator.runOperation`). */
+export type InlineOperation = "start" | "stop" | "redeploy" | "terminate";
 
 const specOf = (s: Pick<ServiceRow, "spec">) => JSON.parse(s.spec) as ServiceSpec;
 
@@ -91,12 +95,20 @@ export class Orchestrator {
     }
   }
 
-  /** The service's state from its containers, with the timestamps that go with reaching it. */
-  async settleService(uuid: string): Promise<ServiceRow | undefined> {
+  /**
+   * The service's state from its containers, with the timestamps that go with reaching it.
+   * `keepTransitional`: leave a service an operation is working on alone (observers such as the
+   * reconciler, which may have read the service before the operation began).
+   */
+  async settleService(
+    uuid: string,
+    opts: { keepTransitional?: boolean } = {},
+  ): Promise<ServiceRow | undefined> {
     const containers = await this.store.services.containersOfService(uuid);
     const now = this.d.clock.now();
     return this.patchService(uuid, (s) => {
       if (s.state === "Terminated") return undefined;
+      if (opts.keepTransitional && SERVICE_TRANSITIONAL.includes(s.state as ServiceState)) return undefined;
       const state = settledServiceState(
         containers.map((c) => c.state),
         specOf(s).deployment_strategy === "EVERY_NODE" ? 0 : s.target_num_containers,
@@ -288,14 +300,16 @@ export class Orchestrator {
     transitional: ServiceState,
     work: (s: ServiceRow, ctx: Ctx<{ service: string; reuse_volumes?: boolean }>) => Promise<void>,
   ): ActionKind<never> {
-    const k: ActionKind<{ service: string; reuse_volumes?: boolean }> = {
+    // `new_nodes`: a scale the reconciler enqueues so an EVERY_NODE service reaches new nodes
+    // (routes never set it, so a user's scale of such a service is still refused).
+    const k: ActionKind<{ service: string; reuse_volumes?: boolean; new_nodes?: boolean }> = {
       kind,
       name,
-      prepare: async (tx, { service }) => {
+      prepare: async (tx, { service, new_nodes }) => {
         const s = await tx.services.findService(service);
         if (!s) throw notFound("service");
         assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, operation);
-        if (operation === "scale" && specOf(s).deployment_strategy === "EVERY_NODE") {
+        if (operation === "scale" && specOf(s).deployment_strategy === "EVERY_NODE" && !new_nodes) {
           throw conflict(
             `service ${s.name} is deployed on EVERY_NODE and cannot be scaled by hand`,
             "every_node",
@@ -357,7 +371,9 @@ export class Orchestrator {
 
   private async scaleSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
     const live = await this.liveContainers(s.uuid);
-    if (live.length > s.target_num_containers) {
+    // EVERY_NODE services record a target of 0: they only ever grow onto new nodes here.
+    const everyNode = specOf(s).deployment_strategy === "EVERY_NODE";
+    if (!everyNode && live.length > s.target_num_containers) {
       const nodes = (await this.store.nodes.liveNodes({ namespace: s.namespace })).map((n) => ({
         uuid: n.uuid,
         name: n.nickname,
@@ -428,20 +444,7 @@ export class Orchestrator {
         {
           name: "remove containers",
           timeoutMs: 10 * 60_000,
-          run: async (ctx) => {
-            const containers = await this.liveContainers(ctx.params.service);
-            await this.markDesired(containers, "terminated", "Terminating");
-            const errors = await eachLimited(containers, this.d.parallelism ?? 4, async (c) => {
-              await this.d.runtime.ensureRemoved(
-                (await this.store.services.findContainer(c.uuid))!,
-                ctx.log,
-                {
-                  removeVolumes: true,
-                },
-              );
-            });
-            if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
-          },
+          run: (ctx) => this.removeAll(ctx.params.service, ctx.log),
         },
         {
           name: "revoke the service's key",
@@ -450,17 +453,62 @@ export class Orchestrator {
           },
         },
       ],
-      finish: async (ctx, outcome) => {
-        const live = await this.liveContainers(ctx.params.service);
-        if (outcome === "Success" && live.length === 0) {
-          const now = this.d.clock.now();
-          await this.patchService(ctx.params.service, () => ({ state: "Terminated", destroyed_at: now }));
-        } else {
-          await this.settleAfter(ctx.params.service);
-        }
-      },
+      finish: (ctx, outcome) => this.finishTerminate(ctx.params.service, outcome),
     };
     return k as unknown as ActionKind<never>;
+  }
+
+  private async removeAll(serviceUuid: string, log: Log): Promise<void> {
+    const containers = await this.liveContainers(serviceUuid);
+    await this.markDesired(containers, "terminated", "Terminating");
+    const errors = await eachLimited(containers, this.d.parallelism ?? 4, async (c) => {
+      await this.d.runtime.ensureRemoved((await this.store.services.findContainer(c.uuid))!, log, {
+        removeVolumes: true,
+      });
+    });
+    if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
+  }
+
+  private async finishTerminate(serviceUuid: string, outcome: Outcome): Promise<void> {
+    const live = await this.liveContainers(serviceUuid);
+    if (outcome === "Success" && live.length === 0) {
+      const now = this.d.clock.now();
+      await this.patchService(serviceUuid, () => ({ state: "Terminated", destroyed_at: now }));
+    } else {
+      await this.settleAfter(serviceUuid);
+    }
+  }
+
+  // ---- service operations inside another action (stacks) ------------------------------------------
+
+  /**
+   * Does the work of a service operation inside another action's step: a stack runs its services'
+   * work in its own action, whose log then shows it. The caller has already moved the service to
+   * the operation's transitional state (as the kind's `prepare` does) and calls `finishOperation`
+   * afterwards, whatever happened. Idempotent, like the kinds' steps.
+   */
+  async runOperation(
+    operation: InlineOperation,
+    serviceUuid: string,
+    ctx: StepContext<unknown>,
+    opts: { reuseVolumes?: boolean } = {},
+  ): Promise<void> {
+    const s = await this.store.services.findService(serviceUuid);
+    if (!s) throw new Error("the service no longer exists");
+    const sctx = { ...ctx, params: { service: s.uuid, reuse_volumes: opts.reuseVolumes } };
+    if (operation === "start") await this.startSteps(s, sctx);
+    else if (operation === "stop") await this.stopSteps(s, sctx);
+    else if (operation === "redeploy") await this.redeploySteps(s, sctx);
+    else {
+      await this.removeAll(s.uuid, ctx.log);
+      await this.d.revokeServiceKey(s.uuid);
+    }
+  }
+
+  /** Leaves the service in a truthful state after `runOperation`, as the operation's kind does when it ends. */
+  async finishOperation(operation: InlineOperation, serviceUuid: string, outcome: Outcome): Promise<void> {
+    if (operation === "terminate") await this.finishTerminate(serviceUuid, outcome);
+    else await this.settleAfter(serviceUuid);
   }
 
   private containerKind(
@@ -510,7 +558,7 @@ export class Orchestrator {
         ) {
           await this.d.runtime.patch(c.uuid, () => ({ state: "Stopped" }));
         }
-        await this.settleService(c.service_uuid);
+        await this.settleService(c.service_uuid, { keepTransitional: true });
       },
     };
     return k as unknown as ActionKind<never>;

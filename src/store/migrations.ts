@@ -243,6 +243,64 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("stacks_ns").on("stacks").columns(["namespace", "id"]).execute();
       },
     },
+    "0004_accounts": {
+      async up(db: AnyDb) {
+        await serial(db.schema.createTable("access_tokens"), "id")
+          .addColumn("token_hash", "text", (c) => c.notNull().unique())
+          .addColumn("user_id", "integer", (c) => c.notNull())
+          .addColumn("scopes", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("expires", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("access_tokens_expires")
+          .on("access_tokens")
+          .columns(["expires"])
+          .execute();
+        await db.schema
+          .createTable("email_tokens")
+          .addColumn("token_hash", "text", (c) => c.primaryKey())
+          .addColumn("user_id", "integer", (c) => c.notNull())
+          .addColumn("email", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("expires", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("email_tokens_address")
+          .on("email_tokens")
+          .columns(["user_id", "email"])
+          .execute();
+      },
+    },
+    "0005_registries": {
+      async up(db: AnyDb) {
+        await serial(db.schema.createTable("repositories"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("registry_host", "text", (c) => c.notNull())
+          .addColumn("credentials", "text")
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("updated", "bigint", (c) => c.notNull())
+          .addUniqueConstraint("repositories_ns_name", ["namespace", "name"])
+          .execute();
+        await serial(db.schema.createTable("triggers"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("service_uuid", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("operation", "text", (c) => c.notNull())
+          .addColumn("secret_hash", "text", (c) => c.notNull())
+          .addColumn("created_by", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("triggers_service")
+          .on("triggers")
+          .columns(["service_uuid", "id"])
+          .execute();
+      },
+    },
   };
 }
 

@@ -30,6 +30,26 @@ export interface EmailTable {
   created: number;
 }
 
+/** Bearer access tokens of the accounts API (CONTRACT §11); only the SHA-256 of the token is kept. */
+export interface AccessTokenTable {
+  id: Generated<number>;
+  token_hash: string;
+  user_id: number;
+  /** Space-separated scopes the token was issued with. */
+  scopes: string;
+  created: number;
+  expires: number;
+}
+
+/** One-time email confirmation tokens (hashed); a confirmed or superseded token is deleted. */
+export interface EmailTokenTable {
+  token_hash: string;
+  user_id: number;
+  email: string;
+  created: number;
+  expires: number;
+}
+
 export interface OrgMemberTable {
   org: string;
   username: string;
@@ -219,10 +239,40 @@ export interface StackTable {
   version: number;
 }
 
+export interface RepositoryTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  /** `<registry host>/<path>`, unique per namespace. */
+  name: string;
+  registry_host: string;
+  /** JSON {username, password}, encrypted at rest (SecretBox); null for a public repository. */
+  credentials: string | null;
+  created: number;
+  updated: number;
+}
+
+export interface TriggerTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  service_uuid: string;
+  name: string;
+  /** REDEPLOY or SCALEUP. */
+  operation: string;
+  /** SHA-256 of the secret part of the trigger's URL (the secret itself is never stored). */
+  secret_hash: string;
+  /** The user who created it; actions started by calling it name them. */
+  created_by: string;
+  created: number;
+}
+
 export interface Database {
   namespaces: NamespaceTable;
   users: UserTable;
   emails: EmailTable;
+  access_tokens: AccessTokenTable;
+  email_tokens: EmailTokenTable;
   org_members: OrgMemberTable;
   api_keys: ApiKeyTable;
   actions: ActionTable;
@@ -233,4 +283,6 @@ export interface Database {
   services: ServiceTable;
   containers: ContainerTable;
   stacks: StackTable;
+  repositories: RepositoryTable;
+  triggers: TriggerTable;
 }

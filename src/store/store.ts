@@ -2,10 +2,13 @@
 // Components never call each other; they share this store, its transactions and its change feed.
 import { type Kysely, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
+import { AccountStore } from "./accounts.ts";
 import type { Dialect } from "./db.ts";
 import { NodeStore } from "./nodes.ts";
+import { RegistryStore } from "./registries.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
 import { ServiceStore } from "./services.ts";
+import { StackStore } from "./stacks.ts";
 
 export type UserRow = Omit<UserTable, "id"> & { id: number };
 export type ApiKeyRow = Omit<ApiKeyTable, "id"> & { id: number };
@@ -33,7 +36,7 @@ export class ChangeNotifier {
 
 export class UniqueViolation extends Error {}
 
-function isUniqueViolation(err: unknown): boolean {
+export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   return (
     e?.code === "23505" ||
@@ -77,6 +80,21 @@ export class Store {
   /** Services and containers. */
   get services(): ServiceStore {
     return new ServiceStore(this);
+  }
+
+  /** External repositories and service triggers. */
+  get registries(): RegistryStore {
+    return new RegistryStore(this);
+  }
+
+  /** Accounts API: email addresses, profile changes, access and confirmation tokens. */
+  get accounts(): AccountStore {
+    return new AccountStore(this);
+  }
+
+  /** Stacks. */
+  get stacks(): StackStore {
+    return new StackStore(this);
   }
 
   /** Runs fn in one transaction; nested calls join the outer one. */

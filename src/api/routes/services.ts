@@ -132,7 +132,10 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
       },
       async (req) => {
         const s = await serviceOf(req);
-        return services.serviceView(await services.update(s, (req.body ?? {}) as ServiceUpdateBody));
+        // The caller's principal: adding role global makes the service's PLATFORM_AUTH key from it.
+        return services.serviceView(
+          await services.update(s, (req.body ?? {}) as ServiceUpdateBody, principalOf(req)),
+        );
       },
     );
     app.delete(

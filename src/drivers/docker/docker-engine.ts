@@ -27,8 +27,10 @@ import {
   type LogsOptions,
   normalizeImageRef,
   type PullImageOptions,
+  type PushImageOptions,
   type RemoveContainerOptions,
   type StopContainerOptions,
+  splitImageTag,
 } from "../engine.ts";
 import { type DockerEndpoint, type DockerTls, describeEndpoint, parseDockerEndpoint } from "./endpoint.ts";
 import {
@@ -63,7 +65,8 @@ interface Call {
   ok: number[];
   timeoutMs?: number;
   signal?: AbortSignal;
-  authconfig?: { username: string; password: string; serveraddress: string };
+  /** Sent as X-Registry-Auth; an empty object for anonymous pushes (the engine wants the header). */
+  authconfig?: { username?: string; password?: string; serveraddress?: string };
   /** A 404 here means a missing image, not a missing container. */
   imageCall?: boolean;
 }
@@ -325,6 +328,44 @@ export class DockerEngine implements Engine {
       return new EngineError("image_not_found", error.message, error.statusCode);
     }
     return new EngineError("other", error.message, error.statusCode);
+  }
+
+  async tagImage(source: string, target: string): Promise<void> {
+    const [repo, tag] = splitImageTag(target);
+    await this.dial(
+      { method: "POST", path: `/images/${source}/tag`, query: { repo, tag }, ok: [201], imageCall: true },
+      "json",
+    );
+  }
+
+  async pushImage(ref: string, options: PushImageOptions = {}): Promise<void> {
+    const [name, tag] = splitImageTag(ref);
+    const auth = options.auth;
+    const response = await this.dial(
+      {
+        method: "POST",
+        path: `/images/${name}/push`,
+        query: { tag },
+        ok: [200],
+        signal: options.signal,
+        imageCall: true,
+        authconfig: auth
+          ? { username: auth.username, password: auth.password, serveraddress: auth.serverAddress }
+          : {},
+        // Pushing layers takes a while; only the engine answering at all is bounded tightly.
+        timeoutMs: Math.max(this.callTimeoutMs, 600_000),
+      },
+      "stream",
+    );
+    // The registry's refusals arrive as {"error": …} messages in the stream.
+    for await (const message of jsonLines(response)) {
+      const progress = message as { status?: string; id?: string; progress?: string; error?: string };
+      if (progress.error) throw new EngineError("other", progress.error);
+      if (progress.status) {
+        const line = [progress.id, progress.status, progress.progress].filter(Boolean).join(" ");
+        options.onProgress?.(line.replace(/^(\S+) /, "$1: "));
+      }
+    }
   }
 
   async loadImage(tar: Readable): Promise<string[]> {

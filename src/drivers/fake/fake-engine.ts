@@ -32,9 +32,11 @@ import {
   type OutputStream,
   type PortKey,
   type PullImageOptions,
+  type PushImageOptions,
   portKey,
   type RemoveContainerOptions,
   type StopContainerOptions,
+  splitImageTag,
 } from "../engine.ts";
 import { FakeProcess, hasProgram, normalizeSignal, type ProcessIO, SIGNAL_NUMBERS } from "./shell.ts";
 import { readTar, writeTar } from "./tar.ts";
@@ -395,6 +397,49 @@ export class FakeEngine implements Engine {
         ? `Status: Image is up to date for ${normalized}`
         : `Status: Downloaded newer image for ${normalized}`,
     );
+  }
+
+  async tagImage(source: string, target: string): Promise<void> {
+    this.reach();
+    const id = this.resolveImage(source);
+    if (!id) throw new EngineError("image_not_found", `No such image: ${source}`, 404);
+    this.tags.set(normalizeImageRef(target), id);
+  }
+
+  /** Puts the image into this engine's registry, under the same credentials as what it replaces. */
+  async pushImage(ref: string, options: PushImageOptions = {}): Promise<void> {
+    this.reach();
+    const normalized = normalizeImageRef(ref);
+    const [repository, tag] = splitImageTag(ref);
+    const id = this.tags.get(normalized);
+    const image = id ? this.images.get(id) : undefined;
+    if (!image) {
+      throw new EngineError("image_not_found", `An image does not exist locally with the tag: ${repository}`, 404);
+    }
+    const wanted = this.registry.get(normalized)?.auth;
+    const given = options.auth;
+    if (wanted && (given?.username !== wanted.username || given.password !== wanted.password)) {
+      throw new EngineError("other", "unauthorized: authentication required");
+    }
+    const c = image.config;
+    this.registry.set(normalized, {
+      ref: normalized,
+      cmd: c.Cmd ?? undefined,
+      entrypoint: c.Entrypoint ?? undefined,
+      env: c.Env ? envToRecord(c.Env) : undefined,
+      exposedPorts: c.ExposedPorts
+        ? Object.keys(c.ExposedPorts).map((key) => {
+            const [port, protocol] = key.split("/");
+            return { containerPort: Number(port), protocol: protocol === "udp" ? "udp" : "tcp" };
+          })
+        : undefined,
+      workingDir: c.WorkingDir || undefined,
+      labels: c.Labels ?? undefined,
+      programs: [...image.programs],
+      ...(wanted ? { auth: wanted } : {}),
+    });
+    options.onProgress?.(`The push refers to repository [${repository}]`);
+    options.onProgress?.(`${tag}: digest: ${id} size: 0`);
   }
 
   async loadImage(tar: Readable): Promise<string[]> {

@@ -11,8 +11,13 @@ import { identifyProcess, isProcessAlive, namespaceInode, type ProcessIdentity }
 import type { NodeRecord } from "./state.ts";
 
 /** The node's own daemon.json, so /etc/docker/daemon.json of the host is never read. */
-export function daemonConfig(record: NodeRecord): Record<string, unknown> {
+export function daemonConfig(
+  record: NodeRecord,
+  options: { insecureRegistries?: string[] } = {},
+): Record<string, unknown> {
   return {
+    // Registries reached over plain HTTP (Berth's own registry on a lab address, for one).
+    ...(options.insecureRegistries?.length ? { "insecure-registries": options.insecureRegistries } : {}),
     // A key file per node, or every node reports the same engine id.
     "deprecated-key-path": record.keyFilePath,
     // Containers land in a cgroup subtree of their own, so the node's processes can be found

@@ -48,6 +48,8 @@ export interface LocalProviderOptions {
   bridgeName?: string;
   /** Further image archives (docker save format) loaded into every new node. */
   imagesToLoad?: string[];
+  /** Registries (host[:port]) the nodes' engines reach over plain HTTP (`insecure-registries`). */
+  insecureRegistries?: string[];
   /** Receives one line per action taken, for action logs. */
   log?: (line: string) => void;
   /** Runs host tools; replaceable to record or fake them. */
@@ -169,6 +171,7 @@ export class LocalProvider {
   private readonly lab: LabPlan;
   private readonly bridgeName: string;
   private readonly imagesToLoad: string[];
+  private readonly insecureRegistries: string[];
   private readonly log: (line: string) => void;
   private readonly commands: CommandRunner;
   private readonly engineStartTimeoutMs: number;
@@ -184,6 +187,7 @@ export class LocalProvider {
       throw new LocalProviderError(`bridgeName must be a valid interface name, got "${this.bridgeName}"`);
     }
     this.imagesToLoad = options.imagesToLoad ?? [];
+    this.insecureRegistries = options.insecureRegistries ?? [];
     this.log = options.log ?? (() => {});
     this.commands = options.commands ?? createCommandRunner();
     this.engineStartTimeoutMs = options.engineStartTimeoutMs ?? 30_000;
@@ -584,7 +588,10 @@ export class LocalProvider {
     for (const dir of [record.nodeDir, record.dataRoot, record.execRoot]) {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     }
-    writeFileSync(record.daemonConfigPath, `${JSON.stringify(daemonConfig(record), null, 2)}\n`);
+    writeFileSync(
+      record.daemonConfigPath,
+      `${JSON.stringify(daemonConfig(record, { insecureRegistries: this.insecureRegistries }), null, 2)}\n`,
+    );
 
     // The hostname lives in a persistent UTS namespace, set before dockerd starts, so the
     // engine reports it from the first moment and no shell wrapper is needed.

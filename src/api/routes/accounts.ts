@@ -1,0 +1,327 @@
+// Accounts API (spec accounts-api.md, CONTRACT §11): profile, email addresses and their
+// verification, and the token endpoint. Each route declares its scope in `config.scope`; the auth
+// hook checks it. Avatars (the profile's avatar_url) are served here too.
+import { createHash } from "node:crypto";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import { MailDeliveryError } from "../../accounts/outbox.ts";
+import type { Scope } from "../../accounts/scopes.ts";
+import { type AccountsService, emailView, OAuthError } from "../../accounts/service.ts";
+import { ApiError, invalidField } from "../../domain/errors.ts";
+import { principalOf } from "../namespaces.ts";
+import { profileView } from "./identity.ts";
+
+const tags = ["accounts"];
+
+const UserParams = Type.Object({ username: Type.String() });
+
+const Profile = Type.Object({
+  id: Type.Integer(),
+  username: Type.String(),
+  url: Type.String({ description: "absolute URL of this profile" }),
+  date_joined: Type.String({
+    description: "ISO 8601 UTC with microseconds, e.g. 2026-11-22T03:17:08.123456Z",
+  }),
+  type: Type.String(),
+  full_name: Type.String(),
+  location: Type.String(),
+  company: Type.String(),
+  profile_url: Type.String(),
+  avatar_url: Type.String(),
+  email: Type.String({ description: "the primary address" }),
+  is_active: Type.Boolean(),
+});
+
+const EmailRecord = Type.Object({ email: Type.String(), verified: Type.Boolean(), primary: Type.Boolean() });
+
+const Address = Type.Object({ email: Type.String({ maxLength: 320 }) });
+
+const OAuthErrorBody = Type.Object({
+  error: Type.String({ description: "RFC 6749 §5.2 error code" }),
+  error_description: Type.Optional(Type.String()),
+  code: Type.Optional(Type.String()),
+});
+
+/** OpenAPI: Basic credentials, or a token holding `scope`. */
+const security = (scope: Scope): Record<string, string[]>[] => [{ basic: [] }, { oauth2: [scope] }];
+
+export interface AccountsRouteDeps {
+  accounts: AccountsService;
+  publicUrl: string;
+}
+
+function oauthError(reply: FastifyReply, error: OAuthError["error"], description: string) {
+  return reply
+    .status(400)
+    .header("Cache-Control", "no-store")
+    .header("Pragma", "no-cache")
+    .send({ error, error_description: description, code: error });
+}
+
+/** A mail server that cannot take the message is a server-side failure: 503, and the log says why. */
+async function withMailErrors<T>(request: FastifyRequest, reply: FastifyReply, fn: () => Promise<T>) {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err instanceof MailDeliveryError)) throw err;
+    request.log.error({ err }, "could not send a confirmation message");
+    request.audit.failure = err.message;
+    return reply.status(503).send({
+      error: `The confirmation message could not be sent (${err.message}); try again later.`,
+      code: "mail_unavailable",
+    });
+  }
+}
+
+export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): void {
+  const { accounts, publicUrl } = deps;
+  const username = (req: FastifyRequest) => (req.params as { username: string }).username;
+
+  // ---- profile -------------------------------------------------------------------------------
+
+  app.get(
+    "/api/v1.1/users/:username/",
+    {
+      config: { scope: "profile_read" },
+      schema: {
+        tags,
+        summary: "Get a user profile",
+        security: security("profile_read"),
+        params: UserParams,
+        response: { 200: Profile },
+      },
+    },
+    async (req) => profileView(await accounts.getProfile(principalOf(req), username(req)), publicUrl),
+  );
+
+  app.patch(
+    "/api/v1.1/users/:username/",
+    {
+      config: { scope: "profile_write" },
+      schema: {
+        tags,
+        summary: "Update a profile: location, profile_url and company only",
+        description: "Any other field is refused with 400 naming it, and nothing changes.",
+        security: security("profile_write"),
+        params: UserParams,
+        body: Type.Object({
+          location: Type.Optional(Type.String({ maxLength: 255 })),
+          profile_url: Type.Optional(Type.String({ maxLength: 2048, description: "http(s) URL, or empty" })),
+          company: Type.Optional(Type.String({ maxLength: 255 })),
+        }),
+        response: { 200: Profile },
+      },
+    },
+    async (req) => {
+      const body = req.body as Record<string, unknown>;
+      return profileView(await accounts.updateProfile(principalOf(req), username(req), body), publicUrl);
+    },
+  );
+
+  // ---- email addresses -----------------------------------------------------------------------
+
+  app.get(
+    "/api/v1.1/users/:username/emails/",
+    {
+      config: { scope: "email_read" },
+      schema: {
+        tags,
+        summary: "List a user's email addresses (a bare array, primary first)",
+        security: security("email_read"),
+        params: UserParams,
+        response: { 200: Type.Array(EmailRecord) },
+      },
+    },
+    async (req) => (await accounts.listEmails(principalOf(req), username(req))).map(emailView),
+  );
+
+  app.post(
+    "/api/v1.1/users/:username/emails/",
+    {
+      config: { scope: "email_write" },
+      schema: {
+        tags,
+        summary: "Add an email address (unverified, not primary; no message is sent)",
+        security: security("email_write"),
+        params: UserParams,
+        body: Address,
+        response: { 201: EmailRecord },
+      },
+    },
+    async (req, reply) => {
+      const { email } = req.body as { email: string };
+      const row = await accounts.addEmail(principalOf(req), username(req), email);
+      return reply.status(201).send(emailView(row));
+    },
+  );
+
+  app.patch(
+    "/api/v1.1/users/:username/emails/",
+    {
+      config: { scope: "email_write" },
+      schema: {
+        tags,
+        summary: "Make a verified address the primary one (the profile's email follows)",
+        security: security("email_write"),
+        params: UserParams,
+        body: Type.Object(
+          { email: Type.String({ maxLength: 320 }), primary: Type.Boolean() },
+          { additionalProperties: false },
+        ),
+        response: { 200: EmailRecord },
+      },
+    },
+    async (req) => {
+      const { email, primary } = req.body as { email: string; primary: boolean };
+      if (!primary)
+        throw invalidField("primary", "can only be true; make another address primary to change it");
+      return emailView(await accounts.makePrimary(principalOf(req), username(req), email));
+    },
+  );
+
+  app.delete(
+    "/api/v1.1/users/:username/emails/",
+    {
+      config: { scope: "email_write" },
+      // The address travels in the JSON body (accounts spec; see compat.keepsDeleteBody), or in
+      // `?email=` for clients that cannot send a body with DELETE.
+      preValidation: async (req) => {
+        if (req.body === undefined || req.body === null) req.body = {};
+      },
+      schema: {
+        tags,
+        summary: "Delete a non-primary email address",
+        description:
+          "The address is given as a JSON body {email} (or ?email=). The primary address is refused with 409.",
+        security: security("email_write"),
+        params: UserParams,
+        querystring: Type.Object({ email: Type.Optional(Type.String()) }),
+        body: Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) }),
+      },
+    },
+    async (req, reply) => {
+      const email = (req.body as { email?: string }).email ?? (req.query as { email?: string }).email;
+      if (email === undefined) throw invalidField("email", "is required");
+      await accounts.deleteEmail(principalOf(req), username(req), email);
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    "/api/v1.1/users/:username/emails/verify/",
+    {
+      config: { scope: "email_write" },
+      schema: {
+        tags,
+        summary: "Send a one-time confirmation token to an unverified address",
+        description:
+          "The token goes out through the mail outbox (SMTP when BERTH_SMTP_URL is set, otherwise the server log). " +
+          "One message per address per BERTH_EMAIL_VERIFY_INTERVAL_S; a new token replaces the previous one.",
+        security: security("email_write"),
+        params: UserParams,
+        body: Address,
+        response: { 200: EmailRecord },
+      },
+    },
+    async (req, reply) =>
+      withMailErrors(req, reply, async () => {
+        const { email } = req.body as { email: string };
+        return emailView(await accounts.sendVerification(principalOf(req), username(req), email));
+      }),
+  );
+
+  app.post(
+    "/api/v1.1/emails/confirm/",
+    {
+      // The token itself is the credential: whoever reads the mailbox may confirm it.
+      config: { auth: "none" },
+      schema: {
+        tags,
+        summary: "Confirm an address with the token it received (single use)",
+        security: [],
+        body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: { 200: EmailRecord },
+      },
+    },
+    async (req) => emailView(await accounts.confirmEmail((req.body as { token: string }).token)),
+  );
+
+  // ---- token endpoint ------------------------------------------------------------------------
+
+  app.post(
+    "/oauth/token",
+    {
+      config: { auth: "none" },
+      // Token endpoint errors have the RFC 6749 §5.2 shape, including malformed bodies.
+      errorHandler: (error: FastifyError, _req, reply) => {
+        if (error instanceof OAuthError) return oauthError(reply, error.error, error.description);
+        if (error instanceof SyntaxError || error.code === "FST_ERR_CTP_INVALID_JSON_BODY")
+          return oauthError(reply, "invalid_request", "The body is neither valid JSON nor a form.");
+        throw error;
+      },
+      // The handler checks the parameters itself, to answer in the RFC's terms.
+      attachValidation: true,
+      schema: {
+        tags,
+        summary: "Get an access token (password grant)",
+        description:
+          "Form (application/x-www-form-urlencoded) or JSON body. Errors as RFC 6749 §5.2: " +
+          "invalid_request, invalid_grant, invalid_scope, unsupported_grant_type (400). " +
+          "Failed sign-ins are limited per user and per address (429 with Retry-After).",
+        security: [],
+        body: Type.Object({
+          grant_type: Type.Optional(Type.String({ description: "password" })),
+          username: Type.Optional(Type.String()),
+          password: Type.Optional(Type.String()),
+          scope: Type.Optional(Type.String({ description: "space-separated scopes" })),
+        }),
+        response: {
+          200: Type.Object({
+            access_token: Type.String(),
+            token_type: Type.Literal("Bearer"),
+            expires_in: Type.Integer({ description: "seconds" }),
+            scope: Type.String(),
+          }),
+          400: OAuthErrorBody,
+        },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body;
+      if (typeof body !== "object" || body === null || Array.isArray(body))
+        throw new OAuthError("invalid_request", "The body must be a form or a JSON object.");
+      const token = await accounts.issueToken(body as Record<string, unknown>, req.ip);
+      return reply.header("Cache-Control", "no-store").header("Pragma", "no-cache").send(token);
+    },
+  );
+
+  // ---- avatars -------------------------------------------------------------------------------
+
+  app.get(
+    "/avatars/:file",
+    {
+      schema: {
+        tags,
+        summary: "A user's avatar (an SVG with the initial); public",
+        security: [],
+        params: Type.Object({ file: Type.String() }),
+      },
+    },
+    async (req, reply) => {
+      const m = /^(.+)\.svg$/.exec((req.params as { file: string }).file);
+      if (!m) throw new ApiError("not_found", "not_found", "No such avatar.");
+      // Drawn from the name alone, for any name, so the URL says nothing about who exists.
+      const name = m[1]!;
+      const hue = createHash("sha256").update(name).digest()[0]! * (360 / 256);
+      const initial = (name.match(/[a-z0-9]/i)?.[0] ?? "?").toUpperCase();
+      const svg =
+        `<svg xmlns="http://www.w3.org/2000/svg" width="96" height="96" viewBox="0 0 96 96">` +
+        `<rect width="96" height="96" rx="48" fill="hsl(${Math.round(hue)},55%,45%)"/>` +
+        `<text x="48" y="62" font-family="sans-serif" font-size="44" text-anchor="middle" fill="#fff">${initial}</text></svg>`;
+      return reply
+        .header("Content-Type", "image/svg+xml")
+        .header("Cache-Control", "public, max-age=86400")
+        .send(svg);
+    },
+  );
+}

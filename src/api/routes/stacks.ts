@@ -1,0 +1,194 @@
+// Stacks (spec "Stacks"; CONTRACT §12 stack files).
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import type { ActionEngine } from "../../actions/engine.ts";
+import { StackCreateBody, StackUpdateBody } from "../../contract/stack.ts";
+import { invalidField, notFound } from "../../domain/errors.ts";
+import { STACK_STATES } from "../../domain/stack.ts";
+import type { IdentityService } from "../../identity/service.ts";
+import { stackUri } from "../../orchestrator/changes.ts";
+import type { StackService } from "../../stacks/service.ts";
+import type { StackRow } from "../../store/stacks.ts";
+import type { Store } from "../../store/store.ts";
+import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
+import { namespaceOf, principalOf } from "../namespaces.ts";
+import { callMeta } from "../recorder.ts";
+import { nsPaths } from "../routing.ts";
+
+interface Deps {
+  store: Store;
+  identity: IdentityService;
+  actions: ActionEngine;
+  stacks: StackService;
+}
+
+const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
+const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
+
+export function stackRoutes(app: FastifyInstance, deps: Deps): void {
+  const { store, identity, actions, stacks } = deps;
+  const tags = ["stacks"];
+  // The top of a stack body is checked before its schema: a compose file's `version` or its
+  // `services` mapping get a message saying what Berth takes instead.
+  const checkBody = async (req: FastifyRequest) => stacks.checkBody(req.body);
+
+  async function stackOf(req: FastifyRequest): Promise<StackRow> {
+    const ns = await namespaceOf(req, identity);
+    const st = await store.stacks.findStack((req.params as { uuid: string }).uuid);
+    if (!st || st.namespace !== ns) throw notFound("stack");
+    req.audit.object = stackUri(st.namespace, st.uuid);
+    return st;
+  }
+  const fresh = async (st: StackRow) => stacks.view((await store.stacks.findStack(st.uuid))!);
+
+  for (const url of nsPaths("/api/app/v1/{ns}stack/")) {
+    app.get(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "List stacks (current and terminated)",
+          querystring: Type.Object({
+            ...PAGE_QUERY,
+            uuid: Type.Optional(Type.String()),
+            uuid__startswith: Type.Optional(Type.String()),
+            name: Type.Optional(Type.String()),
+            state: Type.Optional(Type.String()),
+          }),
+        },
+      },
+      async (req) => {
+        const ns = await namespaceOf(req, identity);
+        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        if (q.state !== undefined && !(STACK_STATES as string[]).includes(q.state))
+          throw invalidField("state", `must be one of ${STACK_STATES.join(", ")}`);
+        const page = pageOf(q);
+        const { rows, total } = await store.stacks.listStacks({
+          namespace: ns,
+          uuid: q.uuid,
+          uuidPrefix: q.uuid__startswith,
+          name: q.name,
+          state: q.state,
+          ...page,
+        });
+        return envelope(req, page, total, await Promise.all(rows.map((st) => stacks.view(st))));
+      },
+    );
+    app.post(
+      url,
+      {
+        config: { action: "Stack Create" },
+        preValidation: checkBody,
+        schema: {
+          tags,
+          summary: "Create a stack and its services (not started); services in either dialect",
+          body: StackCreateBody,
+        },
+      },
+      async (req, reply) => {
+        const ns = await namespaceOf(req, identity);
+        const st = await stacks.create(ns, principalOf(req), req.body as StackCreateBody);
+        req.audit.object = stackUri(st.namespace, st.uuid);
+        return reply.status(201).send(await stacks.view(st));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/app/v1/{ns}stack/:uuid/")) {
+    app.get(url, { schema: { tags, summary: "Get a stack", params: UuidParams } }, async (req) =>
+      stacks.view(await stackOf(req)),
+    );
+    app.patch(
+      url,
+      {
+        config: { action: "Stack Update" },
+        preValidation: checkBody,
+        schema: {
+          tags,
+          summary: "Update the listed services of a stack (matched by name) and add new ones",
+          params: UuidParams,
+          body: StackUpdateBody,
+        },
+      },
+      async (req) => {
+        const st = await stackOf(req);
+        return stacks.view(await stacks.update(st, principalOf(req), (req.body ?? {}) as StackUpdateBody));
+      },
+    );
+    app.delete(
+      url,
+      {
+        config: { action: "Stack Terminate" },
+        schema: { tags, summary: "Terminate every service of the stack, and the stack", params: UuidParams },
+      },
+      async (req, reply) => {
+        const st = await stackOf(req);
+        await enqueue(req, "stack.terminate", { stack: st.uuid }, st);
+        return reply.status(202).send(await fresh(st));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/app/v1/{ns}stack/:uuid/export/")) {
+    app.get(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "The stack as a stack file: {<service name>: {<stack-file keys>}}",
+          params: UuidParams,
+        },
+      },
+      async (req) => stacks.exportStack(await stackOf(req)),
+    );
+  }
+
+  async function enqueue(req: FastifyRequest, kind: string, params: unknown, st: StackRow) {
+    const a = await store.transaction((tx) =>
+      actions.enqueue(tx, {
+        uuid: req.actionUuid,
+        kind,
+        params,
+        namespace: st.namespace,
+        object: stackUri(st.namespace, st.uuid),
+        meta: callMeta(req),
+      }),
+    );
+    req.audit.recorded = true;
+    return a;
+  }
+
+  const operations: [string, string, string][] = [
+    ["start", "stack.start", "Start the stack's services, each after the services it links to"],
+    ["stop", "stack.stop", "Stop the stack's services"],
+    ["redeploy", "stack.redeploy", "Redeploy the stack's services with their current definitions"],
+  ];
+  for (const [op, kind, summary] of operations) {
+    for (const url of nsPaths(`/api/app/v1/{ns}stack/:uuid/${op}/`)) {
+      app.post(
+        url,
+        {
+          config: { action: `Stack ${op[0]!.toUpperCase()}${op.slice(1)}` },
+          schema: {
+            tags,
+            summary,
+            params: UuidParams,
+            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
+          },
+        },
+        async (req, reply) => {
+          const st = await stackOf(req);
+          const params =
+            op === "redeploy"
+              ? {
+                  stack: st.uuid,
+                  reuse_volumes: (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false,
+                }
+              : { stack: st.uuid };
+          await enqueue(req, kind, params, st);
+          return reply.status(202).send(await fresh(st));
+        },
+      );
+    }
+  }
+}

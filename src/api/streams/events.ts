@@ -1,0 +1,303 @@
+// The events stream (CONTRACT §8): `/api/audit/v1/[ns/]events/` and `/v1/events/`. One JSON text
+// frame per change of the objects the subscriber may read, filtered by type, object and parents,
+// resumable with `since=<revision>`. The socket stays open until the client leaves; only a dead
+// peer (no pong) or a subscriber too slow to keep up (1008) is dropped.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import type { WebSocket } from "ws";
+import { invalidField } from "../../domain/errors.ts";
+import type { IdentityService, Principal } from "../../identity/service.ts";
+import type { Store } from "../../store/store.ts";
+import { LEGACY_EVENTS_PATH } from "../compat.ts";
+import { principalOf } from "../namespaces.ts";
+import { nsPaths } from "../routing.ts";
+import { type EventFeed, FEED_PAGE, FeedEvent, uriKey } from "./feed.ts";
+import { type StreamContext, streamRoute } from "./route.ts";
+import { corked, dropSlow, isOpen } from "./sockets.ts";
+
+export const EVENT_TYPES = ["stack", "service", "container", "node", "nodecluster", "action"] as const;
+
+/** How often a subscriber's readable namespaces are looked up again (organization membership changes). */
+const ACCESS_REFRESH_MS = 10_000;
+
+export interface EventFilter {
+  types?: Set<string>;
+  /** uriKey()s of the `object` filter. */
+  objects?: Set<string>;
+  /** uriKey()s of the `parents` (or `parent`) filter: an event matches when any parent is one. */
+  parents?: Set<string>;
+}
+
+const EventsQuery = Type.Object({
+  type: Type.Optional(Type.String({ description: `comma-separated: ${EVENT_TYPES.join(", ")}` })),
+  object: Type.Optional(
+    Type.String({ description: "comma-separated resource URIs, with or without namespace" }),
+  ),
+  parents: Type.Optional(
+    Type.String({ description: "comma-separated resource URIs; an event matches when one is its parent" }),
+  ),
+  parent: Type.Optional(Type.String({ description: "same as parents" })),
+  since: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        "resume after this revision (the `revision` field of the last event received): every later event is sent, none is missed",
+    }),
+  ),
+  user: Type.Optional(Type.String({ description: "username, for clients that send no Authorization header" })),
+  token: Type.Optional(Type.String({ description: "API key, with user" })),
+});
+
+interface EventsQueryT {
+  type?: string;
+  object?: string;
+  parents?: string;
+  parent?: string;
+  since?: number;
+}
+
+function listParam(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
+}
+
+function uriList(field: string, values: string[]): Set<string> | undefined {
+  if (values.length === 0) return undefined;
+  for (const v of values) {
+    if (!v.startsWith("/api/")) throw invalidField(field, `must be resource URIs, got "${v}"`);
+  }
+  return new Set(values.map(uriKey));
+}
+
+export function parseEventFilter(q: EventsQueryT): EventFilter {
+  const types = listParam(q.type);
+  for (const t of types) {
+    if (!(EVENT_TYPES as readonly string[]).includes(t))
+      throw invalidField("type", `must be one of ${EVENT_TYPES.join(", ")}`);
+  }
+  return {
+    types: types.length ? new Set(types) : undefined,
+    objects: uriList("object", listParam(q.object)),
+    parents: uriList("parents", [...listParam(q.parents), ...listParam(q.parent)]),
+  };
+}
+
+export function matchesFilter(f: EventFilter, e: FeedEvent): boolean {
+  if (f.types && !f.types.has(e.type)) return false;
+  if (f.objects && !f.objects.has(e.resourceKey)) return false;
+  if (f.parents && !e.parentKeys.some((k) => f.parents!.has(k))) return false;
+  return true;
+}
+
+/** One events socket: what it may read, what it asked for, and how far it has been served. */
+class EventSubscriber {
+  /** Revision of the last change this subscriber has been served (or skipped as not its own). */
+  private cursor = 0;
+  /** False while it catches up from `since` out of the database; the feed's offers wait till then. */
+  private live = false;
+  private dropped = false;
+  /** The socket, corked while a page of events is being written to it. */
+  private held: ReturnType<typeof corked>;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly filter: EventFilter,
+    public namespaces: Set<string>,
+    private readonly maxBufferedBytes: number,
+  ) {}
+
+  /** The feed's fan-out: called for every change, in order. */
+  offer(event: FeedEvent): void {
+    if (!this.live || event.revision <= this.cursor) return;
+    this.cursor = event.revision;
+    if (this.wants(event)) this.send(event);
+  }
+
+  private wants(event: FeedEvent): boolean {
+    return this.namespaces.has(event.namespace) && matchesFilter(this.filter, event);
+  }
+
+  private send(event: FeedEvent): void {
+    if (this.dropped || !isOpen(this.ws)) return;
+    this.held ??= corked(this.ws);
+    this.ws.send(event.frame(), { binary: false });
+    if (!this.held) this.checkBound();
+  }
+
+  /**
+   * Sends what was held back during a page of the feed. The bound is checked once the page has
+   * been handed to the kernel: what is still queued then is what the peer has not taken.
+   */
+  flush(): void {
+    if (!this.held) return;
+    this.held.uncork();
+    this.held = undefined;
+    this.checkBound();
+  }
+
+  private checkBound(): void {
+    if (this.dropped || this.ws.bufferedAmount <= this.maxBufferedBytes) return;
+    this.dropped = true;
+    dropSlow(this.ws, this.maxBufferedBytes);
+  }
+
+  /** Joins the live feed now: the next change it offers is the first one sent. */
+  startLive(feed: EventFeed): void {
+    this.cursor = feed.position;
+    this.live = true;
+  }
+
+  /**
+   * Sends every change after `since` from the database, page by page (pausing while the socket's
+   * buffer is full, so a long history never piles up in memory), then joins the live feed at the
+   * exact revision it reached: the feed has offered everything up to its position, and the
+   * check and the switch happen in one synchronous step.
+   */
+  async catchUp(store: Store, feed: EventFeed, since: number): Promise<void> {
+    this.cursor = since;
+    while (isOpen(this.ws) && !this.dropped) {
+      if (this.cursor >= feed.position) {
+        this.live = true;
+        return;
+      }
+      const rows = await store.changesSince(this.cursor, FEED_PAGE);
+      for (const row of rows) {
+        const event = new FeedEvent(row);
+        if (event.revision <= this.cursor) continue;
+        this.cursor = event.revision;
+        if (this.wants(event)) this.send(event);
+      }
+      this.flush();
+      if (rows.length === 0) {
+        // The feed's position is past the last stored change only if the database moved under it.
+        this.live = true;
+        return;
+      }
+      while (isOpen(this.ws) && this.ws.bufferedAmount > this.maxBufferedBytes / 2) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  }
+}
+
+/**
+ * Re-reads which namespaces subscribers may read, so that leaving an organization stops its
+ * events without a reconnect. One lookup per distinct caller and path, not per socket.
+ */
+class AccessRefresher {
+  private readonly groups = new Map<
+    string,
+    { principal: Principal; requested?: string; subscribers: Set<EventSubscriber> }
+  >();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly identity: IdentityService,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  add(sub: EventSubscriber, principal: Principal, requested: string | undefined): () => void {
+    const key = `${principal.user.username}\u0000${principal.namespaceLimit ?? ""}\u0000${requested ?? ""}`;
+    let group = this.groups.get(key);
+    if (!group) {
+      group = { principal, requested, subscribers: new Set() };
+      this.groups.set(key, group);
+    }
+    group.subscribers.add(sub);
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.refresh().catch(this.onError), ACCESS_REFRESH_MS);
+      this.timer.unref();
+    }
+    const g = group;
+    return () => {
+      g.subscribers.delete(sub);
+      if (g.subscribers.size === 0) this.groups.delete(key);
+      if (this.groups.size === 0) this.stop();
+    };
+  }
+
+  private async refresh(): Promise<void> {
+    for (const group of [...this.groups.values()]) {
+      const namespaces = new Set(await readableNamespaces(this.identity, group.principal, group.requested));
+      for (const sub of group.subscribers) sub.namespaces = namespaces;
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** With a namespace in the path: that one, if the caller may use it. Without: all the caller's. */
+async function readableNamespaces(
+  identity: IdentityService,
+  principal: Principal,
+  requested: string | undefined,
+): Promise<string[]> {
+  if (requested === undefined) return identity.namespacesOf(principal);
+  try {
+    return [await identity.resolveNamespace(principal, requested)];
+  } catch {
+    return [];
+  }
+}
+
+interface EventsPlan {
+  principal: Principal;
+  requested?: string;
+  namespaces: string[];
+  filter: EventFilter;
+  since?: number;
+}
+
+export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
+  const access = new AccessRefresher(ctx.identity, (err) =>
+    app.log.error({ err }, "events: could not refresh namespaces"),
+  );
+  app.addHook("onClose", async () => access.stop());
+
+  streamRoute<EventsPlan>(app, ctx, {
+    urls: [...nsPaths("/api/audit/v1/{ns}events/"), LEGACY_EVENTS_PATH],
+    summary: "Events stream",
+    description:
+      "One JSON text frame per change: {type, action, parents, resource_uri, state, uuid, datetime, revision}. " +
+      "Without a namespace in the path: every namespace the caller may read (its own and its organizations'). " +
+      "A subscriber that lets more than BERTH_STREAM_MAX_BUFFERED_BYTES pile up is closed with 1008.",
+    params: Type.Object({ namespace: Type.Optional(Type.String()) }),
+    querystring: EventsQuery,
+    async prepare(req: FastifyRequest): Promise<EventsPlan> {
+      const principal = principalOf(req);
+      const requested = (req.params as { namespace?: string }).namespace;
+      // With a namespace the caller cannot use, the upgrade is a 404 (CONTRACT §2, §3).
+      const namespaces =
+        requested === undefined
+          ? await ctx.identity.namespacesOf(principal)
+          : [await ctx.identity.resolveNamespace(principal, requested)];
+      const q = req.query as EventsQueryT;
+      return { principal, requested, namespaces, filter: parseEventFilter(q), since: q.since };
+    },
+    async open(ws, plan) {
+      const sub = new EventSubscriber(ws, plan.filter, new Set(plan.namespaces), ctx.settings.maxBufferedBytes);
+      const unlisten = ctx.feed.listen(
+        (event) => sub.offer(event),
+        () => sub.flush(),
+      );
+      const unrefresh = access.add(sub, plan.principal, plan.requested);
+      ws.once("close", () => {
+        unlisten();
+        unrefresh();
+      });
+      await ctx.feed.ready();
+      if (plan.since === undefined) {
+        sub.startLive(ctx.feed);
+        return;
+      }
+      // A revision from the future (another database) cannot be waited for: resume from now.
+      const since = Math.min(plan.since, await ctx.store.latestRevision());
+      await sub.catchUp(ctx.store, ctx.feed, since);
+    },
+  });
+}

@@ -1,0 +1,39 @@
+// WebSocket streams (CONTRACT §8, §9): the events stream, action, container and service logs, and
+// exec. Each stream is a GET route whose checks run before the upgrade, so bad credentials (401),
+// invisible objects (404), bad parameters (400) and refused states (409) answer the upgrade
+// itself; only an accepted request becomes a socket. Streams are reads: they create no action.
+import type { FastifyInstance } from "fastify";
+import { ActionLogWatcher, actionLogRoutes } from "./action-logs.ts";
+import { eventRoutes } from "./events.ts";
+import { execRoutes } from "./exec.ts";
+import { EventFeed } from "./feed.ts";
+import { containerLogRoutes } from "./logs.ts";
+import type { StreamContext, StreamDeps } from "./route.ts";
+import { Heartbeat } from "./sockets.ts";
+
+export type { StreamDeps } from "./route.ts";
+export { websocketPluginOptions } from "./sockets.ts";
+
+/** Registers every stream route; their shared reader and timers stop when the app closes. */
+export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
+  const feed = new EventFeed({
+    store: deps.store,
+    pollMs: deps.settings.eventsPollMs,
+    onError: (err) => app.log.error({ err }, "events feed: could not read the change feed"),
+  });
+  const heartbeat = new Heartbeat(deps.settings.pingIntervalMs);
+  const actionLogs = new ActionLogWatcher({
+    store: deps.store,
+    onError: (err) => app.log.error({ err }, "action logs: could not read"),
+  });
+  const ctx: StreamContext = { ...deps, feed, heartbeat, actionLogs };
+  eventRoutes(app, ctx);
+  actionLogRoutes(app, ctx);
+  containerLogRoutes(app, ctx);
+  execRoutes(app, ctx);
+  app.addHook("onClose", async () => {
+    feed.close();
+    heartbeat.stop();
+    actionLogs.close();
+  });
+}

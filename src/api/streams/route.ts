@@ -1,0 +1,85 @@
+// The shape of a stream route: checks before the upgrade, a handler on the accepted socket.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { TSchema } from "typebox";
+import type { WebSocket } from "ws";
+import type { Config } from "../../config/index.ts";
+import type { IdentityService } from "../../identity/service.ts";
+import type { EngineSource } from "../../nodes/provisioners.ts";
+import type { Store } from "../../store/store.ts";
+import type { ActionLogWatcher } from "./action-logs.ts";
+import type { EventFeed } from "./feed.ts";
+import { CLOSE, closeSocket, type Heartbeat, sendErrorFrame } from "./sockets.ts";
+
+export interface StreamDeps {
+  store: Store;
+  identity: IdentityService;
+  engines: EngineSource;
+  settings: Config["streams"];
+}
+
+/** What every stream route gets: the shared feed reader, pings, limits. */
+export interface StreamContext extends StreamDeps {
+  feed: EventFeed;
+  heartbeat: Heartbeat;
+  actionLogs: ActionLogWatcher;
+}
+
+export interface StreamRoute<P> {
+  urls: string[];
+  summary: string;
+  description: string;
+  params?: TSchema;
+  querystring?: TSchema;
+  /**
+   * Runs before the upgrade: authorizes, validates and looks objects up. Throwing a coded error
+   * answers the upgrade request with it (401, 404, 400, 409) and no socket is opened.
+   */
+  prepare(req: FastifyRequest): Promise<P>;
+  /** Runs on the accepted socket with what `prepare` found. */
+  open(ws: WebSocket, plan: P, req: FastifyRequest): Promise<void> | void;
+}
+
+const tags = ["streams"];
+
+export function streamRoute<P>(app: FastifyInstance, ctx: StreamContext, route: StreamRoute<P>): void {
+  // prepare() runs in a preHandler hook; the socket handler picks its result up by request.
+  const plans = new WeakMap<FastifyRequest, P>();
+  for (const url of route.urls) {
+    app.route({
+      method: "GET",
+      url,
+      schema: {
+        tags,
+        summary: route.summary,
+        description: `WebSocket stream (send \`Connection: Upgrade\`, \`Upgrade: websocket\`). ${route.description}`,
+        ...(route.params ? { params: route.params } : {}),
+        ...(route.querystring ? { querystring: route.querystring } : {}),
+      },
+      preHandler: async (req) => {
+        plans.set(req, await route.prepare(req));
+      },
+      // A plain GET on a stream path is told how to connect (426 Upgrade Required).
+      handler: async (req, reply) =>
+        reply
+          .status(426)
+          .header("Upgrade", "websocket")
+          .send({
+            error: `${req.url.split("?")[0]} is a WebSocket stream; connect with Upgrade: websocket.`,
+            code: "websocket_required",
+          }),
+      wsHandler: (ws, req) => {
+        const plan = plans.get(req);
+        plans.delete(req);
+        ctx.heartbeat.track(ws);
+        if (plan === undefined) return closeSocket(ws, CLOSE.internal, "stream was not prepared");
+        return Promise.resolve()
+          .then(() => route.open(ws, plan, req))
+          .catch((err: unknown) => {
+            req.log.error({ err }, "stream failed");
+            sendErrorFrame(ws, "The stream failed; the server log has the details.");
+            closeSocket(ws, CLOSE.internal, "stream failed");
+          });
+      },
+    });
+  }
+}

@@ -1,0 +1,819 @@
+// Stacks (spec "Stacks", "Stack states"; CONTRACT §12): groups of linked services created,
+// updated, started, stopped, redeployed and terminated together.
+//
+// - Create and update take `services` items in either dialect (domain/stackfile.ts). Everything
+//   is checked before anything is written, and a stack's new services are written in one
+//   transaction with it: a bad service means nothing is created.
+// - Each operation is one action on the stack. Its `prepare` moves the stack and each service it
+//   concerns to their transitional states; its one step runs every service's own work inline
+//   (Orchestrator.runOperation) in link order, so the stack's log shows the work on each service.
+//   A service whose turn has come and gone is no longer in its transitional state, which is how
+//   a resumed step knows where to go on.
+// - The stack's state is derived from its services (domain/stack.ts). A follower of the change
+//   feed records it, with a change-feed entry, when services change outside a stack action.
+import { randomUUID } from "node:crypto";
+import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
+import type { RelationResolver } from "../actions/relations.ts";
+import { type ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
+import type { StackCreateBody, StackUpdateBody } from "../contract/stack.ts";
+import { ApiError, conflict, type FieldProblem, notFound, VersionConflict } from "../domain/errors.ts";
+import type { ServiceSpec } from "../domain/service.ts";
+import { applyUpdate, normalizeCreate, type ResolvedService } from "../domain/service-spec.ts";
+import {
+  assertStackName,
+  STACK_OPERATIONS,
+  STACK_TRANSITIONAL,
+  settledStackState,
+  startOrder,
+} from "../domain/stack.ts";
+import {
+  type ConvertedService,
+  convertServices,
+  exportService,
+  problemsError,
+  stackBodyProblems,
+} from "../domain/stackfile.ts";
+import {
+  assertAllowed,
+  SERVICE_OPERATIONS,
+  SERVICE_TRANSITIONAL,
+  type ServiceState,
+  type StackState,
+} from "../domain/states.ts";
+import { type Clock, restTime } from "../domain/time.ts";
+import type { Principal } from "../identity/service.ts";
+import { type AppChanges, containerUri, serviceUri, stackUri } from "../orchestrator/changes.ts";
+import type { ServiceManager } from "../orchestrator/manager.ts";
+import type { InlineOperation, Orchestrator } from "../orchestrator/services.ts";
+import type { ServiceRow } from "../store/services.ts";
+import type { StackRow } from "../store/stacks.ts";
+import type { Store } from "../store/store.ts";
+
+export interface StackDeps {
+  store: Store;
+  clock: Clock;
+  changes: AppChanges;
+  services: ServiceManager;
+  orchestrator: Orchestrator;
+  /** How often the change feed is read besides the in-process wake-ups (other processes' changes). */
+  pollMs?: number;
+  onError?(err: unknown): void;
+}
+
+export type StackOperation = "start" | "stop" | "redeploy" | "terminate";
+interface OpParams {
+  stack: string;
+  reuse_volumes?: boolean;
+}
+
+const OPERATIONS: Record<StackOperation, { kind: string; name: string; state: StackState }> = {
+  start: { kind: "stack.start", name: "Stack Start", state: "Starting" },
+  stop: { kind: "stack.stop", name: "Stack Stop", state: "Stopping" },
+  redeploy: { kind: "stack.redeploy", name: "Stack Redeploy", state: "Redeploying" },
+  terminate: { kind: "stack.terminate", name: "Stack Terminate", state: "Terminating" },
+};
+
+/** The service operation a service's transitional state stands for while a stack action runs. */
+const OPERATION_OF: Partial<Record<string, InlineOperation>> = {
+  Starting: "start",
+  Stopping: "stop",
+  Redeploying: "redeploy",
+  Terminating: "terminate",
+};
+const VERB: Record<InlineOperation, string> = {
+  start: "Starting",
+  stop: "Stopping",
+  redeploy: "Redeploying",
+  terminate: "Terminating",
+};
+
+/**
+ * The state a stack operation moves one of its services to, or undefined when the operation leaves
+ * it alone (a running service on start). A stack redeploy starts the services never deployed yet.
+ */
+function serviceTransition(op: StackOperation, state: ServiceState): ServiceState | undefined {
+  if (op === "redeploy" && state === "Not running") return "Starting";
+  // The stack's transitional states are the services' own.
+  return (SERVICE_OPERATIONS[op] ?? []).includes(state) ? (OPERATIONS[op].state as ServiceState) : undefined;
+}
+
+/** Keys of a stack-file item that Update service does not take (see `update`). */
+const FIXED_KEYS: Record<string, keyof ServiceSpec> = {
+  bindings: "bindings",
+  memory_swap: "memory_swap",
+  labels: "labels",
+  user: "user",
+  hostname: "hostname",
+  domainname: "domainname",
+  mac_address: "mac_address",
+  cgroup_parent: "cgroup_parent",
+  cgroup_name: "cgroup_parent",
+  tty: "tty",
+  stdin_open: "stdin_open",
+  dns: "dns",
+  dns_search: "dns_search",
+  cap_add: "cap_add",
+  cap_drop: "cap_drop",
+  devices: "devices",
+  extra_hosts: "extra_hosts",
+  security_opt: "security_opt",
+  secuirty_opt: "security_opt",
+  cpuset: "cpuset",
+  read_only: "read_only",
+};
+const UPDATE_KEYS = new Set(Object.keys(ServiceUpdateBody.properties));
+
+const specOf = (s: Pick<ServiceRow, "spec">) => JSON.parse(s.spec) as ServiceSpec;
+const live = (s: { state: string }) => s.state !== "Terminated";
+
+/** JSON with object keys sorted: equality regardless of key order. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, value: unknown) =>
+    value && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)),
+        )
+      : value,
+  );
+}
+const same = (a: unknown, b: unknown) => canonical(a) === canonical(b);
+/** Lists whose order means nothing to a container (ports, mounts): equal as multisets. */
+const sameItems = (a: readonly unknown[], b: readonly unknown[]) =>
+  same([...a.map(canonical)].sort(), [...b.map(canonical)].sort());
+
+/** The services a service must start after: those it links to and those whose volumes it mounts. */
+function dependencies(spec: ServiceSpec): string[] {
+  return [
+    ...spec.linked_to_service.map((l) => l.to_service),
+    ...spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : [])),
+  ];
+}
+
+/**
+ * How a stack body refers to services: a sibling by name, `<service>.<stack>` for a service of
+ * another stack, a plain name for a service outside any stack, or a resource URI.
+ */
+class References {
+  constructor(
+    private readonly o: {
+      namespace: string;
+      stackName: string;
+      /** The stack's services, new ones with provisional uuids. */
+      siblings: Map<string, ResolvedService>;
+      namespaceServices: ServiceRow[];
+      stacks: StackRow[];
+    },
+  ) {}
+
+  resolve = (ref: string): ResolvedService | undefined => {
+    const { siblings, namespaceServices, stacks } = this.o;
+    if (ref.includes("/")) {
+      const id = ref.split("/").filter(Boolean).at(-1);
+      const s = namespaceServices.find((x) => x.uuid === id);
+      return s ? { uuid: s.uuid, name: s.name } : undefined;
+    }
+    const sibling = siblings.get(ref);
+    if (sibling) return sibling;
+    const dotted = /^([^.]+)\.([^.]+)$/.exec(ref);
+    if (dotted) {
+      const [, service, stack] = dotted as unknown as [string, string, string];
+      if (stack === this.o.stackName) return siblings.get(service);
+      const st = stacks.find((x) => x.name === stack);
+      const s = st && namespaceServices.find((x) => x.name === service && x.stack_uuid === st.uuid);
+      return s ? { uuid: s.uuid, name: s.name } : undefined;
+    }
+    const s = namespaceServices.find((x) => x.name === ref && x.stack_uuid === null);
+    return s ? { uuid: s.uuid, name: s.name } : undefined;
+  };
+
+  /**
+   * A body whose references are resource URIs, which the ServiceManager resolves: `real` gives
+   * the uuids of siblings written by now (provisional ones are replaced).
+   */
+  rewrite(body: Record<string, unknown>, real: Map<string, string>): Record<string, unknown> {
+    const uriOf = (ref: unknown): unknown => {
+      if (typeof ref !== "string") return ref;
+      const target = this.resolve(ref);
+      if (!target) return ref;
+      const uuid = real.get(target.name) ?? target.uuid;
+      return serviceUri({ namespace: this.o.namespace, uuid });
+    };
+    const out = { ...body };
+    if (Array.isArray(body.linked_to_service)) {
+      out.linked_to_service = body.linked_to_service.map((l: unknown) =>
+        l && typeof l === "object"
+          ? { ...l, to_service: uriOf((l as { to_service?: unknown }).to_service) }
+          : l,
+      );
+    }
+    if (Array.isArray(body.bindings)) {
+      out.bindings = body.bindings.map((b: unknown) => {
+        const from = b && typeof b === "object" ? (b as { volumes_from?: unknown }).volumes_from : undefined;
+        return typeof from === "string" && from !== "" ? { ...(b as object), volumes_from: uriOf(from) } : b;
+      });
+    }
+    return out;
+  }
+}
+
+/** Runs a check of the service rules, turning its 400 into problems named as the item names them. */
+function collect<T>(item: ConvertedService, problems: FieldProblem[], fn: () => T): T | undefined {
+  try {
+    return fn();
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.kind !== "bad_request") throw err;
+    for (const d of err.details ?? [{ field: "", problem: err.message }]) {
+      problems.push({ field: item.path + item.fieldOf(d.field), problem: d.problem });
+    }
+    return undefined;
+  }
+}
+
+export class StackService {
+  private revision: number | undefined;
+  private following = false;
+  private refollow = false;
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly d: StackDeps) {}
+
+  private get store() {
+    return this.d.store;
+  }
+
+  // ---- reading ------------------------------------------------------------------------------------
+
+  async servicesOf(stackUuid: string, store: Store = this.store): Promise<ServiceRow[]> {
+    return (await store.services.servicesOfStack(stackUuid)).filter(live);
+  }
+
+  /** The stored state while an operation runs (or once terminated); otherwise what the services say. */
+  stateOf(st: StackRow, services: ServiceRow[]): StackState {
+    const stored = st.state as StackState;
+    if (stored === "Terminated" || STACK_TRANSITIONAL.includes(stored)) return stored;
+    return settledStackState(services.map((s) => s.state));
+  }
+
+  async view(st: StackRow) {
+    const all = await this.store.services.servicesOfStack(st.uuid);
+    const shown = st.state === "Terminated" ? all : all.filter(live);
+    let synchronized = true;
+    for (const s of shown.filter(live)) {
+      const containers = (await this.store.services.containersOfService(s.uuid)).filter(live);
+      if (containers.some((c) => c.spec_version !== s.spec_version)) synchronized = false;
+    }
+    return {
+      uuid: st.uuid,
+      resource_uri: stackUri(st.namespace, st.uuid),
+      name: st.name,
+      nickname: st.nickname,
+      state: this.stateOf(st, all.filter(live)),
+      synchronized,
+      services: shown.map(serviceUri),
+      deployed_datetime: restTime(st.deployed_at),
+      destroyed_datetime: restTime(st.destroyed_at),
+    };
+  }
+
+  /** The stack as a stack file: `{<service name>: {<stack-file keys>}}`, defaults left out. */
+  async exportStack(st: StackRow): Promise<Record<string, Record<string, unknown>>> {
+    const all = await this.store.services.servicesOfStack(st.uuid);
+    const shown = st.state === "Terminated" ? all : all.filter(live);
+    const others = await this.store.services.liveServices({ namespace: st.namespace });
+    const stacks = new Map<string, string>();
+    const refOf = (uuid: string): string | undefined => {
+      const s = shown.find((x) => x.uuid === uuid) ?? others.find((x) => x.uuid === uuid);
+      if (!s) return undefined;
+      if (s.stack_uuid === st.uuid || s.stack_uuid === null) return s.name;
+      const stackName = stacks.get(s.stack_uuid);
+      return stackName === undefined ? undefined : `${s.name}.${stackName}`;
+    };
+    for (const s of others) {
+      if (s.stack_uuid && !stacks.has(s.stack_uuid)) {
+        const other = await this.store.stacks.findStack(s.stack_uuid);
+        if (other) stacks.set(other.uuid, other.name);
+      }
+    }
+    return Object.fromEntries(
+      shown.map((s) => [
+        s.name,
+        exportService({
+          name: s.name,
+          nickname: s.nickname,
+          target_num_containers: s.target_num_containers,
+          spec: specOf(s),
+          refOf,
+        }),
+      ]),
+    );
+  }
+
+  /** `include_related` of a stack: all its services and all their containers. */
+  related: RelationResolver = async (store, _uri, parsed) => {
+    const out: string[] = [];
+    for (const s of await store.services.servicesOfStack(parsed.id)) {
+      out.push(serviceUri(s));
+      for (const c of await store.services.containersOfService(s.uuid)) {
+        out.push(containerUri(c));
+      }
+    }
+    return out;
+  };
+
+  // ---- create and update ----------------------------------------------------------------------------
+
+  private async references(namespace: string, stackName: string, siblings: Map<string, ResolvedService>) {
+    const [namespaceServices, stacks] = await Promise.all([
+      this.store.services.liveServices({ namespace }),
+      this.liveStacks(namespace),
+    ]);
+    return new References({ namespace, stackName, siblings, namespaceServices, stacks });
+  }
+
+  private async liveStacks(namespace: string): Promise<StackRow[]> {
+    return (await this.store.stacks.listStacks({ namespace, limit: 100_000, offset: 0 })).rows.filter(live);
+  }
+
+  /** Problems of a stack body's top level (a compose file's `version`, a `services` mapping). */
+  checkBody(body: unknown): void {
+    const problems = stackBodyProblems(body);
+    if (problems.length) throw problemsError(problems);
+  }
+
+  /** A cycle among the links (and volumes_from) of a stack's services is a 400 naming the first service in it. */
+  private checkCycle(
+    nodes: { uuid: string; name: string; spec: ServiceSpec; item?: ConvertedService }[],
+    problems: FieldProblem[],
+  ): string[] {
+    const result = startOrder(nodes.map((n) => ({ id: n.uuid, after: dependencies(n.spec) })));
+    if ("order" in result) return result.order;
+    const names = result.cycle.map((id) => nodes.find((n) => n.uuid === id)!.name);
+    const first = nodes.find((n) => n.uuid === result.cycle[0])!;
+    const links = first.spec.linked_to_service.some((l) => l.to_service === result.cycle[1]);
+    const field = first.item
+      ? first.item.path + first.item.fieldOf(links ? "linked_to_service" : "bindings")
+      : `services.${first.name}.${links ? "links" : "volumes_from"}`;
+    problems.push({
+      field,
+      problem: `links form a cycle (${names.join(" → ")}): a service starts after the services it links to, so links cannot go round in a circle`,
+    });
+    return [];
+  }
+
+  async create(namespace: string, principal: Principal, body: StackCreateBody): Promise<StackRow> {
+    this.checkBody(body);
+    assertStackName(body.name);
+    const problems: FieldProblem[] = [];
+    const items = convertServices(body.services ?? [], problems);
+    const provisional = new Map<string, ResolvedService>();
+    for (const item of items)
+      if (item.name) provisional.set(item.name, { uuid: randomUUID(), name: item.name });
+    const refs = await this.references(namespace, body.name, provisional);
+    const planned: { uuid: string; name: string; spec: ServiceSpec; item: ConvertedService }[] = [];
+    for (const item of items) {
+      if (!item.name) continue;
+      const uuid = provisional.get(item.name)!.uuid;
+      const n = collect(item, problems, () =>
+        normalizeCreate(item.body as ServiceCreateBody, { resolveService: refs.resolve, serviceUuid: uuid }),
+      );
+      if (n) planned.push({ uuid, name: n.name, spec: n.spec, item });
+    }
+    const order = problems.length ? [] : this.checkCycle(planned, problems);
+    if (problems.length) throw problemsError(problems);
+
+    if (await this.store.stacks.findLiveStackByName(namespace, body.name)) {
+      throw conflict(`A stack named "${body.name}" already exists in ${namespace}.`, "name_taken");
+    }
+    for (const p of planned) {
+      if (await this.store.services.findLiveServiceByName(namespace, p.name)) {
+        throw conflict(
+          `${p.item.path}name: a service named "${p.name}" already exists in ${namespace} (service names are unique in a namespace)`,
+          "name_taken",
+        );
+      }
+    }
+    const now = this.d.clock.now();
+    return this.store.transaction(async (tx) => {
+      const st = await tx.stacks.insertStack({
+        uuid: randomUUID(),
+        namespace,
+        name: body.name,
+        nickname: body.nickname || body.name,
+        state: "Not Running",
+        deployed_at: null,
+        destroyed_at: null,
+        created: now,
+      });
+      await this.d.changes.stack(tx, namespace, st.uuid, st.state, "create");
+      // Targets first, so that every reference is to a service that exists by then.
+      const real = new Map<string, string>();
+      for (const uuid of order) {
+        const p = planned.find((x) => x.uuid === uuid)!;
+        const row = await this.d.services.create(
+          namespace,
+          principal,
+          refs.rewrite(p.item.body, real) as ServiceCreateBody,
+          { stackUuid: st.uuid, tx },
+        );
+        real.set(p.name, row.uuid);
+      }
+      return st;
+    });
+  }
+
+  /**
+   * Updates every listed service (matched by name) with the keys of Update service, and adds the
+   * new ones. Keys Update service does not take (volumes, labels, user, …) are accepted when they
+   * keep the service's value, so that an exported stack file can be sent back unchanged; changing
+   * them is a 400. A service whose definition does not change is not written at all.
+   */
+  async update(st: StackRow, principal: Principal, body: StackUpdateBody): Promise<StackRow> {
+    this.checkBody(body);
+    const current = await this.servicesOf(st.uuid);
+    this.assertAllowed(st, current, "update");
+    const problems: FieldProblem[] = [];
+    const items = convertServices(body.services ?? [], problems);
+    const byName = new Map(current.map((s) => [s.name, s]));
+    const siblings = new Map<string, ResolvedService>(
+      current.map((s) => [s.name, { uuid: s.uuid, name: s.name }]),
+    );
+    for (const item of items) {
+      if (item.name && !siblings.has(item.name))
+        siblings.set(item.name, { uuid: randomUUID(), name: item.name });
+    }
+    const refs = await this.references(st.namespace, st.name, siblings);
+    const ctxFor = (uuid: string) => ({ resolveService: refs.resolve, serviceUuid: uuid });
+
+    const created: { uuid: string; name: string; spec: ServiceSpec; item: ConvertedService }[] = [];
+    const updates: { row: ServiceRow; body: Record<string, unknown>; spec: ServiceSpec }[] = [];
+    for (const item of items) {
+      if (!item.name) continue;
+      const row = byName.get(item.name);
+      const uuid = siblings.get(item.name)!.uuid;
+      if (!row) {
+        const n = collect(item, problems, () =>
+          normalizeCreate(item.body as ServiceCreateBody, ctxFor(uuid)),
+        );
+        if (n) created.push({ uuid, name: n.name, spec: n.spec, item });
+        continue;
+      }
+      const spec = specOf(row);
+      const change: Record<string, unknown> = {};
+      const fixed: Record<string, unknown> = {};
+      for (const [key, value] of Object.entries(item.body)) {
+        if (key === "name") continue;
+        if (UPDATE_KEYS.has(key)) change[key] = value;
+        else fixed[key] = value;
+      }
+      if (Object.keys(fixed).length) this.checkFixed(item, row, spec, change, fixed, ctxFor(uuid), problems);
+      const u = collect(item, problems, () =>
+        applyUpdate(spec, row.name, change as ServiceUpdateBody, ctxFor(uuid)),
+      );
+      if (!u) continue;
+      // Ports are a set to a container: the same ones in another order (an export lists published
+      // ones first) are no change.
+      if (change.container_ports !== undefined && sameItems(u.spec.container_ports, spec.container_ports)) {
+        delete change.container_ports;
+        u.spec.container_ports = spec.container_ports;
+      }
+      const unchanged =
+        same(u.spec, spec) &&
+        (u.nickname === undefined || u.nickname === row.nickname) &&
+        (u.target_num_containers === undefined || u.target_num_containers === row.target_num_containers);
+      if (!unchanged) updates.push({ row, body: change, spec: u.spec });
+    }
+    if (!problems.length) {
+      const specs = new Map(updates.map((u) => [u.row.uuid, u.spec]));
+      this.checkCycle(
+        [
+          ...current.map((s) => ({
+            uuid: s.uuid,
+            name: s.name,
+            spec: specs.get(s.uuid) ?? specOf(s),
+            item: items.find((i) => i.name === s.name),
+          })),
+          ...created,
+        ],
+        problems,
+      );
+    }
+    if (problems.length) throw problemsError(problems);
+    for (const c of created) {
+      if (await this.store.services.findLiveServiceByName(st.namespace, c.name)) {
+        throw conflict(
+          `${c.item.path}name: a service named "${c.name}" already exists in ${st.namespace} (service names are unique in a namespace)`,
+          "name_taken",
+        );
+      }
+    }
+
+    const real = new Map<string, string>();
+    if (created.length) {
+      const order = startOrder(created.map((c) => ({ id: c.uuid, after: dependencies(c.spec) })));
+      const ids = "order" in order ? order.order : created.map((c) => c.uuid);
+      await this.store.transaction(async (tx) => {
+        for (const id of ids) {
+          const c = created.find((x) => x.uuid === id)!;
+          const row = await this.d.services.create(
+            st.namespace,
+            principal,
+            refs.rewrite(c.item.body, real) as ServiceCreateBody,
+            { stackUuid: st.uuid, tx },
+          );
+          real.set(c.name, row.uuid);
+        }
+      });
+    }
+    for (const u of updates) {
+      await this.d.services.update(u.row, refs.rewrite(u.body, real) as ServiceUpdateBody, principal);
+    }
+    return (await this.store.stacks.findStack(st.uuid))!;
+  }
+
+  /** Keys Update service does not take must keep the service's value. */
+  private checkFixed(
+    item: ConvertedService,
+    row: ServiceRow,
+    spec: ServiceSpec,
+    change: Record<string, unknown>,
+    fixed: Record<string, unknown>,
+    ctx: { resolveService: References["resolve"]; serviceUuid: string },
+    problems: FieldProblem[],
+  ): void {
+    const mine: FieldProblem[] = [];
+    const n = collect(item, mine, () =>
+      normalizeCreate(
+        {
+          image: spec.image_name,
+          name: row.name,
+          // memory_swap is checked against the memory the service will have.
+          memory: (change.memory as number | null | undefined) ?? spec.memory,
+          ...fixed,
+        } as ServiceCreateBody,
+        ctx,
+      ),
+    );
+    const fields = new Set(Object.keys(fixed).map((k) => item.path + item.fieldOf(k)));
+    problems.push(
+      ...mine.filter((p) =>
+        [...fields].some((f) => p.field === f || p.field.startsWith(`${f}.`) || p.field.startsWith(`${f}[`)),
+      ),
+    );
+    if (!n) return;
+    for (const key of Object.keys(fixed)) {
+      const field = FIXED_KEYS[key];
+      if (field === undefined) continue;
+      const a = n.spec[field];
+      const b = spec[field];
+      const equal =
+        Array.isArray(a) && Array.isArray(b) && field === "bindings" ? sameItems(a, b) : same(a, b);
+      if (!equal) {
+        problems.push({
+          field: item.path + item.fieldOf(key),
+          problem:
+            "cannot be changed by updating the stack (Update service does not take it): leave it as it is, or terminate the service and add it again",
+        });
+      }
+    }
+  }
+
+  // ---- operations -------------------------------------------------------------------------------------
+
+  private assertAllowed(st: StackRow, services: ServiceRow[], operation: string): void {
+    assertAllowed(STACK_OPERATIONS, `stack ${st.name}`, this.stateOf(st, services), operation);
+    const busy = services.find((s) => SERVICE_TRANSITIONAL.includes(s.state as ServiceState));
+    if (busy) {
+      throw conflict(
+        `service ${busy.name} of stack ${st.name} is ${busy.state}; wait until it settles to ${operation} the stack`,
+        "invalid_state",
+      );
+    }
+  }
+
+  register(actions: ActionEngine): void {
+    for (const op of Object.keys(OPERATIONS) as StackOperation[]) actions.register(this.kind(op));
+  }
+
+  private kind(op: StackOperation): ActionKind<OpParams> {
+    const { kind, name, state } = OPERATIONS[op];
+    return {
+      kind,
+      name,
+      prepare: async (tx, { stack }) => {
+        const st = await tx.stacks.findStack(stack);
+        if (!st) throw notFound("stack");
+        const services = await this.servicesOf(st.uuid, tx);
+        this.assertAllowed(st, services, op);
+        for (const s of services) {
+          const next = serviceTransition(op, s.state as ServiceState);
+          if (!next) continue;
+          const r = await tx.services.updateService(s, { state: next });
+          await this.d.changes.service(tx, r, "update");
+        }
+        const r = await tx.stacks.updateStack(st, { state });
+        await this.d.changes.stack(tx, r.namespace, r.uuid, r.state, "update");
+      },
+      steps: [
+        {
+          name: `${op} services`,
+          // Every service's work in one step: as long as the services' own steps together.
+          timeoutMs: 30 * 60_000,
+          run: (ctx) => this.runOperation(op, ctx),
+        },
+      ],
+      finish: (ctx, outcome) => this.finishOperation(op, ctx, outcome),
+    };
+  }
+
+  /** The stack's services in link order: each after the services it links to (creation order on a cycle). */
+  private ordered(services: ServiceRow[]): { services: ServiceRow[]; cycle: boolean } {
+    const result = startOrder(services.map((s) => ({ id: s.uuid, after: dependencies(specOf(s)) })));
+    if (!("order" in result)) return { services, cycle: true };
+    return { services: result.order.map((id) => services.find((s) => s.uuid === id)!), cycle: false };
+  }
+
+  private async runOperation(op: StackOperation, ctx: StepContext<OpParams>): Promise<void> {
+    const st = await this.store.stacks.findStack(ctx.params.stack);
+    if (!st) throw new Error("the stack no longer exists");
+    const { services, cycle } = this.ordered(await this.servicesOf(st.uuid));
+    if (cycle) await ctx.log("The services' links form a cycle; they are worked on in creation order");
+    // Stopping and terminating go the other way: clients before the services they link to.
+    const sequence = op === "stop" || op === "terminate" ? [...services].reverse() : services;
+    const failures: string[] = [];
+    for (const [i, listed] of sequence.entries()) {
+      if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error("aborted");
+      const action = await this.store.findAction(ctx.action.uuid);
+      if (action?.state === "Canceling") {
+        await ctx.log(`Canceled before service ${listed.name}`);
+        return;
+      }
+      const s = await this.store.services.findService(listed.uuid);
+      // Not part of this operation, or done before the step was resumed.
+      const serviceOp = s ? OPERATION_OF[s.state] : undefined;
+      if (!s || !serviceOp) continue;
+      if (serviceOp === "start" || serviceOp === "redeploy") {
+        const waiting = cycle ? undefined : await this.unstartedDependency(s, services);
+        if (waiting) {
+          const line = `Service ${s.name} is not started: ${waiting}, which it links to, has no running container`;
+          await ctx.log(line);
+          failures.push(line);
+          break;
+        }
+      }
+      await ctx.log(`${VERB[serviceOp]} service ${s.name} (${i + 1} of ${sequence.length})`);
+      let outcome: Outcome = "Success";
+      try {
+        await this.d.orchestrator.runOperation(serviceOp, s.uuid, ctx, {
+          reuseVolumes: ctx.params.reuse_volumes !== false,
+        });
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        outcome = "Failed";
+        const message = err instanceof Error ? err.message : String(err);
+        await ctx.log(`Service ${s.name}: ${message}`);
+        failures.push(`service ${s.name}: ${message}`);
+      }
+      await this.d.orchestrator.finishOperation(serviceOp, s.uuid, outcome);
+      const after = await this.store.services.findService(s.uuid);
+      await ctx.log(`Service ${s.name} is ${after?.state ?? "gone"}`);
+      // Services that link to a failed one would start without it: stop here.
+      if (outcome === "Failed" && (op === "start" || op === "redeploy")) break;
+    }
+    if (failures.length) throw new Error(failures.join("; "));
+  }
+
+  /** A service of the stack that `s` links to (or mounts the volumes of) and that has no running container. */
+  private async unstartedDependency(s: ServiceRow, services: ServiceRow[]): Promise<string | undefined> {
+    for (const uuid of dependencies(specOf(s))) {
+      const target = services.find((x) => x.uuid === uuid);
+      if (!target) continue; // outside the stack: not this operation's business
+      const containers = await this.store.services.containersOfService(uuid);
+      if (!containers.some((c) => c.state === "Running")) return target.name;
+    }
+    return undefined;
+  }
+
+  private async finishOperation(op: StackOperation, ctx: StepContext<OpParams>, outcome: Outcome) {
+    const st = await this.store.stacks.findStack(ctx.params.stack);
+    if (!st) return;
+    // Services whose turn never came (a failure, a cancel) leave their transitional state.
+    for (const s of await this.servicesOf(st.uuid)) {
+      const serviceOp = OPERATION_OF[s.state];
+      if (!serviceOp || (await this.store.activeActionOn(serviceUri(s)))) continue;
+      await this.d.orchestrator.finishOperation(
+        serviceOp,
+        s.uuid,
+        outcome === "Success" ? "Failed" : outcome,
+      );
+    }
+    const now = this.d.clock.now();
+    await this.patchStack(st.uuid, async (row) => {
+      const all = await this.store.services.servicesOfStack(row.uuid);
+      if (op === "terminate" && outcome === "Success" && all.every((s) => !live(s))) {
+        return { state: "Terminated", destroyed_at: now };
+      }
+      const patch: Partial<StackRow> = { state: settledStackState(all.map((s) => s.state)) };
+      if ((op === "start" || op === "redeploy") && outcome === "Success") patch.deployed_at = now;
+      return patch;
+    });
+  }
+
+  private async patchStack(
+    uuid: string,
+    fn: (st: StackRow) => Promise<Partial<StackRow> | undefined>,
+  ): Promise<StackRow | undefined> {
+    for (;;) {
+      const st = await this.store.stacks.findStack(uuid);
+      if (!st) return undefined;
+      const patch = await fn(st);
+      if (!patch || Object.entries(patch).every(([k, v]) => st[k as keyof StackRow] === v)) return st;
+      try {
+        return await this.store.transaction(async (tx) => {
+          const r = await tx.stacks.updateStack(st, patch);
+          if (r.state !== st.state) {
+            const action = r.state === "Terminated" ? "delete" : "update";
+            await this.d.changes.stack(tx, r.namespace, r.uuid, r.state, action);
+          }
+          return r;
+        });
+      } catch (err) {
+        if (!(err instanceof VersionConflict)) throw err;
+      }
+    }
+  }
+
+  // ---- following the services ------------------------------------------------------------------------
+
+  /** Records the state a stack has from its services, unless an operation of the stack is under way. */
+  async settle(uuid: string): Promise<void> {
+    await this.patchStack(uuid, async (st) => {
+      if (st.state === "Terminated") return undefined;
+      const { rows } = await this.store.listActions({
+        namespaces: [st.namespace],
+        objects: [stackUri(st.namespace, st.uuid)],
+        states: ["Pending", "In progress", "Canceling"],
+        limit: 1,
+        offset: 0,
+      });
+      if (rows.length) return undefined; // its finish settles the stack
+      return { state: settledStackState((await this.servicesOf(st.uuid)).map((s) => s.state)) };
+    });
+  }
+
+  /** Follows the change feed: service changes under a stack, and ended stack actions, settle the stack. */
+  start(): void {
+    if (this.unsubscribe) return;
+    this.unsubscribe = this.store.onChange(() => this.wake());
+    this.timer = setInterval(() => this.wake(), this.d.pollMs ?? 2000);
+    this.timer.unref();
+    void (async () => {
+      this.revision = await this.store.latestRevision();
+      for (const st of await this.store.stacks.liveStacks()) await this.settle(st.uuid);
+    })()
+      .catch((err) => this.d.onError?.(err))
+      .finally(() => this.wake());
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private wake(): void {
+    if (!this.unsubscribe || this.revision === undefined) return;
+    if (this.following) {
+      this.refollow = true;
+      return;
+    }
+    this.following = true;
+    void this.follow()
+      .catch((err) => this.d.onError?.(err))
+      .finally(() => {
+        this.following = false;
+        if (this.refollow) {
+          this.refollow = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async follow(): Promise<void> {
+    for (;;) {
+      const changes = await this.store.changesSince(this.revision!, 500);
+      if (!changes.length || !this.unsubscribe) return;
+      const stacks = new Set<string>();
+      for (const c of changes) {
+        if (c.type !== "service" && c.type !== "action") continue;
+        for (const parent of JSON.parse(c.parents) as string[]) {
+          const m = /^\/api\/app\/v1\/[^/]+\/stack\/([^/]+)\/$/.exec(parent);
+          if (m && (c.type === "service" || ["Success", "Failed", "Canceled"].includes(c.state)))
+            stacks.add(m[1]!);
+        }
+      }
+      for (const uuid of stacks) await this.settle(uuid);
+      this.revision = changes.at(-1)!.revision;
+    }
+  }
+}

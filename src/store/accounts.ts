@@ -1,0 +1,181 @@
+// Queries of the accounts API (CONTRACT §11): email addresses, profile fields, access tokens and
+// email confirmation tokens. Tokens are looked up by their SHA-256 only.
+import type { AccessTokenTable, EmailTable, EmailTokenTable } from "./schema.ts";
+import { isUniqueViolation, type Store, UniqueViolation, type UserRow } from "./store.ts";
+
+export type EmailRow = EmailTable;
+export type AccessTokenRow = Omit<AccessTokenTable, "id"> & { id: number };
+export type EmailTokenRow = EmailTokenTable;
+
+/** The profile fields a user may change (CONTRACT §11). */
+export type ProfilePatch = Partial<Pick<UserRow, "location" | "profile_url" | "company">>;
+
+export class AccountStore {
+  constructor(private readonly s: Store) {}
+
+  // ---- email addresses -------------------------------------------------------------------------
+
+  /** The primary address first, then the others in the order they were added. */
+  async listEmails(userId: number): Promise<EmailRow[]> {
+    return this.s.db
+      .selectFrom("emails")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .orderBy("primary", "desc")
+      .orderBy("created")
+      .orderBy("email")
+      .execute();
+  }
+
+  async findEmail(userId: number, email: string): Promise<EmailRow | undefined> {
+    return this.s.db
+      .selectFrom("emails")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .where("email", "=", email)
+      .executeTakeFirst();
+  }
+
+  /** Throws UniqueViolation when the user already has the address. */
+  async insertEmail(row: EmailRow): Promise<EmailRow> {
+    try {
+      await this.s.db.insertInto("emails").values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new UniqueViolation(row.email);
+      throw err;
+    }
+    return row;
+  }
+
+  /**
+   * Deletes a non-primary address and its pending confirmation tokens. The `primary = 0`
+   * condition makes the refusal atomic even if the address became primary meanwhile.
+   */
+  async deleteNonPrimaryEmail(userId: number, email: string): Promise<boolean> {
+    return this.s.transaction(async (tx) => {
+      const res = await tx.db
+        .deleteFrom("emails")
+        .where("user_id", "=", userId)
+        .where("email", "=", email)
+        .where("primary", "=", 0)
+        .executeTakeFirst();
+      if (Number(res.numDeletedRows) === 0) return false;
+      await tx.db
+        .deleteFrom("email_tokens")
+        .where("user_id", "=", userId)
+        .where("email", "=", email)
+        .execute();
+      return true;
+    });
+  }
+
+  async markEmailVerified(userId: number, email: string): Promise<EmailRow | undefined> {
+    return this.s.db
+      .updateTable("emails")
+      .set({ verified: 1 })
+      .where("user_id", "=", userId)
+      .where("email", "=", email)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /**
+   * Makes a verified address the user's primary one and the profile's `email`, in one
+   * transaction. Returns false (and changes nothing) when the address is missing or unverified.
+   */
+  async makePrimary(userId: number, email: string): Promise<boolean> {
+    return this.s.transaction(async (tx) => {
+      // The target is updated first: when it is gone or unverified nothing else has changed yet.
+      const target = await tx.db
+        .updateTable("emails")
+        .set({ primary: 1 })
+        .where("user_id", "=", userId)
+        .where("email", "=", email)
+        .where("verified", "=", 1)
+        .executeTakeFirst();
+      if (Number(target.numUpdatedRows) === 0) return false;
+      await tx.db
+        .updateTable("emails")
+        .set({ primary: 0 })
+        .where("user_id", "=", userId)
+        .where("email", "!=", email)
+        .where("primary", "=", 1)
+        .execute();
+      await tx.db.updateTable("users").set({ email }).where("id", "=", userId).execute();
+      return true;
+    });
+  }
+
+  // ---- profile ---------------------------------------------------------------------------------
+
+  async updateProfile(userId: number, patch: ProfilePatch): Promise<UserRow | undefined> {
+    if (Object.keys(patch).length === 0) return this.s.findUserById(userId);
+    return this.s.db
+      .updateTable("users")
+      .set(patch)
+      .where("id", "=", userId)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  // ---- access tokens ---------------------------------------------------------------------------
+
+  async insertAccessToken(row: Omit<AccessTokenRow, "id">): Promise<AccessTokenRow> {
+    return this.s.db.insertInto("access_tokens").values(row).returningAll().executeTakeFirstOrThrow();
+  }
+
+  async findAccessToken(tokenHash: string): Promise<AccessTokenRow | undefined> {
+    return this.s.db
+      .selectFrom("access_tokens")
+      .selectAll()
+      .where("token_hash", "=", tokenHash)
+      .executeTakeFirst();
+  }
+
+  /** Forgets expired access and confirmation tokens; they can never be used again. */
+  async purgeExpiredTokens(now: number): Promise<void> {
+    await this.s.db.deleteFrom("access_tokens").where("expires", "<=", now).execute();
+    await this.s.db.deleteFrom("email_tokens").where("expires", "<=", now).execute();
+  }
+
+  // ---- email confirmation tokens ---------------------------------------------------------------
+
+  /** Stores a new confirmation token for an address; earlier ones for the same address stop working. */
+  async replaceEmailToken(row: EmailTokenRow): Promise<void> {
+    await this.s.transaction(async (tx) => {
+      await tx.db
+        .deleteFrom("email_tokens")
+        .where("user_id", "=", row.user_id)
+        .where("email", "=", row.email)
+        .execute();
+      await tx.db.insertInto("email_tokens").values(row).execute();
+    });
+  }
+
+  async latestEmailToken(userId: number, email: string): Promise<EmailTokenRow | undefined> {
+    return this.s.db
+      .selectFrom("email_tokens")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .where("email", "=", email)
+      .orderBy("created", "desc")
+      .limit(1)
+      .executeTakeFirst();
+  }
+
+  async deleteEmailToken(tokenHash: string): Promise<void> {
+    await this.s.db.deleteFrom("email_tokens").where("token_hash", "=", tokenHash).execute();
+  }
+
+  /**
+   * Takes a confirmation token out of the store (single use): the delete is the claim, so two
+   * concurrent confirmations cannot both succeed.
+   */
+  async takeEmailToken(tokenHash: string): Promise<EmailTokenRow | undefined> {
+    return this.s.db
+      .deleteFrom("email_tokens")
+      .where("token_hash", "=", tokenHash)
+      .returningAll()
+      .executeTakeFirst();
+  }
+}

@@ -1,0 +1,79 @@
+// Queries of stacks.
+import { VersionConflict } from "../domain/errors.ts";
+import type { StackTable } from "./schema.ts";
+import type { Store } from "./store.ts";
+
+export type StackRow = Omit<StackTable, "id"> & { id: number };
+export type NewStack = Omit<StackRow, "id" | "version">;
+
+export interface StackQuery {
+  namespace: string;
+  uuid?: string;
+  uuidPrefix?: string;
+  name?: string;
+  state?: string;
+  limit: number;
+  offset: number;
+}
+
+const like = (prefix: string) => `${prefix.replace(/[%_\\]/g, "")}%`;
+
+export class StackStore {
+  constructor(private readonly s: Store) {}
+
+  async insertStack(r: NewStack): Promise<StackRow> {
+    return this.s.db
+      .insertInto("stacks")
+      .values({ ...r, version: 1 })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async findStack(uuid: string): Promise<StackRow | undefined> {
+    return this.s.db.selectFrom("stacks").selectAll().where("uuid", "=", uuid).executeTakeFirst();
+  }
+
+  /** Optimistic update: applies the patch only if the row still has `version`; throws otherwise. */
+  async updateStack(r: Pick<StackRow, "uuid" | "version">, patch: Partial<StackRow>): Promise<StackRow> {
+    const row = await this.s.db
+      .updateTable("stacks")
+      .set({ ...patch, version: r.version + 1 })
+      .where("uuid", "=", r.uuid)
+      .where("version", "=", r.version)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new VersionConflict(`stack ${r.uuid}`);
+    return row;
+  }
+
+  /** A stack of the namespace that is not Terminated, by name. */
+  async findLiveStackByName(namespace: string, name: string): Promise<StackRow | undefined> {
+    return this.s.db
+      .selectFrom("stacks")
+      .selectAll()
+      .where("namespace", "=", namespace)
+      .where("name", "=", name)
+      .where("state", "!=", "Terminated")
+      .executeTakeFirst();
+  }
+
+  async liveStacks(): Promise<StackRow[]> {
+    return this.s.db
+      .selectFrom("stacks")
+      .selectAll()
+      .where("state", "!=", "Terminated")
+      .orderBy("id")
+      .execute();
+  }
+
+  async listStacks(q: StackQuery): Promise<{ rows: StackRow[]; total: number }> {
+    let base = this.s.db.selectFrom("stacks").where("namespace", "=", q.namespace);
+    if (q.uuid !== undefined) base = base.where("uuid", "=", q.uuid);
+    if (q.uuidPrefix !== undefined) base = base.where("uuid", "like", like(q.uuidPrefix));
+    if (q.name !== undefined) base = base.where("name", "=", q.name);
+    if (q.state !== undefined) base = base.where("state", "=", q.state);
+    const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    return { rows, total: Number(count?.n ?? 0) };
+  }
+}
