@@ -107,7 +107,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
 
   // Registries reached over plain HTTP, Berth's own included: engines of local nodes trust them too.
   const insecureRegistries = [
-    ...new Set([...config.registry.insecure, ...(config.registry.native ? [config.registry.native.host] : [])]),
+    ...new Set([
+      ...config.registry.insecure,
+      ...(config.registry.native ? [config.registry.native.host] : []),
+    ]),
   ];
   const local = new LocalProvider({
     stateDir: path.join(config.dataDir, "local-nodes"),

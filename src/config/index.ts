@@ -172,7 +172,8 @@ function parseRegistryAllow(value: string | undefined): string[] {
 function parseRegistryHosts(name: string, value: string | undefined): string[] {
   const hosts = parseList(value);
   const bad = hosts.filter((h) => !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(h));
-  if (bad.length) throw new ConfigError(`${name} must list host[:port] entries, not understood: ${bad.join(", ")}`);
+  if (bad.length)
+    throw new ConfigError(`${name} must list host[:port] entries, not understood: ${bad.join(", ")}`);
   return hosts;
 }
 
@@ -181,7 +182,9 @@ function parseNativeRegistry(env: NodeJS.ProcessEnv): Config["registry"]["native
   const listen = env.BERTH_REGISTRY_LISTEN || undefined;
   if (!dataDir && !listen) return undefined;
   if (!dataDir || !listen) {
-    throw new ConfigError("BERTH_REGISTRY_DATA_DIR and BERTH_REGISTRY_LISTEN must be set together or not at all");
+    throw new ConfigError(
+      "BERTH_REGISTRY_DATA_DIR and BERTH_REGISTRY_LISTEN must be set together or not at all",
+    );
   }
   const parsed = parseListen(listen, "BERTH_REGISTRY_LISTEN");
   const wildcard = parsed.host === "0.0.0.0" || parsed.host === "::";

@@ -285,7 +285,10 @@ export class ContainerRuntime {
         private_ip: view.ipAddress ?? r.private_ip,
         ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
       };
-      if (running && r.state !== "Running") patch.started_at = view.startedAt ?? now;
+      // The engine's own restarts (restart policy) count too, even one that happened between two
+      // observations: the engine's start time moved while the record still said Running.
+      const restarted = view.startedAt !== undefined && view.startedAt !== r.started_at;
+      if (running && (r.state !== "Running" || restarted)) patch.started_at = view.startedAt ?? now;
       // A stop passes through Stopping (set by the action), so any move to Stopped of a container
       // that has run counts as its last stop, not only a move straight from Running.
       if (!running && r.state !== "Stopped" && r.started_at !== null)

@@ -190,6 +190,7 @@ describe("local nodes through the API: real engines on this host", { skip: unava
     if (!h) return;
     // Runs even when a test failed: no worker may deploy while we clean up, then whatever is
     // recorded (or known to the store) is terminated; terminate is idempotent.
+    h.reconciler.stop();
     h.health.stop();
     await h.actions.stop();
     const known = new Set([

@@ -10,8 +10,8 @@ import { notFound } from "../../domain/errors.ts";
 import type { ActionRow, Store } from "../../store/store.ts";
 import { principalOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
-import { type StreamContext, streamRoute } from "./route.ts";
 import { LogsQuery, type LogsQueryT } from "./logs-query.ts";
+import { type StreamContext, streamRoute } from "./route.ts";
 import { CLOSE, closeSocket, isOpen, sendJson } from "./sockets.ts";
 
 /** How often followed actions are read for new lines (state changes also wake the watcher). */
@@ -95,6 +95,10 @@ export class ActionLogWatcher {
 
   private async tick(): Promise<void> {
     for (const [uuid, set] of [...this.followed]) {
+      if (set.size === 0) {
+        this.followed.delete(uuid);
+        continue;
+      }
       // The state is read before the lines: when it says the action ended, the lines read after
       // it are all the lines it will ever have.
       const action = await this.opts.store.findAction(uuid);

@@ -44,7 +44,9 @@ const EventsQuery = Type.Object({
         "resume after this revision (the `revision` field of the last event received): every later event is sent, none is missed",
     }),
   ),
-  user: Type.Optional(Type.String({ description: "username, for clients that send no Authorization header" })),
+  user: Type.Optional(
+    Type.String({ description: "username, for clients that send no Authorization header" }),
+  ),
   token: Type.Optional(Type.String({ description: "API key, with user" })),
 });
 
@@ -280,7 +282,12 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
       return { principal, requested, namespaces, filter: parseEventFilter(q), since: q.since };
     },
     async open(ws, plan) {
-      const sub = new EventSubscriber(ws, plan.filter, new Set(plan.namespaces), ctx.settings.maxBufferedBytes);
+      const sub = new EventSubscriber(
+        ws,
+        plan.filter,
+        new Set(plan.namespaces),
+        ctx.settings.maxBufferedBytes,
+      );
       const unlisten = ctx.feed.listen(
         (event) => sub.offer(event),
         () => sub.flush(),

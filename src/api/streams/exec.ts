@@ -8,7 +8,7 @@
 import { StringDecoder } from "node:string_decoder";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import type { RawData, WebSocket } from "ws";
+import type { RawData } from "ws";
 import { conflict, invalidField, notFound, stateConflict } from "../../domain/errors.ts";
 import type { ExecSession } from "../../drivers/engine.ts";
 import type { NodeRow } from "../../store/nodes.ts";
@@ -46,7 +46,9 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
     params: Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) }),
     querystring: Type.Object({
       command: Type.Optional(Type.String({ default: "sh", description: "shell command line (sh -c)" })),
-      user: Type.Optional(Type.String({ description: "username, for clients that send no Authorization header" })),
+      user: Type.Optional(
+        Type.String({ description: "username, for clients that send no Authorization header" }),
+      ),
       token: Type.Optional(Type.String({ description: "API key, with user" })),
     }),
     async prepare(req: FastifyRequest): Promise<ExecPlan> {

@@ -116,6 +116,8 @@ export class EventFeed {
   private startup: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
+  /** Bumped by every start and stop, so that work of an earlier run notices it is stale. */
+  private generation = 0;
   private reading = false;
   private again = false;
 
@@ -145,12 +147,21 @@ export class EventFeed {
 
   private start(): void {
     const store = this.opts.store;
-    this.startup = store.latestRevision().then(
-      (revision) => {
-        this.pos = Math.max(this.pos, revision);
-      },
-      (err: unknown) => this.opts.onError?.(err),
-    );
+    const generation = ++this.generation;
+    this.startup = (async () => {
+      // Without the current revision the feed would replay the whole history to live subscribers:
+      // it keeps asking until the database answers (or the feed is stopped).
+      for (;;) {
+        try {
+          this.pos = Math.max(this.pos, await store.latestRevision());
+          return;
+        } catch (err) {
+          this.opts.onError?.(err);
+          await new Promise((resolve) => setTimeout(resolve, this.opts.pollMs));
+          if (this.generation !== generation) return;
+        }
+      }
+    })();
     this.unsubscribe = store.onChange(() => this.wake());
     this.timer = setInterval(() => this.wake(), this.opts.pollMs);
     this.timer.unref();
@@ -163,6 +174,7 @@ export class EventFeed {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.startup = undefined;
+    this.generation += 1;
   }
 
   close(): void {
@@ -191,12 +203,12 @@ export class EventFeed {
   }
 
   private async read(): Promise<void> {
-    const startup = this.startup;
-    await startup;
+    const generation = this.generation;
+    await this.startup;
     for (;;) {
-      if (this.startup !== startup) return; // stopped (and maybe restarted) meanwhile
+      if (this.generation !== generation) return; // stopped (and maybe restarted) meanwhile
       const rows = await this.opts.store.changesSince(this.pos, FEED_PAGE);
-      if (this.startup !== startup) return;
+      if (this.generation !== generation) return;
       for (const row of rows) {
         const revision = Number(row.revision);
         if (revision <= this.pos) continue;

@@ -16,7 +16,9 @@ export const LogsQuery = Type.Object({
   follow: Type.Optional(
     Type.Boolean({ default: true, description: "keep sending new lines; false closes after the tail" }),
   ),
-  user: Type.Optional(Type.String({ description: "username, for clients that send no Authorization header" })),
+  user: Type.Optional(
+    Type.String({ description: "username, for clients that send no Authorization header" }),
+  ),
   token: Type.Optional(Type.String({ description: "API key, with user" })),
 });
 

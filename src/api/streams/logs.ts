@@ -18,8 +18,8 @@ import type { ContainerRow } from "../../store/services.ts";
 import { namespaceOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
 import { type FeedEvent, uriKey } from "./feed.ts";
-import { type StreamContext, streamRoute } from "./route.ts";
 import { LogsQuery, type LogsQueryT } from "./logs-query.ts";
+import { type StreamContext, streamRoute } from "./route.ts";
 import { CLOSE, closeSocket, drained, sendErrorFrame, sendJson } from "./sockets.ts";
 
 /** After a followed engine stream ends, look again shortly: a replacement may be starting. */
@@ -91,7 +91,9 @@ class RecordLogStream {
       // the two parts are told apart exactly.
       const counts = await Promise.all(records.map((r) => this.countTail(r, tail)));
       this.collecting = { past: [], live: [] };
-      const pastRead = records.map((r, i) => this.startStream(r, r.engine_id!, { tail, pastLines: counts[i]! }));
+      const pastRead = records.map((r, i) =>
+        this.startStream(r, r.engine_id!, { tail, pastLines: counts[i]! }),
+      );
       await Promise.race([Promise.all(pastRead), sleep(MERGE_WAIT_MS)]);
       this.flushCollected();
     } else {
@@ -238,7 +240,9 @@ class RecordLogStream {
       streamType: e.line.stream,
       timestamp: Math.floor(e.line.timestampMs / 1000),
     };
-    return this.plan.target.kind === "service" ? { ...base, source: e.source, ...rest } : { ...base, ...rest };
+    return this.plan.target.kind === "service"
+      ? { ...base, source: e.source, ...rest }
+      : { ...base, ...rest };
   }
 
   private scheduleRescan(delayMs: number): void {

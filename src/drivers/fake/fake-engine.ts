@@ -414,7 +414,11 @@ export class FakeEngine implements Engine {
     const id = this.tags.get(normalized);
     const image = id ? this.images.get(id) : undefined;
     if (!image) {
-      throw new EngineError("image_not_found", `An image does not exist locally with the tag: ${repository}`, 404);
+      throw new EngineError(
+        "image_not_found",
+        `An image does not exist locally with the tag: ${repository}`,
+        404,
+      );
     }
     const wanted = this.registry.get(normalized)?.auth;
     const given = options.auth;
