@@ -135,7 +135,12 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     });
   };
   const box = SecretBox.open({ secret: config.secretKey, dataDir: config.dataDir });
-  const engines = new Engines(opts.makeFakeEngine ?? simulatedEngine, (sealed) => box.open(sealed));
+  const labPrefix = `tcp://${config.nodes.localLabRange.split(".").slice(0, 2).join(".")}.`;
+  const engines = new Engines(
+    opts.makeFakeEngine ?? simulatedEngine,
+    (sealed) => box.open(sealed),
+    (url) => !url.startsWith(labPrefix) || local.listNodes().some((n) => n.engineUrl === url),
+  );
   const provisioners: Record<string, Provisioner> = {
     local: localProvisioner,
     byon: new AttachedProvisioner(),

@@ -2,7 +2,7 @@
 // in-memory fake engines for simulated nodes. Clients are cached per node and URL.
 import { DockerEngine } from "../drivers/docker/docker-engine.ts";
 import type { DockerTls } from "../drivers/docker/endpoint.ts";
-import type { Engine } from "../drivers/engine.ts";
+import { type Engine, EngineError } from "../drivers/engine.ts";
 import type { EngineAddress, EngineSource } from "./provisioners.ts";
 
 /** What a simulated node's fake engine is made from: its size comes from its node type. */
@@ -20,6 +20,12 @@ export class Engines implements EngineSource {
     private readonly makeFake: (node: FakeNodeFacts) => Engine,
     /** Opens TLS material sealed at rest (it holds a private key). */
     private readonly openSecret: (sealed: string) => string = (s) => s,
+    /**
+     * Whether an engine address may be dialled now. Local nodes' addresses exist only while their
+     * namespace does: once torn down, a packet to them would follow the host's default route off
+     * the machine, so such addresses are refused here instead of dialled.
+     */
+    private readonly mayDial: (engineUrl: string) => boolean = () => true,
   ) {}
 
   forNode(node: EngineAddress): Engine {
@@ -32,6 +38,7 @@ export class Engines implements EngineSource {
       }
       return fake;
     }
+    if (!this.mayDial(node.engine_url)) return refusingEngine(node.engine_url);
     const key = `${node.uuid} ${node.engine_url}`;
     let engine = this.docker.get(key);
     if (!engine) {
@@ -46,4 +53,17 @@ export class Engines implements EngineSource {
   dropFake(nodeUuid: string): void {
     this.fakes.delete(nodeUuid);
   }
+}
+
+/** An engine whose every call fails as unreachable, without sending anything anywhere. */
+function refusingEngine(url: string): Engine {
+  const error = () => new EngineError("unreachable", `the engine at ${url} no longer exists on this host`);
+  return new Proxy({} as Engine, {
+    get: (_target, prop) =>
+      prop === "logs" || prop === "events"
+        ? () => ({
+            [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error()) }),
+          })
+        : () => Promise.reject(error()),
+  });
 }
