@@ -95,7 +95,11 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   await migrateToLatest(db.kysely, db.dialect);
   const store = new Store(db.kysely, db.dialect);
   const identity = new IdentityService(store, clock);
+  // Background workers report errors to the server log once the app (and its logger) exists.
+  let log: FastifyInstance["log"] | undefined;
+  const onError = (what: string) => (err: unknown) => log?.error({ err }, what);
   const actions = new ActionEngine({
+    onError: onError("action worker"),
     store,
     clock,
     leaseMs: config.actionLeaseMs,
@@ -173,7 +177,12 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   relations.register("nodecluster", async (s, _uri, parsed) =>
     (await s.nodes.nodesOfCluster(parsed.id)).map((n) => nodeUri(n)),
   );
-  const health = new HealthWatcher({ store, nodes, intervalMs: config.nodes.healthIntervalMs });
+  const health = new HealthWatcher({
+    store,
+    nodes,
+    intervalMs: config.nodes.healthIntervalMs,
+    onError: onError("node health watcher"),
+  });
 
   const changes = new AppChanges(clock);
   const native = config.registry.native;
@@ -235,6 +244,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   relations.register("stack", stacks.related);
   const triggers = new TriggerService({ store, clock, actions, changes, box, publicUrl: config.publicUrl });
   const reconciler = new Reconciler({
+    onError: onError("reconciler"),
     store,
     clock,
     engines,
@@ -315,6 +325,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       ...(extra.routes ?? []),
     ],
   });
+  log = app.log;
 
   return {
     config,
