@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { forbidden, invalidField, notFound } from "../../domain/errors.ts";
+import { forbidden, invalidField } from "../../domain/errors.ts";
 import {
   assertAllowed,
   CLUSTER_STATES,
@@ -17,7 +17,7 @@ import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { callMeta } from "../recorder.ts";
+import { enqueueOperation, ownObject, uuidParam } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 const Tag = Type.Union([Type.Object({ name: Type.String() }), Type.String()]);
@@ -70,31 +70,16 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
   const { store, identity, actions, nodes } = deps;
   const tags = ["node clusters and nodes"];
 
-  async function clusterOf(req: FastifyRequest): Promise<ClusterRow> {
-    const ns = await namespaceOf(req, identity);
-    const c = await store.nodes.findCluster((req.params as { uuid: string }).uuid);
-    if (!c || c.namespace !== ns) throw notFound("node cluster");
-    req.audit.object = clusterUri(c);
-    return c;
-  }
-  async function nodeOf(req: FastifyRequest): Promise<NodeRow> {
-    const ns = await namespaceOf(req, identity);
-    const n = await store.nodes.findNode((req.params as { uuid: string }).uuid);
-    if (!n || n.namespace !== ns) throw notFound("node");
-    req.audit.object = nodeUri(n);
-    return n;
-  }
+  const clusterOf = async (req: FastifyRequest): Promise<ClusterRow> =>
+    ownObject(req, identity, await store.nodes.findCluster(uuidParam(req)), "node cluster", clusterUri);
+  const nodeOf = async (req: FastifyRequest): Promise<NodeRow> =>
+    ownObject(req, identity, await store.nodes.findNode(uuidParam(req)), "node", nodeUri);
   const showCluster = async (c: ClusterRow) => clusterView(c, await store.nodes.nodesOfCluster(c.uuid));
   const showNode = async (n: NodeRow) =>
     nodeView(n, { currentNumContainers: await deps.containersOnNode(n.uuid) });
 
-  async function enqueue(req: FastifyRequest, kind: string, params: unknown, ns: string, object: string) {
-    const a = await store.transaction((tx) =>
-      actions.enqueue(tx, { uuid: req.actionUuid, kind, params, namespace: ns, object, meta: callMeta(req) }),
-    );
-    req.audit.recorded = true;
-    return a;
-  }
+  const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
+    enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
 
   // ---- node clusters --------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
 import { ServiceCreateBody, ServiceUpdateBody } from "../../contract/service.ts";
-import { invalidField, notFound } from "../../domain/errors.ts";
+import { invalidField } from "../../domain/errors.ts";
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import { canonical } from "../../nodes/service.ts";
@@ -13,7 +13,7 @@ import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { callMeta } from "../recorder.ts";
+import { enqueueOperation, ownObject, uuidParam } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
@@ -41,27 +41,12 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
   const { store, identity, actions, services } = deps;
   const tags = ["services and containers"];
 
-  async function serviceOf(req: FastifyRequest): Promise<ServiceRow> {
-    const ns = await namespaceOf(req, identity);
-    const s = await store.services.findService((req.params as { uuid: string }).uuid);
-    if (!s || s.namespace !== ns) throw notFound("service");
-    req.audit.object = serviceUri(s);
-    return s;
-  }
-  async function containerOf(req: FastifyRequest): Promise<ContainerRow> {
-    const ns = await namespaceOf(req, identity);
-    const c = await store.services.findContainer((req.params as { uuid: string }).uuid);
-    if (!c || c.namespace !== ns) throw notFound("container");
-    req.audit.object = containerUri(c);
-    return c;
-  }
-  async function enqueue(req: FastifyRequest, kind: string, params: unknown, ns: string, object: string) {
-    const a = await store.transaction((tx) =>
-      actions.enqueue(tx, { uuid: req.actionUuid, kind, params, namespace: ns, object, meta: callMeta(req) }),
-    );
-    req.audit.recorded = true;
-    return a;
-  }
+  const serviceOf = async (req: FastifyRequest): Promise<ServiceRow> =>
+    ownObject(req, identity, await store.services.findService(uuidParam(req)), "service", serviceUri);
+  const containerOf = async (req: FastifyRequest): Promise<ContainerRow> =>
+    ownObject(req, identity, await store.services.findContainer(uuidParam(req)), "container", containerUri);
+  const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
+    enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
 
   // ---- services -----------------------------------------------------------------------------------
 

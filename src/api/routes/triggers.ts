@@ -12,7 +12,8 @@ import type { Store } from "../../store/store.ts";
 import { TRIGGER_OPERATIONS, type TriggerOperation, type TriggerService } from "../../triggers/service.ts";
 import { ACTION_URI_HEADERS } from "../compat.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
-import { namespaceOf, principalOf } from "../namespaces.ts";
+import { principalOf } from "../namespaces.ts";
+import { ownObject, uuidParam } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 import { ActionSchema, actionView } from "./actions.ts";
 
@@ -52,13 +53,8 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
   const { store, identity, actions, triggers } = deps;
   const tags = ["services and containers"];
 
-  async function serviceOf(req: FastifyRequest): Promise<ServiceRow> {
-    const ns = await namespaceOf(req, identity);
-    const s = await store.services.findService((req.params as { uuid: string }).uuid);
-    if (!s || s.namespace !== ns) throw notFound("service");
-    req.audit.object = serviceUri(s);
-    return s;
-  }
+  const serviceOf = async (req: FastifyRequest): Promise<ServiceRow> =>
+    ownObject(req, identity, await store.services.findService(uuidParam(req)), "service", serviceUri);
 
   async function triggerOf(req: FastifyRequest) {
     const s = await serviceOf(req);
