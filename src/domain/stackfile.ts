@@ -192,7 +192,8 @@ export function convertService(raw: unknown, index: number, problems: FieldProbl
     name !== undefined && /^[A-Za-z0-9_-]+$/.test(name) ? `services.${name}.` : `services[${index}].`;
   const it = new Item(path, problems);
   if (raw.name === undefined && raw.image === undefined) it.add("name", "is required: it names the service");
-  else if (raw.name !== undefined && name === undefined) it.add("name", "must be the service's name (a string)");
+  else if (raw.name !== undefined && name === undefined)
+    it.add("name", "must be the service's name (a string)");
 
   for (const key of Object.keys(raw)) {
     const spelled = SPELLINGS[key];

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
 import { StackCreateBody, StackUpdateBody } from "../../contract/stack.ts";
-import { invalidField, notFound } from "../../domain/errors.ts";
+import { invalidField } from "../../domain/errors.ts";
 import { STACK_STATES } from "../../domain/stack.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import { stackUri } from "../../orchestrator/changes.ts";
@@ -12,7 +12,7 @@ import type { StackRow } from "../../store/stacks.ts";
 import type { Store } from "../../store/store.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { callMeta } from "../recorder.ts";
+import { enqueueOperation, ownObject, uuidParam } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
@@ -32,13 +32,16 @@ export function stackRoutes(app: FastifyInstance, deps: Deps): void {
   // `services` mapping get a message saying what Berth takes instead.
   const checkBody = async (req: FastifyRequest) => stacks.checkBody(req.body);
 
-  async function stackOf(req: FastifyRequest): Promise<StackRow> {
-    const ns = await namespaceOf(req, identity);
-    const st = await store.stacks.findStack((req.params as { uuid: string }).uuid);
-    if (!st || st.namespace !== ns) throw notFound("stack");
-    req.audit.object = stackUri(st.namespace, st.uuid);
-    return st;
-  }
+  const stackOf = async (req: FastifyRequest): Promise<StackRow> =>
+    ownObject(req, identity, await store.stacks.findStack(uuidParam(req)), "stack", (st) =>
+      stackUri(st.namespace, st.uuid),
+    );
+  const enqueue = (req: FastifyRequest, kind: string, params: unknown, st: StackRow) =>
+    enqueueOperation(
+      req,
+      { store, actions },
+      { kind, params, namespace: st.namespace, object: stackUri(st.namespace, st.uuid) },
+    );
   const fresh = async (st: StackRow) => stacks.view((await store.stacks.findStack(st.uuid))!);
 
   for (const url of nsPaths("/api/app/v1/{ns}stack/")) {
@@ -141,21 +144,6 @@ export function stackRoutes(app: FastifyInstance, deps: Deps): void {
       },
       async (req) => stacks.exportStack(await stackOf(req)),
     );
-  }
-
-  async function enqueue(req: FastifyRequest, kind: string, params: unknown, st: StackRow) {
-    const a = await store.transaction((tx) =>
-      actions.enqueue(tx, {
-        uuid: req.actionUuid,
-        kind,
-        params,
-        namespace: st.namespace,
-        object: stackUri(st.namespace, st.uuid),
-        meta: callMeta(req),
-      }),
-    );
-    req.audit.recorded = true;
-    return a;
   }
 
   const operations: [string, string, string][] = [
