@@ -130,13 +130,14 @@ class EventSubscriber {
 
   /**
    * Sends what was held back during a page of the feed. The bound is checked once the page has
-   * been handed to the kernel: what is still queued then is what the peer has not taken.
+   * been handed to the kernel: what is still queued then is what the peer has not taken. (The
+   * catch-up from `since` paces itself instead and does not check.)
    */
-  flush(): void {
+  flush(opts: { checkBound: boolean } = { checkBound: true }): void {
     if (!this.held) return;
     this.held.uncork();
     this.held = undefined;
-    this.checkBound();
+    if (opts.checkBound) this.checkBound();
   }
 
   private checkBound(): void {
@@ -171,7 +172,7 @@ class EventSubscriber {
         this.cursor = event.revision;
         if (this.wants(event)) this.send(event);
       }
-      this.flush();
+      this.flush({ checkBound: false });
       if (rows.length === 0) {
         // The feed's position is past the last stored change only if the database moved under it.
         this.live = true;

@@ -3,6 +3,7 @@
 // invisible objects (404), bad parameters (400) and refused states (409) answer the upgrade
 // itself; only an accepted request becomes a socket. Streams are reads: they create no action.
 import type { FastifyInstance } from "fastify";
+import { ApiError } from "../../domain/errors.ts";
 import { ActionLogWatcher, actionLogRoutes } from "./action-logs.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
@@ -26,7 +27,13 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
     store: deps.store,
     onError: (err) => app.log.error({ err }, "action logs: could not read"),
   });
-  const ctx: StreamContext = { ...deps, feed, heartbeat, actionLogs };
+  const ctx: StreamContext = { ...deps, feed, heartbeat, actionLogs, streamUrls: new Set() };
+  // @fastify/websocket would accept an upgrade on any GET route and close it at once; an upgrade
+  // is answered on the handshake instead, like every other refusal (after authentication).
+  app.addHook("onRequest", async (request) => {
+    if (request.ws && !ctx.streamUrls.has(request.routeOptions.url ?? ""))
+      throw new ApiError("not_found", "not_found", `No WebSocket stream at ${request.url.split("?")[0]}.`);
+  });
   eventRoutes(app, ctx);
   actionLogRoutes(app, ctx);
   containerLogRoutes(app, ctx);

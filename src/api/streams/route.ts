@@ -19,6 +19,8 @@ export interface StreamDeps {
 
 /** What every stream route gets: the shared feed reader, pings, limits. */
 export interface StreamContext extends StreamDeps {
+  /** Paths of the stream routes: an upgrade anywhere else is refused. */
+  streamUrls: Set<string>;
   feed: EventFeed;
   heartbeat: Heartbeat;
   actionLogs: ActionLogWatcher;
@@ -45,6 +47,7 @@ export function streamRoute<P>(app: FastifyInstance, ctx: StreamContext, route: 
   // prepare() runs in a preHandler hook; the socket handler picks its result up by request.
   const plans = new WeakMap<FastifyRequest, P>();
   for (const url of route.urls) {
+    ctx.streamUrls.add(url);
     app.route({
       method: "GET",
       url,
