@@ -22,24 +22,36 @@ let files = [...walk(path.join(root, "test")), ...walk(path.join(root, "src"))].
 if (fast) files = files.filter((f) => !/\/test\/(real|local)\/|docker-engine\.test\.ts$/.test(f));
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 
-const result = spawnSync(
-  process.execPath,
-  // A file whose tests finished but left a handle open must not hang the run (--test-force-exit);
-  // no single test may run for more than 5 minutes (--test-timeout).
-  [
-    "--import",
-    "tsx",
-    "--test",
-    "--test-concurrency=2",
-    "--test-force-exit",
-    "--test-timeout=300000",
-    "--test-reporter=spec",
-    ...files,
-  ],
-  {
-    stdio: "inherit",
-    cwd: root,
-    env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent" },
-  },
-);
-process.exit(result.status ?? 1);
+// Real-engine files start several Docker engines each: on a 2-core machine two of them at once
+// starve each other's engines, so they run one at a time after the fast files (two at a time).
+const isReal = (f) => /\/test\/(real|local)\/|docker-engine\.test\.ts$/.test(f);
+const tiers = [
+  { files: files.filter((f) => !isReal(f)), concurrency: 2 },
+  { files: files.filter(isReal), concurrency: 1 },
+].filter((t) => t.files.length > 0);
+
+let status = 0;
+for (const tier of tiers) {
+  const result = spawnSync(
+    process.execPath,
+    // A file whose tests finished but left a handle open must not hang the run (--test-force-exit);
+    // no single test may run for more than 5 minutes (--test-timeout).
+    [
+      "--import",
+      "tsx",
+      "--test",
+      `--test-concurrency=${tier.concurrency}`,
+      "--test-force-exit",
+      "--test-timeout=300000",
+      "--test-reporter=spec",
+      ...tier.files,
+    ],
+    {
+      stdio: "inherit",
+      cwd: root,
+      env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent" },
+    },
+  );
+  if (result.status !== 0) status = result.status ?? 1;
+}
+process.exit(status);

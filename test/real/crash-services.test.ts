@@ -20,6 +20,7 @@ import { BUSYBOX_IMAGE, LocalProvider } from "../../src/drivers/local/index.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { Store } from "../../src/store/store.ts";
 import { basic, waitFor } from "../support/harness.ts";
+import { localNodesUnavailable } from "../support/local-lab.ts";
 
 // A lab range and bridge of this file's own (see services-local.test.ts for the others).
 const LAB_RANGE = "10.225.0.0/16";
@@ -32,21 +33,7 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-crash-services-"));
 const stateDir = path.join(dataDir, "local-nodes");
 const auth = basic("admin", ADMIN_KEY);
 
-const probeDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-probe-"));
-const prerequisites = await new LocalProvider({
-  stateDir: probeDir,
-  labRange: LAB_RANGE,
-  bridgeName: BRIDGE,
-}).prerequisites();
-fs.rmSync(probeDir, { recursive: true, force: true });
-const unavailable = prerequisites.available
-  ? undefined
-  : `local nodes unavailable here: ${prerequisites.reason}`;
-if (unavailable && process.env.CI === "true") {
-  test("local node prerequisites are present (required in CI)", () => {
-    assert.fail(unavailable);
-  });
-}
+const unavailable = await localNodesUnavailable({ labRange: LAB_RANGE, bridgeName: BRIDGE });
 
 interface NodeView {
   uuid: string;

@@ -6,15 +6,15 @@
 // locally, but fails when CI=true so a CI run never passes by skipping.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Engine } from "../../src/drivers/engine.ts";
-import { BUSYBOX_IMAGE, LocalProvider } from "../../src/drivers/local/index.ts";
+import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import type { NodeRow } from "../../src/store/nodes.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
 
 // A lab range and bridge of this file's own: never the provider test's (10.229, berth-t0) nor a
 // real install's (10.231, berth0), so they can run side by side.
@@ -25,27 +25,7 @@ const GRACE_MS = 1500;
 const HEALTH_INTERVAL_MS = 500;
 const TEST_LABEL = { "berth.test": "nodes-local" };
 
-const LOCAL = {
-  region: "/api/infra/v1/region/local/host/",
-  node_type: "/api/infra/v1/nodetype/local/standard/",
-};
-
-// The same check the platform makes at start-up, on a throwaway state directory.
-const probeDir = mkdtempSync(path.join(tmpdir(), "berth-probe-"));
-const prerequisites = await new LocalProvider({
-  stateDir: probeDir,
-  labRange: LAB_RANGE,
-  bridgeName: BRIDGE,
-}).prerequisites();
-rmSync(probeDir, { recursive: true, force: true });
-const unavailable = prerequisites.available
-  ? undefined
-  : `local nodes unavailable here: ${prerequisites.reason}`;
-if (unavailable && process.env.CI === "true") {
-  test("local node prerequisites are present (required in CI)", () => {
-    assert.fail(unavailable);
-  });
-}
+const unavailable = await localNodesUnavailable({ labRange: LAB_RANGE, bridgeName: BRIDGE });
 
 interface ClusterView {
   uuid: string;
@@ -187,22 +167,9 @@ describe("local nodes through the API: real engines on this host", { skip: unava
   });
 
   after(async () => {
-    if (!h) return;
     // Runs even when a test failed: no worker may deploy while we clean up, then whatever is
     // recorded (or known to the store) is terminated; terminate is idempotent.
-    h.reconciler.stop();
-    h.health.stop();
-    await h.actions.stop();
-    const known = new Set([
-      ...nodeUuids,
-      ...h.local.listNodes().map((n) => n.nodeId),
-      ...(await h.store.nodes.liveNodes({ provider: "local" })).map((n) => n.uuid),
-    ]);
-    for (const uuid of known) {
-      await h.local.terminateNode(uuid).catch((error: Error) => console.error(`cleanup: ${error.message}`));
-    }
-    await h.local.teardownHost().catch((error: Error) => console.error(`cleanup: ${error.message}`));
-    await h.close();
+    await tearDownLocalLab(h, { nodeUuids });
   });
 
   test("the local provider is available", async () => {
@@ -215,22 +182,17 @@ describe("local nodes through the API: real engines on this host", { skip: unava
   test("a cluster of 2 deploys real engines with addresses in the lab range", {
     timeout: 60_000,
   }, async (t) => {
-    const created = await call(h, alice, "POST", "/api/infra/v1/nodecluster/", {
-      name: "real",
-      ...LOCAL,
-      target_num_nodes: 2,
-    });
-    assert.equal(created.status, 201, created.raw);
-    cluster = created.body as ClusterView;
-    assert.equal(cluster.state, "Init");
-
     const startedAtMs = Date.now();
-    const deploy = await call(h, alice, "POST", `${cluster.resource_uri}deploy/`);
-    assert.equal(deploy.status, 202, deploy.raw);
-    assert.equal((deploy.body as ClusterView).state, "Deploying");
-    const deployAction = actionUuidOf(deploy.headers);
+    const deployed = await deployLocalCluster(h, alice, {
+      name: "real",
+      targetNumNodes: 2,
+      timeoutMs: 50_000,
+    });
+    assert.equal((deployed.created as ClusterView).state, "Init");
+    assert.equal((deployed.deploy.body as ClusterView).state, "Deploying");
+    const deployAction = actionUuidOf(deployed.deploy.headers);
 
-    cluster = await settledCluster("Deployed", 50_000);
+    cluster = deployed.cluster as ClusterView;
     t.diagnostic(`2 nodes deployed in ${Date.now() - startedAtMs} ms`);
     assert.equal(cluster.nodes.length, 2);
     assert.equal(cluster.current_num_nodes, 2);

@@ -18,8 +18,15 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import Docker from "dockerode";
 import type { Engine } from "../../src/drivers/engine.ts";
-import { BUSYBOX_IMAGE, LocalProvider } from "../../src/drivers/local/index.ts";
+import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import {
+  deployLocalCluster,
+  localNodesUnavailableReason,
+  requirePrerequisitesInCi,
+  stopWorkers,
+  terminateLab,
+} from "../support/local-lab.ts";
 
 // This file's own lab range and bridge, so it can run beside the other real-engine files.
 const LAB_RANGE = "10.222.0.0/16";
@@ -31,34 +38,18 @@ const REGISTRY_BINARY = "/usr/bin/docker-registry";
 const USER = "ci-robot";
 const PASSWORD = "lab-Passw0rd-of-the-test-registry";
 
-const LOCAL = {
-  region: "/api/infra/v1/region/local/host/",
-  node_type: "/api/infra/v1/nodetype/local/standard/",
-};
-
 function findHtpasswd(): string | undefined {
   return ["/usr/bin/htpasswd", "/usr/sbin/htpasswd"].find((p) => existsSync(p));
 }
 
-const probeDir = mkdtempSync(path.join(tmpdir(), "berth-probe-"));
-const prerequisites = await new LocalProvider({
-  stateDir: probeDir,
-  labRange: LAB_RANGE,
-  bridgeName: BRIDGE,
-}).prerequisites();
-rmSync(probeDir, { recursive: true, force: true });
-const unavailable = !prerequisites.available
-  ? `local nodes unavailable here: ${prerequisites.reason}`
-  : !existsSync(REGISTRY_BINARY)
+const unavailable =
+  (await localNodesUnavailableReason({ labRange: LAB_RANGE, bridgeName: BRIDGE })) ??
+  (!existsSync(REGISTRY_BINARY)
     ? `${REGISTRY_BINARY} is missing (apt-get install docker-registry)`
     : !findHtpasswd()
       ? "htpasswd is missing (apt-get install apache2-utils)"
-      : undefined;
-if (unavailable && process.env.CI === "true") {
-  test("registry prerequisites are present (required in CI)", () => {
-    assert.fail(unavailable);
-  });
-}
+      : undefined);
+requirePrerequisitesInCi(unavailable, "registry prerequisites are present (required in CI)");
 
 async function freeLoopbackPort(): Promise<number> {
   const server = createServer();
@@ -127,25 +118,8 @@ describe("registries with real engines and real registries", { skip: unavailable
     return ids;
   };
   const deployCluster = async (name: string, tag: string) => {
-    const created = await call(h, alice, "POST", "/api/infra/v1/nodecluster/", {
-      name,
-      ...LOCAL,
-      target_num_nodes: 1,
-      tags: [{ name: tag }],
-    });
-    assert.equal(created.status, 201, created.raw);
-    const deploy = await call(h, alice, "POST", `${created.body.resource_uri}deploy/`);
-    assert.equal(deploy.status, 202, deploy.raw);
-    const c = await waitFor(
-      `cluster ${name} Deployed`,
-      async () => {
-        const r = (await call(h, alice, "GET", created.body.resource_uri)).body;
-        return r.state === "Deployed" ? r : undefined;
-      },
-      60_000,
-      100,
-    );
-    const uuid = (c.nodes[0] as string).split("/").filter(Boolean).at(-1)!;
+    const deployed = await deployLocalCluster(h, alice, { name, targetNumNodes: 1, tags: [{ name: tag }] });
+    const uuid = deployed.nodeUuids[0]!;
     nodeUuids.push(uuid);
     return uuid;
   };
@@ -218,19 +192,9 @@ describe("registries with real engines and real registries", { skip: unavailable
     if (!h) return;
     // Nothing of Berth may dial the nodes while they go: once the lab's guard route is gone with
     // the host lab, a packet to a lab address would take the default route off the machine.
-    h.reconciler.stop();
-    h.health.stop();
-    await h.actions.stop();
+    await stopWorkers(h);
     await sleep(300);
-    const known = new Set([
-      ...nodeUuids,
-      ...h.local.listNodes().map((n) => n.nodeId),
-      ...(await h.store.nodes.liveNodes({ provider: "local" })).map((n) => n.uuid),
-    ]);
-    for (const uuid of known) {
-      await h.local.terminateNode(uuid).catch((error: Error) => console.error(`cleanup: ${error.message}`));
-    }
-    await h.local.teardownHost().catch((error: Error) => console.error(`cleanup: ${error.message}`));
+    await terminateLab(h, nodeUuids);
     if (privateRegistry && privateRegistry.exitCode === null) {
       const exited = new Promise((resolve) => privateRegistry!.once("exit", resolve));
       privateRegistry.kill("SIGTERM");

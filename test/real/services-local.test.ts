@@ -8,17 +8,15 @@
 // Needs root, dockerd, iproute2, iptables and busybox-static. Without them the file is skipped
 // locally, but fails when CI=true so a CI run never passes by skipping.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import Dockerode from "dockerode";
 import { LABELS } from "../../src/domain/service.ts";
 import type { Engine } from "../../src/drivers/engine.ts";
-import { BUSYBOX_IMAGE, LocalProvider } from "../../src/drivers/local/index.ts";
+import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import type { NodeRow } from "../../src/store/nodes.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
 
 // A lab range and bridge of this file's own (nodes-local: 10.227/berth-r0, provider test:
 // 10.229/berth-t0, crash-services: 10.225/berth-k0, a real install: 10.231/berth0).
@@ -26,26 +24,7 @@ const LAB_RANGE = "10.226.0.0/16";
 const BRIDGE = "berth-v0";
 const USER = "alice";
 
-const LOCAL = {
-  region: "/api/infra/v1/region/local/host/",
-  node_type: "/api/infra/v1/nodetype/local/standard/",
-};
-
-const probeDir = mkdtempSync(path.join(tmpdir(), "berth-probe-"));
-const prerequisites = await new LocalProvider({
-  stateDir: probeDir,
-  labRange: LAB_RANGE,
-  bridgeName: BRIDGE,
-}).prerequisites();
-rmSync(probeDir, { recursive: true, force: true });
-const unavailable = prerequisites.available
-  ? undefined
-  : `local nodes unavailable here: ${prerequisites.reason}`;
-if (unavailable && process.env.CI === "true") {
-  test("local node prerequisites are present (required in CI)", () => {
-    assert.fail(unavailable);
-  });
-}
+const unavailable = await localNodesUnavailable({ labRange: LAB_RANGE, bridgeName: BRIDGE });
 
 interface ClusterView {
   uuid: string;
@@ -283,35 +262,19 @@ describe("services on local nodes: real containers on real engines", { skip: una
   });
 
   after(async () => {
-    if (!h) return;
     // Runs even when a test failed: nothing may act on the engines while they are taken down.
-    h.reconciler.stop();
-    h.health.stop();
-    await h.actions.stop();
-    const known = new Set([
-      ...nodeUuids,
-      ...h.local.listNodes().map((n) => n.nodeId),
-      ...(await h.store.nodes.liveNodes({ provider: "local" })).map((n) => n.uuid),
-    ]);
-    for (const uuid of known) {
-      await h.local.terminateNode(uuid).catch((error: Error) => console.error(`cleanup: ${error.message}`));
-    }
-    await h.local.teardownHost().catch((error: Error) => console.error(`cleanup: ${error.message}`));
-    await h.close();
+    await tearDownLocalLab(h, { nodeUuids });
   });
 
   test("a cluster of 2 local nodes is deployed", { timeout: 60_000 }, async (t) => {
     const startedAtMs = Date.now();
-    const created = await call(h, alice, "POST", "/api/infra/v1/nodecluster/", {
+    const deployed = await deployLocalCluster(h, alice, {
       name: "apps",
-      ...LOCAL,
-      target_num_nodes: 2,
+      targetNumNodes: 2,
+      timeoutMs: 50_000,
     });
-    assert.equal(created.status, 201, created.raw);
-    cluster = created.body as ClusterView;
-    await operate(`${cluster.resource_uri}deploy/`, "POST", 50_000);
-    cluster = await settledCluster("Deployed", 5_000);
-    nodeUuids.push(...cluster.nodes.map(uuidOf));
+    cluster = deployed.cluster as ClusterView;
+    nodeUuids.push(...deployed.nodeUuids);
     assert.equal(nodeUuids.length, 2);
     t.diagnostic(`2 nodes deployed in ${Date.now() - startedAtMs} ms`);
     for (const uuid of nodeUuids) assert.ok(await (await engineOf(uuid)).hasImage(BUSYBOX_IMAGE));

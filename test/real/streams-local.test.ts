@@ -5,39 +5,17 @@
 // Needs root, dockerd, iproute2, iptables and busybox-static. Without them the file is skipped
 // locally, but fails when CI=true so a CI run never passes by skipping.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { LocalProvider } from "../../src/drivers/local/index.ts";
 import { drain, type Frame, listen, openStream } from "../streams/support.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
 
 // A lab range and bridge of this file's own (nodes-local: 10.227/berth-r0, services-local:
 // 10.226/berth-v0, attach: 10.221, provider test: 10.229/berth-t0, a real install: 10.231/berth0).
 const LAB_RANGE = "10.224.0.0/16";
 const BRIDGE = "berth-s0";
 
-const LOCAL = {
-  region: "/api/infra/v1/region/local/host/",
-  node_type: "/api/infra/v1/nodetype/local/standard/",
-};
-
-const probeDir = mkdtempSync(path.join(tmpdir(), "berth-probe-"));
-const prerequisites = await new LocalProvider({
-  stateDir: probeDir,
-  labRange: LAB_RANGE,
-  bridgeName: BRIDGE,
-}).prerequisites();
-rmSync(probeDir, { recursive: true, force: true });
-const unavailable = prerequisites.available
-  ? undefined
-  : `local nodes unavailable here: ${prerequisites.reason}`;
-if (unavailable && process.env.CI === "true") {
-  test("local node prerequisites are present (required in CI)", () => {
-    assert.fail(unavailable);
-  });
-}
+const unavailable = await localNodesUnavailable({ labRange: LAB_RANGE, bridgeName: BRIDGE });
 
 /** Numbered lines, ten a second, every fifth one also on stderr. */
 const COUNTER =
@@ -67,42 +45,18 @@ describe("streams on a real engine", { skip: unavailable ?? false }, () => {
   });
 
   after(async () => {
-    if (!h) return;
     // Runs even when a test failed: nothing may act on the engines while they are taken down.
-    h.reconciler.stop();
-    h.health.stop();
-    await h.actions.stop();
-    const known = new Set([
-      ...nodeUuids,
-      ...h.local.listNodes().map((n) => n.nodeId),
-      ...(await h.store.nodes.liveNodes({ provider: "local" })).map((n) => n.uuid),
-    ]);
-    for (const uuid of known) {
-      await h.local.terminateNode(uuid).catch((error: Error) => console.error(`cleanup: ${error.message}`));
-    }
-    await h.local.teardownHost().catch((error: Error) => console.error(`cleanup: ${error.message}`));
-    await h.close();
+    await tearDownLocalLab(h, { nodeUuids });
   });
 
   test("a busybox container printing numbered lines runs on a local node", { timeout: 90_000 }, async (t) => {
     const startedAtMs = Date.now();
-    const created = await call(h, alice, "POST", "/api/infra/v1/nodecluster/", {
+    const deployed = await deployLocalCluster(h, alice, {
       name: "streams",
-      ...LOCAL,
-      target_num_nodes: 1,
+      targetNumNodes: 1,
+      intervalMs: 200,
     });
-    assert.equal(created.status, 201, created.raw);
-    await call(h, alice, "POST", `${created.body.resource_uri}deploy/`);
-    const cluster = await waitFor(
-      "the cluster deployed",
-      async () => {
-        const c = (await call(h, alice, "GET", created.body.resource_uri)).body;
-        return c.state === "Deployed" ? c : undefined;
-      },
-      60_000,
-      200,
-    );
-    nodeUuids.push(...cluster.nodes.map((uri: string) => uri.split("/").filter(Boolean).at(-1)!));
+    nodeUuids.push(...deployed.nodeUuids);
     t.diagnostic(`node deployed in ${Date.now() - startedAtMs} ms`);
 
     const service = await call(h, alice, "POST", "/api/app/v1/service/", {
