@@ -8,21 +8,32 @@ interface Load {
   node: NodeSnapshot;
   /** Input position: the final tie-break, so equal nodes are chosen in the order the caller lists them. */
   order: number;
-  /** Live containers of every service: anything live, even Stopped, occupies the node. */
+  /**
+   * Running containers of every service (the spec: "lowest total number of running containers").
+   * Starting ones count: they are about to run, and placements of this plan are counted as they are made.
+   */
   total: number;
-  /** Live containers of the service being placed. */
+  /** Running containers of the service being placed (HIGH_AVAILABILITY). */
   own: number;
+  /** Live containers of the service in any state (EVERY_NODE: one per node, running or not). */
+  ownLive: number;
 }
 
+const RUNNING = new Set(["Running", "Starting"]);
+
 function loadsOf(nodes: NodeSnapshot[], containers: ContainerSnapshot[], service: string): Load[] {
-  const loads = nodes.map((node, order) => ({ node, order, total: 0, own: 0 }));
+  const loads = nodes.map((node, order) => ({ node, order, total: 0, own: 0, ownLive: 0 }));
   const byUuid = new Map(loads.map((load) => [load.node.uuid, load]));
   for (const container of containers) {
     if (!isLive(container)) continue;
     const load = byUuid.get(container.node);
     if (!load) continue;
-    load.total += 1;
-    if (container.service === service) load.own += 1;
+    const running = RUNNING.has(container.state);
+    if (running) load.total += 1;
+    if (container.service === service) {
+      load.ownLive += 1;
+      if (running) load.own += 1;
+    }
   }
   return loads;
 }
@@ -43,6 +54,7 @@ function place(loads: Load[], count: number, prefer: Preference): string[] {
     placements.push(best.node.uuid);
     best.total += 1;
     best.own += 1;
+    best.ownLive += 1;
   }
   return placements;
 }
@@ -75,7 +87,7 @@ export function planEveryNode(req: Omit<PlacementRequest, "count" | "strategy">)
   if (eligible.length === 0)
     return { ok: false, reasons: explainNoFit(req.nodes, req.serviceTags, rejections) };
   const placements = loadsOf(eligible, req.containers, req.service)
-    .filter((load) => load.own === 0)
+    .filter((load) => load.ownLive === 0)
     .map((load) => load.node.uuid);
   return { ok: true, placements };
 }

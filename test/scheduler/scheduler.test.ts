@@ -95,10 +95,26 @@ describe("EMPTIEST_NODE", () => {
       serviceTags: [],
       count: 4,
       nodes: [node("a"), node("b")],
-      // a holds two containers of other services; Stopped ones still occupy the node.
-      containers: [container("a", { service: "db" }), container("a", { service: "cache", state: "Stopped" })],
+      // a runs two containers of other services.
+      containers: [container("a", { service: "db" }), container("a", { service: "cache" })],
     });
     assert.deepEqual(placements(plan), ["b", "b", "a", "b"]);
+  });
+
+  test("only running containers count: a node full of stopped containers is empty", () => {
+    const plan = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 1,
+      nodes: [node("a"), node("b")],
+      containers: [
+        container("a", { service: "db", state: "Stopped" }),
+        container("a", { service: "cache", state: "Stopped" }),
+        container("b", { service: "db" }),
+      ],
+    });
+    assert.deepEqual(placements(plan), ["a"]);
   });
 
   test("equally loaded nodes are chosen in the order they are listed", () => {
