@@ -1,12 +1,14 @@
 // Helpers every resource route shares: finding the object a namespaced path addresses, and
 // recording an asynchronous operation on it under the call's action uuid.
-import type { FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Type } from "typebox";
 import type { ActionEngine } from "../actions/engine.ts";
 import { notFound } from "../domain/errors.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 import { namespaceOf } from "./namespaces.ts";
 import { callMeta } from "./recorder.ts";
+import { nsPaths } from "./routing.ts";
 
 /** The `:uuid` of the path. */
 export function uuidParam(req: FastifyRequest): string {
@@ -41,4 +43,64 @@ export async function enqueueOperation(
   );
   req.audit.recorded = true;
   return a;
+}
+
+/** One `POST …/<resource>/<uuid>/<op>/` operation that queues an action kind. */
+export interface Operation {
+  op: string;
+  kind: string;
+  summary: string;
+}
+
+/**
+ * Registers the operation routes of a resource (start, stop, redeploy…), in both path forms.
+ * Each queues its kind with `{<param>: uuid}` (plus `reuse_volumes` for redeploy, CONTRACT:
+ * default true) and answers 202 with the object in its new transitional state.
+ */
+export function operationRoutes<T extends { uuid: string; namespace: string }>(
+  app: FastifyInstance,
+  opts: {
+    /** e.g. "/api/app/v1/{ns}service/:uuid/" */
+    path: string;
+    /** Readable action name prefix, e.g. "Service". */
+    name: string;
+    /** Parameter name of the object's uuid in the kind's params, e.g. "service". */
+    param: string;
+    tags: string[];
+    operations: Operation[];
+    store: Store;
+    actions: ActionEngine;
+    find(req: FastifyRequest): Promise<T>;
+    uri(t: T): string;
+    /** The object as it reads after the call. */
+    view(t: T): Promise<unknown>;
+  },
+): void {
+  const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
+  const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
+  for (const { op, kind, summary } of opts.operations) {
+    for (const url of nsPaths(`${opts.path}${op}/`)) {
+      app.post(
+        url,
+        {
+          config: { action: `${opts.name} ${op[0]!.toUpperCase()}${op.slice(1)}` },
+          schema: {
+            tags: opts.tags,
+            summary,
+            params: UuidParams,
+            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
+          },
+        },
+        async (req, reply) => {
+          const t = await opts.find(req);
+          const params: Record<string, unknown> = { [opts.param]: t.uuid };
+          if (op === "redeploy") {
+            params.reuse_volumes = (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false;
+          }
+          await enqueueOperation(req, opts, { kind, params, namespace: t.namespace, object: opts.uri(t) });
+          return reply.status(202).send(await opts.view(t));
+        },
+      );
+    }
+  }
 }

@@ -13,7 +13,7 @@ import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { enqueueOperation, ownObject, uuidParam } from "../objects.ts";
+import { enqueueOperation, operationRoutes, ownObject, uuidParam } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
@@ -24,7 +24,6 @@ interface Deps {
 }
 
 const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
-const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
 
 /** The uuid inside a resource URI filter (with or without namespace), or the value itself. */
 function uuidOf(uri: string): string {
@@ -139,42 +138,27 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
     );
   }
 
-  const serviceOps: [string, string, string][] = [
-    ["start", "service.start", "Start all containers (deploys them if needed)"],
-    ["stop", "service.stop", "Stop all containers"],
-    ["scale", "service.scale", "Scale to target_num_containers"],
-    ["redeploy", "service.redeploy", "Redeploy all containers with the current definition"],
-  ];
-  for (const [op, kind, summary] of serviceOps) {
-    for (const url of nsPaths(`/api/app/v1/{ns}service/:uuid/${op}/`)) {
-      app.post(
-        url,
-        {
-          config: { action: `Service ${op[0]!.toUpperCase()}${op.slice(1)}` },
-          schema: {
-            tags,
-            summary,
-            params: UuidParams,
-            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
-          },
-        },
-        async (req, reply) => {
-          const s = await serviceOf(req);
-          const params =
-            op === "redeploy"
-              ? {
-                  service: s.uuid,
-                  reuse_volumes: (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false,
-                }
-              : { service: s.uuid };
-          await enqueue(req, kind, params, s.namespace, serviceUri(s));
-          return reply
-            .status(202)
-            .send(await services.serviceView((await store.services.findService(s.uuid))!));
-        },
-      );
-    }
-  }
+  operationRoutes(app, {
+    path: "/api/app/v1/{ns}service/:uuid/",
+    name: "Service",
+    param: "service",
+    tags,
+    store,
+    actions,
+    find: serviceOf,
+    uri: serviceUri,
+    view: async (s) => services.serviceView((await store.services.findService(s.uuid))!),
+    operations: [
+      { op: "start", kind: "service.start", summary: "Start all containers (deploys them if needed)" },
+      { op: "stop", kind: "service.stop", summary: "Stop all containers" },
+      { op: "scale", kind: "service.scale", summary: "Scale to target_num_containers" },
+      {
+        op: "redeploy",
+        kind: "service.redeploy",
+        summary: "Redeploy all containers with the current definition",
+      },
+    ],
+  });
 
   // ---- containers -----------------------------------------------------------------------------------
 
@@ -237,39 +221,24 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
     );
   }
 
-  const containerOps: [string, string, string][] = [
-    ["start", "container.start", "Start a stopped container"],
-    ["stop", "container.stop", "Stop a running container"],
-    ["redeploy", "container.redeploy", "Redeploy the container with its service's current definition"],
-  ];
-  for (const [op, kind, summary] of containerOps) {
-    for (const url of nsPaths(`/api/app/v1/{ns}container/:uuid/${op}/`)) {
-      app.post(
-        url,
-        {
-          config: { action: `Container ${op[0]!.toUpperCase()}${op.slice(1)}` },
-          schema: {
-            tags,
-            summary,
-            params: UuidParams,
-            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
-          },
-        },
-        async (req, reply) => {
-          const c = await containerOf(req);
-          const params =
-            op === "redeploy"
-              ? {
-                  container: c.uuid,
-                  reuse_volumes: (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false,
-                }
-              : { container: c.uuid };
-          await enqueue(req, kind, params, c.namespace, containerUri(c));
-          return reply
-            .status(202)
-            .send(await services.containerView((await store.services.findContainer(c.uuid))!));
-        },
-      );
-    }
-  }
+  operationRoutes(app, {
+    path: "/api/app/v1/{ns}container/:uuid/",
+    name: "Container",
+    param: "container",
+    tags,
+    store,
+    actions,
+    find: containerOf,
+    uri: containerUri,
+    view: async (c) => services.containerView((await store.services.findContainer(c.uuid))!),
+    operations: [
+      { op: "start", kind: "container.start", summary: "Start a stopped container" },
+      { op: "stop", kind: "container.stop", summary: "Stop a running container" },
+      {
+        op: "redeploy",
+        kind: "container.redeploy",
+        summary: "Redeploy the container with its service's current definition",
+      },
+    ],
+  });
 }

@@ -12,7 +12,7 @@ import type { StackRow } from "../../store/stacks.ts";
 import type { Store } from "../../store/store.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { enqueueOperation, ownObject, uuidParam } from "../objects.ts";
+import { enqueueOperation, operationRoutes, ownObject, uuidParam } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
@@ -23,7 +23,6 @@ interface Deps {
 }
 
 const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
-const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
 
 export function stackRoutes(app: FastifyInstance, deps: Deps): void {
   const { store, identity, actions, stacks } = deps;
@@ -146,37 +145,28 @@ export function stackRoutes(app: FastifyInstance, deps: Deps): void {
     );
   }
 
-  const operations: [string, string, string][] = [
-    ["start", "stack.start", "Start the stack's services, each after the services it links to"],
-    ["stop", "stack.stop", "Stop the stack's services"],
-    ["redeploy", "stack.redeploy", "Redeploy the stack's services with their current definitions"],
-  ];
-  for (const [op, kind, summary] of operations) {
-    for (const url of nsPaths(`/api/app/v1/{ns}stack/:uuid/${op}/`)) {
-      app.post(
-        url,
-        {
-          config: { action: `Stack ${op[0]!.toUpperCase()}${op.slice(1)}` },
-          schema: {
-            tags,
-            summary,
-            params: UuidParams,
-            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
-          },
-        },
-        async (req, reply) => {
-          const st = await stackOf(req);
-          const params =
-            op === "redeploy"
-              ? {
-                  stack: st.uuid,
-                  reuse_volumes: (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false,
-                }
-              : { stack: st.uuid };
-          await enqueue(req, kind, params, st);
-          return reply.status(202).send(await fresh(st));
-        },
-      );
-    }
-  }
+  operationRoutes(app, {
+    path: "/api/app/v1/{ns}stack/:uuid/",
+    name: "Stack",
+    param: "stack",
+    tags,
+    store,
+    actions,
+    find: stackOf,
+    uri: (st) => stackUri(st.namespace, st.uuid),
+    view: fresh,
+    operations: [
+      {
+        op: "start",
+        kind: "stack.start",
+        summary: "Start the stack's services, each after the services it links to",
+      },
+      { op: "stop", kind: "stack.stop", summary: "Stop the stack's services" },
+      {
+        op: "redeploy",
+        kind: "stack.redeploy",
+        summary: "Redeploy the stack's services with their current definitions",
+      },
+    ],
+  });
 }
