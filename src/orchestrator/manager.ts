@@ -212,7 +212,7 @@ export class ServiceManager {
         .map((x) => x.engine_id!);
       sourceIds.set(b.volumes_from, ids);
     }
-    return buildContainerSpec({
+    const engineSpec = buildContainerSpec({
       spec,
       service: {
         uuid: service.uuid,
@@ -233,6 +233,13 @@ export class ServiceManager {
         auth: service.auth_secret ? this.d.box.open(service.auth_secret) : undefined,
       },
     });
+    // Node FQDNs resolve through Berth's own records, never outside DNS (CONTRACT §13): every
+    // container gets a hosts entry for each node of its namespace that has an address.
+    const nodeHosts = (await this.store.nodes.liveNodes({ namespace: service.namespace }))
+      .filter((n) => n.public_ip && n.external_fqdn)
+      .map((n) => `${n.external_fqdn}:${n.public_ip}`);
+    engineSpec.extraHosts = [...(engineSpec.extraHosts ?? []), ...nodeHosts];
+    return engineSpec;
   }
 
   // ---- views -------------------------------------------------------------------------------------------

@@ -86,6 +86,12 @@ describe("links", () => {
     ]) {
       assert.ok(e.spec.extraHosts?.includes(host), `${host} in ${JSON.stringify(e.spec.extraHosts)}`);
     }
+    // Node FQDNs resolve through Berth's own records (CONTRACT §13), here the container's hosts.
+    const node = (await call(s.h, s.alice, "GET", w.node)).body;
+    assert.ok(
+      e.spec.extraHosts?.includes(`${node.external_fqdn}:${node.public_ip}`),
+      `node ${node.external_fqdn} in ${JSON.stringify(e.spec.extraHosts)}`,
+    );
 
     assert.deepEqual(w.linked_to_container, [
       {
