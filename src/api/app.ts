@@ -10,7 +10,7 @@ import type { LogLevel } from "../config/index.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
 import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts";
-import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.ts";
+import { installNoContentLength, installQueryBooleans, keepsDeleteBody, normalizeUrl } from "./compat.ts";
 import { installErrorHandling } from "./errors.ts";
 import { installRecorder } from "./recorder.ts";
 import { actionRoutes } from "./routes/actions.ts";
@@ -122,6 +122,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installAuth(app, deps.identity, deps.bearer, deps.passwords);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
+  installQueryBooleans(app);
   const methods = new MethodTable(app);
 
   identityRoutes(app, deps);

@@ -1,7 +1,8 @@
 // Compatibility rules for the historical clients (CONTRACT rules marked "compat"): the Python
 // SDK and CLI, the Go SDK and the HAProxy load balancer driven by the events stream. They live
 // here, in one place, rather than sprinkled through handlers.
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, preValidationHookHandler, RouteOptions } from "fastify";
+import { invalidField } from "../domain/errors.ts";
 
 /** Both action headers carry the same value (CONTRACT §7). */
 export const ACTION_URI_HEADERS = ["X-Platform-Action-URI", "X-DockerCloud-Action-URI"] as const;
@@ -14,6 +15,102 @@ export function withRegistryAliases<T extends { is_native_registry: boolean }>(
   r: T,
 ): T & { is_tutum_registry: boolean } {
   return { ...r, is_tutum_registry: r.is_native_registry };
+}
+
+/**
+ * Nodes also carry the historical engine field names (CONTRACT §4): the CLI's `node ls` reads
+ * `docker_version` and crashes without it; older SDK models read the two drivers the same way.
+ */
+export function withNodeAliases<
+  T extends { engine_version: string; engine_execdriver: string; engine_graphdriver: string },
+>(n: T): T & { docker_version: string; docker_execdriver: string; docker_graphdriver: string } {
+  return {
+    ...n,
+    docker_version: n.engine_version,
+    docker_execdriver: n.engine_execdriver,
+    docker_graphdriver: n.engine_graphdriver,
+  };
+}
+
+/** The Go SDK's `Node.Upgrade` posts to `…/node/<uuid>/docker-upgrade/`: the same operation as `engine-upgrade`. */
+export const ENGINE_UPGRADE_ALIASES = ["docker-upgrade"] as const;
+
+/** Containers also carry the Go SDK's name of the exit code text (`Container.Exit_code_message`). */
+export function withContainerAliases<T extends { exit_code_msg: string | null }>(
+  c: T,
+): T & { exit_code_message: string | null } {
+  return { ...c, exit_code_message: c.exit_code_msg };
+}
+
+/**
+ * Boolean query parameters as clients send them (CONTRACT §1): Python's `str(True)` is `True`, and
+ * shells and browsers send `1` or `yes`. Any case of true/false, 1/0, yes/no; undefined otherwise.
+ */
+export function parseQueryBoolean(value: string): boolean | undefined {
+  const v = value.trim().toLowerCase();
+  if (v === "true" || v === "1" || v === "yes") return true;
+  if (v === "false" || v === "0" || v === "no") return false;
+  return undefined;
+}
+
+/** Names of the boolean properties of a route's querystring schema. */
+function booleanQueryKeys(schema: unknown): string[] {
+  const properties = (schema as { properties?: Record<string, unknown> } | undefined)?.properties;
+  if (!properties) return [];
+  return Object.entries(properties)
+    .filter(([, p]) => {
+      const type = (p as { type?: unknown }).type;
+      return type === "boolean" || (Array.isArray(type) && type.includes("boolean"));
+    })
+    .map(([key]) => key);
+}
+
+/**
+ * Every route whose querystring schema declares a boolean parameter reads it through
+ * `parseQueryBoolean` before validation, in one hook added as routes are registered (so a new route
+ * gets the rule by declaring `Type.Boolean()`). Any other value is a 400 naming the parameter.
+ * Install before any route.
+ */
+export function installQueryBooleans(app: FastifyInstance): void {
+  app.addHook("onRoute", (route: RouteOptions) => {
+    const keys = booleanQueryKeys(route.schema?.querystring);
+    if (keys.length === 0) return;
+    const hook: preValidationHookHandler = (request, _reply, done) => {
+      const query = request.query as Record<string, unknown>;
+      for (const key of keys) {
+        const raw = query[key];
+        if (raw === undefined || typeof raw === "boolean") continue;
+        const values = Array.isArray(raw) ? raw : [raw];
+        const parsed = values.map((v) => (typeof v === "string" ? parseQueryBoolean(v) : undefined));
+        if (parsed.some((v) => v === undefined)) {
+          return done(invalidField(key, "must be a boolean: true or false (also True/False, 1/0, yes/no)"));
+        }
+        query[key] = parsed.at(-1);
+      }
+      done();
+    };
+    const existing = route.preValidation;
+    route.preValidation = existing ? [...(Array.isArray(existing) ? existing : [existing]), hook] : hook;
+  });
+}
+
+/**
+ * Stream paths are also served without the `/api` prefix, as the historical stream host served them
+ * (CONTRACT §1): the Go SDK dials `/app/v1/[ns/]container/<uuid>/exec/` and `/audit/v1/…`.
+ * `/api/audit/v1/events/` → [`/api/audit/v1/events/`, `/audit/v1/events/`].
+ */
+export function withUnprefixedStreamPaths(urls: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const url of urls) {
+    out.push(url);
+    if (url.startsWith("/api/")) out.push(url.slice("/api".length));
+  }
+  return out;
+}
+
+/** Whether a path is a prefix-less stream path (authenticated like the platform API it mirrors). */
+export function isUnprefixedPlatformPath(path: string): boolean {
+  return /^\/(app|audit|infra|repo)\/v1(\/|$)/.test(path);
 }
 
 /**

@@ -1,6 +1,7 @@
 // What the HTTP layer knows about a request beyond Fastify's own fields.
 import type { Scope } from "../accounts/scopes.ts";
 import type { Principal } from "../identity/service.ts";
+import { isUnprefixedPlatformPath } from "./compat.ts";
 
 export type Area = "platform" | "accounts" | "auth" | "public";
 
@@ -33,7 +34,11 @@ declare module "fastify" {
 
 /** Which API a path belongs to: it decides how callers authenticate and whether calls are audited. */
 export function areaOf(path: string): Area {
-  if (/^\/api\/(app|audit|infra|repo)\/v1(\/|$)/.test(path) || path.startsWith("/v1/events"))
+  if (
+    /^\/api\/(app|audit|infra|repo)\/v1(\/|$)/.test(path) ||
+    path.startsWith("/v1/events") ||
+    isUnprefixedPlatformPath(path)
+  )
     return "platform";
   if (path.startsWith("/api/v1.1/") || path.startsWith("/oauth/")) return "accounts";
   if (path === "/auth" || path.startsWith("/auth/")) return "auth";

@@ -15,6 +15,7 @@ import { type ClusterInput, canonical, type NodeService, tagNames } from "../../
 import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
 import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
+import { ENGINE_UPGRADE_ALIASES, withNodeAliases } from "../compat.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, ownObject, uuidParam } from "../objects.ts";
@@ -76,7 +77,7 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     ownObject(req, identity, await store.nodes.findNode(uuidParam(req)), "node", nodeUri);
   const showCluster = async (c: ClusterRow) => clusterView(c, await store.nodes.nodesOfCluster(c.uuid));
   const showNode = async (n: NodeRow) =>
-    nodeView(n, { currentNumContainers: await deps.containersOnNode(n.uuid) });
+    withNodeAliases(nodeView(n, { currentNumContainers: await deps.containersOnNode(n.uuid) }));
 
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
@@ -305,19 +306,26 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     );
   }
 
-  for (const url of nsPaths("/api/infra/v1/{ns}node/:uuid/engine-upgrade/")) {
-    app.post(
-      url,
-      {
-        config: { action: "Node Engine Upgrade" },
-        schema: { tags, summary: "Upgrade (restart) the node's engine", params: UuidParams },
-      },
-      async (req, reply) => {
-        const n = await nodeOf(req);
-        await enqueue(req, "node.engine-upgrade", { node: n.uuid }, n.namespace, nodeUri(n));
-        return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
-      },
-    );
+  for (const op of ["engine-upgrade", ...ENGINE_UPGRADE_ALIASES]) {
+    for (const url of nsPaths(`/api/infra/v1/{ns}node/:uuid/${op}/`)) {
+      app.post(
+        url,
+        {
+          config: { action: "Node Engine Upgrade" },
+          schema: {
+            ...(op === "engine-upgrade" ? {} : { hide: true }),
+            tags,
+            summary: "Upgrade (restart) the node's engine",
+            params: UuidParams,
+          },
+        },
+        async (req, reply) => {
+          const n = await nodeOf(req);
+          await enqueue(req, "node.engine-upgrade", { node: n.uuid }, n.namespace, nodeUri(n));
+          return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
+        },
+      );
+    }
   }
 
   for (const url of nsPaths("/api/infra/v1/{ns}node/:uuid/health-check/")) {

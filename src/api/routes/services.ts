@@ -11,6 +11,7 @@ import { containerUri, serviceUri } from "../../orchestrator/changes.ts";
 import type { ServiceManager } from "../../orchestrator/manager.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
+import { withContainerAliases } from "../compat.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, operationRoutes, ownObject, uuidParam } from "../objects.ts";
@@ -46,6 +47,7 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
     ownObject(req, identity, await store.services.findContainer(uuidParam(req)), "container", containerUri);
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
+  const showContainer = async (c: ContainerRow) => withContainerAliases(await services.containerView(c));
 
   // ---- services -----------------------------------------------------------------------------------
 
@@ -196,14 +198,14 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
           serviceStackName: q.service__stack__name,
           ...page,
         });
-        return envelope(req, page, total, await Promise.all(rows.map((c) => services.containerView(c))));
+        return envelope(req, page, total, await Promise.all(rows.map(showContainer)));
       },
     );
   }
 
   for (const url of nsPaths("/api/app/v1/{ns}container/:uuid/")) {
     app.get(url, { schema: { tags, summary: "Get a container", params: UuidParams } }, async (req) =>
-      services.containerView(await containerOf(req)),
+      showContainer(await containerOf(req)),
     );
     app.delete(
       url,
@@ -214,9 +216,7 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const c = await containerOf(req);
         await enqueue(req, "container.terminate", { container: c.uuid }, c.namespace, containerUri(c));
-        return reply
-          .status(202)
-          .send(await services.containerView((await store.services.findContainer(c.uuid))!));
+        return reply.status(202).send(await showContainer((await store.services.findContainer(c.uuid))!));
       },
     );
   }
@@ -230,7 +230,7 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
     actions,
     find: containerOf,
     uri: containerUri,
-    view: async (c) => services.containerView((await store.services.findContainer(c.uuid))!),
+    view: async (c) => showContainer((await store.services.findContainer(c.uuid))!),
     operations: [
       { op: "start", kind: "container.start", summary: "Start a stopped container" },
       { op: "stop", kind: "container.stop", summary: "Stop a running container" },

@@ -5,11 +5,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
-import { invalidField } from "../../domain/errors.ts";
+import { invalidField, notFound } from "../../domain/errors.ts";
 import type { IdentityService, Principal } from "../../identity/service.ts";
+import { nodeUri } from "../../nodes/views.ts";
 import type { Store } from "../../store/store.ts";
 import { LEGACY_EVENTS_PATH } from "../compat.ts";
-import { principalOf } from "../namespaces.ts";
+import { namespaceOf, principalOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
 import { type EventFeed, FEED_PAGE, FeedEvent, uriKey } from "./feed.ts";
 import { type StreamContext, streamRoute } from "./route.ts";
@@ -21,6 +22,8 @@ export const EVENT_TYPES = ["stack", "service", "container", "node", "nodecluste
 const ACCESS_REFRESH_MS = 10_000;
 
 export interface EventFilter {
+  /** uriKey() of one object: only events about it or whose parents include it (node events). */
+  about?: string;
   types?: Set<string>;
   /** uriKey()s of the `object` filter. */
   objects?: Set<string>;
@@ -87,6 +90,7 @@ export function parseEventFilter(q: EventsQueryT): EventFilter {
 }
 
 export function matchesFilter(f: EventFilter, e: FeedEvent): boolean {
+  if (f.about && e.resourceKey !== f.about && !e.parentKeys.includes(f.about)) return false;
   if (f.types && !f.types.has(e.type)) return false;
   if (f.objects && !f.objects.has(e.resourceKey)) return false;
   if (f.parents && !e.parentKeys.some((k) => f.parents!.has(k))) return false;
@@ -262,6 +266,27 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
   );
   app.addHook("onClose", async () => access.stop());
 
+  async function serve(ws: WebSocket, plan: EventsPlan): Promise<void> {
+    const sub = new EventSubscriber(ws, plan.filter, new Set(plan.namespaces), ctx.settings.maxBufferedBytes);
+    const unlisten = ctx.feed.listen(
+      (event) => sub.offer(event),
+      () => sub.flush(),
+    );
+    const unrefresh = access.add(sub, plan.principal, plan.requested);
+    ws.once("close", () => {
+      unlisten();
+      unrefresh();
+    });
+    await ctx.feed.ready();
+    if (plan.since === undefined) {
+      sub.startLive(ctx.feed);
+      return;
+    }
+    // A revision from the future (another database) cannot be waited for: resume from now.
+    const since = Math.min(plan.since, await ctx.store.latestRevision());
+    await sub.catchUp(ctx.store, ctx.feed, since);
+  }
+
   streamRoute<EventsPlan>(app, ctx, {
     urls: [...nsPaths("/api/audit/v1/{ns}events/"), LEGACY_EVENTS_PATH],
     summary: "Events stream",
@@ -282,30 +307,33 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
       const q = req.query as EventsQueryT;
       return { principal, requested, namespaces, filter: parseEventFilter(q), since: q.since };
     },
-    async open(ws, plan) {
-      const sub = new EventSubscriber(
-        ws,
-        plan.filter,
-        new Set(plan.namespaces),
-        ctx.settings.maxBufferedBytes,
-      );
-      const unlisten = ctx.feed.listen(
-        (event) => sub.offer(event),
-        () => sub.flush(),
-      );
-      const unrefresh = access.add(sub, plan.principal, plan.requested);
-      ws.once("close", () => {
-        unlisten();
-        unrefresh();
-      });
-      await ctx.feed.ready();
-      if (plan.since === undefined) {
-        sub.startLive(ctx.feed);
-        return;
-      }
-      // A revision from the future (another database) cannot be waited for: resume from now.
-      const since = Math.min(plan.since, await ctx.store.latestRevision());
-      await sub.catchUp(ctx.store, ctx.feed, since);
+    open: (ws, plan) => serve(ws, plan),
+  });
+
+  // One node's events (the Go SDK's `Node.Events`): the node itself and everything whose parents
+  // include it, i.e. the containers on it and the actions on it. Same filters and resume as above.
+  streamRoute<EventsPlan>(app, ctx, {
+    urls: nsPaths("/api/infra/v1/{ns}node/:uuid/events/"),
+    summary: "Events of one node",
+    description:
+      "The events stream restricted to one node: its own changes and those of every object whose parents include it (its containers, its actions). " +
+      "Frames, filters and `since` as on the events stream.",
+    params: Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) }),
+    querystring: EventsQuery,
+    async prepare(req: FastifyRequest): Promise<EventsPlan> {
+      const principal = principalOf(req);
+      const ns = await namespaceOf(req, ctx.identity);
+      const node = await ctx.store.nodes.findNode((req.params as { uuid: string }).uuid);
+      if (!node || node.namespace !== ns) throw notFound("node");
+      const q = req.query as EventsQueryT;
+      return {
+        principal,
+        requested: ns,
+        namespaces: [ns],
+        filter: { ...parseEventFilter(q), about: uriKey(nodeUri(node)) },
+        since: q.since,
+      };
     },
+    open: (ws, plan) => serve(ws, plan),
   });
 }

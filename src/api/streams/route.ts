@@ -6,6 +6,7 @@ import type { Config } from "../../config/index.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { EngineSource } from "../../nodes/provisioners.ts";
 import type { Store } from "../../store/store.ts";
+import { withUnprefixedStreamPaths } from "../compat.ts";
 import type { ActionLogWatcher } from "./action-logs.ts";
 import type { EventFeed } from "./feed.ts";
 import { CLOSE, closeSocket, type Heartbeat, sendErrorFrame } from "./sockets.ts";
@@ -46,12 +47,14 @@ const tags = ["streams"];
 export function streamRoute<P>(app: FastifyInstance, ctx: StreamContext, route: StreamRoute<P>): void {
   // prepare() runs in a preHandler hook; the socket handler picks its result up by request.
   const plans = new WeakMap<FastifyRequest, P>();
-  for (const url of route.urls) {
+  // Every stream is also served without the `/api` prefix (compat); those copies stay out of the docs.
+  for (const url of withUnprefixedStreamPaths(route.urls)) {
     ctx.streamUrls.add(url);
     app.route({
       method: "GET",
       url,
       schema: {
+        ...(route.urls.includes(url) ? {} : { hide: true }),
         tags,
         summary: route.summary,
         description: `WebSocket stream (send \`Connection: Upgrade\`, \`Upgrade: websocket\`). ${route.description}`,
