@@ -9,10 +9,12 @@ import { ActionEngine } from "./actions/engine.ts";
 import { Relations } from "./actions/relations.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
 import { accountsRoutes } from "./api/routes/accounts.ts";
+import { agentRoutes } from "./api/routes/agents.ts";
 import { nodeRoutes } from "./api/routes/nodes.ts";
 import { REGISTRY_WEBHOOK_PATH, registryRoutes } from "./api/routes/registries.ts";
 import { serviceRoutes } from "./api/routes/services.ts";
 import { stackRoutes } from "./api/routes/stacks.ts";
+import { tokenRoutes } from "./api/routes/tokens.ts";
 import { triggerRoutes } from "./api/routes/triggers.ts";
 import { streamRoutes } from "./api/streams/index.ts";
 import { Catalogue } from "./catalogue/catalogue.ts";
@@ -21,8 +23,10 @@ import { type Clock, systemClock } from "./domain/time.ts";
 import type { Engine } from "./drivers/engine.ts";
 import { FakeEngine } from "./drivers/fake/index.ts";
 import { LocalProvider } from "./drivers/local/index.ts";
+import { TunnelHub } from "./drivers/tunnel/hub.ts";
 import { SecretBox } from "./identity/secret-box.ts";
 import { IdentityService } from "./identity/service.ts";
+import { AgentNodes, ByonProvisioner } from "./nodes/agents.ts";
 import { Engines, type FakeNodeFacts } from "./nodes/engines.ts";
 import { HealthWatcher } from "./nodes/health.ts";
 import { LocalProvisioner } from "./nodes/local.ts";
@@ -73,6 +77,10 @@ export interface Platform {
   engines: Engines;
   local: LocalProvider;
   nodes: NodeService;
+  /** Agent nodes: registration tokens, node keys, tunnel states. */
+  agents: AgentNodes;
+  /** Live agent tunnels, one per connected agent node. */
+  tunnels: TunnelHub;
   health: HealthWatcher;
   runtime: ContainerRuntime;
   orchestrator: Orchestrator;
@@ -140,14 +148,24 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   };
   const box = SecretBox.open({ secret: config.secretKey, dataDir: config.dataDir });
   const labPrefix = `tcp://${config.nodes.localLabRange.split(".").slice(0, 2).join(".")}.`;
+  // Agent nodes' tunnels; their state changes reach the node records through `agents` (late-bound).
+  let agents: AgentNodes | undefined;
+  const graceMs = config.nodes.unreachableGraceMs;
+  const tunnels = new TunnelHub({
+    pingIntervalMs: Math.max(200, Math.min(5000, Math.floor(graceMs / 3))),
+    onChange: (uuid, connected) => agents?.tunnelChanged(uuid, connected),
+    onMessage: (uuid, message) => agents?.agentSaid(uuid, message),
+    onError: onError("agent tunnel"),
+  });
   const engines = new Engines(
     opts.makeFakeEngine ?? simulatedEngine,
     (sealed) => box.open(sealed),
     (url) => !url.startsWith(labPrefix) || local.listNodes().some((n) => n.engineUrl === url),
+    tunnels,
   );
   const provisioners: Record<string, Provisioner> = {
     local: localProvisioner,
-    byon: new AttachedProvisioner(),
+    byon: new ByonProvisioner(new AttachedProvisioner(), () => agents!),
   };
   for (const p of catalogue.listProviders()) {
     const data = catalogue.providerData(p.name)!;
@@ -170,6 +188,18 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     sealSecret: (plain) => box.seal(plain),
   });
   nodes.register(actions);
+  agents = new AgentNodes({
+    store,
+    clock,
+    actions,
+    nodes,
+    hub: tunnels,
+    publicUrl: config.publicUrl,
+    tokenTtlS: config.nodes.agentTokenTtlS,
+    reconnectGraceMs: Math.max(100, Math.min(5000, Math.floor(graceMs / 2))),
+    onError: onError("agent nodes"),
+  });
+  const agentNodes = agents;
   relations.register("node", async (s, _uri, parsed) => {
     const n = await s.nodes.findNode(parsed.id);
     return n?.cluster_uuid ? [clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })] : [];
@@ -317,6 +347,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           allowUserEngines: config.nodes.allowUserEngines,
           containersOnNode: (uuid) => store.services.countLiveContainersOnNode(uuid),
         }),
+      (a) => tokenRoutes(a, { identity, agents: agentNodes }),
+      (a) => agentRoutes(a, { agents: agentNodes, hub: tunnels, clock }),
       (a) => serviceRoutes(a, { store, identity, actions, services }),
       (a) => stackRoutes(a, { store, identity, actions, stacks }),
       (a) => triggerRoutes(a, { store, identity, actions, triggers }),
@@ -338,6 +370,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     engines,
     local,
     nodes,
+    agents: agentNodes,
+    tunnels,
     health,
     runtime,
     orchestrator,
@@ -369,7 +403,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       reconciler.stop();
       stacks.stop();
       health.stop();
+      agentNodes.stop();
       await actions.stop();
+      tunnels.closeAll("Berth is shutting down");
       await app.close();
       await db.close();
     },

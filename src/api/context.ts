@@ -29,6 +29,8 @@ declare module "fastify" {
     auth?: "none";
     /** Accounts API: the scope a call needs (CONTRACT §11); accounts routes without one need Basic. */
     scope?: Scope;
+    /** A route outside api/streams that accepts WebSocket upgrades (the agent's tunnel). */
+    websocket?: boolean;
   }
 }
 

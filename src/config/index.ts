@@ -91,6 +91,8 @@ export interface Config {
     localBridge: string;
     /** Image archives or images of the host's engine loaded into every new local node (CONTRACT §13). */
     localNodeImages: string[];
+    /** How long a node registration token (`POST /api/infra/v1/token/`) stays usable. */
+    agentTokenTtlS: number;
   };
 }
 
@@ -364,6 +366,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .split(",")
         .map((s) => s.trim())
         .filter(Boolean),
+      agentTokenTtlS: parsePositiveInt("BERTH_AGENT_TOKEN_TTL_S", env.BERTH_AGENT_TOKEN_TTL_S, 3600),
     },
   };
 }

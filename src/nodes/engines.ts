@@ -1,5 +1,5 @@
-// Engine clients per node: Docker engines over their URL (with TLS for attached engines), and
-// in-memory fake engines for simulated nodes. Clients are cached per node and URL.
+// Engine clients per node: Docker engines over their URL (with TLS for attached engines), through
+// an agent's tunnel for agent nodes, and in-memory fake engines for simulated nodes. Clients are cached per node and URL.
 import { DockerEngine } from "../drivers/docker/docker-engine.ts";
 import type { DockerTls } from "../drivers/docker/endpoint.ts";
 import { type Engine, EngineError } from "../drivers/engine.ts";
@@ -26,6 +26,8 @@ export class Engines implements EngineSource {
      * the machine, so such addresses are refused here instead of dialled.
      */
     private readonly mayDial: (engineUrl: string) => boolean = () => true,
+    /** Engines of agent nodes (`tunnel://<node uuid>`), reached through the agent's tunnel. */
+    private readonly tunnels?: { engineFor(nodeUuid: string): Engine },
   ) {}
 
   forNode(node: EngineAddress): Engine {
@@ -37,6 +39,10 @@ export class Engines implements EngineSource {
         this.fakes.set(id, fake);
       }
       return fake;
+    }
+    if (node.engine_url.startsWith("tunnel://")) {
+      if (!this.tunnels) return refusingEngine(node.engine_url);
+      return this.tunnels.engineFor(node.engine_url.slice("tunnel://".length));
     }
     if (!this.mayDial(node.engine_url)) return refusingEngine(node.engine_url);
     const key = `${node.uuid} ${node.engine_url}`;

@@ -659,6 +659,12 @@ export class NodeService {
           n.state as NodeState,
           "engine-upgrade",
         );
+        if (n.engine_url.startsWith("tunnel://")) {
+          throw conflict(
+            `The engine of node ${n.nickname || n.uuid} belongs to its host: the host's package manager installs and upgrades Docker there (for example apt-get install --only-upgrade docker-ce), then the agent reconnects and health-check shows the new version.`,
+            "engine_managed_by_host",
+          );
+        }
         if (n.provider === "byon") {
           throw forbidden(
             "Berth did not start this engine, so it cannot upgrade it; upgrade it where it runs.",

@@ -301,6 +301,33 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0009_agents": {
+      async up(db: AnyDb) {
+        await serial(db.schema.createTable("registration_tokens"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("token_hash", "text", (c) => c.notNull().unique())
+          .addColumn("created_by", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("expires", "bigint", (c) => c.notNull())
+          .addColumn("used_at", "bigint")
+          .addColumn("node_uuid", "text")
+          .execute();
+        await db.schema
+          .createIndex("registration_tokens_ns")
+          .on("registration_tokens")
+          .columns(["namespace", "id"])
+          .execute();
+        await db.schema
+          .createTable("agent_keys")
+          .addColumn("node_uuid", "text", (c) => c.primaryKey())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("key_hash", "text", (c) => c.notNull().unique())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("revoked_at", "bigint")
+          .execute();
+      },
+    },
   };
 }
 

@@ -267,6 +267,33 @@ export interface TriggerTable {
   created: number;
 }
 
+export interface RegistrationTokenTable {
+  id: Generated<number>;
+  uuid: string;
+  /** The namespace a node registered with this token joins. */
+  namespace: string;
+  /** SHA-256 of the token (the token itself is shown once, at creation). */
+  token_hash: string;
+  /** The user who created it; the registration's action names them. */
+  created_by: string;
+  created: number;
+  expires: number;
+  /** Set once a node registered with it: a token is single-use. */
+  used_at: number | null;
+  node_uuid: string | null;
+}
+
+export interface AgentKeyTable {
+  /** The node the key authenticates (one key per node). */
+  node_uuid: string;
+  namespace: string;
+  /** SHA-256 of the node key the agent keeps on disk. */
+  key_hash: string;
+  created: number;
+  /** Set when the key no longer opens a tunnel (node terminated, or revoked). */
+  revoked_at: number | null;
+}
+
 export interface Database {
   namespaces: NamespaceTable;
   users: UserTable;
@@ -285,4 +312,6 @@ export interface Database {
   stacks: StackTable;
   repositories: RepositoryTable;
   triggers: TriggerTable;
+  registration_tokens: RegistrationTokenTable;
+  agent_keys: AgentKeyTable;
 }

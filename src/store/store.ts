@@ -3,6 +3,7 @@
 import { type Kysely, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
 import { AccountStore } from "./accounts.ts";
+import { AgentStore } from "./agents.ts";
 import type { Dialect } from "./db.ts";
 import { NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
@@ -95,6 +96,11 @@ export class Store {
   /** Stacks. */
   get stacks(): StackStore {
     return new StackStore(this);
+  }
+
+  /** Node registration tokens and agent node keys. */
+  get agents(): AgentStore {
+    return new AgentStore(this);
   }
 
   /** Runs fn in one transaction; nested calls join the outer one. */

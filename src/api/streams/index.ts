@@ -31,7 +31,11 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
   // @fastify/websocket would accept an upgrade on any GET route and close it at once; an upgrade
   // is answered on the handshake instead, like every other refusal (after authentication).
   app.addHook("onRequest", async (request) => {
-    if (request.ws && !ctx.streamUrls.has(request.routeOptions.url ?? ""))
+    if (
+      request.ws &&
+      !ctx.streamUrls.has(request.routeOptions.url ?? "") &&
+      !request.routeOptions.config?.websocket
+    )
       throw new ApiError("not_found", "not_found", `No WebSocket stream at ${request.url.split("?")[0]}.`);
   });
   eventRoutes(app, ctx);

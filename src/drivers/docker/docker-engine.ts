@@ -2,7 +2,7 @@
 // Every call goes through one request primitive, so each has a timeout (an unreachable engine fails
 // fast instead of hanging an action) and every failure becomes a typed EngineError.
 import { statfs } from "node:fs/promises";
-import type { IncomingMessage } from "node:http";
+import type { Agent as HttpAgent, IncomingMessage } from "node:http";
 import type { Duplex, Readable } from "node:stream";
 import Docker from "dockerode";
 import {
@@ -50,6 +50,11 @@ export interface DockerEngineOptions {
   /** Longest wait for an ordinary call; streams only wait this long for the engine to answer. */
   callTimeoutMs?: number;
   pingTimeoutMs?: number;
+  /**
+   * Makes the connections instead of TCP (an agent's reverse tunnel: drivers/tunnel). The
+   * endpoint's host and port then only name the engine in messages.
+   */
+  agent?: HttpAgent;
 }
 
 type QueryValue = string | number | boolean | string[] | undefined;
@@ -141,7 +146,12 @@ export class DockerEngine implements Engine {
         key,
       });
     } else {
-      this.docker = new Docker({ host: this.endpoint.host, port: this.endpoint.port, protocol: "http" });
+      this.docker = new Docker({
+        host: this.endpoint.host,
+        port: this.endpoint.port,
+        protocol: "http",
+        ...(options.agent ? { agent: options.agent } : {}),
+      });
     }
   }
 

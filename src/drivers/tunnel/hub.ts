@@ -1,0 +1,196 @@
+// Berth's end of agent tunnels: one live WebSocket per node, engine clients that reach the node's
+// engine through it, pings that notice a dead tunnel, and the control messages (terminate).
+import http from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocket } from "ws";
+import { DockerEngine } from "../docker/docker-engine.ts";
+import type { Engine } from "../engine.ts";
+import { connectionError, TunnelMux } from "./mux.ts";
+
+/** Control messages are small JSON text frames; anything larger is a protocol error. */
+const MAX_CONTROL_BYTES = 4096;
+
+/** What the agent may say outside streams. */
+export type AgentMessage = { type: "terminated"; removed: number; errors: string[] };
+
+/**
+ * Node's HTTP client on tunnel streams: every request gets a stream of its own (no keep-alive),
+ * so an upgraded request (attach, exec) simply keeps its stream.
+ */
+export class TunnelHttpAgent extends http.Agent {
+  constructor(private readonly openStream: () => Duplex) {
+    super({ keepAlive: false });
+  }
+
+  override createConnection(
+    _options: http.ClientRequestArgs,
+    callback?: (err: Error | null, stream: Duplex) => void,
+  ): Duplex | undefined {
+    try {
+      return this.openStream();
+    } catch (err) {
+      callback?.(err as Error, undefined as unknown as Duplex);
+      return undefined;
+    }
+  }
+}
+
+export interface TunnelSession {
+  nodeUuid: string;
+  /** The address Berth sees the agent connect from. */
+  remoteAddress: string;
+  connectedAt: number;
+  mux: TunnelMux;
+  /** Sends a control message to the agent. */
+  send(message: { type: "terminate" }): void;
+  close(reason: string): void;
+}
+
+export interface TunnelHubOptions {
+  /** How often Berth pings each agent; one missed answer and the tunnel is closed. */
+  pingIntervalMs: number;
+  /** Told whenever a node's tunnel comes up or goes down. */
+  onChange?(nodeUuid: string, connected: boolean): void;
+  /** Told of each control message an agent sends. */
+  onMessage?(nodeUuid: string, message: AgentMessage): void;
+  onError?(err: unknown): void;
+}
+
+export class TunnelHub {
+  private readonly sessions = new Map<string, TunnelSession>();
+  private readonly engines = new Map<string, Engine>();
+
+  constructor(private readonly opts: TunnelHubOptions) {}
+
+  isConnected(nodeUuid: string): boolean {
+    return this.sessions.has(nodeUuid);
+  }
+
+  session(nodeUuid: string): TunnelSession | undefined {
+    return this.sessions.get(nodeUuid);
+  }
+
+  /** A new stream to the node's engine; fails at once (as unreachable) when no agent is connected. */
+  openStream(nodeUuid: string): Duplex {
+    const s = this.sessions.get(nodeUuid);
+    if (!s) throw connectionError(`the agent of node ${nodeUuid} is not connected`, "ECONNREFUSED");
+    return s.mux.open();
+  }
+
+  /** The engine client of a node, through whichever tunnel the node has at the time of each call. */
+  engineFor(nodeUuid: string): Engine {
+    let engine = this.engines.get(nodeUuid);
+    if (!engine) {
+      engine = new DockerEngine({
+        endpoint: { host: `tunnel-${nodeUuid.slice(0, 8)}`, port: 2375 },
+        agent: new TunnelHttpAgent(() => this.openStream(nodeUuid)),
+        pingTimeoutMs: 3000,
+      });
+      this.engines.set(nodeUuid, engine);
+    }
+    return engine;
+  }
+
+  /** Takes an accepted WebSocket as the node's tunnel; a previous tunnel of the node is closed. */
+  attach(nodeUuid: string, ws: WebSocket, remoteAddress: string, now: number): TunnelSession {
+    this.sessions.get(nodeUuid)?.close("replaced by a new connection of the agent");
+    const mux = new TunnelMux(
+      {
+        send: (frame) => {
+          if (ws.readyState === WebSocket.OPEN) ws.send(frame);
+        },
+        close: (reason) => {
+          let text = reason;
+          while (Buffer.byteLength(text) > 123) text = text.slice(0, -1);
+          if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)
+            ws.close(reason.startsWith("protocol error") ? 1008 : 1000, text);
+          // A peer that does not answer our close frame is cut off.
+          setTimeout(() => ws.terminate(), 2000).unref();
+        },
+      },
+      { role: "opener" },
+    );
+    const session: TunnelSession = {
+      nodeUuid,
+      remoteAddress,
+      connectedAt: now,
+      mux,
+      send: (message) => {
+        if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+      },
+      close: (reason) => mux.close(reason),
+    };
+    let alive = true;
+    const ping = setInterval(() => {
+      if (!alive) {
+        mux.close("the agent stopped answering pings");
+        ws.terminate();
+        return;
+      }
+      alive = false;
+      if (ws.readyState === WebSocket.OPEN) ws.ping();
+    }, this.opts.pingIntervalMs);
+    ping.unref();
+    ws.on("pong", () => {
+      alive = true;
+    });
+    ws.on("message", (data, isBinary) => {
+      alive = true;
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      if (isBinary) {
+        mux.receive(buf);
+        return;
+      }
+      const message = parseControl(buf);
+      if (!message) {
+        mux.close("protocol error: malformed control message");
+        return;
+      }
+      try {
+        this.opts.onMessage?.(nodeUuid, message);
+      } catch (err) {
+        this.opts.onError?.(err);
+      }
+    });
+    ws.on("error", (err) => this.opts.onError?.(err));
+    ws.once("close", () => {
+      clearInterval(ping);
+      mux.close("the agent's connection closed");
+      if (this.sessions.get(nodeUuid) === session) {
+        this.sessions.delete(nodeUuid);
+        this.opts.onChange?.(nodeUuid, false);
+      }
+    });
+    this.sessions.set(nodeUuid, session);
+    this.opts.onChange?.(nodeUuid, true);
+    return session;
+  }
+
+  /** Closes every tunnel (shutdown). */
+  closeAll(reason: string): void {
+    for (const s of [...this.sessions.values()]) s.close(reason);
+  }
+}
+
+function parseControl(buf: Buffer): AgentMessage | undefined {
+  if (buf.length > MAX_CONTROL_BYTES) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(buf.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== "object" || v === null) return undefined;
+  const m = v as Record<string, unknown>;
+  if (m.type === "terminated") {
+    const removed = typeof m.removed === "number" && Number.isInteger(m.removed) ? m.removed : 0;
+    const errors = Array.isArray(m.errors)
+      ? m.errors
+          .filter((e): e is string => typeof e === "string")
+          .slice(0, 10)
+          .map((e) => e.slice(0, 300))
+      : [];
+    return { type: "terminated", removed: Math.max(0, removed), errors };
+  }
+  return undefined;
+}
