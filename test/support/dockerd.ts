@@ -59,7 +59,7 @@ async function freeLoopbackPort(): Promise<number> {
 }
 
 /** A /24 in 172.31.200-254 that nothing on this host uses yet. */
-async function pickSubnet(): Promise<string> {
+export async function pickSubnet(): Promise<string> {
   const { stdout: addresses } = await run("ip", ["-4", "-o", "addr", "show"], { env: { PATH } });
   const { stdout: routes } = await run("ip", ["-4", "route", "show", "table", "all"], { env: { PATH } });
   const used = addresses + routes;
@@ -132,7 +132,7 @@ async function makeCertificates(dir: string): Promise<DockerTls | undefined> {
 }
 
 /** Folder with bin/busybox, one symlink per applet, etc/passwd, tmp (1777) and /var/www/index.html. */
-async function buildRootfs(root: string): Promise<void> {
+export async function buildRootfs(root: string): Promise<void> {
   const busybox = findFirst(BUSYBOX_PATHS)!;
   await mkdir(join(root, "bin"), { recursive: true });
   await mkdir(join(root, "etc"), { recursive: true });
@@ -155,7 +155,7 @@ async function buildRootfs(root: string): Promise<void> {
   await writeFile(join(root, "var/www/index.html"), "hello from busybox\n");
 }
 
-async function importImage(docker: Docker, root: string, ref: string): Promise<void> {
+export async function importImage(docker: Docker, root: string, ref: string): Promise<void> {
   const tar = spawn("tar", ["-C", root, "-c", "."], { env: { PATH }, stdio: ["ignore", "pipe", "inherit"] });
   const [repo, tag] = ref.split(":");
   const progress = await docker.importImage(tar.stdout, { repo, tag, changes: ['CMD ["sh"]'] });
@@ -168,7 +168,7 @@ async function importImage(docker: Docker, root: string, ref: string): Promise<v
   });
 }
 
-const alive = (pid: number) => {
+export const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
     return true;
@@ -177,7 +177,7 @@ const alive = (pid: number) => {
   }
 };
 
-async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+export async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (alive(pid)) {
     if (Date.now() > deadline) return false;
@@ -187,7 +187,7 @@ async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
 }
 
 /** A process we started, still ours: its command line names our private directory. */
-function oursStill(pid: number, dir: string): boolean {
+export function oursStill(pid: number, dir: string): boolean {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir);
   } catch {
@@ -345,7 +345,7 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
   }
 }
 
-function tail(path: string): string {
+export function tail(path: string): string {
   try {
     return readFileSync(path, "utf8").split("\n").slice(-30).join("\n");
   } catch {

@@ -1,0 +1,214 @@
+// A Docker engine in a network namespace of its own that listens ONLY on its unix socket: the
+// "server behind NAT" of the agent tests. The namespace is joined to the host by one veth pair
+// (a /24 guarded by an `unreachable` route, no default route inside), so a process run inside it
+// (`run()`, through nsenter) reaches Berth on the host's veth address and nothing else. It stops
+// only what it started, by PID, and removes its namespace, link, route and files.
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import Docker from "dockerode";
+import {
+  alive,
+  buildRootfs,
+  dockerdUnavailable,
+  importImage,
+  oursStill,
+  pickSubnet,
+  TEST_IMAGE,
+  tail,
+  waitForExit,
+} from "./dockerd.ts";
+
+const run = promisify(execFile);
+const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const DOCKERD = ["/usr/sbin/dockerd", "/usr/bin/dockerd", "/usr/local/bin/dockerd"].find((p) =>
+  existsSync(p),
+);
+
+export function netnsDockerdUnavailable(): string | undefined {
+  const reason = dockerdUnavailable();
+  if (reason) return reason;
+  if (!existsSync("/usr/bin/nsenter") && !existsSync("/bin/nsenter")) return "nsenter not found (util-linux)";
+  return undefined;
+}
+
+export interface NetnsDockerd {
+  netns: string;
+  socketPath: string;
+  /** The host's end of the veth pair: what processes in the namespace reach. */
+  hostAddress: string;
+  /** The namespace's own address (the address Berth sees them come from). */
+  nodeAddress: string;
+  image: string;
+  dir: string;
+  pid: number;
+  /** The engine from the test's side (through its socket), for checks and set-up only. */
+  docker: Docker;
+  /** Starts a process inside the namespace. */
+  spawnInside(
+    command: string,
+    args: string[],
+    opts?: { env?: NodeJS.ProcessEnv; log?: string },
+  ): ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startNetnsDockerd(): Promise<NetnsDockerd> {
+  const reason = netnsDockerdUnavailable();
+  if (reason) throw new Error(reason);
+  const hex = randomBytes(3).toString("hex");
+  const netns = `bagt-${hex}`;
+  const hostLink = `bah-${hex}`;
+  const peerLink = `bag-${hex}`;
+  const dir = await mkdtemp(join(tmpdir(), "berth-nsd-"));
+  const undo: Array<() => Promise<unknown>> = [];
+  const ip = (args: string[]) => run("ip", args, { env: { PATH } });
+  const inside = (args: string[]) => ip(["netns", "exec", netns, "ip", ...args]);
+  let child: ChildProcess | undefined;
+  let onExit: (() => void) | undefined;
+  const stop = async () => {
+    if (onExit) process.off("exit", onExit);
+    for (const step of undo.splice(0).reverse()) await step().catch(() => {});
+  };
+  try {
+    undo.push(() => rm(dir, { recursive: true, force: true }));
+    const prefix = await pickSubnet();
+    const subnet = `${prefix}.0/24`;
+    // Guard first: an address of this /24 that no interface holds is refused here, never routed out.
+    await ip(["route", "add", "unreachable", subnet, "metric", "4242"]);
+    undo.push(() => ip(["route", "del", "unreachable", subnet, "metric", "4242"]));
+    await ip(["netns", "add", netns]);
+    undo.push(() => ip(["netns", "del", netns]));
+    await ip(["link", "add", hostLink, "type", "veth", "peer", "name", peerLink]);
+    undo.push(() => ip(["link", "del", hostLink]));
+    await ip(["link", "set", peerLink, "netns", netns]);
+    await inside(["link", "set", peerLink, "name", "eth0"]);
+    await ip(["addr", "add", `${prefix}.1/24`, "dev", hostLink]);
+    await ip(["link", "set", hostLink, "up"]);
+    await inside(["addr", "add", `${prefix}.2/24`, "dev", "eth0"]);
+    await inside(["link", "set", "eth0", "up"]);
+    await inside(["link", "set", "lo", "up"]);
+
+    const socketPath = join(dir, "docker.sock");
+    await writeFile(
+      join(dir, "daemon.json"),
+      JSON.stringify({ "deprecated-key-path": join(dir, "key.json") }),
+    );
+    // Only a unix socket: no TCP listener anywhere, so Berth has nothing to dial.
+    const args = [
+      `--net=/run/netns/${netns}`,
+      "unshare",
+      "--mount",
+      "--uts",
+      "--propagation",
+      "slave",
+      DOCKERD!,
+      "--data-root",
+      join(dir, "data"),
+      "--exec-root",
+      join(dir, "exec"),
+      "--pidfile",
+      join(dir, "docker.pid"),
+      "--config-file",
+      join(dir, "daemon.json"),
+      "--host",
+      `unix://${socketPath}`,
+      "--bip",
+      `172.30.${Number(prefix.split(".")[2])}.1/24`,
+      "--iptables=false",
+      "--ip-forward=false",
+      "--ip-masq=false",
+    ];
+    const log = openSync(join(dir, "dockerd.log"), "a");
+    child = spawn("nsenter", args, { env: { PATH }, stdio: ["ignore", log, log] });
+    closeSync(log);
+    const pid = child.pid;
+    if (pid === undefined) throw new Error("dockerd did not start");
+    let exited = false;
+    child.once("exit", () => {
+      exited = true;
+    });
+    onExit = () => {
+      if (alive(pid)) process.kill(pid, "SIGTERM");
+    };
+    process.on("exit", onExit);
+    const docker = new Docker({ socketPath });
+    undo.push(async () => {
+      if (!exited) {
+        const containers = await docker.listContainers({ all: true }).catch(() => []);
+        await Promise.all(
+          containers.map((c) =>
+            docker
+              .getContainer(c.Id)
+              .remove({ force: true })
+              .catch(() => {}),
+          ),
+        );
+      }
+      const containerdPid = Number(
+        await readFile(join(dir, "exec/containerd/containerd.pid"), "utf8").catch(() => ""),
+      );
+      if (alive(pid) && oursStill(pid, dir)) process.kill(pid, "SIGTERM");
+      if (!(await waitForExit(pid, 20_000)) && oursStill(pid, dir)) process.kill(pid, "SIGKILL");
+      await waitForExit(pid, 5_000);
+      if (containerdPid > 0 && alive(containerdPid) && oursStill(containerdPid, dir)) {
+        process.kill(containerdPid, "SIGTERM");
+        if (!(await waitForExit(containerdPid, 5_000))) process.kill(containerdPid, "SIGKILL");
+      }
+      const mounts = readFileSync("/proc/self/mountinfo", "utf8")
+        .split("\n")
+        .map((line) => line.split(" ")[4] ?? "")
+        .filter((mountPoint) => mountPoint.startsWith(`${dir}/`))
+        .reverse();
+      for (const mountPoint of mounts)
+        await run("umount", ["-l", mountPoint], { env: { PATH } }).catch(() => {});
+    });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (exited) throw new Error(`dockerd exited at start:\n${tail(join(dir, "dockerd.log"))}`);
+      if (
+        await docker.ping().then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      if (Date.now() > deadline)
+        throw new Error(`dockerd did not answer in 30 s:\n${tail(join(dir, "dockerd.log"))}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const root = join(dir, "rootfs");
+    await mkdir(root, { recursive: true });
+    await buildRootfs(root);
+    await importImage(docker, root, TEST_IMAGE);
+    await rm(root, { recursive: true, force: true });
+
+    return {
+      netns,
+      socketPath,
+      hostAddress: `${prefix}.1`,
+      nodeAddress: `${prefix}.2`,
+      image: TEST_IMAGE,
+      dir,
+      pid,
+      docker,
+      spawnInside(command, cmdArgs, opts = {}) {
+        const out = opts.log ? openSync(opts.log, "a") : "ignore";
+        const p = spawn("nsenter", [`--net=/run/netns/${netns}`, command, ...cmdArgs], {
+          env: { PATH, ...opts.env },
+          stdio: ["ignore", out, out],
+        });
+        if (typeof out === "number") closeSync(out);
+        return p;
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
