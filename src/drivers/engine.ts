@@ -248,6 +248,13 @@ export interface ExecSession {
   output: AsyncIterable<ExecOutput>;
   /** Resolves with the command's exit code once it has finished. */
   exitCode: Promise<number>;
+  /** Sets the terminal size of a tty exec (rows × columns); does nothing without a tty. */
+  resize(size: TerminalSize): Promise<void>;
+}
+
+export interface TerminalSize {
+  rows: number;
+  cols: number;
 }
 
 /** Actions as Docker names them; exec actions lose their command suffix ("exec_start: sh" → "exec_start"). */

@@ -131,7 +131,7 @@ describe("streams on a real engine", { skip: unavailable ?? false }, () => {
     shell.send("\u0004");
     const closed = await shell.closed;
     assert.equal(closed.code, 1000);
-    assert.equal(closed.reason, "exit code 0");
+    assert.equal(closed.reason, "exit_code=0");
 
     const failing = await openStream(
       `${base}${container}exec/?command=${encodeURIComponent("cat; exit 4")}`,
@@ -142,6 +142,6 @@ describe("streams on a real engine", { skip: unavailable ?? false }, () => {
     failing.send("through cat\n");
     await failing.until("cat's echo", (fs) => fs.map((f) => f.output).join("") === "through cat\n");
     failing.send("\u0004");
-    assert.equal((await failing.closed).reason, "exit code 4");
+    assert.equal((await failing.closed).reason, "exit_code=4");
   });
 });

@@ -48,7 +48,7 @@ describe("exec", () => {
     s.send("\u0004");
     const closed = await s.closed;
     assert.equal(closed.code, 1000);
-    assert.equal(closed.reason, "exit code 0");
+    assert.equal(closed.reason, "exit_code=0");
   });
 
   test("the default command is a shell: stdout and stderr told apart, a non-zero exit closes the socket", async () => {
@@ -59,7 +59,7 @@ describe("exec", () => {
     s.send("exit 3\n");
     const closed = await s.closed;
     assert.equal(closed.code, 1000);
-    assert.equal(closed.reason, "exit code 3");
+    assert.equal(closed.reason, "exit_code=3");
   });
 
   test("a command that needs no input runs and closes by itself", async () => {
@@ -68,7 +68,30 @@ describe("exec", () => {
     });
     const closed = await s.closed;
     assert.equal(output(s.frames), "one\n");
-    assert.equal(closed.reason, "exit code 7");
+    assert.equal(closed.reason, "exit_code=7");
+  });
+
+  test("tty=true: a terminal echoes what is typed (all on stdout); a resize frame is not stdin; the exit code closes", async () => {
+    const s = await openStream(`${base}${container}exec/?command=sh&tty=true&rows=30&cols=100`, {
+      auth: alice.auth,
+    });
+    s.ws.send(Buffer.from(JSON.stringify({ type: "resize", rows: 40, cols: 120 })), { binary: true });
+    s.send("echo hi\n");
+    await s.until("the echo and the output", (fs) => output(fs).includes("echo hi\r\nhi\r\n"));
+    assert.ok(!output(s.frames).includes("resize"), "a resize frame is not typed into the terminal");
+    assert.equal(output(s.frames, "stderr"), "");
+    s.send("exit 5\n");
+    const closed = await s.closed;
+    assert.equal(closed.code, 1000);
+    assert.equal(closed.reason, "exit_code=5");
+  });
+
+  test("a terminal size out of range, or rows without cols, is a 400 on the upgrade naming the field", async () => {
+    const big = await refusal(`${base}${container}exec/?tty=true&rows=5000&cols=80`, alice.auth);
+    assert.equal(big.status, 400);
+    const half = await refusal(`${base}${container}exec/?tty=true&rows=24`, alice.auth);
+    assert.equal(half.status, 400);
+    assert.equal(half.body.details[0].field, "cols");
   });
 
   test("no credentials: 401; another user's container: 404 — both on the upgrade", async () => {

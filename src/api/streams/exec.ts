@@ -2,7 +2,9 @@
 // `sh -c <command>` (default `sh`) in the container. Text frames from the client are stdin, and a
 // frame that is exactly "\u0004" ends it; output comes back as
 // `{"type":"exec","output","streamType"}` and the server closes the socket (1000, reason
-// "exit code N") when the process exits. Failures are `{"type":"error","data":{"errorMessage"}}`
+// "exit_code=N") when the process exits. `tty=true` (with `rows` and `cols`) runs the command on a
+// terminal; a binary frame holding `{"type":"resize","rows","cols"}` resizes it (any other binary
+// frame is stdin, as before). Failures are `{"type":"error","data":{"errorMessage"}}`
 // followed by a 1011 close. Exec needs a Running container: any other state is a 409 on the
 // upgrade, like the REST operations' state refusals, so no socket is opened for nothing.
 import { StringDecoder } from "node:string_decoder";
@@ -10,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { RawData } from "ws";
 import { conflict, invalidField, notFound, stateConflict } from "../../domain/errors.ts";
-import type { ExecSession } from "../../drivers/engine.ts";
+import type { ExecSession, TerminalSize } from "../../drivers/engine.ts";
 import type { NodeRow } from "../../store/nodes.ts";
 import type { ContainerRow } from "../../store/services.ts";
 import { namespaceOf } from "../namespaces.ts";
@@ -26,6 +28,27 @@ interface ExecPlan {
   engineId: string;
   node: NodeRow;
   command: string;
+  tty: boolean;
+  size: TerminalSize | undefined;
+}
+
+const MAX_TERMINAL_SIDE = 1000;
+
+/** A resize request: a binary frame that is exactly this JSON object; anything else is stdin. */
+export function parseResize(bytes: Buffer): TerminalSize | undefined {
+  if (bytes.length > 200 || bytes[0] !== 0x7b) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (!value || typeof value !== "object") return undefined;
+  const { type, rows, cols } = value as Record<string, unknown>;
+  const side = (n: unknown) =>
+    Number.isInteger(n) && (n as number) >= 1 && (n as number) <= MAX_TERMINAL_SIDE;
+  if (type !== "resize" || !side(rows) || !side(cols)) return undefined;
+  return { rows: rows as number, cols: cols as number };
 }
 
 type Stdin = string | Buffer | typeof END_OF_INPUT;
@@ -42,10 +65,20 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
     summary: "Run a command in a container",
     description:
       'Runs `sh -c <command>` in a Running container (otherwise 409 on the upgrade). Client text frames are stdin; a frame "\\u0004" alone ends it. ' +
-      'Server frames {"type":"exec","output","streamType"}; the server closes with 1000 and reason "exit code N" when the command exits; errors are {"type":"error","data":{"errorMessage"}} then 1011.',
+      'With tty=true the command runs on a terminal of rows × cols; a binary frame {"type":"resize","rows","cols"} resizes it (other binary frames are stdin). ' +
+      'Server frames {"type":"exec","output","streamType"}; the server closes with 1000 and reason "exit_code=N" when the command exits; errors are {"type":"error","data":{"errorMessage"}} then 1011.',
     params: Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) }),
     querystring: Type.Object({
       command: Type.Optional(Type.String({ default: "sh", description: "shell command line (sh -c)" })),
+      tty: Type.Optional(
+        Type.Boolean({ default: false, description: "run on a terminal (output all on stdout)" }),
+      ),
+      rows: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: MAX_TERMINAL_SIDE, description: "terminal rows, with tty" }),
+      ),
+      cols: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: MAX_TERMINAL_SIDE, description: "terminal columns, with tty" }),
+      ),
       user: Type.Optional(
         Type.String({ description: "username, for clients that send no Authorization header" }),
       ),
@@ -60,9 +93,19 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
       const node = await ctx.store.nodes.findNode(c.node_uuid);
       if (!node || node.state === "Terminated")
         throw conflict(`the node of container ${c.name} is gone`, "invalid_state");
-      const command = (req.query as { command?: string }).command ?? "sh";
+      const query = req.query as { command?: string; tty?: boolean; rows?: number; cols?: number };
+      const command = query.command ?? "sh";
       if (command.trim() === "") throw invalidField("command", "must not be empty");
-      return { container: c, engineId: c.engine_id, node, command };
+      if ((query.rows === undefined) !== (query.cols === undefined))
+        throw invalidField(
+          query.rows === undefined ? "rows" : "cols",
+          "must be given with rows and cols both",
+        );
+      const size =
+        query.rows !== undefined && query.cols !== undefined
+          ? { rows: query.rows, cols: query.cols }
+          : undefined;
+      return { container: c, engineId: c.engine_id, node, command, tty: query.tty ?? false, size };
     },
     async open(ws, plan) {
       const abort = new AbortController();
@@ -80,8 +123,18 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
           s.write(input);
         }
       };
+      let size = plan.size;
+      const resize = (s: ExecSession, to: TerminalSize) => {
+        s.resize(to).catch(() => {}); // a resize racing the command's end changes nothing
+      };
       ws.on("message", (data, isBinary) => {
         const bytes = toBuffer(data);
+        const wanted = isBinary && plan.tty ? parseResize(bytes) : undefined;
+        if (wanted) {
+          if (session) resize(session, wanted);
+          else size = wanted;
+          return;
+        }
         const input: Stdin = isBinary ? bytes : bytes.toString("utf8");
         if (session) feed(session, input);
         else held.push(input);
@@ -91,6 +144,7 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
       try {
         session = await engine.exec(plan.engineId, {
           cmd: ["sh", "-c", plan.command],
+          tty: plan.tty,
           signal: abort.signal,
         });
       } catch (err) {
@@ -98,6 +152,7 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
         closeSocket(ws, CLOSE.internal, "exec failed");
         return;
       }
+      if (plan.tty && size) resize(session, size);
       for (const input of held.splice(0)) feed(session, input);
 
       // Output chunks may split a multi-byte character: each stream decodes on its own.
@@ -116,7 +171,7 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
         await send("stderr", decoders.stderr.end());
         if (abort.signal.aborted) return; // the client left; the command runs on without its stdin
         const exitCode = await session.exitCode;
-        closeSocket(ws, CLOSE.normal, `exit code ${exitCode}`);
+        closeSocket(ws, CLOSE.normal, `exit_code=${exitCode}`);
       } catch (err) {
         if (abort.signal.aborted) return;
         sendErrorFrame(ws, `exec in ${plan.container.name}: ${errorText(err)}`);

@@ -608,6 +608,18 @@ export class DockerEngine implements Engine {
       },
       output,
       exitCode,
+      resize: async (size) => {
+        if (!tty) return;
+        await this.dial(
+          {
+            method: "POST",
+            path: `/exec/${created.Id}/resize`,
+            query: { h: size.rows, w: size.cols },
+            ok: [200, 201],
+          },
+          "json",
+        );
+      },
     };
   }
 

@@ -1014,6 +1014,8 @@ export class FakeEngine implements Engine {
       },
       output,
       exitCode,
+      // Fake programs draw nothing that depends on the terminal's size: a resize changes nothing.
+      resize: async () => {},
     };
   }
 
