@@ -1,96 +1,192 @@
-// HTTP client for the Berth API: global fetch and Basic auth, nothing else.
+// The CLI's only way to the server: HTTP (global fetch) and WebSocket (`ws`), Basic auth with the
+// user's API key. Errors come back as CliErrors carrying the server's sentence and field details.
+import WebSocket from "ws";
+import type { Credentials } from "./config.ts";
+import { CliError } from "./errors.ts";
 
-export class CliError extends Error {
+// biome-ignore lint/suspicious/noExplicitAny: the CLI reads the API's JSON objects field by field.
+export type Json = any;
+
+export const USER_AGENT = "berth-cli/0.2";
+
+export const API = {
+  app: "/api/app/v1/",
+  infra: "/api/infra/v1/",
+  repo: "/api/repo/v1/",
+  audit: "/api/audit/v1/",
+} as const;
+
+export interface FieldProblem {
+  field: string;
+  problem: string;
+}
+
+/** A refusal from the server: its status, stable code and the fields it named. */
+export class ApiError extends CliError {
   constructor(
     message: string,
-    readonly exitCode = 1,
+    readonly status: number,
+    readonly code: string | undefined,
+    readonly details: FieldProblem[],
   ) {
     super(message);
   }
 }
 
-export interface ClientConfig {
-  url: string;
-  user: string | undefined;
-  apiKey: string | undefined;
-  namespace: string | undefined;
+export interface Reply {
+  status: number;
+  body: Json;
+  /** The action this call left (`X-Platform-Action-URI`), if any. */
+  actionUri: string | undefined;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the CLI reads arbitrary JSON objects.
-export type Json = any;
+export type Query = Record<string, string | number | boolean | undefined>;
 
-export function configFromEnv(env: NodeJS.ProcessEnv, namespace: string | undefined): ClientConfig {
-  return {
-    url: (env.BERTH_URL || "http://127.0.0.1:8000").replace(/\/+$/, ""),
-    user: env.BERTH_USER || env.DOCKERCLOUD_USER,
-    apiKey: env.BERTH_APIKEY || env.DOCKERCLOUD_APIKEY,
-    namespace,
-  };
+function queryString(query: Query | undefined): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) params.set(k, String(v));
+  const qs = params.toString();
+  return qs ? `?${qs}` : "";
+}
+
+export interface Closed {
+  code: number;
+  reason: string;
+}
+
+export interface Stream {
+  ws: WebSocket;
+  /** Resolves when the socket closes (1006 and the error's message when it broke). */
+  closed: Promise<Closed>;
 }
 
 export class Client {
-  constructor(readonly config: ClientConfig) {}
+  constructor(
+    readonly creds: Credentials,
+    /** The namespace commands address (`--namespace`); undefined means the caller's own. */
+    readonly namespace: string | undefined,
+  ) {}
 
-  /** A namespaced path: `/api/app/v1/` + `ns/` + `service/`. */
-  ns(prefix: string, resource: string): string {
-    const ns = this.config.namespace ? `${encodeURIComponent(this.config.namespace)}/` : "";
+  /** A namespaced collection path: `/api/app/v1/` + `acme/` + `service/`. */
+  collection(prefix: string, resource: string): string {
+    const ns = this.namespace ? `${encodeURIComponent(this.namespace)}/` : "";
     return `${prefix}${ns}${resource}/`;
   }
 
-  async request(method: string, path: string, body?: unknown): Promise<Json> {
-    const headers: Record<string, string> = { accept: "application/json", "user-agent": "berth-cli/0.1" };
-    if (this.config.user !== undefined && this.config.apiKey !== undefined) {
-      const token = Buffer.from(`${this.config.user}:${this.config.apiKey}`).toString("base64");
-      headers.authorization = `Basic ${token}`;
-    }
-    if (body !== undefined) headers["content-type"] = "application/json";
+  private authorization(): string | undefined {
+    if (this.creds.user === undefined || this.creds.apiKey === undefined) return undefined;
+    return `Basic ${Buffer.from(`${this.creds.user}:${this.creds.apiKey}`).toString("base64")}`;
+  }
+
+  async request(method: string, path: string, opts: { body?: unknown; query?: Query } = {}): Promise<Reply> {
+    const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
+    const auth = this.authorization();
+    if (auth) headers.authorization = auth;
+    if (opts.body !== undefined) headers["content-type"] = "application/json";
     let res: Response;
     try {
-      res = await fetch(this.config.url + path, {
+      res = await fetch(this.creds.url + path + queryString(opts.query), {
         method,
         headers,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
       });
     } catch (err) {
       const cause = (err as { cause?: { message?: string } }).cause?.message;
-      throw new CliError(`cannot reach ${this.config.url}: ${cause ?? (err as Error).message}`);
+      throw new CliError(`cannot reach ${this.creds.url}: ${cause ?? (err as Error).message}`);
     }
     const text = await res.text();
-    let parsed: Json;
+    let body: Json;
     try {
-      parsed = text ? JSON.parse(text) : undefined;
+      body = text ? JSON.parse(text) : undefined;
     } catch {
-      parsed = text;
+      body = text;
     }
-    if (!res.ok) {
-      const message =
-        parsed && typeof parsed === "object" && typeof parsed.error === "string"
-          ? parsed.error
-          : `${res.status} ${res.statusText}${text ? `: ${text}` : ""}`;
-      throw new CliError(message);
-    }
-    return parsed;
+    if (!res.ok) throw this.refusal(res, body, text);
+    return { status: res.status, body, actionUri: res.headers.get("x-platform-action-uri") ?? undefined };
   }
 
-  /** A list call; returns the whole envelope (`{meta, objects}`). */
-  list(path: string, query: Record<string, string> = {}): Promise<Json> {
-    const qs = new URLSearchParams(query).toString();
-    return this.request("GET", qs ? `${path}?${qs}` : path);
+  private refusal(res: Response, body: Json, text: string): ApiError {
+    const error = body && typeof body === "object" && typeof body.error === "string" ? body.error : undefined;
+    let message = error ?? `${res.status} ${res.statusText}${text ? `: ${text.slice(0, 300)}` : ""}`;
+    const details: FieldProblem[] = Array.isArray(body?.details)
+      ? body.details.filter((d: Json) => d && typeof d.field === "string")
+      : [];
+    if (res.status === 401) {
+      const who = this.creds.user ? ` as ${this.creds.user}` : "";
+      message = `${message} (signed in${who} at ${this.creds.url}; run berth login, or set BERTH_USER and BERTH_APIKEY)`;
+      if (!this.creds.user)
+        message = `not signed in to ${this.creds.url}: run berth login, or set BERTH_USER and BERTH_APIKEY`;
+    }
+    return new ApiError(message, res.status, body?.code, details);
   }
 
-  /** Finds one object by name, else by uuid (prefix); live objects win over terminated ones. */
-  async resolve(path: string, what: string, ref: string): Promise<Json> {
-    const queries: Record<string, string>[] = [{ name: ref }];
-    if (/^[0-9a-f-]+$/i.test(ref)) queries.push({ uuid__startswith: ref.toLowerCase() });
-    for (const query of queries) {
-      const page = await this.list(path, query);
+  async get(path: string, query?: Query): Promise<Json> {
+    return (await this.request("GET", path, { query })).body;
+  }
+
+  /** Every object of a list, following `next` pages (at most `max`). */
+  async all(path: string, query: Query = {}, max = 10_000): Promise<Json[]> {
+    const out: Json[] = [];
+    let offset = 0;
+    for (;;) {
+      const page = await this.get(path, { limit: 1000, ...query, offset });
       const objects: Json[] = page?.objects ?? [];
-      const live = objects.filter((o) => o.state !== "Terminated");
-      const candidates = live.length > 0 ? live : objects;
-      if (candidates.length === 1) return candidates[0];
-      if (candidates.length > 1)
-        throw new CliError(`${what} ${ref} is ambiguous: ${candidates.length} match; use more of its uuid`);
+      out.push(...objects);
+      if (!page?.meta?.next || objects.length === 0 || out.length >= max) return out;
+      offset += objects.length;
     }
-    throw new CliError(`${what} ${ref} not found`);
   }
+
+  /** A stream URL with the credentials in the handshake header. */
+  open(path: string, query?: Query): WebSocket {
+    const url = this.creds.url.replace(/^http/, "ws") + path + queryString(query);
+    const auth = this.authorization();
+    return new WebSocket(url, {
+      headers: { "user-agent": USER_AGENT, ...(auth ? { authorization: auth } : {}) },
+    });
+  }
+
+  /**
+   * Opens a stream and resolves once it is open; an upgrade the server answered with an HTTP
+   * status rejects with its error, as a REST call would.
+   */
+  connect(
+    path: string,
+    query: Query | undefined,
+    onMessage: (data: WebSocket.RawData, isBinary: boolean) => void,
+  ): Promise<Stream> {
+    const ws = this.open(path, query);
+    // Attached before the handshake ends: frames that arrive with the upgrade's answer are
+    // emitted before a promise continuation could attach a listener.
+    ws.on("message", onMessage);
+    const closed = new Promise<Closed>((resolve) => {
+      ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() }));
+      ws.on("error", (err) => resolve({ code: 1006, reason: err.message }));
+    });
+    return new Promise((resolve, reject) => {
+      ws.once("open", () => resolve({ ws, closed }));
+      ws.once("unexpected-response", (_req, res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        res.on("end", () => {
+          let body: Json;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = undefined;
+          }
+          const status = res.statusCode ?? 0;
+          reject(this.refusal({ status, statusText: res.statusMessage ?? "" } as Response, body, text));
+        });
+      });
+      ws.once("error", (err) => reject(new CliError(`cannot reach ${this.creds.url}: ${err.message}`)));
+    });
+  }
+}
+
+/** The uuid at the end of a resource URI (`/api/audit/v1/action/<uuid>/` → `<uuid>`). */
+export function uuidOf(uri: string): string {
+  return uri.split("/").filter(Boolean).at(-1) ?? "";
 }

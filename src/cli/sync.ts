@@ -1,0 +1,182 @@
+// `--sync`: wait for the action an asynchronous call left, streaming its log lines (to stderr, so
+// stdout stays the command's answer) with a spinner on a terminal and plain lines when piped.
+// The exit code is non-zero when the action ends Failed or Canceled. Ctrl-C asks whether to cancel
+// the action (on a terminal); without one it leaves the action running and says how to cancel it.
+import readline from "node:readline";
+import type WebSocket from "ws";
+import { type Client, type Json, uuidOf } from "./client.ts";
+import { CliError, EXIT } from "./errors.ts";
+import { elapsed, type Output } from "./output.ts";
+
+export const FINISHED = new Set(["Success", "Failed", "Canceled"]);
+
+const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+export interface FollowOptions {
+  /** Prints nothing but the outcome (the log lines are still read to know when it ends). */
+  silent?: boolean;
+  stdin?: NodeJS.ReadStream;
+  /** Exit non-zero when the action does not succeed (default true). */
+  check?: boolean;
+}
+
+class Spinner {
+  private timer: NodeJS.Timeout | undefined;
+  private frame = 0;
+  private shown = false;
+
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    private readonly text: () => string,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.draw(), 100);
+    this.timer.unref();
+    this.draw();
+  }
+
+  private draw(): void {
+    this.frame = (this.frame + 1) % FRAMES.length;
+    this.stream.write(`\r\x1b[K${FRAMES[this.frame]} ${this.text()}`);
+    this.shown = true;
+  }
+
+  /** Clears the line, runs `fn` (which prints whole lines), then draws again. */
+  around(fn: () => void): void {
+    if (this.shown) this.stream.write("\r\x1b[K");
+    fn();
+    if (this.timer) this.draw();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.shown) this.stream.write("\r\x1b[K");
+    this.shown = false;
+  }
+}
+
+function ask(stdin: NodeJS.ReadStream, stderr: NodeJS.WritableStream, question: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const rl = readline.createInterface({ input: stdin, output: stderr, terminal: true });
+    let answered = false;
+    rl.question(question, (answer) => {
+      answered = true;
+      rl.close();
+      resolve(/^y(es)?$/i.test(answer.trim()));
+    });
+    rl.on("SIGINT", () => {
+      rl.close();
+      if (!answered) resolve(true); // a second Ctrl-C while asking: yes, cancel it
+    });
+    rl.on("close", () => {
+      if (!answered) resolve(false);
+    });
+  });
+}
+
+/** Follows the action at `actionUri` to its end; resolves with the final Action. */
+export async function followAction(
+  client: Client,
+  out: Output,
+  actionUri: string,
+  opts: FollowOptions = {},
+): Promise<Json> {
+  const uuid = uuidOf(actionUri);
+  let action: Json = await client.get(actionUri);
+  const stderr = process.stderr;
+  const spinner =
+    stderr.isTTY && !opts.silent
+      ? new Spinner(
+          stderr,
+          () => `${action.action} ${out.state(action.state)} ${elapsed(action.start_date, null)}`,
+        )
+      : undefined;
+  const print = (line: string) => {
+    if (opts.silent) return;
+    if (spinner) spinner.around(() => stderr.write(`${line}\n`));
+    else stderr.write(`${line}\n`);
+  };
+  if (!spinner && !opts.silent) stderr.write(`${action.action} ${uuid} ${action.state}\n`);
+  spinner?.start();
+
+  let interrupted: ((err: Error) => void) | undefined;
+  const interruption = new Promise<never>((_, reject) => {
+    interrupted = reject;
+  });
+  interruption.catch(() => {});
+  let asking = false;
+  const stdin = opts.stdin ?? process.stdin;
+  const onSigint = () => {
+    if (asking) return;
+    if (!stdin.isTTY) {
+      spinner?.stop();
+      interrupted?.(
+        new CliError(
+          `interrupted: action ${uuid} goes on without waiting (berth action cancel ${uuid} cancels it)`,
+          EXIT.interrupted,
+        ),
+      );
+      return;
+    }
+    asking = true;
+    spinner?.stop();
+    void ask(stdin, stderr, `Cancel action ${action.action} (${uuid.slice(0, 8)})? [y/N] `).then(
+      async (yes) => {
+        asking = false;
+        if (yes) {
+          try {
+            await client.request("POST", `${actionUri}cancel/`);
+            print(`canceling ${action.action} ${uuid}`);
+          } catch (err) {
+            print(`cannot cancel: ${(err as Error).message}`);
+          }
+        } else {
+          print("still waiting (Ctrl-C again to cancel)");
+        }
+        spinner?.start();
+      },
+    );
+  };
+  process.on("SIGINT", onSigint);
+
+  try {
+    await Promise.race([streamLog(client, actionUri, print), interruption]);
+    // The log stream closes when the action ends; a broken stream falls back on polling.
+    for (;;) {
+      action = await client.get(actionUri);
+      if (FINISHED.has(action.state)) break;
+      await Promise.race([new Promise((r) => setTimeout(r, 300)), interruption]);
+    }
+  } finally {
+    process.off("SIGINT", onSigint);
+    spinner?.stop();
+  }
+  if (!opts.silent)
+    stderr.write(
+      `${action.action} ${out.state(action.state)} in ${elapsed(action.start_date, action.end_date)}\n`,
+    );
+  if ((opts.check ?? true) && action.state !== "Success") {
+    throw new CliError(`action ${action.action} ${uuid} ended ${action.state}`);
+  }
+  return action;
+}
+
+/** Prints every log line of the action until the server closes the stream (the action ended). */
+async function streamLog(client: Client, actionUri: string, print: (line: string) => void): Promise<void> {
+  const onMessage = (data: WebSocket.RawData, isBinary: boolean) => {
+    if (isBinary) return;
+    try {
+      const frame = JSON.parse(data.toString());
+      if (frame?.type === "log" && typeof frame.log === "string") print(frame.log.replace(/\n$/, ""));
+    } catch {
+      // not a frame of ours
+    }
+  };
+  try {
+    await (await client.connect(`${actionUri}logs/`, { tail: 10_000, follow: true }, onMessage)).closed;
+  } catch {
+    // polling the action still tells when it ends
+  }
+}

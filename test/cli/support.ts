@@ -1,0 +1,178 @@
+// The CLI's tests run the real `berth` binary as a child process against a real server process
+// (the server entry with simulated providers, whose nodes are fake engines).
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { basic, waitFor } from "../support/harness.ts";
+
+export const ROOT = path.resolve(import.meta.dirname, "../..");
+export const BIN = path.join(ROOT, "bin/berth.mjs");
+export const ADMIN = { username: "admin", password: "admin-password", key: "cli-test-admin-key-0123456789" };
+
+export interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  env?: Record<string, string | undefined>;
+  input?: string;
+  cwd?: string;
+  /** Kill the command after this long (it then counts as failed). */
+  timeoutMs?: number;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The environment of the CLI with every credential variable of the test runner's own removed. */
+export function cleanEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^(BERTH_|DOCKERCLOUD_)/.test(k) || k === "NO_COLOR" || k === "FORCE_COLOR") continue;
+    env[k] = v;
+  }
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
+  return env;
+}
+
+export class Server {
+  readonly url: string;
+  readonly configDir: string;
+  private constructor(
+    readonly port: number,
+    readonly proc: ChildProcess,
+    readonly dataDir: string,
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+    this.configDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-cli-home-"));
+  }
+
+  static async start(env: Record<string, string> = {}): Promise<Server> {
+    const port = await freePort();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-cli-server-"));
+    const proc = spawn(process.execPath, ["--import", "tsx", "test/support/server-with-test-kinds.ts"], {
+      cwd: ROOT,
+      env: cleanEnv({
+        BERTH_LISTEN: `127.0.0.1:${port}`,
+        BERTH_DATA_DIR: dataDir,
+        BERTH_ADMIN_USERNAME: ADMIN.username,
+        BERTH_ADMIN_PASSWORD: ADMIN.password,
+        BERTH_ADMIN_API_KEY: ADMIN.key,
+        BERTH_LOG_LEVEL: "warn",
+        BERTH_SIM_DELAY_FACTOR: "0.01",
+        BERTH_AUTO_ATTACH_ENGINE: "false",
+        BERTH_ACTION_POLL_MS: "100",
+        BERTH_RECONCILE_INTERVAL_MS: "300",
+        BERTH_CONTAINER_STOP_TIMEOUT_S: "1",
+        BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
+        ...env,
+      }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    proc.stderr?.on("data", (d) => {
+      stderr += d;
+    });
+    const server = new Server(port, proc, dataDir);
+    await waitFor(
+      `server on ${port}`,
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`server exited: ${stderr}`);
+        const res = await fetch(`${server.url}/auth/`, {
+          headers: { authorization: basic(ADMIN.username, ADMIN.key) },
+        });
+        return res.status === 200;
+      },
+      60_000,
+      100,
+    );
+    return server;
+  }
+
+  async stop(): Promise<void> {
+    if (this.proc.exitCode === null) {
+      const exited = new Promise((r) => this.proc.once("exit", r));
+      this.proc.kill("SIGTERM");
+      const timer = setTimeout(() => this.proc.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    fs.rmSync(this.configDir, { recursive: true, force: true });
+  }
+
+  /** Environment signed in as the admin through variables (no config file). */
+  adminEnv(): Record<string, string> {
+    return {
+      BERTH_URL: this.url,
+      BERTH_USER: ADMIN.username,
+      BERTH_APIKEY: ADMIN.key,
+      BERTH_CONFIG: path.join(this.configDir, "unused.json"),
+    };
+  }
+}
+
+/** Runs `berth <args>` and collects its output and exit code. */
+export function berth(args: readonly string[], opts: RunOptions = {}): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: opts.cwd ?? ROOT,
+      env: cleanEnv(opts.env ?? {}),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : undefined;
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr });
+    });
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/** Starts `berth <args>` and leaves it running: for follow modes and signals. */
+export function spawnBerth(args: readonly string[], opts: RunOptions = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd ?? ROOT,
+    env: cleanEnv(opts.env ?? {}),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const out = { stdout: "", stderr: "" };
+  child.stdout.on("data", (d) => {
+    out.stdout += d;
+  });
+  child.stderr.on("data", (d) => {
+    out.stderr += d;
+  });
+  const exited = new Promise<number>((resolve) =>
+    child.on("close", (code, signal) => resolve(code ?? (signal ? 128 : 1))),
+  );
+  return { child, out, exited };
+}
+
+/** Table rows of a `ls` output, split on runs of two or more spaces. */
+export function rows(stdout: string): string[][] {
+  return stdout
+    .trimEnd()
+    .split("\n")
+    .slice(1)
+    .map((line) => line.split(/\s{2,}/));
+}
