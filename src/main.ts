@@ -53,7 +53,24 @@ async function main(): Promise<void> {
     process.on(signal, () => {
       if (closing) return;
       closing = true;
-      void server.close().then(() => process.exit(0));
+      // Graceful: no new connections or claims, streams closed with 1001, running actions get half
+      // the time to finish and are then released to other replicas; whatever happens, the process
+      // is gone within BERTH_SHUTDOWN_TIMEOUT_MS.
+      const timeoutMs = config.shutdownTimeoutMs;
+      setTimeout(() => {
+        server.app.log.error(`stopping took longer than ${timeoutMs} ms; exiting now`);
+        process.exit(1);
+      }, timeoutMs).unref();
+      server.app.log.info(`${signal}: stopping within ${timeoutMs} ms`);
+      void server
+        .close({ graceMs: Math.floor(timeoutMs / 2) })
+        .then(() => process.exit(0))
+        .catch((err: unknown) => {
+          process.stderr.write(
+            `berth: stopping failed: ${err instanceof Error ? err.message : String(err)}\n`,
+          );
+          process.exit(1);
+        });
     });
   }
 }

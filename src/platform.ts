@@ -1,5 +1,7 @@
 // Assembles Berth's parts from a Config: store → identity → actions → nodes → http.
 // `main.ts` starts it as the server; tests assemble it on a temporary database.
+import { randomBytes } from "node:crypto";
+import os from "node:os";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { LoginLimiter } from "./accounts/limiter.ts";
@@ -11,6 +13,7 @@ import { type AppDeps, buildApp } from "./api/app.ts";
 import { accountsRoutes } from "./api/routes/accounts.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
 import { nodeRoutes } from "./api/routes/nodes.ts";
+import { opsRoutes, type Readiness } from "./api/routes/ops.ts";
 import { REGISTRY_WEBHOOK_PATH, registryRoutes } from "./api/routes/registries.ts";
 import { serviceRoutes } from "./api/routes/services.ts";
 import { stackRoutes } from "./api/routes/stacks.ts";
@@ -19,6 +22,7 @@ import { triggerRoutes } from "./api/routes/triggers.ts";
 import { streamRoutes } from "./api/streams/index.ts";
 import { Catalogue } from "./catalogue/catalogue.ts";
 import type { Config } from "./config/index.ts";
+import { type Duties, SOLO_DUTIES } from "./domain/duties.ts";
 import { type Clock, systemClock } from "./domain/time.ts";
 import type { Engine } from "./drivers/engine.ts";
 import { FakeEngine } from "./drivers/fake/index.ts";
@@ -33,6 +37,10 @@ import { LocalProvisioner } from "./nodes/local.ts";
 import { AttachedProvisioner, type Provisioner, SimulatedProvisioner } from "./nodes/provisioners.ts";
 import { NodeService } from "./nodes/service.ts";
 import { clusterUri, nodeUri } from "./nodes/views.ts";
+import { RESTORED_FACT } from "./ops/backup.ts";
+import { Metrics } from "./ops/metrics.ts";
+import { ReplicaCoordinator } from "./ops/replicas.ts";
+import { adoptAfterRestore } from "./orchestrator/adoption.ts";
 import { AppChanges, containerUri, serviceUri, stackUri } from "./orchestrator/changes.ts";
 import { ServiceManager } from "./orchestrator/manager.ts";
 import { Reconciler } from "./orchestrator/reconciler.ts";
@@ -43,6 +51,7 @@ import type { HostLookup } from "./registry/outbound.ts";
 import { RegistryService } from "./registry/service.ts";
 import { StackService } from "./stacks/service.ts";
 import { type Db, openDatabase } from "./store/db.ts";
+import { ChangeListener } from "./store/listen.ts";
 import { migrateToLatest } from "./store/migrations.ts";
 import { Store } from "./store/store.ts";
 import { TriggerService } from "./triggers/service.ts";
@@ -91,10 +100,21 @@ export interface Platform {
   /** Berth's own registry, when configured. */
   nativeRegistry: NativeRegistry | undefined;
   triggers: TriggerService;
+  /** This process's name among replicas (logs, leases, metrics). */
+  replicaId: string;
+  /** Leases on nodes and jobs shared with other replicas (PostgreSQL only). */
+  coordinator: ReplicaCoordinator | undefined;
+  metrics: Metrics;
   app: FastifyInstance;
+  /** Database reachable, migrations done, workers running. */
+  readiness(): Promise<Readiness>;
   /** Starts workers and watchers (not the listener). */
   start(): Promise<void>;
-  close(): Promise<void>;
+  /**
+   * Stops: gives up leases on nodes and jobs, stops listening (streams close with 1001), lets
+   * running actions finish for `graceMs` and releases the leases of those that did not.
+   */
+  close(opts?: { graceMs?: number }): Promise<void>;
 }
 
 export async function assemblePlatform(config: Config, opts: PlatformOptions = {}): Promise<Platform> {
@@ -102,6 +122,17 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const db = openDatabase(config.databaseUrl);
   await migrateToLatest(db.kysely, db.dialect);
   const store = new Store(db.kysely, db.dialect);
+  const replicaId = config.replicaId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  store.setOrigin(replicaId);
+  const metrics = new Metrics(replicaId);
+  // Replicas share one PostgreSQL; SQLite is one process, which owns every duty.
+  const replicated = db.dialect === "postgres";
+  let coordinator: ReplicaCoordinator | undefined;
+  const duties: Duties = {
+    ownsNode: (uuid) => (coordinator ?? SOLO_DUTIES).ownsNode(uuid),
+    leads: (job) => (coordinator ?? SOLO_DUTIES).leads(job),
+  };
+  let stopping = false;
   const identity = new IdentityService(store, clock);
   // Background workers report errors to the server log once the app (and its logger) exists.
   let log: FastifyInstance["log"] | undefined;
@@ -114,6 +145,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     stepTimeoutMs: config.actionStepTimeoutMs,
     pollMs: config.actionPollMs,
     maxAttempts: config.actionMaxAttempts,
+    instanceId: replicaId,
+    onEnded: (kind, outcome) => metrics.actionsEnded.inc({ kind, outcome }),
   });
   const relations = new Relations();
 
@@ -162,6 +195,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     (sealed) => box.open(sealed),
     (url) => !url.startsWith(labPrefix) || local.listNodes().some((n) => n.engineUrl === url),
     tunnels,
+    (node, operation, seconds, ok) =>
+      metrics.engineCalls.observe({ node, operation, result: ok ? "ok" : "error" }, seconds),
   );
   const provisioners: Record<string, Provisioner> = {
     local: localProvisioner,
@@ -211,6 +246,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     store,
     nodes,
     intervalMs: config.nodes.healthIntervalMs,
+    duties,
     onError: onError("node health watcher"),
   });
 
@@ -222,6 +258,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         dataDir: native.dataDir,
         listen: native.listen,
         notifyUrl: `${config.publicUrl}${REGISTRY_WEBHOOK_PATH}`,
+        // Any replica may receive the registry's notifications: they all derive the same token.
+        token: replicated ? box.derive("native-registry-webhook") : undefined,
         log: { info: (line) => app.log.info(line), warn: (line) => app.log.warn(line) },
       })
     : undefined;
@@ -282,6 +320,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     orchestrator,
     actions,
     intervalMs: config.reconcileIntervalMs,
+    duties,
+    onPass: (at) => {
+      void store.replicas.putFact("reconcile_pass_at", String(at)).catch(onError("reconciler"));
+    },
   });
   relations.register("container", async (s, _uri, parsed) => {
     const c = await s.services.findContainer(parsed.id);
@@ -324,6 +366,50 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     verifyIntervalS: config.accounts.verifyIntervalS,
   });
 
+  if (replicated) {
+    coordinator = new ReplicaCoordinator({
+      store,
+      clock,
+      replicaId,
+      leaseMs: config.replicaLeaseMs,
+      nodesToWatch: async () =>
+        (await store.nodes.liveNodes())
+          .filter((n) => (n.state === "Deployed" || n.state === "Unreachable") && n.engine_url)
+          .map((n) => n.uuid),
+      onNodesChanged: (gained) => {
+        if (stopping) return;
+        log?.info({ nodes: gained }, "replicas: took over node watchers");
+        void reconciler.nodesChanged(gained);
+        void health.probeNow(gained);
+      },
+      onLeadChanged: (job, leading) => {
+        log?.info(`replicas: ${leading ? "leading" : "no longer leading"} ${job}`);
+        if (job === "registry" && nativeRegistry) {
+          const change = leading && !stopping ? nativeRegistry.start() : nativeRegistry.stop();
+          void change.catch(onError("native registry"));
+        }
+        if (job === "reconcile" && leading && !stopping) void reconciler.resync();
+      },
+      onError: onError("replica heartbeat"),
+    });
+  }
+  // A node that appears, goes or changes state gets (or loses) its owner without waiting a beat.
+  store.onChange((type) => {
+    if ((type === "node" || type === "") && coordinator && !stopping) void coordinator.tick();
+  });
+  const listener = replicated
+    ? new ChangeListener({
+        url: config.databaseUrl,
+        origin: replicaId,
+        onChange: (change) => {
+          store.announceRemoteChange(change.type);
+          if (change.type === "action") actions.wake();
+          if (change.type) metrics.feedLag.observe(Math.max(0, Date.now() - change.datetimeMs) / 1000);
+        },
+        onError: (err) => log?.warn({ err }, "change notifications: connection lost; polling meanwhile"),
+      })
+    : undefined;
+
   const extra = opts.extend?.({ actions, store, relations, identity }) ?? {};
   const app = await buildApp({
     store,
@@ -334,6 +420,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     publicUrl: config.publicUrl,
     logLevel: config.logLevel,
     logStream: opts.logStream,
+    replicaId,
     bearer: accounts,
     passwords: logins,
     routes: [
@@ -353,11 +440,45 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       (a) => stackRoutes(a, { store, identity, actions, stacks }),
       (a) => triggerRoutes(a, { store, identity, actions, triggers }),
       (a) => registryRoutes(a, { store, identity, registries, webhookToken: nativeRegistry?.token }),
-      (a) => streamRoutes(a, { store, identity, engines, settings: config.streams }),
+      (a) =>
+        streamRoutes(a, {
+          store,
+          identity,
+          engines,
+          settings: config.streams,
+          remoteChangesAnnounced: () => listener?.connected ?? false,
+        }),
+      (a) => opsRoutes(a, { replicaId, metrics, readiness }),
       ...(extra.routes ?? []),
     ],
   });
   log = app.log;
+
+  async function readiness(): Promise<Readiness> {
+    const checks: Record<string, string> = { migrations: "ok" };
+    try {
+      await withTimeout(store.ping(), 2000);
+      checks.database = "ok";
+    } catch (err) {
+      checks.database = `unreachable: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    if (stopping) checks.workers = "stopping";
+    else if (!actions.running) checks.workers = "not started";
+    else if (coordinator && !coordinator.healthy()) checks.workers = "no recent heartbeat in the database";
+    else checks.workers = "ok";
+    return { ready: Object.values(checks).every((v) => v === "ok"), checks };
+  }
+  metrics.attach({
+    actionQueue: () => store.actionQueue(),
+    lastReconcilePass: async () => {
+      const v = await store.replicas.findFact("reconcile_pass_at");
+      return v === undefined ? undefined : Number(v);
+    },
+    openStreams: () => app.websocketServer?.clients.size ?? 0,
+    ownedNodes: () => (coordinator ? coordinator.ownedNodes().length : 0),
+    liveReplicas: () => (coordinator ? coordinator.liveReplicas().length : 1),
+    now: () => clock.now(),
+  });
 
   return {
     config,
@@ -381,7 +502,11 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     registries,
     nativeRegistry,
     triggers,
+    replicaId,
+    coordinator,
+    metrics,
     app,
+    readiness,
     async start() {
       await localProvisioner.refresh();
       // After a crash or a reboot, before any action resumes: finish interrupted node terminates,
@@ -392,22 +517,44 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           .recover()
           .catch((err: Error) => app.log.error(`local nodes: recovery failed: ${err.message}`));
       }
+      listener?.start();
+      // Duties first: watchers and health checks then start on this replica's share of nodes.
+      await coordinator?.start();
+      // The first start after a restore (one replica takes the fact): the restored records take
+      // back the containers still running on the nodes before anything acts on them.
+      if ((await store.replicas.takeFact(RESTORED_FACT)) !== undefined) {
+        const report = await adoptAfterRestore({ store, engines, runtime, actions });
+        app.log.info({ adoption: report }, "restore: containers re-adopted");
+      }
       actions.start();
       health.start();
       reconciler.start();
       stacks.start();
-      await nativeRegistry?.start();
+      if (!coordinator) await nativeRegistry?.start();
     },
-    async close() {
+    async close(closeOpts = {}) {
+      stopping = true;
+      await coordinator?.stop();
       await nativeRegistry?.stop();
       reconciler.stop();
       stacks.stop();
       health.stop();
       agentNodes.stop();
-      await actions.stop();
-      tunnels.closeAll("Berth is shutting down");
       await app.close();
+      await actions.stop({ graceMs: closeOpts.graceMs });
+      tunnels.closeAll("Berth is shutting down");
+      await listener?.stop();
       await db.close();
     },
   };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -68,6 +68,10 @@ export interface ActionEngineOptions {
   pollMs: number;
   maxAttempts: number;
   concurrency?: number;
+  /** This worker's name in leases (the replica id); random by default. */
+  instanceId?: string;
+  /** Called when an action recorded or run here ends (metrics); `kind` is "call" for synchronous calls. */
+  onEnded?(kind: string, outcome: string, durationMs: number): void;
   onError?(err: unknown): void;
 }
 
@@ -75,15 +79,22 @@ const TERMINAL: ActionState[] = ["Canceled", "Success", "Failed"];
 
 export class ActionEngine {
   private readonly kinds = new Map<string, ActionKind<never>>();
-  private readonly running = new Map<string, AbortController>();
-  private readonly instanceId = randomUUID();
+  private readonly inFlight = new Map<string, AbortController>();
+  private readonly instanceId: string;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private scanning = false;
   private rescan = false;
   private readonly idleWaiters = new Set<() => void>();
 
-  constructor(private readonly opts: ActionEngineOptions) {}
+  constructor(private readonly opts: ActionEngineOptions) {
+    this.instanceId = opts.instanceId ?? randomUUID();
+  }
+
+  /** Whether workers claim actions now (readiness). */
+  get running(): boolean {
+    return !this.stopped;
+  }
 
   register<P>(kind: ActionKind<P>): void {
     if (this.kinds.has(kind.kind)) throw new Error(`action kind ${kind.kind} registered twice`);
@@ -107,29 +118,34 @@ export class ActionEngine {
     logLine?: string;
   }): Promise<ActionRow> {
     const now = this.opts.clock.now();
-    return this.store.transaction(async (tx) => {
-      const row = await tx.insertAction({
-        uuid: input.uuid,
-        namespace: input.namespace,
-        object: input.object,
-        action: input.name,
-        kind: null,
-        params: null,
-        method: input.meta.method,
-        path: input.meta.path,
-        user: input.meta.user,
-        user_agent: input.meta.userAgent,
-        ip: input.meta.ip,
-        location: "",
-        start_date: now,
-        end_date: now,
-        state: input.state,
-        is_user_action: input.meta.isUserAction === false ? 0 : 1,
+    return this.store
+      .transaction(async (tx) => {
+        const row = await tx.insertAction({
+          uuid: input.uuid,
+          namespace: input.namespace,
+          object: input.object,
+          action: input.name,
+          kind: null,
+          params: null,
+          method: input.meta.method,
+          path: input.meta.path,
+          user: input.meta.user,
+          user_agent: input.meta.userAgent,
+          ip: input.meta.ip,
+          location: "",
+          start_date: now,
+          end_date: now,
+          state: input.state,
+          is_user_action: input.meta.isUserAction === false ? 0 : 1,
+        });
+        if (input.logLine) await tx.appendActionLog(row.uuid, now, input.logLine);
+        await this.emit(tx, row, "create");
+        return row;
+      })
+      .then((row) => {
+        this.opts.onEnded?.("call", row.state, 0);
+        return row;
       });
-      if (input.logLine) await tx.appendActionLog(row.uuid, now, input.logLine);
-      await this.emit(tx, row, "create");
-      return row;
-    });
   }
 
   /**
@@ -273,20 +289,29 @@ export class ActionEngine {
     this.wake();
   }
 
-  /** Stops claiming work and aborts running steps; their leases lapse and another worker resumes them. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming work. Running actions get `graceMs` to finish; the rest are aborted between
+   * steps and their leases given up at once, so another replica resumes them without waiting for
+   * the leases to lapse (the step they were on runs again: steps are idempotent).
+   */
+  async stop(opts: { graceMs?: number } = {}): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    for (const c of this.running.values()) c.abort(new Error("server shutting down"));
+    const graceEnd = Date.now() + (opts.graceMs ?? 0);
+    while (this.inFlight.size > 0 && Date.now() < graceEnd) await sleep(20);
+    for (const c of this.inFlight.values()) c.abort(new Error("server shutting down"));
     const deadline = Date.now() + 5000;
-    while (this.running.size > 0 && Date.now() < deadline) await sleep(20);
+    while (this.inFlight.size > 0 && Date.now() < deadline) await sleep(20);
+    if (opts.graceMs !== undefined) {
+      await this.store.releaseActionLeases(this.instanceId).catch((err) => this.opts.onError?.(err));
+    }
   }
 
   /** Resolves once no action is running or claimable (tests and graceful shutdown). */
   async idle(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (this.running.size === 0 && (await this.store.unfinishedActionCount()) === 0) return;
+      if (this.inFlight.size === 0 && (await this.store.unfinishedActionCount()) === 0) return;
       await new Promise<void>((r) => {
         this.idleWaiters.add(r);
         setTimeout(r, 50);
@@ -314,12 +339,12 @@ export class ActionEngine {
   }
 
   private async scan(): Promise<void> {
-    const free = (this.opts.concurrency ?? 8) - this.running.size;
+    const free = (this.opts.concurrency ?? 8) - this.inFlight.size;
     if (free <= 0) return;
     const candidates = await this.store.claimableActions(this.opts.clock.now(), free * 2);
     for (const c of candidates) {
-      if (this.running.size >= (this.opts.concurrency ?? 8)) break;
-      if (this.running.has(c.uuid)) continue;
+      if (this.inFlight.size >= (this.opts.concurrency ?? 8)) break;
+      if (this.inFlight.has(c.uuid)) continue;
       const claimed = await this.claim(c);
       if (claimed) void this.run(claimed);
     }
@@ -363,7 +388,7 @@ export class ActionEngine {
 
   private async run(claimed: ActionRow): Promise<void> {
     const controller = new AbortController();
-    this.running.set(claimed.uuid, controller);
+    this.inFlight.set(claimed.uuid, controller);
     const heartbeat = setInterval(
       () => {
         void this.heartbeat(claimed.uuid).catch((err) => this.opts.onError?.(err));
@@ -377,7 +402,7 @@ export class ActionEngine {
       this.opts.onError?.(err);
     } finally {
       clearInterval(heartbeat);
-      this.running.delete(claimed.uuid);
+      this.inFlight.delete(claimed.uuid);
       for (const w of this.idleWaiters) w();
       this.idleWaiters.clear();
       this.wake();
@@ -475,6 +500,7 @@ export class ActionEngine {
           });
           await this.emit(tx, r, "update");
         });
+        this.opts.onEnded?.(a.kind ?? "call", state, this.opts.clock.now() - a.start_date);
         return;
       } catch (err) {
         if (!(err instanceof VersionConflict)) throw err;

@@ -31,6 +31,8 @@ export interface AppDeps {
   logLevel?: LogLevel;
   /** Where the log goes instead of stdout (tests read it). */
   logStream?: NodeJS.WritableStream;
+  /** Carried by every log line, so that the lines of several replicas can be told apart. */
+  replicaId?: string;
   bearer?: BearerVerifier;
   /** Failed sign-in limits for passwords on the accounts API. */
   passwords?: PasswordGuard;
@@ -47,6 +49,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: deps.logLevel ?? "info",
+      ...(deps.replicaId ? { base: { pid: process.pid, replica: deps.replicaId } } : {}),
       serializers: {
         req: (req: { method: string; url: string }) => ({ method: req.method, url: redactUrl(req.url) }),
       },

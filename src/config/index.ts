@@ -22,6 +22,12 @@ export interface Config {
   actionPollMs: number;
   /** An action interrupted this many times (crashes) is failed instead of resumed again. */
   actionMaxAttempts: number;
+  /** This process's name among replicas sharing a database (logs, leases, metrics); generated when unset. */
+  replicaId?: string;
+  /** How long a replica's leases on nodes and jobs last without a heartbeat (PostgreSQL replicas). */
+  replicaLeaseMs: number;
+  /** How long a graceful stop (SIGTERM) may take: running actions finish or are released within it. */
+  shutdownTimeoutMs: number;
   /** How often the reconciler compares every container with its engine (events trigger it too). */
   reconcileIntervalMs: number;
   /** Seconds an engine waits between SIGTERM and SIGKILL when Berth stops a container. */
@@ -240,6 +246,16 @@ function parseLabRange(value: string): string {
   return value;
 }
 
+function parseReplicaId(value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!/^[A-Za-z0-9][\w.-]{0,62}$/.test(value)) {
+    throw new ConfigError(
+      `BERTH_REPLICA_ID must be 1 to 63 letters, digits, '.', '_' or '-' (starting with a letter or digit), got "${value}"`,
+    );
+  }
+  return value;
+}
+
 /** Reads configuration from an environment map; throws ConfigError with one clear line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const listen = parseListen(env.BERTH_LISTEN ?? "127.0.0.1:8000");
@@ -294,6 +310,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     actionPollMs: parsePositiveInt("BERTH_ACTION_POLL_MS", env.BERTH_ACTION_POLL_MS, 1000),
     actionMaxAttempts: parsePositiveInt("BERTH_ACTION_MAX_ATTEMPTS", env.BERTH_ACTION_MAX_ATTEMPTS, 5),
+    replicaId: parseReplicaId(env.BERTH_REPLICA_ID),
+    replicaLeaseMs: parsePositiveInt("BERTH_REPLICA_LEASE_MS", env.BERTH_REPLICA_LEASE_MS, 10_000),
+    shutdownTimeoutMs: parsePositiveInt("BERTH_SHUTDOWN_TIMEOUT_MS", env.BERTH_SHUTDOWN_TIMEOUT_MS, 30_000),
     reconcileIntervalMs: parsePositiveInt(
       "BERTH_RECONCILE_INTERVAL_MS",
       env.BERTH_RECONCILE_INTERVAL_MS,

@@ -12,6 +12,9 @@ export interface FakeNodeFacts {
   slot: number;
 }
 
+/** Reports how long an engine call took (metrics). */
+export type EngineCallObserver = (node: string, operation: string, seconds: number, ok: boolean) => void;
+
 export class Engines implements EngineSource {
   private readonly docker = new Map<string, Engine>();
   private readonly fakes = new Map<string, Engine>();
@@ -28,6 +31,7 @@ export class Engines implements EngineSource {
     private readonly mayDial: (engineUrl: string) => boolean = () => true,
     /** Engines of agent nodes (`tunnel://<node uuid>`), reached through the agent's tunnel. */
     private readonly tunnels?: { engineFor(nodeUuid: string): Engine },
+    private readonly observe?: EngineCallObserver,
   ) {}
 
   forNode(node: EngineAddress): Engine {
@@ -35,7 +39,11 @@ export class Engines implements EngineSource {
       const id = node.engine_url.slice("fake://".length);
       let fake = this.fakes.get(id);
       if (!fake) {
-        fake = this.makeFake({ uuid: id, node_type: node.node_type ?? "", slot: node.slot ?? 0 });
+        fake = timed(
+          this.makeFake({ uuid: id, node_type: node.node_type ?? "", slot: node.slot ?? 0 }),
+          id,
+          this.observe,
+        );
         this.fakes.set(id, fake);
       }
       return fake;
@@ -49,7 +57,11 @@ export class Engines implements EngineSource {
     let engine = this.docker.get(key);
     if (!engine) {
       const tls = node.engine_tls ? (JSON.parse(this.openSecret(node.engine_tls)) as DockerTls) : undefined;
-      engine = new DockerEngine({ endpoint: node.engine_url, tls, pingTimeoutMs: 3000 });
+      engine = timed(
+        new DockerEngine({ endpoint: node.engine_url, tls, pingTimeoutMs: 3000 }),
+        node.uuid,
+        this.observe,
+      );
       this.docker.set(key, engine);
     }
     return engine;
@@ -59,6 +71,35 @@ export class Engines implements EngineSource {
   dropFake(nodeUuid: string): void {
     this.fakes.delete(nodeUuid);
   }
+}
+
+/**
+ * The engine with every call that answers with a promise timed (streams such as events and logs
+ * are not calls and pass through untouched).
+ */
+function timed(engine: Engine, node: string, observe: EngineCallObserver | undefined): Engine {
+  if (!observe) return engine;
+  return new Proxy(engine, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function" || typeof prop !== "string") return value;
+      return (...args: unknown[]) => {
+        const started = performance.now();
+        const result: unknown = value.apply(target, args);
+        if (!(result instanceof Promise)) return result;
+        return result.then(
+          (v: unknown) => {
+            observe(node, prop, (performance.now() - started) / 1000, true);
+            return v;
+          },
+          (err: unknown) => {
+            observe(node, prop, (performance.now() - started) / 1000, false);
+            throw err;
+          },
+        );
+      };
+    },
+  });
 }
 
 /** An engine whose every call fails as unreachable, without sending anything anywhere. */

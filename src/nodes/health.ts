@@ -1,6 +1,8 @@
 // The node health watcher: pings every node's engine on an interval. `last_seen` moves while it
 // answers; a node silent for longer than the grace becomes Unreachable; one that answers again
 // is Deployed again. Each state change goes through the change feed (NodeService.patchNode).
+// With several replicas, each pings only the nodes it owns (Duties, ops/replicas.ts).
+import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import type { Store } from "../store/store.ts";
 import type { NodeService } from "./service.ts";
 
@@ -13,6 +15,7 @@ export class HealthWatcher {
       store: Store;
       nodes: NodeService;
       intervalMs: number;
+      duties?: Duties;
       onError?(err: unknown): void;
     },
   ) {}
@@ -29,13 +32,25 @@ export class HealthWatcher {
     this.timer = undefined;
   }
 
-  /** One pass over every node that should be answering; exposed for tests. */
+  /** Probes nodes now (a node this replica just took over is checked without waiting). */
+  async probeNow(uuids: string[]): Promise<void> {
+    await Promise.all(
+      uuids.map((u) =>
+        this.opts.nodes.probe(u, { immediate: false }).catch((err) => this.opts.onError?.(err)),
+      ),
+    );
+  }
+
+  /** One pass over every node that should be answering and is this replica's; exposed for tests. */
   async sweep(): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {
       const nodes = (await this.opts.store.nodes.liveNodes()).filter(
-        (n) => (n.state === "Deployed" || n.state === "Unreachable") && n.engine_url,
+        (n) =>
+          (n.state === "Deployed" || n.state === "Unreachable") &&
+          n.engine_url &&
+          (this.opts.duties ?? SOLO_DUTIES).ownsNode(n.uuid),
       );
       await Promise.all(
         nodes.map((n) =>

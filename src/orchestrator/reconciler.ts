@@ -1,8 +1,10 @@
 // Level-based reconciliation (Kubernetes-style): events only enqueue a key; a worker re-reads
 // desired and observed state and acts on the difference. A full pass runs at start-up and
 // periodically, so a missed event only delays convergence. One key is never worked on twice
-// at once, and objects an action is working on are left to that action.
+// at once, and objects an action is working on are left to that action. With several replicas
+// (Duties), each watches the engines of the nodes it owns and one leader runs the periodic pass.
 import type { ActionEngine } from "../actions/engine.ts";
+import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ContainerEvent } from "../drivers/engine.ts";
@@ -39,9 +41,16 @@ export class Reconciler {
       orchestrator: Orchestrator;
       actions: ActionEngine;
       intervalMs: number;
+      duties?: Duties;
+      /** Called after each full pass this replica ran (reconcile lag). */
+      onPass?(at: number): void;
       onError?(err: unknown): void;
     },
   ) {}
+
+  private get duties(): Duties {
+    return this.d.duties ?? SOLO_DUTIES;
+  }
 
   start(): void {
     if (!this.stopped) return;
@@ -64,15 +73,40 @@ export class Reconciler {
     void this.drain();
   }
 
-  /** A full pass: every live container, every running service, engine watchers and orphans. */
+  /**
+   * A full pass: engine watchers and orphans of this replica's nodes, and, on the replica leading
+   * the reconcile job, every live container and every running service.
+   */
   async resync(): Promise<void> {
     if (this.stopped) return;
     try {
-      const nodes = await this.d.store.nodes.liveNodes();
+      const nodes = (await this.d.store.nodes.liveNodes()).filter((n) => this.duties.ownsNode(n.uuid));
       this.syncWatchers(nodes.filter((n) => n.state === "Deployed" && n.engine_url));
-      for (const c of await this.d.store.services.liveContainers()) this.queue.add(`c:${c.uuid}`);
-      for (const s of await this.d.store.services.liveServices()) this.queue.add(`s:${s.uuid}`);
+      const leads = this.duties.leads("reconcile");
+      if (leads) {
+        for (const c of await this.d.store.services.liveContainers()) this.queue.add(`c:${c.uuid}`);
+        for (const s of await this.d.store.services.liveServices()) this.queue.add(`s:${s.uuid}`);
+      }
       for (const n of nodes) if (n.state === "Deployed") this.queue.add(`n:${n.uuid}`);
+      await this.drain();
+      if (leads) this.d.onPass?.(this.d.clock.now());
+    } catch (err) {
+      this.d.onError?.(err);
+    }
+  }
+
+  /**
+   * This replica took nodes over (or gave them up): watchers follow at once, and the containers of
+   * a node taken over are compared with its engine, covering events nobody watched meanwhile.
+   */
+  async nodesChanged(gained: string[]): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const nodes = (await this.d.store.nodes.liveNodes()).filter((n) => this.duties.ownsNode(n.uuid));
+      this.syncWatchers(nodes.filter((n) => n.state === "Deployed" && n.engine_url));
+      for (const node of gained) {
+        for (const c of await this.d.store.services.liveContainers({ node })) this.queue.add(`c:${c.uuid}`);
+      }
       await this.drain();
     } catch (err) {
       this.d.onError?.(err);

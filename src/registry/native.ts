@@ -24,6 +24,8 @@ export interface NativeRegistryOptions {
   /** Where the registry posts its notifications (Berth's webhook). */
   notifyUrl: string;
   log: { info(line: string): void; warn(line: string): void };
+  /** The webhook token; random when unset. */
+  token?: string;
   /** Delay before the first restart; it doubles up to `maxRestartDelayMs` while the server keeps failing. */
   minRestartDelayMs?: number;
   maxRestartDelayMs?: number;
@@ -33,8 +35,11 @@ export interface NativeRegistryOptions {
 const HEALTHY_RUN_MS = 10_000;
 
 export class NativeRegistry {
-  /** The token the registry sends to Berth's webhook; new for every Berth process. */
-  readonly token = randomBytes(32).toString("base64url");
+  /**
+   * The token the registry sends to Berth's webhook: given (replicas derive the same one from the
+   * secret key, since any of them may receive the notification) or new for every Berth process.
+   */
+  readonly token: string;
   private child: ChildProcess | undefined;
   private stopped = true;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -43,6 +48,7 @@ export class NativeRegistry {
   private starts = 0;
 
   constructor(private readonly o: NativeRegistryOptions) {
+    this.token = o.token ?? randomBytes(32).toString("base64url");
     this.delayMs = o.minRestartDelayMs ?? 250;
   }
 

@@ -28,7 +28,11 @@ export function openDatabase(url: string): Db {
     const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
     return { kysely, dialect: "sqlite", close: () => kysely.destroy() };
   }
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // A bounded connect time: a replica that lost its database must answer "not ready", not hang.
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 });
+  // An idle connection the server dropped (restart, network cut) is discarded; the next query
+  // opens a new one. Without a listener the error would end the process.
+  pool.on("error", () => undefined);
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { kysely, dialect: "postgres", close: () => kysely.destroy() };
 }

@@ -6,7 +6,7 @@ import type {
   Migration,
   MigrationProvider,
 } from "kysely";
-import { Migrator } from "kysely";
+import { Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: migrations work on the untyped schema by design.
@@ -328,10 +328,63 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Replicas on one PostgreSQL (issue 16): live replicas and their heartbeats, named leases on
+    // work that must happen once (a node's watchers, the periodic reconcile), failed sign-in
+    // counters every replica shares, and control-plane facts such as "restored from a backup".
+    "0010_replicas": {
+      async up(db: AnyDb) {
+        await db.schema
+          .createTable("replicas")
+          .addColumn("id", "text", (c) => c.primaryKey())
+          .addColumn("started_at", "bigint", (c) => c.notNull())
+          .addColumn("heartbeat_at", "bigint", (c) => c.notNull())
+          .addColumn("stopping", "integer", (c) => c.notNull().defaultTo(0))
+          .execute();
+        await db.schema
+          .createTable("leases")
+          .addColumn("name", "text", (c) => c.primaryKey())
+          .addColumn("owner", "text", (c) => c.notNull())
+          .addColumn("until", "bigint", (c) => c.notNull())
+          .addColumn("acquired_at", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable("login_failures")
+          .addColumn("key", "text", (c) => c.primaryKey())
+          .addColumn("failures", "integer", (c) => c.notNull())
+          .addColumn("reset_at", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable("control_facts")
+          .addColumn("name", "text", (c) => c.primaryKey())
+          .addColumn("value", "text", (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }
 
+/**
+ * Brings the schema to the latest version. Several replicas may start together against one
+ * PostgreSQL: a session advisory lock, held on its own connection around the whole migrator
+ * (Kysely creates its bookkeeping tables before taking its own lock), makes one of them migrate
+ * while the others wait and then find nothing left to do.
+ */
 export async function migrateToLatest(db: AnyDb, dialect: Dialect): Promise<void> {
+  if (dialect !== "postgres") return migrate(db, dialect);
+  await db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${sql.lit(MIGRATION_LOCK)})`.execute(conn);
+    try {
+      await migrate(db, dialect);
+    } finally {
+      await sql`select pg_advisory_unlock(${sql.lit(MIGRATION_LOCK)})`.execute(conn);
+    }
+  });
+}
+
+/** Advisory lock key of the migrator (the change feed uses 7340071). */
+const MIGRATION_LOCK = 7340072;
+
+async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
   const migrator = new Migrator({ db, provider });
   const { error, results } = await migrator.migrateToLatest();

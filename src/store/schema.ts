@@ -294,6 +294,34 @@ export interface AgentKeyTable {
   revoked_at: number | null;
 }
 
+/** A Berth process sharing the database; live while its heartbeat is recent. */
+export interface ReplicaTable {
+  id: string;
+  started_at: number;
+  heartbeat_at: number;
+  /** 1 once it received SIGTERM: it claims nothing new. */
+  stopping: number;
+}
+
+/** Work that must happen once, owned by one replica until `until` (epoch ms). */
+export interface LeaseTable {
+  name: string;
+  owner: string;
+  until: number;
+  acquired_at: number;
+}
+
+export interface LoginFailureTable {
+  key: string;
+  failures: number;
+  reset_at: number;
+}
+
+export interface ControlFactTable {
+  name: string;
+  value: string;
+}
+
 export interface Database {
   namespaces: NamespaceTable;
   users: UserTable;
@@ -314,4 +342,8 @@ export interface Database {
   triggers: TriggerTable;
   registration_tokens: RegistrationTokenTable;
   agent_keys: AgentKeyTable;
+  replicas: ReplicaTable;
+  leases: LeaseTable;
+  login_failures: LoginFailureTable;
+  control_facts: ControlFactTable;
 }

@@ -7,6 +7,7 @@ import { AgentStore } from "./agents.ts";
 import type { Dialect } from "./db.ts";
 import { NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
+import { ReplicaStore } from "./replicas.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
 import { ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
@@ -25,15 +26,21 @@ export type NewAction = Omit<
  * which covers changes committed by other processes (PostgreSQL scale-out).
  */
 export class ChangeNotifier {
-  private readonly listeners = new Set<() => void>();
-  subscribe(listener: () => void): () => void {
+  private readonly listeners = new Set<(type: string) => void>();
+  /** This replica's id, sent with PostgreSQL notifications so that a replica skips its own. */
+  origin = "";
+  subscribe(listener: (type: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
-  notify(): void {
-    for (const l of this.listeners) l();
+  /** `type` is the changed object's type ("" when unknown: read the feed to learn more). */
+  notify(type = ""): void {
+    for (const l of this.listeners) l(type);
   }
 }
+
+/** The PostgreSQL channel of change-feed notifications. */
+export const CHANGE_CHANNEL = "berth_changes";
 
 export class UniqueViolation extends Error {}
 
@@ -101,6 +108,21 @@ export class Store {
   /** Node registration tokens and agent node keys. */
   get agents(): AgentStore {
     return new AgentStore(this);
+  }
+
+  /** Replica heartbeats, leases, shared sign-in counters, control-plane facts. */
+  get replicas(): ReplicaStore {
+    return new ReplicaStore(this);
+  }
+
+  /** This replica's id, carried by its change notifications (PostgreSQL). */
+  setOrigin(replicaId: string): void {
+    this.notifier.origin = replicaId;
+  }
+
+  /** A cheap round trip: whether the database answers now. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
   }
 
   /** Runs fn in one transaction; nested calls join the outer one. */
@@ -371,6 +393,16 @@ export class Store {
     return [...active, ...pending];
   }
 
+  /** Gives up the leases a stopping worker holds on unfinished actions: others claim them at once. */
+  async releaseActionLeases(owner: string): Promise<void> {
+    await this.db
+      .updateTable("actions")
+      .set((eb) => ({ lease_until: 0, version: eb("version", "+", 1) }))
+      .where("lease_owner", "=", owner)
+      .where("state", "in", ACTIVE_STATES)
+      .execute();
+  }
+
   async unfinishedActionCount(): Promise<number> {
     const row = await this.db
       .selectFrom("actions")
@@ -413,9 +445,15 @@ export class Store {
    * held to commit makes revisions commit in order, so a reader never skips a late-committing one.
    */
   async appendChange(c: Omit<ChangeRow, "revision">): Promise<number> {
-    if (this.dialect === "postgres") await sql`select pg_advisory_xact_lock(7340071)`.execute(this.db);
+    if (this.dialect === "postgres") {
+      // NOTIFY is delivered at commit: other replicas wake their feed readers (LISTEN, store/listen.ts).
+      const payload = `${this.notifier.origin} ${c.type} ${c.datetime}`;
+      await sql`select pg_advisory_xact_lock(7340071), pg_notify(${CHANGE_CHANNEL}, ${payload})`.execute(
+        this.db,
+      );
+    }
     const row = await this.db.insertInto("changes").values(c).returning("revision").executeTakeFirstOrThrow();
-    this.committed(() => this.notifier.notify());
+    this.committed(() => this.notifier.notify(c.type));
     return row.revision;
   }
 
@@ -437,8 +475,33 @@ export class Store {
     return Number(row?.r ?? 0);
   }
 
-  /** Subscribes to in-process commit notifications of the change feed. */
-  onChange(listener: () => void): () => void {
+  /** Subscribes to commit notifications of the change feed (this process's, and other replicas'). */
+  onChange(listener: (type: string) => void): () => void {
     return this.notifier.subscribe(listener);
+  }
+
+  /** Wakes change-feed readers for a commit another replica announced (store/listen.ts). */
+  announceRemoteChange(type: string): void {
+    this.notifier.notify(type);
+  }
+
+  /** Unfinished actions: how many wait (Pending) or run, and since when the oldest waits. */
+  async actionQueue(): Promise<{ pending: number; active: number; oldestPendingStart: number | null }> {
+    const rows = await this.db
+      .selectFrom("actions")
+      .select((eb) => ["state", eb.fn.countAll<number>().as("n"), eb.fn.min("start_date").as("oldest")])
+      .where("state", "in", ["Pending", ...ACTIVE_STATES])
+      .groupBy("state")
+      .execute();
+    let pending = 0;
+    let active = 0;
+    let oldestPendingStart: number | null = null;
+    for (const r of rows) {
+      if (r.state === "Pending") {
+        pending = Number(r.n);
+        oldestPendingStart = r.oldest === null ? null : Number(r.oldest);
+      } else active += Number(r.n);
+    }
+    return { pending, active, oldestPendingStart };
   }
 }

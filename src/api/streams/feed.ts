@@ -1,13 +1,17 @@
 // The one reader of the store's change feed for every stream of this process. It wakes on the
-// store's in-process commit notifications and also polls (changes committed by other processes
-// sharing a PostgreSQL database), reads each change once and fans it out to its listeners: events
-// subscribers and log followers. The database is never polled once per subscriber.
+// store's commit notifications (this process's, and other replicas' through PostgreSQL
+// LISTEN/NOTIFY), reads each change once and fans it out to its listeners: events subscribers and
+// log followers. It polls only as a fallback: every `pollMs` while other replicas' commits are not
+// announced, rarely (a safety net) while they are. The database is never polled once per subscriber.
 import { createHash } from "node:crypto";
 import { eventTime } from "../../domain/time.ts";
 import type { ChangeRow, Store } from "../../store/store.ts";
 
 /** Changes read per query; a reader far behind catches up in pages of this size. */
 export const FEED_PAGE = 500;
+
+/** While notifications arrive, the feed still reads once per this many poll intervals. */
+const SAFETY_POLLS = 15;
 
 /**
  * The comparison key of a resource URI, with or without its namespace segment (filters accept
@@ -99,8 +103,10 @@ export type PageListener = () => void;
 
 export interface EventFeedOptions {
   store: Store;
-  /** How often the feed is read besides in-process wake-ups. */
+  /** How often the feed is read besides wake-ups, while other replicas' commits are not announced. */
   pollMs: number;
+  /** Whether other replicas' commits wake the store's listeners now (then polling backs off). */
+  announced?(): boolean;
   onError?(err: unknown): void;
 }
 
@@ -120,6 +126,7 @@ export class EventFeed {
   private generation = 0;
   private reading = false;
   private again = false;
+  private lastReadAt = 0;
 
   constructor(private readonly opts: EventFeedOptions) {}
 
@@ -163,7 +170,7 @@ export class EventFeed {
       }
     })();
     this.unsubscribe = store.onChange(() => this.wake());
-    this.timer = setInterval(() => this.wake(), this.opts.pollMs);
+    this.timer = setInterval(() => this.poll(), this.opts.pollMs);
     this.timer.unref();
   }
 
@@ -181,6 +188,13 @@ export class EventFeed {
     this.listeners.clear();
     this.pageListeners.clear();
     this.stop();
+  }
+
+  /** The fallback poll: skipped while notifications arrive, except every SAFETY_POLLS-th time. */
+  private poll(): void {
+    const announced = this.opts.announced?.() ?? false;
+    if (announced && Date.now() - this.lastReadAt < this.opts.pollMs * SAFETY_POLLS) return;
+    this.wake();
   }
 
   /** Coalesces wake-ups: one read at a time, and one more after it when woken meanwhile. */
@@ -205,6 +219,7 @@ export class EventFeed {
   private async read(): Promise<void> {
     const generation = this.generation;
     await this.startup;
+    this.lastReadAt = Date.now();
     for (;;) {
       if (this.generation !== generation) return; // stopped (and maybe restarted) meanwhile
       const rows = await this.opts.store.changesSince(this.pos, FEED_PAGE);

@@ -20,6 +20,7 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
   const feed = new EventFeed({
     store: deps.store,
     pollMs: deps.settings.eventsPollMs,
+    announced: deps.remoteChangesAnnounced,
     onError: (err) => app.log.error({ err }, "events feed: could not read the change feed"),
   });
   const heartbeat = new Heartbeat(deps.settings.pingIntervalMs);

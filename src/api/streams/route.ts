@@ -16,6 +16,11 @@ export interface StreamDeps {
   identity: IdentityService;
   engines: EngineSource;
   settings: Config["streams"];
+  /**
+   * Whether other replicas' commits are announced now (PostgreSQL LISTEN/NOTIFY): the feed then
+   * reads on those wake-ups and polls only rarely, as a safety net.
+   */
+  remoteChangesAnnounced?(): boolean;
 }
 
 /** What every stream route gets: the shared feed reader, pings, limits. */

@@ -1,0 +1,84 @@
+// Operator endpoints (issue 16), outside the platform API and without credentials, like any
+// service's probes: GET /healthz (the process answers), GET /readyz (database reachable,
+// migrations done, workers running; 503 otherwise, so a load balancer stops sending traffic) and
+// GET /metrics (Prometheus text format). Also times every request for the metrics.
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import type { Metrics } from "../../ops/metrics.ts";
+
+export interface Readiness {
+  ready: boolean;
+  /** "ok", or what is wrong, per check. */
+  checks: Record<string, string>;
+}
+
+export interface OpsDeps {
+  replicaId: string;
+  metrics: Metrics;
+  readiness(): Promise<Readiness>;
+}
+
+const Health = Type.Object({ status: Type.String(), replica: Type.String() });
+const Ready = Type.Object({
+  status: Type.String(),
+  replica: Type.String(),
+  checks: Type.Record(Type.String(), Type.String()),
+});
+
+export function opsRoutes(app: FastifyInstance, deps: OpsDeps): void {
+  app.addHook("onResponse", async (request, reply) => {
+    deps.metrics.httpDuration.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? "unmatched",
+        status: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  app.get(
+    "/healthz",
+    {
+      schema: {
+        tags: ["operations"],
+        summary: "Liveness: the process answers",
+        response: { 200: Health },
+      },
+    },
+    async () => ({ status: "alive", replica: deps.replicaId }),
+  );
+
+  app.get(
+    "/readyz",
+    {
+      schema: {
+        tags: ["operations"],
+        summary: "Readiness: database reachable, migrations done, workers running",
+        response: { 200: Ready, 503: Ready },
+      },
+    },
+    async (_request, reply) => {
+      const r = await deps.readiness();
+      return reply
+        .code(r.ready ? 200 : 503)
+        .header("cache-control", "no-store")
+        .send({ status: r.ready ? "ready" : "not ready", replica: deps.replicaId, checks: r.checks });
+    },
+  );
+
+  app.get(
+    "/metrics",
+    {
+      schema: {
+        tags: ["operations"],
+        summary: "Metrics in the Prometheus text format",
+        response: { 200: Type.String() },
+      },
+    },
+    async (_request, reply) => {
+      const text = await deps.metrics.text();
+      return reply.header("content-type", deps.metrics.contentType).send(text);
+    },
+  );
+}

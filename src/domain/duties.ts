@@ -1,0 +1,14 @@
+// Work that must happen once across replicas sharing a database (issue 16): each node's engine
+// watcher and health checks belong to one replica, and once-only jobs to one leader. Components
+// ask these questions; `ops/replicas.ts` answers them from leases in the database.
+export type Job = "reconcile" | "registry";
+
+export interface Duties {
+  /** Whether this replica watches and health-checks the node now. */
+  ownsNode(nodeUuid: string): boolean;
+  /** Whether this replica runs the once-only job now. */
+  leads(job: Job): boolean;
+}
+
+/** A single process (SQLite, or tests): every duty is its own. */
+export const SOLO_DUTIES: Duties = { ownsNode: () => true, leads: () => true };
