@@ -195,7 +195,8 @@ export function oursStill(pid: number, dir: string): boolean {
   }
 }
 
-export async function startPrivateDockerd(): Promise<PrivateDockerd> {
+/** `tls: false` gives a plain TCP listener even where openssl exists (benchmarks compare raw transports). */
+export async function startPrivateDockerd(opts: { tls?: boolean } = {}): Promise<PrivateDockerd> {
   const reason = dockerdUnavailable();
   if (reason) throw new Error(reason);
   const dir = await mkdtemp(join(tmpdir(), "berth-dockerd-"));
@@ -224,7 +225,7 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
 
     const socketPath = join(dir, "docker.sock");
     const tcpPort = await freeLoopbackPort();
-    const tls = await makeCertificates(dir);
+    const tls = opts.tls === false ? undefined : await makeCertificates(dir);
     // Our own daemon.json keeps /etc/docker/daemon.json out, and its own key gives this engine its own id.
     await writeFile(
       join(dir, "daemon.json"),
