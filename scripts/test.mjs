@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Runs every test file (test/**/*.test.ts, src/**/*.test.ts) with Node's test runner through tsx.
 // `--fast` skips the real-engine tier (files under test/real/ and test/local/, and docker driver tests).
+// Browser files (test/web/) run in a tier of their own, one at a time: two Chromiums at once on a
+// 2-core machine make each other's timings meaningless.
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -25,8 +27,10 @@ if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 // Real-engine files start several Docker engines each: on a 2-core machine two of them at once
 // starve each other's engines, so they run one at a time after the fast files (two at a time).
 const isReal = (f) => /\/test\/(real|local)\/|docker-engine\.test\.ts$/.test(f);
+const isBrowser = (f) => /\/test\/web\//.test(f);
 const tiers = [
-  { files: files.filter((f) => !isReal(f)), concurrency: 2 },
+  { files: files.filter((f) => !isReal(f) && !isBrowser(f)), concurrency: 2 },
+  { files: files.filter(isBrowser), concurrency: 1 },
   { files: files.filter(isReal), concurrency: 1 },
 ].filter((t) => t.files.length > 0);
 

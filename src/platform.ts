@@ -7,6 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { LoginLimiter } from "./accounts/limiter.ts";
 import { LogOutbox, type Outbox, SmtpOutbox } from "./accounts/outbox.ts";
 import { AccountsService } from "./accounts/service.ts";
+import { SessionService } from "./accounts/sessions.ts";
 import { ActionEngine } from "./actions/engine.ts";
 import { Relations } from "./actions/relations.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
@@ -16,6 +17,7 @@ import { nodeRoutes } from "./api/routes/nodes.ts";
 import { opsRoutes, type Readiness } from "./api/routes/ops.ts";
 import { REGISTRY_WEBHOOK_PATH, registryRoutes } from "./api/routes/registries.ts";
 import { serviceRoutes } from "./api/routes/services.ts";
+import { sessionRoutes } from "./api/routes/session.ts";
 import { stackRoutes } from "./api/routes/stacks.ts";
 import { tokenRoutes } from "./api/routes/tokens.ts";
 import { triggerRoutes } from "./api/routes/triggers.ts";
@@ -409,6 +411,13 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         onError: (err) => log?.warn({ err }, "change notifications: connection lost; polling meanwhile"),
       })
     : undefined;
+  const sessions = new SessionService({
+    store,
+    identity,
+    clock,
+    logins,
+    ttlS: config.accounts.sessionTtlS,
+  });
 
   const extra = opts.extend?.({ actions, store, relations, identity }) ?? {};
   const app = await buildApp({
@@ -423,7 +432,16 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     replicaId,
     bearer: accounts,
     passwords: logins,
+    sessions,
+    webDir: config.webDir,
     routes: [
+      (a) =>
+        sessionRoutes(a, {
+          sessions,
+          identity,
+          secureCookies: config.publicUrl.startsWith("https:"),
+          ttlS: config.accounts.sessionTtlS,
+        }),
       (a) => accountsRoutes(a, { accounts, publicUrl: config.publicUrl }),
       (a) =>
         nodeRoutes(a, {

@@ -1,5 +1,6 @@
 // Builds the Fastify application; it does not listen (src/main.ts does). Tests call
 // buildApp() and use inject() or listen on an ephemeral port.
+import cookie from "@fastify/cookie";
 import swagger from "@fastify/swagger";
 import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -17,6 +18,8 @@ import { actionRoutes } from "./routes/actions.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { MethodTable } from "./routing.ts";
+import type { SessionVerifier } from "./session.ts";
+import { staticRoutes } from "./static.ts";
 import { websocketPluginOptions } from "./streams/sockets.ts";
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -36,6 +39,10 @@ export interface AppDeps {
   bearer?: BearerVerifier;
   /** Failed sign-in limits for passwords on the accounts API. */
   passwords?: PasswordGuard;
+  /** Dashboard sessions: the cookie is accepted (with its CSRF defence) where credentials are. */
+  sessions?: SessionVerifier;
+  /** Folder of the built dashboard (web/build.ts), served at `/`. */
+  webDir?: string;
   /** Extra routes (later resources, or test fixtures); registered before the 405 fallbacks. */
   routes?: ((app: FastifyInstance) => void)[];
 }
@@ -122,7 +129,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Before any route: the plugin's onRoute hook turns routes with a wsHandler into streams.
   await app.register(websocket, websocketPluginOptions());
   installErrorHandling(app);
-  installAuth(app, deps.identity, deps.bearer, deps.passwords);
+  await app.register(cookie);
+  installAuth(app, deps.identity, deps.bearer, deps.passwords, deps.sessions);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
   installQueryBooleans(app);
@@ -132,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   catalogueRoutes(app, deps.catalogue);
   actionRoutes(app, deps);
   for (const register of deps.routes ?? []) register(app);
+  if (deps.webDir) staticRoutes(app, deps.webDir);
 
   methods.installFallbacks(app);
   return app;

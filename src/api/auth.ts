@@ -5,6 +5,7 @@ import { unauthorized } from "../domain/errors.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import { queryCredentials } from "./compat.ts";
 import { areaOf } from "./context.ts";
+import { type SessionVerifier, sessionPrincipal } from "./session.ts";
 
 export interface BearerVerifier {
   verify(token: string): Promise<Principal | undefined>;
@@ -51,11 +52,21 @@ export async function authenticate(
   );
 }
 
+/** Credentials a program sends: a header, or (streams) the query. */
+function carriesCredentials(request: FastifyRequest): boolean {
+  return (
+    request.headers.authorization !== undefined ||
+    (request.headers.upgrade?.toLowerCase() === "websocket" &&
+      queryCredentials(request.query as Record<string, unknown>) !== undefined)
+  );
+}
+
 export function installAuth(
   app: FastifyInstance,
   identity: IdentityService,
   bearer?: BearerVerifier,
   passwords?: PasswordGuard,
+  sessions?: SessionVerifier,
 ): void {
   app.decorateRequest("principal", undefined);
   app.decorateRequest("area", "public");
@@ -65,7 +76,12 @@ export function installAuth(
     request.audit = {};
     request.area = areaOf(request.url.split("?")[0]!);
     if (request.area === "public" || request.routeOptions.config?.auth === "none") return;
-    const principal = await authenticate(request, identity, bearer, passwords);
+    // Programs authenticate with what they send; a browser without credentials, with its session
+    // cookie (and the CSRF defence, api/session.ts).
+    const principal =
+      !carriesCredentials(request) && sessions
+        ? await sessionPrincipal(request, sessions)
+        : await authenticate(request, identity, bearer, passwords);
     if (!principal) throw unauthorized();
     request.principal = principal;
     // Scopes are checked on routes that exist; an unknown path or method keeps its 404 or 405.

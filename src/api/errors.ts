@@ -1,6 +1,7 @@
 // One place that maps errors to HTTP: coded ApiErrors, schema validation, body parsing, size.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, type ErrorKind, type FieldProblem } from "../domain/errors.ts";
+import { isDashboardCall } from "./session.ts";
 
 const STATUS: Record<ErrorKind, number> = {
   bad_request: 400,
@@ -48,7 +49,9 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: Api
   request.audit.failure = err.message;
   const body: Record<string, unknown> = { error: err.message, code: err.code };
   if (err.details?.length) body.details = err.details;
-  if (err.kind === "unauthorized") reply.header("WWW-Authenticate", 'Basic realm="berth"');
+  // The dashboard handles a 401 itself; a Basic challenge would make the browser open its dialog.
+  if (err.kind === "unauthorized" && !isDashboardCall(request))
+    reply.header("WWW-Authenticate", 'Basic realm="berth"');
   for (const [k, v] of Object.entries(err.headers ?? {})) reply.header(k, v);
   return reply.status(STATUS[err.kind]).send(body);
 }

@@ -35,6 +35,8 @@ export interface ProviderView {
   label: string;
   regions: string[];
   available: boolean;
+  /** Berth extension: what node clusters of this provider accept (the dashboard's form follows it). */
+  node_cluster_rules: { provider_options: boolean; disk: ProviderKind["disk"]; disk_sizes: number[] };
 }
 export interface RegionView {
   resource_uri: string;
@@ -98,6 +100,11 @@ export class Catalogue {
         label: a.available ? p.label : `${p.label} (unavailable: ${a.reason ?? "prerequisites missing"})`,
         regions: p.regions.map((r) => regionUri(p.name, r.name)),
         available: a.available,
+        node_cluster_rules: {
+          provider_options: p.kind.provider_options,
+          disk: p.kind.disk,
+          disk_sizes: p.kind.disk_sizes ?? [],
+        },
       };
     });
   }

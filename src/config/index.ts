@@ -10,6 +10,8 @@ export interface Config {
   dataDir: string;
   databaseUrl: string;
   publicUrl: string;
+  /** The built dashboard (web/build.ts) served at `/`. */
+  webDir: string;
   admin: { username?: string; password?: string; apiKey?: string };
   logLevel: LogLevel;
   /** Key material for secrets encrypted at rest; a key file in the data directory when unset. */
@@ -45,6 +47,8 @@ export interface Config {
   accounts: {
     /** Lifetime of a Bearer access token issued by POST /oauth/token. */
     tokenTtlS: number;
+    /** Lifetime of a dashboard sign-in session (its cookie expires with it). */
+    sessionTtlS: number;
     /** Lifetime of a one-time email confirmation token. */
     emailTokenTtlS: number;
     /** Least time between two confirmation messages to the same address (0 = no limit). */
@@ -299,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     publicUrl,
+    webDir: path.resolve(env.BERTH_WEB_DIR || path.join(import.meta.dirname, "../../web/dist")),
     admin,
     logLevel,
     secretKey: env.BERTH_SECRET_KEY || undefined,
@@ -338,6 +343,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     accounts: {
       tokenTtlS: parsePositiveInt("BERTH_TOKEN_TTL_S", env.BERTH_TOKEN_TTL_S, 3600),
+      sessionTtlS: parsePositiveInt("BERTH_SESSION_TTL_S", env.BERTH_SESSION_TTL_S, 12 * 3600),
       emailTokenTtlS: parsePositiveInt("BERTH_EMAIL_TOKEN_TTL_S", env.BERTH_EMAIL_TOKEN_TTL_S, 86_400),
       verifyIntervalS: parseNonNegativeInt(
         "BERTH_EMAIL_VERIFY_INTERVAL_S",

@@ -9,8 +9,8 @@ import { generateApiKey, generatePassword, hashApiKey, hashPassword, verifyPassw
 /** Who is calling, as established by authentication. */
 export interface Principal {
   user: UserRow;
-  /** "apikey" or "password" (accounts API only) or "token" (accounts API bearer). */
-  via: "apikey" | "password" | "token";
+  /** "apikey", "password" (accounts API only), "token" (accounts API bearer) or "session" (dashboard cookie). */
+  via: "apikey" | "password" | "token" | "session";
   /** Set for service keys (role global): the only namespace the key may address. */
   namespaceLimit: string | null;
   /** Scopes held (accounts API); Basic credentials hold all. */

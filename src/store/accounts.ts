@@ -1,11 +1,12 @@
 // Queries of the accounts API (CONTRACT §11): email addresses, profile fields, access tokens and
 // email confirmation tokens. Tokens are looked up by their SHA-256 only.
-import type { AccessTokenTable, EmailTable, EmailTokenTable } from "./schema.ts";
+import type { AccessTokenTable, EmailTable, EmailTokenTable, SessionTable } from "./schema.ts";
 import { isUniqueViolation, type Store, UniqueViolation, type UserRow } from "./store.ts";
 
 export type EmailRow = EmailTable;
 export type AccessTokenRow = Omit<AccessTokenTable, "id"> & { id: number };
 export type EmailTokenRow = EmailTokenTable;
+export type SessionRow = Omit<SessionTable, "id"> & { id: number };
 
 /** The profile fields a user may change (CONTRACT §11). */
 export type ProfilePatch = Partial<Pick<UserRow, "location" | "profile_url" | "company">>;
@@ -132,8 +133,27 @@ export class AccountStore {
       .executeTakeFirst();
   }
 
+  // ---- dashboard sessions ----------------------------------------------------------------------
+
+  async insertSession(row: Omit<SessionRow, "id">): Promise<SessionRow> {
+    return this.s.db.insertInto("sessions").values(row).returningAll().executeTakeFirstOrThrow();
+  }
+
+  async findSession(tokenHash: string): Promise<SessionRow | undefined> {
+    return this.s.db
+      .selectFrom("sessions")
+      .selectAll()
+      .where("token_hash", "=", tokenHash)
+      .executeTakeFirst();
+  }
+
+  async deleteSession(tokenHash: string): Promise<void> {
+    await this.s.db.deleteFrom("sessions").where("token_hash", "=", tokenHash).execute();
+  }
+
   /** Forgets expired access and confirmation tokens; they can never be used again. */
   async purgeExpiredTokens(now: number): Promise<void> {
+    await this.s.db.deleteFrom("sessions").where("expires", "<=", now).execute();
     await this.s.db.deleteFrom("access_tokens").where("expires", "<=", now).execute();
     await this.s.db.deleteFrom("email_tokens").where("expires", "<=", now).execute();
   }

@@ -301,6 +301,19 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0007_sessions": {
+      async up(db: AnyDb) {
+        // Dashboard sign-in sessions: the cookie's token is kept only as its SHA-256.
+        await serial(db.schema.createTable("sessions"), "id")
+          .addColumn("token_hash", "text", (c) => c.notNull().unique())
+          .addColumn("user_id", "integer", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("expires", "bigint", (c) => c.notNull())
+          .addColumn("user_agent", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("sessions_expires").on("sessions").columns(["expires"]).execute();
+      },
+    },
     "0009_agents": {
       async up(db: AnyDb) {
         await serial(db.schema.createTable("registration_tokens"), "id")
@@ -358,8 +371,6 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn("name", "text", (c) => c.primaryKey())
           .addColumn("value", "text", (c) => c.notNull())
           .execute();
-      },
-    },
   };
 }
 

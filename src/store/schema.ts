@@ -41,6 +41,16 @@ export interface AccessTokenTable {
   expires: number;
 }
 
+/** Dashboard sign-in sessions (token stored as SHA-256); deleted at sign-out, ignored once expired. */
+export interface SessionTable {
+  id: Generated<number>;
+  token_hash: string;
+  user_id: number;
+  created: number;
+  expires: number;
+  user_agent: string;
+}
+
 /** One-time email confirmation tokens (hashed); a confirmed or superseded token is deleted. */
 export interface EmailTokenTable {
   token_hash: string;
@@ -327,6 +337,7 @@ export interface Database {
   users: UserTable;
   emails: EmailTable;
   access_tokens: AccessTokenTable;
+  sessions: SessionTable;
   email_tokens: EmailTokenTable;
   org_members: OrgMemberTable;
   api_keys: ApiKeyTable;

@@ -41,7 +41,16 @@ describe("providers", () => {
   test("a provider has every field of the spec, with its regions as URIs", async () => {
     const res = await call(h, alice, "GET", "/api/infra/v1/provider/aws/");
     assert.equal(res.status, 200);
-    assert.deepEqual(Object.keys(res.body).sort(), ["available", "label", "name", "regions", "resource_uri"]);
+    assert.deepEqual(Object.keys(res.body).sort(), [
+      "available",
+      "label",
+      "name",
+      "node_cluster_rules",
+      "regions",
+      "resource_uri",
+    ]);
+    // Berth extension: what node clusters of the provider accept (the dashboard's form follows it).
+    assert.deepEqual(res.body.node_cluster_rules, { provider_options: true, disk: "any", disk_sizes: [] });
     assert.equal(res.body.resource_uri, "/api/infra/v1/provider/aws/");
     assert.equal(res.body.name, "aws");
     assert.equal(typeof res.body.available, "boolean");

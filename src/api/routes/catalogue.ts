@@ -11,6 +11,16 @@ const Provider = Type.Object({
   label: Type.String(),
   regions: Type.Array(Type.String()),
   available: Type.Boolean(),
+  node_cluster_rules: Type.Object(
+    {
+      provider_options: Type.Boolean({ description: "whether provider_options (vpc, iam) may be given" }),
+      disk: Type.Union([Type.Literal("any"), Type.Literal("none"), Type.Literal("fixed")], {
+        description: "any: any size in GB; none: disk cannot be set; fixed: only disk_sizes",
+      }),
+      disk_sizes: Type.Array(Type.Integer()),
+    },
+    { description: "Berth extension: what node clusters of this provider accept" },
+  ),
 });
 const Region = Type.Object({
   resource_uri: Type.String(),

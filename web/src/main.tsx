@@ -1,0 +1,250 @@
+// The dashboard's entry: sign-in, the frame (navigation, namespace switcher, live status) and the
+// hash routes of every page.
+import "@xterm/xterm/css/xterm.css";
+import "./styles.css";
+import { effect } from "@preact/signals";
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import {
+  chooseNamespace,
+  get,
+  type ListPage,
+  loadSession,
+  namespace,
+  nsPath,
+  session,
+  signIn,
+  signOut,
+} from "./api.ts";
+import { liveStatus, startLive, stopLive } from "./live.ts";
+import { AccountPage } from "./pages/account.tsx";
+import { ActionDetail, ActionList } from "./pages/actions.tsx";
+import { ContainerDetail, ContainerList } from "./pages/containers.tsx";
+import { ClusterCreate, ClusterDetail, ClusterList, NodeDetail, NodeList } from "./pages/infra.tsx";
+import { RegistryPage } from "./pages/registries.tsx";
+import { ServiceCreate, ServiceDetail, ServiceEdit, ServiceList } from "./pages/services.tsx";
+import { StackCreate, StackDetail, StackList } from "./pages/stacks.tsx";
+import { match, route } from "./router.ts";
+import { ErrorLine, errorText, Notices, Page } from "./ui.tsx";
+
+function SignIn() {
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  return (
+    <main class="signin">
+      <form
+        class="form card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setBusy(true);
+          setError(undefined);
+          signIn(username, password).then(
+            () => setPassword(""),
+            (err: unknown) => {
+              setError(err);
+              setBusy(false);
+            },
+          );
+        }}
+      >
+        <h1>Sign in to Berth</h1>
+        <label class="field">
+          <span class="field-label">Username</span>
+          <input
+            name="username"
+            autocomplete="username"
+            required
+            value={username}
+            onInput={(e) => setUsername((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <label class="field">
+          <span class="field-label">Password</span>
+          <input
+            name="password"
+            type="password"
+            autocomplete="current-password"
+            required
+            value={password}
+            onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        {error !== undefined && (
+          <p class="error" role="alert">
+            {errorText(error)}
+          </p>
+        )}
+        <button type="submit" class="primary" disabled={busy}>
+          Sign in
+        </button>
+      </form>
+    </main>
+  );
+}
+
+const NAV: [string, string][] = [
+  ["/", "Overview"],
+  ["/nodeclusters", "Node clusters"],
+  ["/nodes", "Nodes"],
+  ["/stacks", "Stacks"],
+  ["/services", "Services"],
+  ["/containers", "Containers"],
+  ["/actions", "Actions"],
+  ["/registries", "Registries"],
+  ["/account", "Account"],
+];
+
+function Overview() {
+  const [counts, setCounts] = useState<Record<string, number | string>>({});
+  const [error, setError] = useState<unknown>(undefined);
+  const ns = namespace.value;
+  useEffect(() => {
+    const kinds: [string, "app" | "infra", string][] = [
+      ["Node clusters", "infra", "nodecluster"],
+      ["Nodes", "infra", "node"],
+      ["Stacks", "app", "stack"],
+      ["Services", "app", "service"],
+      ["Containers", "app", "container"],
+    ];
+    for (const [label, sub, res] of kinds) {
+      get<ListPage<unknown>>(`${nsPath(sub, res)}?limit=1`).then(
+        (p) => setCounts((c) => ({ ...c, [label]: p.meta.total_count })),
+        setError,
+      );
+    }
+  }, [ns]);
+  return (
+    <Page title={`Namespace ${ns}`}>
+      <ErrorLine error={error} />
+      <div class="tiles">
+        {Object.entries(counts).map(([label, n]) => (
+          <a key={label} class="tile" href={`#/${label.toLowerCase().replace(" ", "")}`}>
+            <span class="tile-n">{n}</span>
+            <span>{label}</span>
+          </a>
+        ))}
+      </div>
+      <p class="hint">
+        Every change you make is an action in the <a href="#/actions">audit log</a>, with its log, cancel and
+        retry.
+      </p>
+    </Page>
+  );
+}
+
+type Route = [string, (p: Record<string, string>) => preact.JSX.Element];
+const ROUTES: Route[] = [
+  ["/", () => <Overview />],
+  ["/nodeclusters", () => <ClusterList />],
+  ["/nodeclusters/new", () => <ClusterCreate />],
+  ["/nodeclusters/:uuid", (p) => <ClusterDetail uuid={p.uuid!} />],
+  ["/nodes", () => <NodeList />],
+  ["/nodes/:uuid", (p) => <NodeDetail uuid={p.uuid!} />],
+  ["/services", () => <ServiceList />],
+  ["/services/new", () => <ServiceCreate />],
+  ["/services/:uuid", (p) => <ServiceDetail uuid={p.uuid!} />],
+  ["/services/:uuid/edit", (p) => <ServiceEdit uuid={p.uuid!} />],
+  ["/containers", () => <ContainerList />],
+  ["/containers/:uuid", (p) => <ContainerDetail uuid={p.uuid!} />],
+  ["/stacks", () => <StackList />],
+  ["/stacks/new", () => <StackCreate />],
+  ["/stacks/:uuid", (p) => <StackDetail uuid={p.uuid!} />],
+  ["/actions", () => <ActionList />],
+  ["/actions/:uuid", (p) => <ActionDetail uuid={p.uuid!} />],
+  ["/registries", () => <RegistryPage />],
+  ["/account", () => <AccountPage />],
+];
+
+function Content() {
+  const path = route.value;
+  for (const [pattern, view] of ROUTES) {
+    const params = match(pattern, path);
+    if (params) return view(params);
+  }
+  return (
+    <Page title="Not found">
+      <p>
+        There is no page at {path}. <a href="#/">Go to the overview</a>.
+      </p>
+    </Page>
+  );
+}
+
+function Frame() {
+  const s = session.value!;
+  const path = route.value;
+  const [menu, setMenu] = useState(false);
+  useEffect(() => setMenu(false), [path]);
+  const section = `/${path.split("/")[1] ?? ""}`;
+  return (
+    <div class="frame">
+      <button type="button" class="skip" onClick={() => document.getElementById("content")?.focus()}>
+        Skip to content
+      </button>
+      <header class="top">
+        <button
+          type="button"
+          class="menu-toggle"
+          aria-expanded={menu}
+          aria-controls="nav"
+          onClick={() => setMenu(!menu)}
+        >
+          Menu
+        </button>
+        <a class="brand" href="#/">
+          Berth
+        </a>
+        <label class="ns">
+          <span class="sr-only">Namespace</span>
+          <select
+            name="namespace"
+            value={namespace.value}
+            onChange={(e) => chooseNamespace((e.target as HTMLSelectElement).value)}
+          >
+            {s.namespaces.map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span class={`live ${liveStatus.value}`} title="Changes arrive over the events stream">
+          {liveStatus.value}
+        </span>
+        <span class="who">{s.username}</span>
+        <button type="button" onClick={() => void signOut()}>
+          Sign out
+        </button>
+      </header>
+      <nav id="nav" class={menu ? "open" : undefined} aria-label="Sections">
+        {NAV.map(([to, label]) => (
+          <a key={to} href={`#${to}`} aria-current={section === to ? "page" : undefined}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      <main id="content" tabIndex={-1} key={namespace.value}>
+        <Content />
+      </main>
+      <Notices />
+    </div>
+  );
+}
+
+function App() {
+  const s = session.value;
+  if (s === undefined) return <p class="loading">Loading…</p>;
+  if (s === null) return <SignIn />;
+  return <Frame />;
+}
+
+// One events socket for the page while signed in.
+effect(() => {
+  if (session.value) startLive();
+  else stopLive();
+});
+
+void loadSession();
+render(<App />, document.getElementById("app")!);

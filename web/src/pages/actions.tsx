@@ -1,0 +1,269 @@
+// The audit log: every call as an action, with the spec's filters, each action's live log,
+// cancel and retry.
+
+import { useState } from "preact/hooks";
+import { call, nsPath, query, uuidOf } from "../api.ts";
+import { type Resource, useList, useObject } from "../live.ts";
+import { LogView } from "../logs.tsx";
+import { navigate } from "../router.ts";
+import {
+  ErrorLine,
+  Facts,
+  Field,
+  inputValue,
+  Loading,
+  Op,
+  Page,
+  PagedTable,
+  Pager,
+  Select,
+  StateBadge,
+  Table,
+} from "../ui.tsx";
+
+export interface Action extends Resource {
+  uuid: string;
+  action: string;
+  object: string;
+  method: string;
+  path: string;
+  user: string;
+  user_agent: string;
+  start_date: string | null;
+  end_date: string | null;
+  state: string;
+  ip: string;
+  location: string;
+  is_user_action: boolean;
+  can_be_canceled: boolean;
+  can_be_retried: boolean;
+}
+
+const STATES = ["Pending", "In progress", "Canceling", "Canceled", "Success", "Failed"];
+const PAGE = 50;
+
+/** A datetime-local value (the browser's time zone) as ISO 8601 UTC. */
+const iso = (local: string) => (local ? new Date(local).toISOString() : undefined);
+
+/** Where the dashboard shows an action's object. */
+export function objectLink(uri: string): string | undefined {
+  const m =
+    /\/api\/(?:app|infra)\/v1\/(?:[^/]+\/)?(service|container|stack|nodecluster|node)\/([^/]+)\/?$/.exec(uri);
+  if (!m) return undefined;
+  const page = {
+    service: "services",
+    container: "containers",
+    stack: "stacks",
+    nodecluster: "nodeclusters",
+    node: "nodes",
+  }[m[1]!];
+  return `#/${page}/${m[2]}`;
+}
+
+export function ActionList() {
+  const [offset, setOffset] = useState(0);
+  const [state, setState] = useState("");
+  const [startGte, setStartGte] = useState("");
+  const [startLte, setStartLte] = useState("");
+  const [endGte, setEndGte] = useState("");
+  const [endLte, setEndLte] = useState("");
+  const [object, setObject] = useState("");
+  const [related, setRelated] = useState(false);
+  const url = query(nsPath("audit", "action"), {
+    limit: PAGE,
+    offset,
+    order_by: "-start_date",
+    state,
+    start_date__gte: iso(startGte),
+    start_date__lte: iso(startLte),
+    end_date__gte: iso(endGte),
+    end_date__lte: iso(endLte),
+    object: object.trim() || undefined,
+    include_related: object.trim() ? related : undefined,
+  });
+  const list = useList<Action>(url, ["action"]);
+  const reset = () => setOffset(0);
+  return (
+    <Page title="Actions">
+      <form class="filters" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          State{" "}
+          <Select
+            value={state}
+            onChange={(v) => {
+              setState(v);
+              reset();
+            }}
+            options={[{ value: "", label: "any" }, ...STATES]}
+          />
+        </label>
+        <label>
+          Started after{" "}
+          <input
+            type="datetime-local"
+            value={startGte}
+            onChange={(e) => {
+              setStartGte(inputValue(e));
+              reset();
+            }}
+          />
+        </label>
+        <label>
+          Started before{" "}
+          <input
+            type="datetime-local"
+            value={startLte}
+            onChange={(e) => {
+              setStartLte(inputValue(e));
+              reset();
+            }}
+          />
+        </label>
+        <label>
+          Ended after{" "}
+          <input
+            type="datetime-local"
+            value={endGte}
+            onChange={(e) => {
+              setEndGte(inputValue(e));
+              reset();
+            }}
+          />
+        </label>
+        <label>
+          Ended before{" "}
+          <input
+            type="datetime-local"
+            value={endLte}
+            onChange={(e) => {
+              setEndLte(inputValue(e));
+              reset();
+            }}
+          />
+        </label>
+        <label>
+          Object{" "}
+          <input
+            value={object}
+            placeholder="/api/app/v1/…/service/<uuid>/"
+            onChange={(e) => {
+              setObject(inputValue(e));
+              reset();
+            }}
+          />
+        </label>
+        <label>
+          <input
+            type="checkbox"
+            checked={related}
+            onChange={(e) => {
+              setRelated((e.target as HTMLInputElement).checked);
+              reset();
+            }}
+          />{" "}
+          with related objects
+        </label>
+      </form>
+      <PagedTable<Action>
+        list={list}
+        offset={offset}
+        limit={PAGE}
+        go={setOffset}
+        label="Actions"
+        empty="No actions match."
+        columns={[
+          { label: "Action", render: (a) => <a href={`#/actions/${a.uuid}`}>{a.action}</a> },
+          { label: "State", render: (a) => <StateBadge state={a.state} /> },
+          {
+            label: "Object",
+            render: (a) => {
+              const to = objectLink(a.object);
+              return to ? <a href={to}>{a.object}</a> : a.object;
+            },
+            class: "wrap",
+          },
+          { label: "User", render: (a) => a.user },
+          { label: "Started", render: (a) => a.start_date ?? "" },
+        ]}
+      />
+    </Page>
+  );
+}
+
+export function ActionDetail({ uuid }: { uuid: string }) {
+  // Actions have one URI, without a namespace (CONTRACT §4): events name them so.
+  const url = `/api/audit/v1/action/${uuid}/`;
+  const { data: a, error } = useObject<Action>(url);
+  if (error) return <ErrorLine error={error} />;
+  if (!a) return <Loading />;
+  const to = objectLink(a.object);
+  return (
+    <Page title={`Action ${a.action}`}>
+      <div class="ops">
+        <StateBadge state={a.state} />
+        <Op
+          label="Cancel"
+          allowed={{
+            allowed: a.can_be_canceled,
+            reason: `action is ${a.state}; cancel is allowed in Pending, In progress`,
+          }}
+          run={() => call("POST", `${url}cancel/`)}
+        />
+        <Op
+          label="Retry"
+          allowed={{
+            allowed: a.can_be_retried && ["Success", "Failed", "Canceled"].includes(a.state),
+            reason: ["Success", "Failed", "Canceled"].includes(a.state)
+              ? "only asynchronous actions can be retried"
+              : `action is ${a.state}; retry is allowed in Success, Failed, Canceled`,
+          }}
+          run={() => call("POST", `${url}retry/`)}
+          done={(r) => {
+            const next =
+              (r.data as { uuid?: string } | null)?.uuid ?? (r.actionUri ? uuidOf(r.actionUri) : undefined);
+            if (next) navigate(`/actions/${next}`);
+          }}
+        />
+      </div>
+      <Facts
+        items={[
+          ["Object", to ? <a href={to}>{a.object}</a> : a.object],
+          ["Call", `${a.method} ${a.path}`],
+          ["User", a.user],
+          ["User agent", a.user_agent],
+          ["From", `${a.ip}${a.location ? ` (${a.location})` : ""}`],
+          ["Started", a.start_date],
+          ["Ended", a.end_date],
+        ]}
+      />
+      <LogView key={url} streamPath={`${url}logs/`} title="Action log" />
+    </Page>
+  );
+}
+
+export function ActionsOf({ objectUri }: { objectUri: string }) {
+  const list = useList<Action>(
+    query(nsPath("audit", "action"), {
+      object: objectUri,
+      include_related: true,
+      order_by: "-start_date",
+      limit: 10,
+    }),
+    ["action"],
+  );
+  if (!list.data) return null;
+  return (
+    <Field label="Recent actions">
+      <Table<Action>
+        label="Recent actions"
+        rows={list.data.objects}
+        empty="None."
+        columns={[
+          { label: "Action", render: (a) => <a href={`#/actions/${a.uuid}`}>{a.action}</a> },
+          { label: "State", render: (a) => <StateBadge state={a.state} /> },
+          { label: "Started", render: (a) => a.start_date ?? "" },
+        ]}
+      />
+    </Field>
+  );
+}

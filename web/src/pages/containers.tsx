@@ -1,0 +1,142 @@
+// Containers: the list (server pagination, filters) and one container with its logs and a terminal.
+
+import { useState } from "preact/hooks";
+import { CONTAINER_OPERATIONS, CONTAINER_STATES } from "../../../src/domain/states.ts";
+import { call, nsPath, query, uuidOf } from "../api.ts";
+import { type Resource, useList, useObject } from "../live.ts";
+import { LogView } from "../logs.tsx";
+import { Terminal } from "../terminal.tsx";
+import {
+  ErrorLine,
+  Facts,
+  gate,
+  inputValue,
+  LifecycleOps,
+  Loading,
+  Op,
+  Page,
+  PagedTable,
+  Pager,
+  Select,
+  StateBadge,
+  StateFilter,
+  short,
+  Table,
+} from "../ui.tsx";
+
+interface Container extends Resource {
+  uuid: string;
+  name: string;
+  state: string;
+  image_name: string;
+  node: string | null;
+  service: string;
+  private_ip: string;
+  public_dns: string;
+  exit_code: number | null;
+  exit_code_msg: string | null;
+  container_ports: {
+    protocol: string;
+    inner_port: number;
+    outer_port: number | null;
+    endpoint_uri: string | null;
+  }[];
+  synchronized: boolean;
+  started_datetime: string | null;
+  deployed_datetime: string | null;
+}
+
+const PAGE = 100;
+
+export function ContainerList() {
+  const [offset, setOffset] = useState(0);
+  const [state, setState] = useState("");
+  const [service, setService] = useState("");
+  const list = useList<Container>(
+    query(nsPath("app", "container"), { limit: PAGE, offset, state, name: service || undefined }),
+    ["container"],
+  );
+  return (
+    <Page title="Containers">
+      <div class="filters">
+        <StateFilter
+          value={state}
+          states={CONTAINER_STATES}
+          onChange={(v) => {
+            setState(v);
+            setOffset(0);
+          }}
+        />
+        <label>
+          Name{" "}
+          <input
+            value={service}
+            placeholder="web-1"
+            onChange={(e) => {
+              setService(inputValue(e));
+              setOffset(0);
+            }}
+          />
+        </label>
+      </div>
+      <PagedTable<Container>
+        list={list}
+        offset={offset}
+        limit={PAGE}
+        go={setOffset}
+        label="Containers"
+        empty="No containers."
+        columns={[
+          { label: "Name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
+          { label: "State", render: (c) => <StateBadge state={c.state} /> },
+          { label: "Image", render: (c) => c.image_name },
+          {
+            label: "Service",
+            render: (c) => <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a>,
+          },
+          {
+            label: "Node",
+            render: (c) => (c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""),
+          },
+          { label: "IP", render: (c) => c.private_ip },
+        ]}
+      />
+    </Page>
+  );
+}
+
+export function ContainerDetail({ uuid }: { uuid: string }) {
+  const url = `${nsPath("app", "container")}${uuid}/`;
+  const { data: c, error } = useObject<Container>(url);
+  if (error) return <ErrorLine error={error} />;
+  if (!c) return <Loading />;
+  return (
+    <Page title={`Container ${c.name}`}>
+      <LifecycleOps
+        url={url}
+        state={c.state}
+        what={`container ${c.name}`}
+        table={CONTAINER_OPERATIONS}
+        terminateWarning="Its data is deleted."
+      />
+      <Facts
+        items={[
+          ["Image", c.image_name],
+          ["Service", <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a>],
+          ["Node", c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""],
+          ["Private IP", c.private_ip],
+          ["Public DNS", c.public_dns],
+          [
+            "Endpoints",
+            c.container_ports.map((p) => p.endpoint_uri ?? `${p.inner_port}/${p.protocol}`).join(", "),
+          ],
+          ["Exit code", c.exit_code === null ? "" : `${c.exit_code} ${c.exit_code_msg ?? ""}`],
+          ["Synchronized", c.synchronized ? "yes" : "no"],
+          ["Started", c.started_datetime],
+        ]}
+      />
+      <LogView key={url} streamPath={`${url}logs/`} title="Container logs" />
+      <Terminal key={url} execPath={`${url}exec/`} />
+    </Page>
+  );
+}

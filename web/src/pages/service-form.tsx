@@ -1,0 +1,391 @@
+// The service definition form, for create and edit: ports, environment, links, volumes,
+// strategy, restart and destroy policies, roles, resources, tags.
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { ApiFailure, type Reply } from "../api.ts";
+import { ErrorLine, errorText, Field, inputValue, notify, Select } from "../ui.tsx";
+import { type Service, serviceChoices } from "./services.tsx";
+
+interface Port {
+  protocol: string;
+  inner_port: string;
+  outer_port: string;
+  published: boolean;
+}
+interface Env {
+  key: string;
+  value: string;
+}
+interface Link {
+  to_service: string;
+  name: string;
+}
+interface Binding {
+  host_path: string;
+  container_path: string;
+  rewritable: boolean;
+  volumes_from: string;
+}
+
+function Rows<T>(props: {
+  legend: string;
+  rows: T[];
+  set(rows: T[]): void;
+  blank: T;
+  render(row: T, update: (patch: Partial<T>) => void): ComponentChildren;
+  disabled?: boolean;
+}) {
+  return (
+    <fieldset class="rows" disabled={props.disabled}>
+      <legend>{props.legend}</legend>
+      {props.rows.map((r, i) => (
+        <div class="row" key={i}>
+          {props.render(r, (patch) =>
+            props.set(props.rows.map((x, j) => (j === i ? { ...x, ...patch } : x))),
+          )}
+          <button type="button" class="link" onClick={() => props.set(props.rows.filter((_, j) => j !== i))}>
+            Remove
+          </button>
+        </div>
+      ))}
+      <button type="button" onClick={() => props.set([...props.rows, { ...props.blank }])}>
+        Add
+      </button>
+    </fieldset>
+  );
+}
+
+const int = (s: string): number | undefined => (s.trim() === "" ? undefined : Number(s));
+
+export function ServiceForm(props: {
+  initial?: Service;
+  submit(body: Record<string, unknown>): Promise<Reply<Service>>;
+  onSaved(uri: string): void;
+}) {
+  const i = props.initial;
+  const editing = i !== undefined;
+  const [image, setImage] = useState(i?.image_name ?? "");
+  const [name, setName] = useState(i?.name ?? "");
+  const [target, setTarget] = useState(String(i?.target_num_containers ?? 1));
+  const [runCommand, setRunCommand] = useState(i?.run_command ?? "");
+  const [entrypoint, setEntrypoint] = useState(i?.entrypoint ?? "");
+  const [strategy, setStrategy] = useState(i?.deployment_strategy ?? "EMPTIEST_NODE");
+  const [autorestart, setAutorestart] = useState(i?.autorestart ?? "OFF");
+  const [autodestroy, setAutodestroy] = useState(i?.autodestroy ?? "OFF");
+  const [autoredeploy, setAutoredeploy] = useState(i?.autoredeploy ?? false);
+  const [global, setGlobal] = useState(i?.roles.includes("global") ?? false);
+  const [privileged, setPrivileged] = useState(i?.privileged ?? false);
+  const [sequential, setSequential] = useState(i?.sequential_deployment ?? false);
+  const [memory, setMemory] = useState(i?.memory ? String(i.memory) : "");
+  const [cpuShares, setCpuShares] = useState(i?.cpu_shares ? String(i.cpu_shares) : "");
+  const [net, setNet] = useState(i?.net ?? "bridge");
+  const [pid, setPid] = useState(i?.pid ?? "none");
+  const [workingDir, setWorkingDir] = useState(i?.working_dir ?? "");
+  const [tags, setTags] = useState((i?.tags ?? []).map((t) => t.name).join(", "));
+  const [ports, setPorts] = useState<Port[]>(
+    (i?.container_ports ?? []).map((p) => ({
+      protocol: p.protocol,
+      inner_port: String(p.inner_port),
+      outer_port: p.outer_port ? String(p.outer_port) : "",
+      published: p.published,
+    })),
+  );
+  const [envs, setEnvs] = useState<Env[]>(
+    i?.container_envvars.map((e) => ({ key: e.key, value: e.value })) ?? [],
+  );
+  const [links, setLinks] = useState<Link[]>(
+    i?.linked_to_service.map((l) => ({ to_service: l.to_service, name: l.name })) ?? [],
+  );
+  const [bindings, setBindings] = useState<Binding[]>(
+    i?.bindings.map((b) => ({
+      host_path: b.host_path ?? "",
+      container_path: b.container_path ?? "",
+      rewritable: b.rewritable,
+      volumes_from: b.volumes_from ?? "",
+    })) ?? [],
+  );
+  const [choices, setChoices] = useState<{ value: string; label: string }[]>([]);
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    serviceChoices().then(setChoices, () => setChoices([]));
+  }, []);
+
+  const body = (): Record<string, unknown> => {
+    const b: Record<string, unknown> = {
+      image,
+      target_num_containers: int(target),
+      run_command: runCommand,
+      entrypoint,
+      deployment_strategy: strategy,
+      autorestart,
+      autodestroy,
+      autoredeploy,
+      roles: global ? ["global"] : [],
+      privileged,
+      sequential_deployment: sequential,
+      net,
+      pid,
+      tags: tags
+        .split(",")
+        .map((t) => t.trim())
+        .filter(Boolean)
+        .map((t) => ({ name: t })),
+      container_ports: ports.map((p) => ({
+        protocol: p.protocol,
+        inner_port: int(p.inner_port),
+        ...(p.outer_port.trim() ? { outer_port: int(p.outer_port) } : {}),
+        published: p.published,
+      })),
+      container_envvars: envs.filter((e) => e.key.trim()).map((e) => ({ key: e.key.trim(), value: e.value })),
+      linked_to_service: links
+        .filter((l) => l.to_service)
+        .map((l) => ({ to_service: l.to_service, ...(l.name.trim() ? { name: l.name.trim() } : {}) })),
+    };
+    if (workingDir.trim()) b.working_dir = workingDir.trim();
+    if (memory.trim()) b.memory = int(memory);
+    if (cpuShares.trim()) b.cpu_shares = int(cpuShares);
+    if (!editing) {
+      if (name.trim()) b.name = name.trim();
+      b.bindings = bindings.map((x) => ({
+        ...(x.host_path.trim() ? { host_path: x.host_path.trim() } : {}),
+        ...(x.container_path.trim() ? { container_path: x.container_path.trim() } : {}),
+        rewritable: x.rewritable,
+        ...(x.volumes_from ? { volumes_from: x.volumes_from } : {}),
+      }));
+    }
+    return b;
+  };
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const r = await props.submit(body());
+      notify({ kind: "ok", text: editing ? "Service updated." : "Service created.", actionUri: r.actionUri });
+      props.onSaved(r.data.resource_uri);
+    } catch (err) {
+      setError(err);
+      if (!(err instanceof ApiFailure)) notify({ kind: "error", text: errorText(err) });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const others = choices.filter((c) => c.value !== i?.resource_uri);
+  return (
+    <form class="form" onSubmit={(e) => void save(e)}>
+      <div class="grid">
+        <Field label="Image" hint="name[:tag], for example busybox:local">
+          <input name="image" required value={image} onInput={(e) => setImage(inputValue(e))} />
+        </Field>
+        <Field label="Name" hint={editing ? "a service keeps its name" : "defaults to the image name"}>
+          <input name="name" value={name} disabled={editing} onInput={(e) => setName(inputValue(e))} />
+        </Field>
+        <Field label="Containers">
+          <input
+            name="target_num_containers"
+            type="number"
+            min={0}
+            value={target}
+            onInput={(e) => setTarget(inputValue(e))}
+          />
+        </Field>
+        <Field label="Deployment strategy">
+          <Select
+            value={strategy}
+            onChange={setStrategy}
+            options={["EMPTIEST_NODE", "HIGH_AVAILABILITY", "EVERY_NODE"]}
+          />
+        </Field>
+        <Field label="Run command">
+          <input name="run_command" value={runCommand} onInput={(e) => setRunCommand(inputValue(e))} />
+        </Field>
+        <Field label="Entrypoint">
+          <input name="entrypoint" value={entrypoint} onInput={(e) => setEntrypoint(inputValue(e))} />
+        </Field>
+        <Field label="Autorestart">
+          <Select value={autorestart} onChange={setAutorestart} options={["OFF", "ON_FAILURE", "ALWAYS"]} />
+        </Field>
+        <Field label="Autodestroy">
+          <Select value={autodestroy} onChange={setAutodestroy} options={["OFF", "ON_SUCCESS", "ALWAYS"]} />
+        </Field>
+        <Field label="Memory (MB)">
+          <input type="number" min={4} value={memory} onInput={(e) => setMemory(inputValue(e))} />
+        </Field>
+        <Field label="CPU shares">
+          <input type="number" min={2} value={cpuShares} onInput={(e) => setCpuShares(inputValue(e))} />
+        </Field>
+        <Field label="Network">
+          <Select value={net} onChange={setNet} options={["bridge", "host"]} />
+        </Field>
+        <Field label="PID namespace">
+          <Select value={pid} onChange={setPid} options={["none", "host"]} />
+        </Field>
+        <Field label="Working directory">
+          <input value={workingDir} placeholder="/" onInput={(e) => setWorkingDir(inputValue(e))} />
+        </Field>
+        <Field label="Node tags" hint="comma-separated; containers go only to nodes with all of them">
+          <input value={tags} onInput={(e) => setTags(inputValue(e))} />
+        </Field>
+      </div>
+      <div class="checks">
+        <label>
+          <input
+            type="checkbox"
+            checked={autoredeploy}
+            onChange={(e) => setAutoredeploy((e.target as HTMLInputElement).checked)}
+          />{" "}
+          Autoredeploy on image push
+        </label>
+        <label>
+          <input
+            type="checkbox"
+            checked={global}
+            onChange={(e) => setGlobal((e.target as HTMLInputElement).checked)}
+          />{" "}
+          Role global (API access from the containers)
+        </label>
+        <label>
+          <input
+            type="checkbox"
+            checked={privileged}
+            onChange={(e) => setPrivileged((e.target as HTMLInputElement).checked)}
+          />{" "}
+          Privileged
+        </label>
+        <label>
+          <input
+            type="checkbox"
+            checked={sequential}
+            onChange={(e) => setSequential((e.target as HTMLInputElement).checked)}
+          />{" "}
+          Sequential deployment
+        </label>
+      </div>
+      <Rows<Port>
+        legend="Ports"
+        rows={ports}
+        set={setPorts}
+        blank={{ protocol: "tcp", inner_port: "", outer_port: "", published: false }}
+        render={(p, up) => (
+          <>
+            <input
+              aria-label="Inner port"
+              placeholder="inner port"
+              type="number"
+              value={p.inner_port}
+              onInput={(e) => up({ inner_port: inputValue(e) })}
+            />
+            <Select value={p.protocol} onChange={(v) => up({ protocol: v })} options={["tcp", "udp"]} />
+            <label>
+              <input
+                type="checkbox"
+                checked={p.published}
+                onChange={(e) => up({ published: (e.target as HTMLInputElement).checked })}
+              />{" "}
+              published
+            </label>
+            <input
+              aria-label="Outer port"
+              placeholder="outer port (any)"
+              type="number"
+              value={p.outer_port}
+              onInput={(e) => up({ outer_port: inputValue(e) })}
+            />
+          </>
+        )}
+      />
+      <Rows<Env>
+        legend="Environment"
+        rows={envs}
+        set={setEnvs}
+        blank={{ key: "", value: "" }}
+        render={(v, up) => (
+          <>
+            <input
+              aria-label="Variable"
+              placeholder="KEY"
+              value={v.key}
+              onInput={(e) => up({ key: inputValue(e) })}
+            />
+            <input
+              aria-label="Value"
+              placeholder="value"
+              value={v.value}
+              onInput={(e) => up({ value: inputValue(e) })}
+            />
+          </>
+        )}
+      />
+      <Rows<Link>
+        legend="Links"
+        rows={links}
+        set={setLinks}
+        blank={{ to_service: "", name: "" }}
+        render={(l, up) => (
+          <>
+            <Select
+              value={l.to_service}
+              onChange={(v) => up({ to_service: v })}
+              options={[{ value: "", label: "service…" }, ...others]}
+            />
+            <input
+              aria-label="Link name"
+              placeholder="link name (default: its name)"
+              value={l.name}
+              onInput={(e) => up({ name: inputValue(e) })}
+            />
+          </>
+        )}
+      />
+      <Rows<Binding>
+        legend={editing ? "Volumes (set at creation)" : "Volumes"}
+        rows={bindings}
+        set={setBindings}
+        disabled={editing}
+        blank={{ host_path: "", container_path: "", rewritable: true, volumes_from: "" }}
+        render={(b, up) => (
+          <>
+            <input
+              aria-label="Container path"
+              placeholder="container path"
+              value={b.container_path}
+              onInput={(e) => up({ container_path: inputValue(e) })}
+            />
+            <input
+              aria-label="Host path"
+              placeholder="host path (optional)"
+              value={b.host_path}
+              onInput={(e) => up({ host_path: inputValue(e) })}
+            />
+            <label>
+              <input
+                type="checkbox"
+                checked={b.rewritable}
+                onChange={(e) => up({ rewritable: (e.target as HTMLInputElement).checked })}
+              />{" "}
+              writable
+            </label>
+            <Select
+              value={b.volumes_from}
+              onChange={(v) => up({ volumes_from: v })}
+              options={[{ value: "", label: "or volumes from…" }, ...others]}
+            />
+          </>
+        )}
+      />
+      <ErrorLine error={error} />
+      <div class="form-actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {editing ? "Save" : "Create"}
+        </button>
+        <a class="button" href={i ? `#/services/${i.uuid}` : "#/services"}>
+          Cancel
+        </a>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,266 @@
+// Services: the list, one service (operations, containers, logs, triggers), create and edit.
+
+import { useState } from "preact/hooks";
+import { SERVICE_OPERATIONS, SERVICE_STATES } from "../../../src/domain/states.ts";
+import { call, get, type ListPage, nsPath, query, uuidOf } from "../api.ts";
+import { type Resource, useList, useObject } from "../live.ts";
+import { LogView } from "../logs.tsx";
+import { navigate } from "../router.ts";
+import {
+  ErrorLine,
+  Facts,
+  gate,
+  LifecycleOps,
+  Loading,
+  Op,
+  Page,
+  PagedTable,
+  Pager,
+  Select,
+  StateBadge,
+  StateFilter,
+  short,
+  Table,
+} from "../ui.tsx";
+import { ServiceForm } from "./service-form.tsx";
+import { Triggers } from "./triggers.tsx";
+
+export interface Service extends Resource {
+  uuid: string;
+  name: string;
+  nickname: string;
+  image_name: string;
+  state: string;
+  stack: string | null;
+  target_num_containers: number;
+  current_num_containers: number;
+  running_num_containers: number;
+  deployment_strategy: string;
+  containers: string[];
+  container_ports: {
+    protocol: string;
+    inner_port: number;
+    outer_port: number | null;
+    published: boolean;
+    endpoint_uri: string;
+  }[];
+  container_envvars: { key: string; value: string }[];
+  linked_to_service: { name: string; to_service: string; from_service: string }[];
+  bindings: {
+    host_path: string | null;
+    container_path: string | null;
+    rewritable: boolean;
+    volumes_from: string | null;
+  }[];
+  autorestart: string;
+  autodestroy: string;
+  autoredeploy: boolean;
+  roles: string[];
+  tags: { name: string }[];
+  public_dns: string;
+  synchronized: boolean;
+  run_command: string;
+  entrypoint: string;
+  memory: number | null;
+  cpu_shares: number | null;
+  privileged: boolean;
+  sequential_deployment: boolean;
+  net: string;
+  pid: string;
+  working_dir: string;
+  deployed_datetime: string | null;
+}
+
+const PAGE = 50;
+
+export function ServiceList() {
+  const [offset, setOffset] = useState(0);
+  const [state, setState] = useState("");
+  const list = useList<Service>(query(nsPath("app", "service"), { limit: PAGE, offset, state }), ["service"]);
+  return (
+    <Page
+      title="Services"
+      actions={
+        <a class="button primary" href="#/services/new">
+          Create service
+        </a>
+      }
+    >
+      <div class="filters">
+        <StateFilter
+          value={state}
+          states={SERVICE_STATES}
+          onChange={(v) => {
+            setState(v);
+            setOffset(0);
+          }}
+        />
+      </div>
+      <PagedTable<Service>
+        list={list}
+        offset={offset}
+        limit={PAGE}
+        go={setOffset}
+        label="Services"
+        empty="No services in this namespace yet."
+        columns={[
+          { label: "Name", render: (s) => <a href={`#/services/${s.uuid}`}>{s.nickname || s.name}</a> },
+          { label: "State", render: (s) => <StateBadge state={s.state} /> },
+          { label: "Image", render: (s) => s.image_name },
+          {
+            label: "Containers",
+            render: (s) => `${s.running_num_containers} running / ${s.target_num_containers}`,
+          },
+          {
+            label: "Stack",
+            render: (s) => (s.stack ? <a href={`#/stacks/${uuidOf(s.stack)}`}>{short(s.stack)}</a> : ""),
+          },
+        ]}
+      />
+    </Page>
+  );
+}
+
+export function ServiceDetail({ uuid }: { uuid: string }) {
+  const url = `${nsPath("app", "service")}${uuid}/`;
+  const { data: s, error } = useObject<Service>(url);
+  const [target, setTarget] = useState<string>("");
+  if (error) return <ErrorLine error={error} />;
+  if (!s) return <Loading />;
+  const what = `service ${s.name}`;
+  const g = (op: string) => gate(SERVICE_OPERATIONS, op, s.state, what);
+  const scaleTo = target === "" ? s.target_num_containers : Number(target);
+  return (
+    <Page
+      title={`Service ${s.nickname || s.name}`}
+      actions={
+        <a
+          class="button"
+          href={`#/services/${uuid}/edit`}
+          aria-disabled={!g("update").allowed}
+          title={g("update").reason || undefined}
+        >
+          Edit
+        </a>
+      }
+    >
+      <LifecycleOps
+        url={url}
+        state={s.state}
+        what={what}
+        table={SERVICE_OPERATIONS}
+        terminateWarning="All its containers and their data are deleted."
+      >
+        <span class="op-group">
+          <label>
+            Containers{" "}
+            <input
+              type="number"
+              min={0}
+              class="narrow"
+              value={target === "" ? s.target_num_containers : target}
+              onInput={(e) => setTarget((e.target as HTMLInputElement).value)}
+            />
+          </label>
+          <Op
+            label="Scale"
+            allowed={g("scale")}
+            run={async () => {
+              if (scaleTo !== s.target_num_containers)
+                await call("PATCH", url, { target_num_containers: scaleTo });
+              return call("POST", `${url}scale/`);
+            }}
+          />
+        </span>
+      </LifecycleOps>
+      <Facts
+        items={[
+          ["Image", s.image_name],
+          [
+            "Containers",
+            `${s.running_num_containers} running, ${s.current_num_containers} deployed, target ${s.target_num_containers}`,
+          ],
+          ["Strategy", s.deployment_strategy],
+          ["Stack", s.stack ? <a href={`#/stacks/${uuidOf(s.stack)}`}>{short(s.stack)}</a> : ""],
+          ["Public DNS", s.public_dns],
+          ["Synchronized", s.synchronized ? "yes" : "no (redeploy to apply the definition)"],
+          ["Autorestart / autodestroy", `${s.autorestart} / ${s.autodestroy}`],
+          ["Autoredeploy", s.autoredeploy ? "on" : "off"],
+          ["Roles", s.roles.join(", ")],
+          [
+            "Ports",
+            s.container_ports
+              .map((p) => `${p.inner_port}/${p.protocol}${p.published ? ` → ${p.outer_port ?? "any"}` : ""}`)
+              .join(", "),
+          ],
+          ["Links", s.linked_to_service.map((l) => `${l.name} → ${short(l.to_service)}`).join(", ")],
+          ["Tags", s.tags.map((t) => t.name).join(", ")],
+          ["Deployed", s.deployed_datetime],
+        ]}
+      />
+      <h2>Containers</h2>
+      <ContainersOf serviceUri={s.resource_uri} />
+      <Triggers serviceUrl={url} />
+      <LogView key={url} streamPath={`${url}logs/`} title="Service logs" />
+    </Page>
+  );
+}
+
+function ContainersOf({ serviceUri }: { serviceUri: string }) {
+  const list = useList<Resource & { uuid: string; name: string; node: string; private_ip: string }>(
+    query(nsPath("app", "container"), { service: serviceUri, limit: 100 }),
+    ["container"],
+  );
+  if (!list.data) return <Loading />;
+  return (
+    <Table
+      label="Containers of the service"
+      rows={list.data.objects}
+      empty="No containers: start the service."
+      columns={[
+        { label: "Name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
+        { label: "State", render: (c) => <StateBadge state={c.state} /> },
+        {
+          label: "Node",
+          render: (c) => (c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""),
+        },
+        { label: "Private IP", render: (c) => c.private_ip },
+      ]}
+    />
+  );
+}
+
+export function ServiceCreate() {
+  return (
+    <Page title="Create a service">
+      <ServiceForm
+        onSaved={(uri) => navigate(`/services/${uuidOf(uri)}`)}
+        submit={(body) => call<Service>("POST", nsPath("app", "service"), body)}
+      />
+    </Page>
+  );
+}
+
+export function ServiceEdit({ uuid }: { uuid: string }) {
+  const url = `${nsPath("app", "service")}${uuid}/`;
+  const { data: s, error } = useObject<Service>(url);
+  if (error) return <ErrorLine error={error} />;
+  if (!s) return <Loading />;
+  return (
+    <Page title={`Edit service ${s.name}`}>
+      <ServiceForm
+        initial={s}
+        onSaved={() => navigate(`/services/${uuid}`)}
+        submit={(body) => call<Service>("PATCH", url, body)}
+      />
+    </Page>
+  );
+}
+
+/** Services of the namespace for link and volumes-from pickers. */
+export async function serviceChoices(): Promise<{ value: string; label: string }[]> {
+  const page = await get<ListPage<Service>>(query(nsPath("app", "service"), { limit: 1000 }));
+  return page.objects
+    .filter((s) => s.state !== "Terminated")
+    .map((s) => ({ value: s.resource_uri, label: s.name }));
+}

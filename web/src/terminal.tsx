@@ -1,0 +1,116 @@
+// An exec terminal (xterm.js, loaded only when a terminal opens) over the exec stream. The exec
+// stream runs the command without a TTY, so the terminal edits the line locally (echo,
+// backspace) and sends it on Enter; Ctrl-D ends the input.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { wsUrl } from "./live.ts";
+
+interface ExecFrame {
+  type: string;
+  output?: string;
+  streamType?: string;
+  data?: { errorMessage?: string };
+}
+
+export function Terminal(props: { execPath: string }) {
+  const host = useRef<HTMLDivElement>(null);
+  const [command, setCommand] = useState("sh");
+  const [session, setSession] = useState(0);
+  const [status, setStatus] = useState("closed");
+
+  useEffect(() => {
+    if (session === 0 || !host.current) return;
+    let disposed = false;
+    let cleanup = () => {};
+    void (async () => {
+      const [{ Terminal: XTerm }, { FitAddon }] = await Promise.all([
+        import("@xterm/xterm"),
+        import("@xterm/addon-fit"),
+      ]);
+      if (disposed || !host.current) return;
+      host.current.textContent = "";
+      const term = new XTerm({
+        convertEol: true,
+        cursorBlink: true,
+        fontSize: 13,
+        rows: 20,
+        scrollback: 5000,
+      });
+      const fit = new FitAddon();
+      term.loadAddon(fit);
+      term.open(host.current);
+      fit.fit();
+      const onResize = () => fit.fit();
+      window.addEventListener("resize", onResize);
+      setStatus("connecting");
+      const ws = new WebSocket(wsUrl(`${props.execPath}?command=${encodeURIComponent(command)}`));
+      let line = "";
+      ws.onopen = () => {
+        setStatus("connected");
+        term.focus();
+      };
+      ws.onmessage = (m) => {
+        let f: ExecFrame;
+        try {
+          f = JSON.parse(String(m.data)) as ExecFrame;
+        } catch {
+          return;
+        }
+        if (f.type === "exec" && f.output)
+          term.write(f.streamType === "stderr" ? `\x1b[31m${f.output}\x1b[0m` : f.output);
+        if (f.type === "error") term.write(`\r\n\x1b[31m${f.data?.errorMessage ?? "error"}\x1b[0m\r\n`);
+      };
+      ws.onclose = (e) => {
+        setStatus(`ended${e.reason ? `: ${e.reason}` : ""}`);
+        term.write("\r\n\x1b[90m[the process ended]\x1b[0m\r\n");
+      };
+      const input = term.onData((d) => {
+        if (ws.readyState !== WebSocket.OPEN) return;
+        for (const ch of d) {
+          if (ch === "\r") {
+            term.write("\r\n");
+            ws.send(`${line}\n`);
+            line = "";
+          } else if (ch === "\u007f") {
+            if (line.length > 0) {
+              line = line.slice(0, -1);
+              term.write("\b \b");
+            }
+          } else if (ch === "\u0004") {
+            if (line) ws.send(line);
+            line = "";
+            ws.send("\u0004");
+          } else if (ch >= " ") {
+            line += ch;
+            term.write(ch);
+          }
+        }
+      });
+      cleanup = () => {
+        input.dispose();
+        window.removeEventListener("resize", onResize);
+        ws.close();
+        term.dispose();
+      };
+    })();
+    return () => {
+      disposed = true;
+      cleanup();
+    };
+  }, [session]);
+
+  return (
+    <section class="terminal" aria-label="Terminal">
+      <div class="log-bar">
+        <h2>Terminal</h2>
+        <label>
+          Command <input value={command} onInput={(e) => setCommand((e.target as HTMLInputElement).value)} />
+        </label>
+        <button type="button" onClick={() => setSession((s) => s + 1)}>
+          {session === 0 ? "Open terminal" : "Restart"}
+        </button>
+        <span class="log-status">{status}</span>
+      </div>
+      <div class="xterm-host" ref={host} />
+    </section>
+  );
+}

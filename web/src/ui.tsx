@@ -1,0 +1,390 @@
+// Shared pieces of every page: notices, operation buttons that follow the state tables, tables,
+// pagination, form fields.
+import { signal } from "@preact/signals";
+import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+import { ApiFailure, call, type Reply, uuidOf } from "./api.ts";
+
+export interface Notice {
+  id: number;
+  kind: "ok" | "error";
+  text: string;
+  actionUri?: string;
+}
+export const notices = signal<Notice[]>([]);
+let noticeId = 0;
+
+export function notify(n: Omit<Notice, "id">): void {
+  const id = ++noticeId;
+  notices.value = [...notices.value.slice(-4), { ...n, id }];
+  if (n.kind === "ok") setTimeout(() => dismiss(id), 8000);
+}
+export function dismiss(id: number): void {
+  notices.value = notices.value.filter((n) => n.id !== id);
+}
+
+export function Notices() {
+  return (
+    <div class="notices" aria-live="polite">
+      {notices.value.map((n) => (
+        <div key={n.id} class={`notice ${n.kind}`} role={n.kind === "error" ? "alert" : "status"}>
+          <span class="notice-text">{n.text}</span>
+          {n.actionUri && (
+            <a href={`#/actions/${uuidOf(n.actionUri)}`} onClick={() => dismiss(n.id)}>
+              Follow the action
+            </a>
+          )}
+          <button type="button" class="link" aria-label="Dismiss" onClick={() => dismiss(n.id)}>
+            ×
+          </button>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+/** The API's sentence for a refused call (or what went wrong on the way). */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiFailure) {
+    const d = e.details.map((x) => `${x.field} ${x.problem}`).join("; ");
+    return d && !e.message.includes(d) ? `${e.message} (${d})` : e.message;
+  }
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Runs a call and reports its outcome: the action to follow, or the API's error sentence. */
+export async function perform(
+  label: string,
+  run: () => Promise<Reply<unknown>>,
+): Promise<Reply<unknown> | undefined> {
+  try {
+    const r = await run();
+    notify({
+      kind: "ok",
+      text: `${label}: ${r.status === 202 ? "accepted" : "done"}.`,
+      actionUri: r.actionUri,
+    });
+    return r;
+  } catch (e) {
+    notify({ kind: "error", text: `${label}: ${errorText(e)}` });
+    return undefined;
+  }
+}
+
+/**
+ * Whether a state table allows an operation, with the API's own refusal sentence as the reason.
+ */
+export function gate(
+  table: Record<string, string[]>,
+  operation: string,
+  state: string | undefined,
+  what: string,
+): { allowed: boolean; reason: string } {
+  const allowed = table[operation] ?? [];
+  if (state !== undefined && allowed.includes(state)) return { allowed: true, reason: "" };
+  const where = allowed.length
+    ? `${operation} is allowed in ${allowed.join(", ")}`
+    : `${operation} is not allowed`;
+  return { allowed: false, reason: `${what} is ${state ?? "unknown"}; ${where}` };
+}
+
+export function Op(props: {
+  label: string;
+  run: () => Promise<Reply<unknown>>;
+  allowed?: { allowed: boolean; reason: string };
+  confirm?: string;
+  danger?: boolean;
+  done?: (r: Reply<unknown>) => void;
+}) {
+  const [busy, setBusy] = useState(false);
+  const allowed = props.allowed ?? { allowed: true, reason: "" };
+  const click = async () => {
+    if (props.confirm && !window.confirm(props.confirm)) return;
+    setBusy(true);
+    const r = await perform(props.label, props.run);
+    setBusy(false);
+    if (r) props.done?.(r);
+  };
+  return (
+    <span class="op" title={allowed.allowed ? undefined : allowed.reason}>
+      <button
+        type="button"
+        class={props.danger ? "danger" : undefined}
+        disabled={!allowed.allowed || busy}
+        aria-disabled={!allowed.allowed}
+        aria-description={allowed.allowed ? undefined : allowed.reason}
+        onClick={() => void click()}
+      >
+        {props.label}
+      </button>
+    </span>
+  );
+}
+
+const STATE_CLASS: Record<string, string> = {
+  Running: "good",
+  Deployed: "good",
+  Success: "good",
+  "Partly running": "warn",
+  "Partly deployed": "warn",
+  Unreachable: "bad",
+  Failed: "bad",
+  Stopped: "idle",
+  "Not running": "idle",
+  "Not Running": "idle",
+  Terminated: "gone",
+  Canceled: "gone",
+  Init: "idle",
+  "Empty cluster": "idle",
+};
+
+export function StateBadge({ state }: { state?: string }) {
+  const s = state ?? "";
+  return <span class={`state ${STATE_CLASS[s] ?? "busy"}`}>{s}</span>;
+}
+
+export interface Column<T> {
+  label: string;
+  render(o: T): ComponentChildren;
+  class?: string;
+}
+
+export function Table<T extends { resource_uri: string }>(props: {
+  columns: Column<T>[];
+  rows: T[];
+  empty: string;
+  label: string;
+}) {
+  if (props.rows.length === 0) return <p class="empty">{props.empty}</p>;
+  return (
+    <div class="table-wrap">
+      <table aria-label={props.label}>
+        <thead>
+          <tr>
+            {props.columns.map((c) => (
+              <th key={c.label} scope="col" class={c.class}>
+                {c.label}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((r) => (
+            <tr key={r.resource_uri} data-uri={r.resource_uri}>
+              {props.columns.map((c) => (
+                <td key={c.label} class={c.class} data-label={c.label}>
+                  {c.render(r)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function Pager(props: { offset: number; limit: number; total: number; go(offset: number): void }) {
+  if (props.total <= props.limit && props.offset === 0) return <p class="count">{props.total} in all</p>;
+  const last = Math.min(props.offset + props.limit, props.total);
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button
+        type="button"
+        disabled={props.offset === 0}
+        onClick={() => props.go(Math.max(0, props.offset - props.limit))}
+      >
+        Previous
+      </button>
+      <span>
+        {props.total === 0 ? 0 : props.offset + 1}–{last} of {props.total}
+      </span>
+      <button
+        type="button"
+        disabled={last >= props.total}
+        onClick={() => props.go(props.offset + props.limit)}
+      >
+        Next
+      </button>
+    </nav>
+  );
+}
+
+export function Field(props: { label: string; hint?: string; children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the child passed in.
+    <label class="field">
+      <span class="field-label">{props.label}</span>
+      {props.children}
+      {props.hint && <span class="hint">{props.hint}</span>}
+    </label>
+  );
+}
+
+export function Select(props: {
+  value: string;
+  onChange(v: string): void;
+  options: (string | { value: string; label: string; disabled?: boolean })[];
+  name?: string;
+}) {
+  return (
+    <select
+      name={props.name}
+      value={props.value}
+      onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}
+    >
+      {props.options.map((o) => {
+        const opt = typeof o === "string" ? { value: o, label: o } : o;
+        return (
+          <option key={opt.value} value={opt.value} disabled={opt.disabled}>
+            {opt.label}
+          </option>
+        );
+      })}
+    </select>
+  );
+}
+
+export const inputValue = (e: { currentTarget: EventTarget | null; target: EventTarget | null }) =>
+  (e.target as HTMLInputElement).value;
+
+export function ErrorLine({ error }: { error?: unknown }) {
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {errorText(error)}
+    </p>
+  );
+}
+
+export function Loading() {
+  return <p class="loading">Loading…</p>;
+}
+
+/** A short name for a resource URI: the last segment, shortened when it is a uuid. */
+export function short(uri: string | null | undefined): string {
+  if (!uri) return "";
+  const id = uriTail(uri);
+  return /^[0-9a-f-]{36}$/.test(id) ? id.slice(0, 8) : id;
+}
+export const uriTail = (uri: string) => uri.split("/").filter(Boolean).at(-1) ?? "";
+
+export function Page(props: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
+  return (
+    <section class="page">
+      <header class="page-head">
+        <h1>{props.title}</h1>
+        <div class="page-actions">{props.actions}</div>
+      </header>
+      {props.children}
+    </section>
+  );
+}
+
+export function Facts(props: { items: [string, ComponentChildren][] }) {
+  return (
+    <dl class="facts">
+      {props.items.map(([k, v]) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>{v === "" || v === null || v === undefined ? "—" : v}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** A state filter for a list: "any" or one state of its table. */
+export function StateFilter(props: { value: string; states: string[]; onChange(v: string): void }) {
+  return (
+    <label>
+      State{" "}
+      <Select
+        value={props.value}
+        onChange={props.onChange}
+        options={[{ value: "", label: "any" }, ...props.states]}
+      />
+    </label>
+  );
+}
+
+/** A list page's body: its error, then the table and the pager once loaded. */
+export function PagedTable<T extends { resource_uri: string }>(props: {
+  list: { data?: { objects: T[]; meta: { total_count: number } }; error?: unknown };
+  offset: number;
+  limit: number;
+  go(offset: number): void;
+  label: string;
+  empty: string;
+  columns: Column<T>[];
+}) {
+  return (
+    <>
+      <ErrorLine error={props.list.error} />
+      {!props.list.data ? (
+        <Loading />
+      ) : (
+        <>
+          <Table<T>
+            label={props.label}
+            rows={props.list.data.objects}
+            empty={props.empty}
+            columns={props.columns}
+          />
+          <Pager
+            offset={props.offset}
+            limit={props.limit}
+            total={props.list.data.meta.total_count}
+            go={props.go}
+          />
+        </>
+      )}
+    </>
+  );
+}
+
+/**
+ * The operations services, containers and stacks share: start, stop, redeploy (with or without
+ * reusing volumes) and terminate, each enabled exactly where the state table allows it.
+ */
+export function LifecycleOps(props: {
+  url: string;
+  state: string;
+  what: string;
+  table: Record<string, string[]>;
+  terminateWarning: string;
+  children?: ComponentChildren;
+}) {
+  const [reuse, setReuse] = useState(true);
+  const g = (op: string) => gate(props.table, op, props.state, props.what);
+  return (
+    <div class="ops">
+      <StateBadge state={props.state} />
+      <Op label="Start" allowed={g("start")} run={() => call("POST", `${props.url}start/`)} />
+      <Op label="Stop" allowed={g("stop")} run={() => call("POST", `${props.url}stop/`)} />
+      <span class="op-group">
+        <label>
+          Reuse volumes{" "}
+          <input
+            type="checkbox"
+            checked={reuse}
+            onChange={(e) => setReuse((e.target as HTMLInputElement).checked)}
+          />
+        </label>
+        <Op
+          label="Redeploy"
+          allowed={g("redeploy")}
+          run={() => call("POST", `${props.url}redeploy/?reuse_volumes=${reuse}`)}
+        />
+      </span>
+      {props.children}
+      <Op
+        label="Terminate"
+        danger
+        allowed={g("terminate")}
+        confirm={`Terminate ${props.what}? ${props.terminateWarning}`}
+        run={() => call("DELETE", props.url)}
+      />
+    </div>
+  );
+}
