@@ -371,6 +371,8 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn("name", "text", (c) => c.primaryKey())
           .addColumn("value", "text", (c) => c.notNull())
           .execute();
+      },
+    },
   };
 }
 
@@ -397,7 +399,9 @@ const MIGRATION_LOCK = 7340072;
 
 async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
-  const migrator = new Migrator({ db, provider });
+  // Migration numbers are handed out per piece of work, not in landing order: a database that
+  // already ran 0009 must still take a 0007 that lands later (each migration is independent).
+  const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
