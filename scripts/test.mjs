@@ -27,15 +27,34 @@ if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 // Real-engine files start several Docker engines each: on a 2-core machine two of them at once
 // starve each other's engines, so they run one at a time after the fast files (two at a time).
 const isReal = (f) => /\/test\/(real|local)\/|docker-engine\.test\.ts$/.test(f);
+// The tiers that go through the API and the store run a second time on PostgreSQL when a server is
+// named (CI names one): behaviour must be the same on both dialects. Pure tiers and the store suite
+// (which runs on both dialects itself) run once.
+const pgUrl = process.env.BERTH_TEST_PG_URL;
 const isBrowser = (f) => /\/test\/web\//.test(f);
+const usesDatabase = (f) =>
+  !isReal(f) &&
+  !isBrowser(f) &&
+  !/\/test\/(domain|scheduler|drivers|store|cli|process|replicas|ops)\//.test(f);
 const tiers = [
-  { files: files.filter((f) => !isReal(f) && !isBrowser(f)), concurrency: 2 },
-  { files: files.filter(isBrowser), concurrency: 1 },
-  { files: files.filter(isReal), concurrency: 1 },
+  { name: "fast tiers (SQLite)", files: files.filter((f) => !isReal(f) && !isBrowser(f)), concurrency: 2 },
+  ...(pgUrl
+    ? [
+        {
+          name: "API tiers on PostgreSQL",
+          files: files.filter(usesDatabase),
+          concurrency: 2,
+          env: { BERTH_TEST_DATABASE_URL: pgUrl },
+        },
+      ]
+    : []),
+  { name: "browser tier", files: files.filter(isBrowser), concurrency: 1 },
+  { name: "real-engine tier", files: files.filter(isReal), concurrency: 1 },
 ].filter((t) => t.files.length > 0);
 
 let status = 0;
 for (const tier of tiers) {
+  console.log(`\n### ${tier.name}: ${tier.files.length} files\n`);
   const result = spawnSync(
     process.execPath,
     // A file whose tests finished but left a handle open must not hang the run (--test-force-exit);
@@ -53,7 +72,7 @@ for (const tier of tiers) {
     {
       stdio: "inherit",
       cwd: root,
-      env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent" },
+      env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent", ...tier.env },
     },
   );
   if (result.status !== 0) status = result.status ?? 1;

@@ -44,6 +44,7 @@ import { Metrics } from "./ops/metrics.ts";
 import { ReplicaCoordinator } from "./ops/replicas.ts";
 import { adoptAfterRestore } from "./orchestrator/adoption.ts";
 import { AppChanges, containerUri, serviceUri, stackUri } from "./orchestrator/changes.ts";
+import { EngineContainerIO } from "./orchestrator/container-io.ts";
 import { ServiceManager } from "./orchestrator/manager.ts";
 import { Reconciler } from "./orchestrator/reconciler.ts";
 import { ContainerRuntime } from "./orchestrator/runtime.ts";
@@ -462,7 +463,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         streamRoutes(a, {
           store,
           identity,
-          engines,
+          containers: new EngineContainerIO(store, engines),
           settings: config.streams,
           remoteChangesAnnounced: () => listener?.connected ?? false,
         }),

@@ -1,7 +1,8 @@
 // Queries of the accounts API (CONTRACT §11): email addresses, profile fields, access tokens and
 // email confirmation tokens. Tokens are looked up by their SHA-256 only.
+import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import type { AccessTokenTable, EmailTable, EmailTokenTable, SessionTable } from "./schema.ts";
-import { isUniqueViolation, type Store, UniqueViolation, type UserRow } from "./store.ts";
+import type { Store, UserRow } from "./store.ts";
 
 export type EmailRow = EmailTable;
 export type AccessTokenRow = Omit<AccessTokenTable, "id"> & { id: number };

@@ -1,6 +1,8 @@
 // Queries of external repositories and service triggers.
+
+import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import type { RepositoryTable, TriggerTable } from "./schema.ts";
-import { isUniqueViolation, type Store, UniqueViolation } from "./store.ts";
+import type { Store } from "./store.ts";
 
 export type RepositoryRow = Omit<RepositoryTable, "id"> & { id: number };
 export type TriggerRow = Omit<TriggerTable, "id"> & { id: number };

@@ -5,6 +5,7 @@ import { VersionConflict } from "../domain/errors.ts";
 import { AccountStore } from "./accounts.ts";
 import { AgentStore } from "./agents.ts";
 import type { Dialect } from "./db.ts";
+import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import { NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
@@ -42,16 +43,7 @@ export class ChangeNotifier {
 /** The PostgreSQL channel of change-feed notifications. */
 export const CHANGE_CHANNEL = "berth_changes";
 
-export class UniqueViolation extends Error {}
-
-export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return (
-    e?.code === "23505" ||
-    e?.code === "SQLITE_CONSTRAINT_UNIQUE" ||
-    e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY"
-  );
-}
+export { isUniqueViolation, UniqueViolation };
 
 export interface ActionQuery {
   namespaces: string[];

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { RawData } from "ws";
 import { conflict, invalidField, notFound, stateConflict } from "../../domain/errors.ts";
-import type { ExecSession, TerminalSize } from "../../drivers/engine.ts";
+import type { ExecSession, TerminalSize } from "../../orchestrator/container-io.ts";
 import type { NodeRow } from "../../store/nodes.ts";
 import type { ContainerRow } from "../../store/services.ts";
 import { namespaceOf } from "../namespaces.ts";
@@ -140,13 +140,11 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
         else held.push(input);
       });
 
-      const engine = ctx.engines.forNode(plan.node);
       try {
-        session = await engine.exec(plan.engineId, {
-          cmd: ["sh", "-c", plan.command],
-          tty: plan.tty,
-          signal: abort.signal,
-        });
+        session = await ctx.containers.exec(
+          { node_uuid: plan.container.node_uuid, engineId: plan.engineId },
+          { cmd: ["sh", "-c", plan.command], tty: plan.tty, signal: abort.signal },
+        );
       } catch (err) {
         sendErrorFrame(ws, `exec in ${plan.container.name}: ${errorText(err)}`);
         closeSocket(ws, CLOSE.internal, "exec failed");

@@ -12,8 +12,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
 import { notFound } from "../../domain/errors.ts";
-import { type Engine, isEngineError, type LogLine } from "../../drivers/engine.ts";
 import { containerUri, serviceUri } from "../../orchestrator/changes.ts";
+import { isContainerGone, type LogLine } from "../../orchestrator/container-io.ts";
 import type { ContainerRow } from "../../store/services.ts";
 import { namespaceOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
@@ -110,12 +110,14 @@ class RecordLogStream {
     await Promise.all(
       records.map(async (r) => {
         try {
-          const engine = await this.engineOf(r);
-          if (!engine) return;
-          const lines = engine.logs(r.engine_id!, { tail: this.plan.tail, signal: this.abort.signal });
+          const lines = await this.ctx.containers.logs(ref(r), {
+            tail: this.plan.tail,
+            signal: this.abort.signal,
+          });
+          if (!lines) return;
           for await (const line of lines) entries.push({ line, source: r.name });
         } catch (err) {
-          if (!isEngineError(err, "not_found")) errors.push(`logs of ${r.name}: ${errorText(err)}`);
+          if (!isContainerGone(err)) errors.push(`logs of ${r.name}: ${errorText(err)}`);
         }
       }),
     );
@@ -145,17 +147,13 @@ class RecordLogStream {
     return c ? [c] : [];
   }
 
-  private async engineOf(r: ContainerRow): Promise<Engine | undefined> {
-    const node = await this.ctx.store.nodes.findNode(r.node_uuid);
-    return node && node.state !== "Terminated" ? this.ctx.engines.forNode(node) : undefined;
-  }
-
   private async countTail(r: ContainerRow, tail: number): Promise<number> {
     try {
-      const engine = await this.engineOf(r);
-      if (!engine || tail === 0) return 0;
+      if (tail === 0) return 0;
+      const lines = await this.ctx.containers.logs(ref(r), { tail, signal: this.abort.signal });
+      if (!lines) return 0;
       let n = 0;
-      for await (const _ of engine.logs(r.engine_id!, { tail, signal: this.abort.signal })) n += 1;
+      for await (const _ of lines) n += 1;
       return n;
     } catch {
       return 0;
@@ -187,9 +185,11 @@ class RecordLogStream {
     if ((opts.pastLines ?? 0) === 0) pastDone();
     void (async () => {
       try {
-        const engine = await this.engineOf(r);
-        if (!engine) return;
-        const lines = engine.logs(engineId, { tail: opts.tail, follow: true, signal: this.abort.signal });
+        const lines = await this.ctx.containers.logs(
+          { node_uuid: r.node_uuid, engineId },
+          { tail: opts.tail, follow: true, signal: this.abort.signal },
+        );
+        if (!lines) return;
         for await (const line of lines) {
           if (this.done) break;
           if (opts.afterTs !== undefined && line.timestampMs <= opts.afterTs) continue;
@@ -201,7 +201,7 @@ class RecordLogStream {
         }
       } catch (err) {
         // A container removed under us simply has no more lines; anything else is worth saying.
-        if (!this.done && !isEngineError(err, "not_found"))
+        if (!this.done && !isContainerGone(err))
           sendErrorFrame(this.ws, `logs of ${r.name}: ${errorText(err)}`);
       } finally {
         pastDone();
@@ -285,8 +285,7 @@ class RecordLogStream {
       const followed = this.followed.get(r.engine_id);
       if (followed?.active) continue;
       if (r.state === "Running" || r.state === "Starting") claimsRunning = true;
-      const engine = await this.engineOf(r);
-      const view = engine ? await engine.inspectContainer(r.engine_id).catch(() => undefined) : undefined;
+      const view = await this.ctx.containers.inspect(ref(r));
       if (!view?.running) continue;
       // A new engine container (scale, redeploy) is read from its start; a revived one from after
       // the last line already sent.
@@ -390,4 +389,9 @@ export function containerLogRoutes(app: FastifyInstance, ctx: StreamContext): vo
     },
     open: (ws, plan) => new RecordLogStream(ctx, ws, plan).run(),
   });
+}
+
+/** The container a record names, as the runtime's port addresses it. */
+function ref(r: ContainerRow): { node_uuid: string; engineId: string } {
+  return { node_uuid: r.node_uuid, engineId: r.engine_id ?? "" };
 }

@@ -4,7 +4,7 @@ import type { TSchema } from "typebox";
 import type { WebSocket } from "ws";
 import type { Config } from "../../config/index.ts";
 import type { IdentityService } from "../../identity/service.ts";
-import type { EngineSource } from "../../nodes/provisioners.ts";
+import type { ContainerIO } from "../../orchestrator/container-io.ts";
 import type { Store } from "../../store/store.ts";
 import { withUnprefixedStreamPaths } from "../compat.ts";
 import type { ActionLogWatcher } from "./action-logs.ts";
@@ -14,7 +14,8 @@ import { CLOSE, closeSocket, type Heartbeat, sendErrorFrame } from "./sockets.ts
 export interface StreamDeps {
   store: Store;
   identity: IdentityService;
-  engines: EngineSource;
+  /** Logs and exec of containers, through the runtime (streams never hold an engine). */
+  containers: ContainerIO;
   settings: Config["streams"];
   /**
    * Whether other replicas' commits are announced now (PostgreSQL LISTEN/NOTIFY): the feed then
