@@ -13,6 +13,7 @@ import {
   settledClusterState,
 } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
+import { canonicalUri, uriSegments } from "../domain/uri.ts";
 import type { EngineInfo } from "../drivers/engine.ts";
 import type { ClusterRow, NewNode, NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
@@ -54,10 +55,6 @@ export function tagNames(tags: ({ name: string } | string)[] | undefined, field 
     return name.trim();
   });
   return [...new Set(names)];
-}
-
-function uriParts(uri: string): string[] {
-  return uri.split("/").filter(Boolean);
 }
 
 export class NodeService {
@@ -153,9 +150,9 @@ export class NodeService {
 
   /** Validates a create body against the catalogue and the provider kind's rules. */
   validateCluster(input: ClusterInput): { provider: ProviderData; disk: number | null; tags: string[] } {
-    const region = this.o.catalogue.listRegions().find((r) => r.resource_uri === canonical(input.region));
+    const region = this.o.catalogue.listRegions().find((r) => r.resource_uri === canonicalUri(input.region));
     if (!region) throw invalidField("region", "must be the resource URI of a region of the catalogue");
-    const [, , , , providerName] = uriParts(region.resource_uri);
+    const [, , , , providerName] = uriSegments(region.resource_uri);
     const provider = this.o.catalogue.providerData(providerName!);
     if (!provider) throw invalidField("region", "unknown provider");
     if (provider.name === "byon") {
@@ -164,7 +161,7 @@ export class NodeService {
         "engines of your own are attached with POST /api/infra/v1/node/, not deployed in clusters",
       );
     }
-    const nodeType = canonical(input.node_type);
+    const nodeType = canonicalUri(input.node_type);
     if (!this.o.catalogue.listNodeTypes().some((n) => n.resource_uri === nodeType)) {
       throw invalidField("node_type", "must be the resource URI of a node type of the catalogue");
     }
@@ -209,8 +206,8 @@ export class NodeService {
         nickname: input.nickname ?? input.name.trim(),
         state: "Init",
         provider: provider.name,
-        region: canonical(input.region),
-        node_type: canonical(input.node_type),
+        region: canonicalUri(input.region),
+        node_type: canonicalUri(input.node_type),
         disk,
         target_num_nodes: input.target_num_nodes ?? 1,
         tags: JSON.stringify(tags),
@@ -227,7 +224,7 @@ export class NodeService {
   /** Node rows for a cluster, in state Deploying, inside the caller's transaction. */
   private async addNodeRows(tx: Store, c: ClusterRow, count: number): Promise<void> {
     const provider = this.o.catalogue.providerData(c.provider)!;
-    const region = uriParts(c.region)[5]!;
+    const region = uriSegments(c.region)[5]!;
     const zones = provider.regions.find((r) => r.name === region)?.availability_zones ?? [];
     for (let i = 0; i < count; i++) {
       const uuid = randomUUID();
@@ -694,10 +691,6 @@ export class NodeService {
       },
     };
   }
-}
-
-export function canonical(uri: string): string {
-  return `/${uriParts(uri).join("/")}/`;
 }
 
 function validateProviderOptions(opts: Record<string, unknown>): void {

@@ -1,12 +1,9 @@
 // Wire representations of node clusters and nodes (spec "Node cluster", "Node").
 import { restTime } from "../domain/time.ts";
-import { nsUri } from "../domain/uri.ts";
+import { clusterUri, nodeUri } from "../domain/uri.ts";
 import type { ClusterRow, NodeRow } from "../store/nodes.ts";
 
-export const clusterUri = (c: Pick<ClusterRow, "namespace" | "uuid">) =>
-  nsUri("infra", c.namespace, "nodecluster", c.uuid);
-export const nodeUri = (n: Pick<NodeRow, "namespace" | "uuid">) =>
-  nsUri("infra", n.namespace, "node", n.uuid);
+export { clusterUri, nodeUri };
 
 export const tagsOf = (json: string) => (JSON.parse(json) as string[]).map((name) => ({ name }));
 
@@ -42,7 +39,7 @@ export function nodeView(n: NodeRow, opts: { currentNumContainers: number; clust
     node_cluster: opts.cluster
       ? clusterUri(opts.cluster)
       : n.cluster_uuid
-        ? nsUri("infra", n.namespace, "nodecluster", n.cluster_uuid)
+        ? clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })
         : null,
     node_type: n.node_type,
     region: n.region,

@@ -7,10 +7,10 @@
 import { randomUUID } from "node:crypto";
 import type { ActionEngine } from "../actions/engine.ts";
 import { LABELS } from "../domain/service.ts";
+import { containerUri } from "../domain/uri.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import { nodeUri } from "../nodes/views.ts";
 import type { Store } from "../store/store.ts";
-import { containerUri } from "./changes.ts";
 import type { ContainerRuntime } from "./runtime.ts";
 
 const META = {

@@ -1,15 +1,9 @@
 // Change-feed entries of services, containers and stacks, with the parents of CONTRACT §8:
 // container → service, stack, node, node cluster; service → stack; stack → [].
 import type { Clock } from "../domain/time.ts";
-import { nsUri } from "../domain/uri.ts";
+import { clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-
-export const serviceUri = (s: Pick<ServiceRow, "namespace" | "uuid">) =>
-  nsUri("app", s.namespace, "service", s.uuid);
-export const containerUri = (c: Pick<ContainerRow, "namespace" | "uuid">) =>
-  nsUri("app", c.namespace, "container", c.uuid);
-export const stackUri = (namespace: string, uuid: string) => nsUri("app", namespace, "stack", uuid);
 
 export type ChangeAction = "create" | "update" | "delete";
 
@@ -34,8 +28,8 @@ export class AppChanges {
     if (service?.stack_uuid) parents.push(stackUri(c.namespace, service.stack_uuid));
     const node = await tx.nodes.findNode(c.node_uuid);
     if (node) {
-      parents.push(nsUri("infra", node.namespace, "node", node.uuid));
-      if (node.cluster_uuid) parents.push(nsUri("infra", node.namespace, "nodecluster", node.cluster_uuid));
+      parents.push(nodeUri(node));
+      if (node.cluster_uuid) parents.push(clusterUri({ namespace: node.namespace, uuid: node.cluster_uuid }));
     }
     await tx.appendChange({
       namespace: c.namespace,

@@ -24,13 +24,13 @@ import {
 } from "../domain/service-spec.ts";
 import { assertAllowed, SERVICE_OPERATIONS, type ServiceState } from "../domain/states.ts";
 import { type Clock, restTime } from "../domain/time.ts";
-import { nsUri } from "../domain/uri.ts";
+import { containerUri, lastSegment, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ContainerSpec } from "../drivers/engine.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import { type AppChanges, containerUri, serviceUri, stackUri } from "./changes.ts";
+import type { AppChanges } from "./changes.ts";
 import type { Orchestrator } from "./services.ts";
 
 export interface ManagerDeps {
@@ -62,7 +62,7 @@ export class ServiceManager {
   async resolver(namespace: string, store: Store = this.store): Promise<SpecContext["resolveService"]> {
     const services = await store.services.liveServices({ namespace });
     return (ref: string) => {
-      const id = ref.split("/").filter(Boolean).at(-1);
+      const id = lastSegment(ref);
       const s = services.find((x) => x.uuid === id);
       return s ? { uuid: s.uuid, name: s.name } : undefined;
     };
@@ -223,7 +223,7 @@ export class ServiceManager {
       container: { uuid: c.uuid, name: c.name, number: c.number, resource_uri: containerUri(c) },
       node: {
         uuid: node.uuid,
-        resource_uri: nsUri("infra", node.namespace, "node", node.uuid),
+        resource_uri: nodeUri(node),
         external_fqdn: node.external_fqdn,
       },
       links: await this.links(c, spec, service),
@@ -371,7 +371,7 @@ export class ServiceManager {
       started_datetime: restTime(c.started_at),
       stopped_datetime: restTime(c.stopped_at),
       destroyed_datetime: restTime(c.destroyed_at),
-      node: node ? nsUri("infra", node.namespace, "node", node.uuid) : null,
+      node: node ? nodeUri(node) : null,
       service: service ? serviceUri(service) : null,
       exit_code: c.exit_code,
       exit_code_msg: c.exit_code_msg,
@@ -401,7 +401,7 @@ export class ServiceManager {
                 container: { uuid: c.uuid, name: c.name, number: c.number, resource_uri: uri },
                 node: {
                   uuid: node.uuid,
-                  resource_uri: nsUri("infra", node.namespace, "node", node.uuid),
+                  resource_uri: nodeUri(node),
                   external_fqdn: node.external_fqdn,
                 },
                 links,

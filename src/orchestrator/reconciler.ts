@@ -7,11 +7,11 @@ import type { ActionEngine } from "../actions/engine.ts";
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
+import { containerUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ContainerEvent } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
-import { containerUri, serviceUri, stackUri } from "./changes.ts";
 import type { ContainerRuntime } from "./runtime.ts";
 import type { Orchestrator } from "./services.ts";
 

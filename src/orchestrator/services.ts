@@ -14,6 +14,7 @@ import {
   settledServiceState,
 } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
+import { containerUri, serviceUri } from "../domain/uri.ts";
 import {
   nextContainerNumbers,
   type PlacementPlan,
@@ -23,7 +24,7 @@ import {
 } from "../scheduler/index.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import { type AppChanges, containerUri, serviceUri } from "./changes.ts";
+import type { AppChanges } from "./changes.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
 
 export interface OrchestratorDeps {

@@ -8,10 +8,9 @@ import { ApiError, badRequest, conflict, invalidField } from "../domain/errors.t
 import { parseImageRef, parseRepositoryName, splitHost } from "../domain/images.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
-import { nsUri } from "../domain/uri.ts";
+import { registryUri, serviceUri } from "../domain/uri.ts";
 import type { RegistryAuth } from "../drivers/engine.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
-import { serviceUri } from "../orchestrator/changes.ts";
 import type { RepositoryRow } from "../store/registries.ts";
 import { type Store, UniqueViolation } from "../store/store.ts";
 import { type OutboundPolicy, usesPlainHttp } from "./outbound.ts";
@@ -46,7 +45,7 @@ export interface RepositoryView {
   registry: string;
 }
 
-export const registryUri = (namespace: string, host: string) => nsUri("repo", namespace, "registry", host);
+export { registryUri };
 export const repositoryUri = (namespace: string, name: string) =>
   `/api/repo/v1/${namespace}/repository/${name}/`;
 

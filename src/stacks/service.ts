@@ -41,8 +41,9 @@ import {
   type StackState,
 } from "../domain/states.ts";
 import { type Clock, restTime } from "../domain/time.ts";
+import { containerUri, lastSegment, serviceUri, stackUri } from "../domain/uri.ts";
 import type { Principal } from "../identity/service.ts";
-import { type AppChanges, containerUri, serviceUri, stackUri } from "../orchestrator/changes.ts";
+import type { AppChanges } from "../orchestrator/changes.ts";
 import type { ServiceManager } from "../orchestrator/manager.ts";
 import type { InlineOperation, Orchestrator } from "../orchestrator/services.ts";
 import type { ServiceRow } from "../store/services.ts";
@@ -168,7 +169,7 @@ class References {
   resolve = (ref: string): ResolvedService | undefined => {
     const { siblings, namespaceServices, stacks } = this.o;
     if (ref.includes("/")) {
-      const id = ref.split("/").filter(Boolean).at(-1);
+      const id = lastSegment(ref);
       const s = namespaceServices.find((x) => x.uuid === id);
       return s ? { uuid: s.uuid, name: s.name } : undefined;
     }

@@ -401,7 +401,18 @@ async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
   // Migration numbers are handed out per piece of work, not in landing order: a database that
   // already ran 0009 must still take a 0007 that lands later (each migration is independent).
-  const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true });
+  // On PostgreSQL the migration tables live in the schema the connection works in (its search_path):
+  // left to itself, Kysely would find another schema's tables and skip creating its own.
+  const migrationTableSchema =
+    dialect === "postgres"
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+      : undefined;
+  const migrator = new Migrator({
+    db,
+    provider,
+    allowUnorderedMigrations: true,
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {

@@ -5,7 +5,7 @@ import { ACTION_STATES, type ActionEngine } from "../../actions/engine.ts";
 import type { Relations } from "../../actions/relations.ts";
 import { badRequest, invalidField, notFound } from "../../domain/errors.ts";
 import { parseDateFilter, restTime } from "../../domain/time.ts";
-import { actionUri, parseObjectUri } from "../../domain/uri.ts";
+import { actionUri, canonicalUri, parseObjectUri } from "../../domain/uri.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ActionRow, Store } from "../../store/store.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
@@ -138,7 +138,7 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
           const parsed = parseObjectUri(q.object);
           if (!parsed && !q.object.startsWith("/api/"))
             throw invalidField("object", "must be a resource URI");
-          const given = `/${q.object.split("/").filter(Boolean).join("/")}/`;
+          const given = canonicalUri(q.object);
           // Without a namespace segment the URI is either a namespaced object in the path's namespace,
           // or an object that has no namespace (an action, a catalogue entry): look for both.
           const candidates =

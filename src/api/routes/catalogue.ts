@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { Catalogue } from "../../catalogue/catalogue.ts";
 import { notFound } from "../../domain/errors.ts";
+import { canonicalUri } from "../../domain/uri.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 
 const Provider = Type.Object({
@@ -47,10 +48,7 @@ const NodeType = Type.Object({
   available: Type.Boolean(),
 });
 
-/** URI filters compare canonical forms: one trailing slash, no repeated slashes. */
-export function canonicalUri(uri: string): string {
-  return `/${uri.split("/").filter(Boolean).join("/")}/`;
-}
+export { canonicalUri };
 
 const tags = ["infrastructure catalogue"];
 

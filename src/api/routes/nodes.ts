@@ -10,8 +10,9 @@ import {
   NODE_STATES,
   type NodeState,
 } from "../../domain/states.ts";
+import { canonicalUri, lastSegment } from "../../domain/uri.ts";
 import type { IdentityService } from "../../identity/service.ts";
-import { type ClusterInput, canonical, type NodeService, tagNames } from "../../nodes/service.ts";
+import { type ClusterInput, type NodeService, tagNames } from "../../nodes/service.ts";
 import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
 import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
@@ -112,8 +113,8 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
           uuidPrefix: q.uuid__startswith,
           state: stateFilter(CLUSTER_STATES, q.state),
           name: q.name,
-          region: q.region ? canonical(q.region) : undefined,
-          nodeType: q.node_type ? canonical(q.node_type) : undefined,
+          region: q.region ? canonicalUri(q.region) : undefined,
+          nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
           ...page,
         });
         return envelope(req, page, total, await Promise.all(rows.map(showCluster)));
@@ -236,9 +237,9 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
           uuid: q.uuid,
           uuidPrefix: q.uuid__startswith,
           state: stateFilter(NODE_STATES, q.state),
-          cluster: q.node_cluster ? canonical(q.node_cluster).split("/").at(-2) : undefined,
-          nodeType: q.node_type ? canonical(q.node_type) : undefined,
-          region: q.region ? canonical(q.region) : undefined,
+          cluster: q.node_cluster ? lastSegment(q.node_cluster) : undefined,
+          nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
+          region: q.region ? canonicalUri(q.region) : undefined,
           engineVersion: q.engine_version,
           ...page,
         });

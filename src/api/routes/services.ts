@@ -5,9 +5,8 @@ import type { ActionEngine } from "../../actions/engine.ts";
 import { ServiceCreateBody, ServiceUpdateBody } from "../../contract/service.ts";
 import { invalidField } from "../../domain/errors.ts";
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
+import { canonicalUri, containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
 import type { IdentityService } from "../../identity/service.ts";
-import { canonical } from "../../nodes/service.ts";
-import { containerUri, serviceUri } from "../../orchestrator/changes.ts";
 import type { ServiceManager } from "../../orchestrator/manager.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
@@ -28,7 +27,7 @@ const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(T
 
 /** The uuid inside a resource URI filter (with or without namespace), or the value itself. */
 function uuidOf(uri: string): string {
-  return canonical(uri).split("/").filter(Boolean).at(-1) ?? uri;
+  return lastSegment(uri) ?? uri;
 }
 
 function stateFilter(states: readonly string[], value: string | undefined): string | undefined {

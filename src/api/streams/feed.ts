@@ -5,6 +5,7 @@
 // announced, rarely (a safety net) while they are. The database is never polled once per subscriber.
 import { createHash } from "node:crypto";
 import { eventTime } from "../../domain/time.ts";
+import { uriKey } from "../../domain/uri.ts";
 import type { ChangeRow, Store } from "../../store/store.ts";
 
 /** Changes read per query; a reader far behind catches up in pages of this size. */
@@ -13,19 +14,7 @@ export const FEED_PAGE = 500;
 /** While notifications arrive, the feed still reads once per this many poll intervals. */
 const SAFETY_POLLS = 15;
 
-/**
- * The comparison key of a resource URI, with or without its namespace segment (filters accept
- * both, CONTRACT §5): `/api/app/v1/alice/service/<id>/` and `/api/app/v1/service/<id>/` give
- * `app/service/<id>`. Anything else keys as its slash-normalized self.
- */
-export function uriKey(uri: string): string {
-  const parts = uri.split("/").filter(Boolean);
-  if (parts[0] === "api" && parts[2] === "v1") {
-    if (parts.length === 6) return `${parts[1]}/${parts[4]}/${parts[5]}`;
-    if (parts.length === 5) return `${parts[1]}/${parts[3]}/${parts[4]}`;
-  }
-  return `/${parts.join("/")}/`;
-}
+export { uriKey };
 
 /**
  * An event's own id, derived from its revision (a name-based, version-5-shaped UUID): a subscriber

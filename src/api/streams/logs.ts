@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
 import { notFound } from "../../domain/errors.ts";
-import { containerUri, serviceUri } from "../../orchestrator/changes.ts";
+import { containerUri, serviceUri } from "../../domain/uri.ts";
 import { isContainerGone, type LogLine } from "../../orchestrator/container-io.ts";
 import type { ContainerRow } from "../../store/services.ts";
 import { namespaceOf } from "../namespaces.ts";
