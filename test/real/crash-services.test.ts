@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -21,6 +20,7 @@ import { openDatabase } from "../../src/store/db.ts";
 import { Store } from "../../src/store/store.ts";
 import { basic, waitFor } from "../support/harness.ts";
 import { localNodesUnavailable } from "../support/local-lab.ts";
+import { freeLoopbackPort, uuidOf } from "../support/real-api.ts";
 
 // A lab range and bridge of this file's own (see services-local.test.ts for the others).
 const LAB_RANGE = "10.225.0.0/16";
@@ -62,17 +62,6 @@ interface ActionView {
   action: string;
   state: string;
   object: string;
-}
-
-const uuidOf = (uri: string) => uri.split("/").filter(Boolean).at(-1)!;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 describe("SIGKILL of the server while it deploys a service on local nodes", {
@@ -160,7 +149,7 @@ describe("SIGKILL of the server while it deploys a service on local nodes", {
   test("after a restart the service converges to 6 running containers and nothing is left over", {
     timeout: 150_000,
   }, async (t) => {
-    port = await freePort();
+    port = await freeLoopbackPort();
     let startedAtMs = Date.now();
     child = await startServer();
     t.diagnostic(`server up in ${Date.now() - startedAtMs} ms`);

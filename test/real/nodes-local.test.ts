@@ -15,6 +15,7 @@ import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import type { NodeRow } from "../../src/store/nodes.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
+import { actionUuidOf, execIn } from "../support/real-api.ts";
 
 // A lab range and bridge of this file's own: never the provider test's (10.229, berth-t0) nor a
 // real install's (10.231, berth0), so they can run side by side.
@@ -55,14 +56,6 @@ function ip(args: string[]): string {
   return execFileSync("ip", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
 
-function actionUuidOf(headers: Record<string, unknown>): string {
-  const uri = headers["x-platform-action-uri"];
-  assert.equal(typeof uri, "string", "the response names its action");
-  const uuid = (uri as string).split("/").filter(Boolean).at(-1);
-  assert.ok(uuid);
-  return uuid;
-}
-
 /** The host's iptables, and the legacy one when its tables are in use (listing it then creates nothing). */
 function iptablesInUse(): string[] {
   let legacyLive = false;
@@ -86,30 +79,6 @@ function processesMentioning(needles: string[]): string[] {
         return false; // Exited while we looked.
       }
     });
-}
-
-/** Runs a command in a container and collects its output; gives up (and aborts) after `timeoutMs`. */
-async function execIn(
-  engine: Engine,
-  containerId: string,
-  cmd: string[],
-  timeoutMs: number,
-): Promise<{ exitCode: number; output: string }> {
-  const abort = new AbortController();
-  const timer = setTimeout(
-    () => abort.abort(new Error(`${cmd.join(" ")}: no answer in ${timeoutMs} ms`)),
-    timeoutMs,
-  );
-  try {
-    const session = await engine.exec(containerId, { cmd, signal: abort.signal });
-    session.end();
-    const chunks: Buffer[] = [];
-    for await (const out of session.output) chunks.push(out.data);
-    if (abort.signal.aborted) throw abort.signal.reason;
-    return { exitCode: await session.exitCode, output: Buffer.concat(chunks).toString("utf8") };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 describe("local nodes through the API: real engines on this host", { skip: unavailable ?? false }, () => {

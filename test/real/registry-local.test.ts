@@ -11,7 +11,6 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -27,6 +26,7 @@ import {
   stopWorkers,
   terminateLab,
 } from "../support/local-lab.ts";
+import { freeLoopbackPort } from "../support/real-api.ts";
 
 // This file's own lab range and bridge, so it can run beside the other real-engine files.
 const LAB_RANGE = "10.222.0.0/16";
@@ -50,15 +50,6 @@ const unavailable =
       ? "htpasswd is missing (apt-get install apache2-utils)"
       : undefined);
 requirePrerequisitesInCi(unavailable, "registry prerequisites are present (required in CI)");
-
-async function freeLoopbackPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === "string") throw new Error("no free port");
-  return address.port;
-}
 
 /** GET /v2/ of a lab registry from the host; the status, or 0 while nothing answers. */
 async function v2Status(host: string): Promise<number> {

@@ -17,6 +17,7 @@ import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import type { NodeRow } from "../../src/store/nodes.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
+import { execIn, uuidOf } from "../support/real-api.ts";
 
 // A lab range and bridge of this file's own (nodes-local: 10.227/berth-r0, provider test:
 // 10.229/berth-t0, crash-services: 10.225/berth-k0, a real install: 10.231/berth0).
@@ -78,32 +79,6 @@ interface EngineBox {
   service: string;
   running: boolean;
   state: string;
-}
-
-const uuidOf = (uri: string) => uri.split("/").filter(Boolean).at(-1)!;
-
-/** Runs a command in a container and collects its output; gives up (and aborts) after `timeoutMs`. */
-async function execIn(
-  engine: Engine,
-  containerId: string,
-  cmd: string[],
-  timeoutMs: number,
-): Promise<{ exitCode: number; output: string }> {
-  const abort = new AbortController();
-  const timer = setTimeout(
-    () => abort.abort(new Error(`${cmd.join(" ")}: no answer in ${timeoutMs} ms`)),
-    timeoutMs,
-  );
-  try {
-    const session = await engine.exec(containerId, { cmd, signal: abort.signal });
-    session.end();
-    const chunks: Buffer[] = [];
-    for await (const out of session.output) chunks.push(out.data);
-    if (abort.signal.aborted) throw abort.signal.reason;
-    return { exitCode: await session.exitCode, output: Buffer.concat(chunks).toString("utf8") };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 describe("services on local nodes: real containers on real engines", { skip: unavailable ?? false }, () => {

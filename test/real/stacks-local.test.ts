@@ -15,6 +15,7 @@ import type { Engine } from "../../src/drivers/engine.ts";
 import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
+import { execIn, uuidOf } from "../support/real-api.ts";
 
 // A lab range and bridge of this file's own (nodes-local: 10.227/berth-r0, services-local:
 // 10.226/berth-v0, crash-services: 10.225/berth-k0, provider test: 10.229/berth-t0, a real
@@ -65,32 +66,6 @@ interface ContainerView {
   state: string;
   node: string;
   private_ip: string;
-}
-
-const uuidOf = (uri: string) => uri.split("/").filter(Boolean).at(-1)!;
-
-/** Runs a command in a container and collects its output; gives up (and aborts) after `timeoutMs`. */
-async function execIn(
-  engine: Engine,
-  containerId: string,
-  cmd: string[],
-  timeoutMs: number,
-): Promise<{ exitCode: number; output: string }> {
-  const abort = new AbortController();
-  const timer = setTimeout(
-    () => abort.abort(new Error(`${cmd.join(" ")}: no answer in ${timeoutMs} ms`)),
-    timeoutMs,
-  );
-  try {
-    const session = await engine.exec(containerId, { cmd, signal: abort.signal });
-    session.end();
-    const chunks: Buffer[] = [];
-    for await (const out of session.output) chunks.push(out.data);
-    if (abort.signal.aborted) throw abort.signal.reason;
-    return { exitCode: await session.exitCode, output: Buffer.concat(chunks).toString("utf8") };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
