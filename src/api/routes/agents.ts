@@ -3,14 +3,19 @@
 // credentials: the token, then the node key, are the credentials, checked before any upgrade.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import type { TunnelHub } from "../../drivers/tunnel/hub.ts";
+import type { WebSocket } from "ws";
 import type { AgentNodes, EngineFacts } from "../../nodes/agents.ts";
 import { nodeView } from "../../nodes/views.ts";
 import type { NodeRow } from "../../store/nodes.ts";
 
+/** Where an accepted tunnel goes: the tunnel hub of src/drivers/tunnel (the API holds no driver). */
+export interface TunnelAcceptor {
+  attach(nodeUuid: string, ws: WebSocket, remoteAddress: string, now: number): unknown;
+}
+
 interface Deps {
   agents: AgentNodes;
-  hub: TunnelHub;
+  hub: TunnelAcceptor;
   clock: { now(): number };
 }
 
