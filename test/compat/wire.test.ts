@@ -376,7 +376,7 @@ describe("stream paths without the /api prefix, with credentials in the query", 
       const s = await openStream(`${base}${p}exec/?${creds(alice)}&command=${encodeURIComponent("echo hi")}`);
       const closed = await s.closed;
       assert.equal(output(s.frames), "hi\n");
-      assert.equal(closed.reason, "exit code 0");
+      assert.equal(closed.reason, "exit_code=0");
     }
   });
 

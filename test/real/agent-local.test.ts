@@ -194,14 +194,14 @@ describe("the Berth agent on a real engine behind no open port", {
         .includes("exec through the tunnel\nhello from busybox\n"),
     );
     shell.send("\u0004");
-    assert.equal((await shell.closed).reason, "exit code 0");
+    assert.equal((await shell.closed).reason, "exit_code=0");
     // A large output crosses the tunnel whole (flow control, many frames).
     const big = await openStream(`${base}${container}exec/?command=${encodeURIComponent("seq 1 200000")}`, {
       auth: alice.auth,
     });
     const closed = await big.closed;
     const out = big.frames.map((f) => f.output ?? "").join("");
-    assert.equal(closed.reason, "exit code 0");
+    assert.equal(closed.reason, "exit_code=0");
     assert.equal(out.split("\n").filter(Boolean).length, 200000);
     assert.ok(out.endsWith("199999\n200000\n"));
   });
