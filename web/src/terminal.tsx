@@ -1,6 +1,7 @@
-// An exec terminal (xterm.js, loaded only when a terminal opens) over the exec stream. The exec
-// stream runs the command without a TTY, so the terminal edits the line locally (echo,
-// backspace) and sends it on Enter; Ctrl-D ends the input.
+// An exec terminal (xterm.js, loaded only when a terminal opens) over the exec stream. On a TTY
+// (`tty=true`, the default) keystrokes go to the process as they are and a resize is a binary
+// frame {"type":"resize","rows","cols"}; without one the terminal edits the line locally (echo,
+// backspace), sends it on Enter, and Ctrl-D ends the input.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { wsUrl } from "./live.ts";
 
@@ -14,6 +15,7 @@ interface ExecFrame {
 export function Terminal(props: { execPath: string }) {
   const host = useRef<HTMLDivElement>(null);
   const [command, setCommand] = useState("sh");
+  const [tty, setTty] = useState(true);
   const [session, setSession] = useState(0);
   const [status, setStatus] = useState("closed");
 
@@ -39,10 +41,17 @@ export function Terminal(props: { execPath: string }) {
       term.loadAddon(fit);
       term.open(host.current);
       fit.fit();
-      const onResize = () => fit.fit();
-      window.addEventListener("resize", onResize);
       setStatus("connecting");
-      const ws = new WebSocket(wsUrl(`${props.execPath}?command=${encodeURIComponent(command)}`));
+      const size = tty ? `&tty=true&rows=${term.rows}&cols=${term.cols}` : "";
+      const ws = new WebSocket(wsUrl(`${props.execPath}?command=${encodeURIComponent(command)}${size}`));
+      const onResize = () => {
+        fit.fit();
+        if (tty && ws.readyState === WebSocket.OPEN)
+          ws.send(
+            new TextEncoder().encode(JSON.stringify({ type: "resize", rows: term.rows, cols: term.cols })),
+          );
+      };
+      window.addEventListener("resize", onResize);
       let line = "";
       ws.onopen = () => {
         setStatus("connected");
@@ -60,11 +69,18 @@ export function Terminal(props: { execPath: string }) {
         if (f.type === "error") term.write(`\r\n\x1b[31m${f.data?.errorMessage ?? "error"}\x1b[0m\r\n`);
       };
       ws.onclose = (e) => {
-        setStatus(`ended${e.reason ? `: ${e.reason}` : ""}`);
+        const code = /exit_code=(\d+)/.exec(e.reason)?.[1];
+        setStatus(
+          code === undefined ? `ended${e.reason ? `: ${e.reason}` : ""}` : `exited with code ${code}`,
+        );
         term.write("\r\n\x1b[90m[the process ended]\x1b[0m\r\n");
       };
       const input = term.onData((d) => {
         if (ws.readyState !== WebSocket.OPEN) return;
+        if (tty) {
+          ws.send(d);
+          return;
+        }
         for (const ch of d) {
           if (ch === "\r") {
             term.write("\r\n");
@@ -104,6 +120,14 @@ export function Terminal(props: { execPath: string }) {
         <h2>Terminal</h2>
         <label>
           Command <input value={command} onInput={(e) => setCommand((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>
+          <input
+            type="checkbox"
+            checked={tty}
+            onChange={(e) => setTty((e.target as HTMLInputElement).checked)}
+          />{" "}
+          TTY
         </label>
         <button type="button" onClick={() => setSession((s) => s + 1)}>
           {session === 0 ? "Open terminal" : "Restart"}
