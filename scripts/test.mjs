@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs every test file (test/**/*.test.ts, src/**/*.test.ts) with Node's test runner through tsx.
-// `--fast` skips the real-engine tier (files under test/real/ and test/local/, and docker driver tests).
+// `--fast` skips the real-engine tier (files under test/real/ and test/local/, and docker driver tests)
+// and the replica tier (test/replicas/: several server processes on PostgreSQL and a real engine).
 // Browser files (test/web/) run in a tier of their own, one at a time: two Chromiums at once on a
 // 2-core machine make each other's timings meaningless.
 import { spawnSync } from "node:child_process";
@@ -21,12 +22,12 @@ function walk(dir) {
 }
 
 let files = [...walk(path.join(root, "test")), ...walk(path.join(root, "src"))].sort();
-if (fast) files = files.filter((f) => !/\/test\/(real|local)\/|docker-engine\.test\.ts$/.test(f));
+if (fast) files = files.filter((f) => !/\/test\/(real|local|replicas)\/|docker-engine\.test\.ts$/.test(f));
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 
 // Real-engine files start several Docker engines each: on a 2-core machine two of them at once
 // starve each other's engines, so they run one at a time after the fast files (two at a time).
-const isReal = (f) => /\/test\/(real|local)\/|docker-engine\.test\.ts$/.test(f);
+const isReal = (f) => /\/test\/(real|local|replicas)\/|docker-engine\.test\.ts$/.test(f);
 // The tiers that go through the API and the store run a second time on PostgreSQL when a server is
 // named (CI names one): behaviour must be the same on both dialects. Pure tiers and the store suite
 // (which runs on both dialects itself) run once.

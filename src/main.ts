@@ -36,27 +36,18 @@ async function attachDefaultEngine(p: Platform): Promise<void> {
   }
 }
 
-async function main(): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`berth: invalid configuration: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
-  const server = await startServer(config);
+/**
+ * SIGTERM and SIGINT stop gracefully: no new connections or claims, streams closed with 1001,
+ * running actions get half the time to finish and are then released to other replicas; whatever
+ * happens, the process is gone within BERTH_SHUTDOWN_TIMEOUT_MS.
+ */
+export function stopOnSignals(server: Platform): void {
   let closing = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       if (closing) return;
       closing = true;
-      // Graceful: no new connections or claims, streams closed with 1001, running actions get half
-      // the time to finish and are then released to other replicas; whatever happens, the process
-      // is gone within BERTH_SHUTDOWN_TIMEOUT_MS.
-      const timeoutMs = config.shutdownTimeoutMs;
+      const timeoutMs = server.config.shutdownTimeoutMs;
       setTimeout(() => {
         server.app.log.error(`stopping took longer than ${timeoutMs} ms; exiting now`);
         process.exit(1);
@@ -73,6 +64,21 @@ async function main(): Promise<void> {
         });
     });
   }
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`berth: invalid configuration: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const server = await startServer(config);
+  stopOnSignals(server);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
-import { LoginLimiter } from "./accounts/limiter.ts";
+import { DatabaseCounters, LoginLimiter, MemoryCounters } from "./accounts/limiter.ts";
 import { LogOutbox, type Outbox, SmtpOutbox } from "./accounts/outbox.ts";
 import { AccountsService } from "./accounts/service.ts";
 import { SessionService } from "./accounts/sessions.ts";
@@ -352,6 +352,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       windowS: config.accounts.loginWindowS,
     },
     clock,
+    // Replicas share their counters, so that the limits hold whichever replica a guess reaches.
+    replicated ? new DatabaseCounters(store) : new MemoryCounters(),
   );
   const outbox =
     opts.outbox ??

@@ -1,12 +1,12 @@
 // Failed sign-in limits for password checks (Basic with a password on the accounts API, and the
 // password grant of POST /oauth/token): per username and per client address, over a fixed window.
 //
-// The counters live in memory, per process: with several Berth processes behind one address
-// (PostgreSQL scale-out) each counts on its own, so the effective limit is the configured one
-// times the number of processes. That still bounds guessing to a small, fixed rate, and keeps a
-// failed sign-in from costing a database write.
+// Where the counters live is behind `FailureCounters`: in memory for a single process (SQLite), in
+// the database when replicas share PostgreSQL, so that the limits hold across every replica behind
+// a load balancer instead of multiplying by their number.
 import { ApiError } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
+import type { Store } from "../store/store.ts";
 
 export interface LoginLimits {
   maxFailuresPerUser: number;
@@ -14,9 +14,30 @@ export interface LoginLimits {
   windowS: number;
 }
 
-interface Counter {
+export interface Counter {
   failures: number;
   resetAt: number;
+}
+
+/** Storage of failure counters over fixed windows. */
+export interface FailureCounters {
+  /**
+   * Counts one failure of `key` unless it already has `max` in its running window, in one step
+   * (parallel guesses cannot all pass the check before any is counted). When refused, says when
+   * the window ends.
+   */
+  tryCount(
+    key: string,
+    max: number,
+    now: number,
+    windowMs: number,
+  ): Promise<{ counted: true } | { counted: false; resetAt: number }>;
+  /**
+   * Adds `delta`; a key without a running window starts one of `windowMs`. Never below 0, and a
+   * negative delta never starts a window.
+   */
+  add(key: string, delta: number, now: number, windowMs: number): Promise<void>;
+  delete(key: string): Promise<void>;
 }
 
 /** Above this many counters, expired ones are dropped, then the oldest (memory stays bounded). */
@@ -32,12 +53,76 @@ export function tooManyFailures(retryAfterS: number): ApiError {
   );
 }
 
-export class LoginLimiter {
+/** Counters of one process (memory stays bounded: expired, then oldest, counters are dropped). */
+export class MemoryCounters implements FailureCounters {
   private readonly counters = new Map<string, Counter>();
 
+  async tryCount(key: string, max: number, now: number, windowMs: number) {
+    // No await before the count: the check and the count happen in one turn of the event loop.
+    const c = this.counters.get(key);
+    if (c && c.resetAt > now && c.failures >= max) return { counted: false as const, resetAt: c.resetAt };
+    this.addNow(key, 1, now, windowMs);
+    return { counted: true as const };
+  }
+
+  async add(key: string, delta: number, now: number, windowMs: number): Promise<void> {
+    this.addNow(key, delta, now, windowMs);
+  }
+
+  private addNow(key: string, delta: number, now: number, windowMs: number): void {
+    let c = this.counters.get(key);
+    if (!c || c.resetAt <= now) {
+      if (delta < 0) return;
+      c = { failures: 0, resetAt: now + windowMs };
+      this.counters.delete(key);
+      this.counters.set(key, c);
+      this.prune(now);
+    }
+    c.failures = Math.max(0, c.failures + delta);
+  }
+
+  async delete(key: string): Promise<void> {
+    this.counters.delete(key);
+  }
+
+  private prune(now: number): void {
+    if (this.counters.size <= MAX_COUNTERS) return;
+    for (const [k, c] of this.counters) if (c.resetAt <= now) this.counters.delete(k);
+    // Map iteration is insertion order: the first keys are the oldest windows.
+    for (const k of this.counters.keys()) {
+      if (this.counters.size <= MAX_COUNTERS) break;
+      this.counters.delete(k);
+    }
+  }
+}
+
+/** Counters every replica sharing the database sees (each change is one atomic statement). */
+export class DatabaseCounters implements FailureCounters {
+  constructor(private readonly store: Store) {}
+
+  async tryCount(key: string, max: number, now: number, windowMs: number) {
+    if (await this.store.replicas.countLoginFailure(key, max, now, now + windowMs))
+      return { counted: true as const };
+    const row = await this.store.replicas.findLoginFailures(key);
+    return { counted: false as const, resetAt: row?.reset_at ?? now + 1000 };
+  }
+
+  async add(key: string, delta: number, now: number, windowMs: number): Promise<void> {
+    await this.store.replicas.addLoginFailures(key, delta, now, now + windowMs);
+    // Ended windows are swept now and then rather than on every call.
+    if (delta > 0 && Math.random() < 0.01) await this.store.replicas.pruneLoginFailures(now);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.store.replicas.deleteLoginFailures(key);
+  }
+}
+
+export class LoginLimiter {
   constructor(
     private readonly limits: LoginLimits,
     private readonly clock: Clock,
+    private readonly counters: FailureCounters = new MemoryCounters(),
   ) {}
 
   /**
@@ -53,59 +138,38 @@ export class LoginLimiter {
   ): Promise<T | undefined> {
     const userKey = `user:${username}`;
     const addressKey = `address:${address}`;
-    const wait = Math.max(
-      this.retryAfterS(userKey, this.limits.maxFailuresPerUser),
-      this.retryAfterS(addressKey, this.limits.maxFailuresPerAddress),
-    );
-    if (wait > 0) throw tooManyFailures(wait);
-    this.count(userKey, 1);
-    this.count(addressKey, 1);
+    const now = this.clock.now();
+    const windowMs = this.limits.windowS * 1000;
+    const user = await this.counters.tryCount(userKey, this.limits.maxFailuresPerUser, now, windowMs);
+    if (!user.counted) throw tooManyFailures(secondsUntil(user.resetAt, now));
+    const addr = await this.counters.tryCount(addressKey, this.limits.maxFailuresPerAddress, now, windowMs);
+    if (!addr.counted) {
+      await this.count(userKey, -1);
+      throw tooManyFailures(secondsUntil(addr.resetAt, now));
+    }
     let result: T | undefined;
     try {
       result = await attempt();
     } catch (err) {
       // An internal error is not a wrong password: do not hold it against the caller.
-      this.count(userKey, -1);
-      this.count(addressKey, -1);
+      await this.count(userKey, -1);
+      await this.count(addressKey, -1);
       throw err;
     }
     if (result !== undefined) {
       // The right password clears the user's failures; the address keeps its count, so that one
       // known account cannot be used to reset an address that is guessing at others.
-      this.counters.delete(userKey);
-      this.count(addressKey, -1);
+      await this.counters.delete(userKey);
+      await this.count(addressKey, -1);
     }
     return result;
   }
 
-  /** Seconds until the key may try again; 0 when it may now. */
-  private retryAfterS(key: string, max: number): number {
-    const c = this.counters.get(key);
-    const now = this.clock.now();
-    if (!c || c.resetAt <= now || c.failures < max) return 0;
-    return Math.max(1, Math.ceil((c.resetAt - now) / 1000));
+  private async count(key: string, delta: number): Promise<void> {
+    await this.counters.add(key, delta, this.clock.now(), this.limits.windowS * 1000);
   }
+}
 
-  private count(key: string, delta: number): void {
-    const now = this.clock.now();
-    let c = this.counters.get(key);
-    if (!c || c.resetAt <= now) {
-      if (delta < 0) return;
-      c = { failures: 0, resetAt: now + this.limits.windowS * 1000 };
-      this.counters.delete(key);
-      this.counters.set(key, c);
-      this.prune(now);
-    }
-    c.failures = Math.max(0, c.failures + delta);
-  }
-
-  private prune(now: number): void {
-    if (this.counters.size <= MAX_COUNTERS) return;
-    for (const [k, c] of this.counters) if (c.resetAt <= now) this.counters.delete(k);
-    // Map iteration is insertion order: the first keys are the oldest windows.
-    for (const k of this.counters.keys()) {
-      if (this.counters.size <= MAX_COUNTERS) break;
-      this.counters.delete(k);
-    }
-  }
+function secondsUntil(resetAt: number, now: number): number {
+  return Math.max(1, Math.ceil((resetAt - now) / 1000));
 }

@@ -97,13 +97,20 @@ export class IdentityService {
     const generated = !admin.username;
     const username = admin.username ?? "admin";
     const password = admin.password ?? generatePassword();
-    const user = await this.createUser({
-      username,
-      email: `${username}@localhost.localdomain`,
-      password,
-      full_name: "Administrator",
-      is_admin: true,
-    });
+    let user: Awaited<ReturnType<IdentityService["createUser"]>>;
+    try {
+      user = await this.createUser({
+        username,
+        email: `${username}@localhost.localdomain`,
+        password,
+        full_name: "Administrator",
+        is_admin: true,
+      });
+    } catch (err) {
+      // Replicas started together on an empty database: another one created the administrator.
+      if (err instanceof ApiError && err.code === "name_taken") return undefined;
+      throw err;
+    }
     const { key } = await this.createApiKey(user, { label: "bootstrap", key: admin.apiKey });
     return { username, password, apiKey: key, generated };
   }

@@ -33,6 +33,8 @@ export function openDatabase(url: string): Db {
   // An idle connection the server dropped (restart, network cut) is discarded; the next query
   // opens a new one. Without a listener the error would end the process.
   pool.on("error", () => undefined);
+  // The same for a connection in use when the server goes away: its query fails with the error.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { kysely, dialect: "postgres", close: () => kysely.destroy() };
 }

@@ -144,6 +144,40 @@ export class ReplicaStore {
       .execute();
   }
 
+  /**
+   * Counts one failure unless the key already has `max` in its running window, in one statement;
+   * an ended window starts again at `resetAt`. True when counted.
+   */
+  async countLoginFailure(key: string, max: number, now: number, resetAt: number): Promise<boolean> {
+    const row = await this.s.db
+      .insertInto("login_failures")
+      .values({ key, failures: 1, reset_at: resetAt })
+      .onConflict((oc) =>
+        oc
+          .column("key")
+          .doUpdateSet((eb) => ({
+            failures: eb
+              .case()
+              .when("login_failures.reset_at", "<=", now)
+              .then(1)
+              .else(eb("login_failures.failures", "+", 1))
+              .end(),
+            reset_at: eb
+              .case()
+              .when("login_failures.reset_at", "<=", now)
+              .then(resetAt)
+              .else(eb.ref("login_failures.reset_at"))
+              .end(),
+          }))
+          .where((eb) =>
+            eb.or([eb("login_failures.reset_at", "<=", now), eb("login_failures.failures", "<", max)]),
+          ),
+      )
+      .returning("failures")
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
   async deleteLoginFailures(key: string): Promise<void> {
     await this.s.db.deleteFrom("login_failures").where("key", "=", key).execute();
   }
