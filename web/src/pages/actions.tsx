@@ -241,29 +241,32 @@ export function ActionDetail({ uuid }: { uuid: string }) {
   );
 }
 
+/** The latest actions of an object and its related objects: long operations show here with their state. */
 export function ActionsOf({ objectUri }: { objectUri: string }) {
   const list = useList<Action>(
     query(nsPath("audit", "action"), {
       object: objectUri,
       include_related: true,
       order_by: "-start_date",
-      limit: 10,
+      limit: 5,
     }),
     ["action"],
   );
   if (!list.data) return null;
   return (
-    <Field label="Recent actions">
+    <section>
+      <h2>Recent actions</h2>
       <Table<Action>
         label="Recent actions"
         rows={list.data.objects}
-        empty="None."
+        empty="None yet."
         columns={[
           { label: "Action", render: (a) => <a href={`#/actions/${a.uuid}`}>{a.action}</a> },
           { label: "State", render: (a) => <StateBadge state={a.state} /> },
+          { label: "Object", render: (a) => a.object, class: "wrap" },
           { label: "Started", render: (a) => a.start_date ?? "" },
         ]}
       />
-    </Field>
+    </section>
   );
 }

@@ -23,6 +23,7 @@ import {
   short,
   Table,
 } from "../ui.tsx";
+import { ActionsOf } from "./actions.tsx";
 
 interface Container extends Resource {
   uuid: string;
@@ -135,6 +136,7 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
           ["Started", c.started_datetime],
         ]}
       />
+      <ActionsOf objectUri={c.resource_uri} />
       <LogView key={url} streamPath={`${url}logs/`} title="Container logs" />
       <Terminal key={url} execPath={`${url}exec/`} />
     </Page>

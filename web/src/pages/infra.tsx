@@ -31,6 +31,7 @@ import {
   Table,
   uriTail,
 } from "../ui.tsx";
+import { ActionsOf } from "./actions.tsx";
 
 interface Cluster extends Resource {
   uuid: string;
@@ -426,6 +427,7 @@ export function ClusterDetail({ uuid }: { uuid: string }) {
         </Field>
         <button type="submit">Save tags</button>
       </form>
+      <ActionsOf objectUri={c.resource_uri} />
       <h2>Nodes</h2>
       <NodeTable filter={{ node_cluster: c.resource_uri }} />
     </Page>
@@ -560,6 +562,7 @@ export function NodeDetail({ uuid }: { uuid: string }) {
         </Field>
         <button type="submit">Save</button>
       </form>
+      <ActionsOf objectUri={n.resource_uri} />
       <NodeContainers nodeUri={n.resource_uri} />
     </Page>
   );

@@ -22,6 +22,7 @@ import {
   short,
   Table,
 } from "../ui.tsx";
+import { ActionsOf } from "./actions.tsx";
 import { ServiceForm } from "./service-form.tsx";
 import { Triggers } from "./triggers.tsx";
 
@@ -198,6 +199,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
           ["Deployed", s.deployed_datetime],
         ]}
       />
+      <ActionsOf objectUri={s.resource_uri} />
       <h2>Containers</h2>
       <ContainersOf serviceUri={s.resource_uri} />
       <Triggers serviceUrl={url} />

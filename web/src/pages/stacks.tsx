@@ -2,7 +2,6 @@
 // start, stop, redeploy and terminate, with the services turning state live.
 
 import { useState } from "preact/hooks";
-import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { STACK_OPERATIONS } from "../../../src/domain/stack.ts";
 import { call, get, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
@@ -23,6 +22,7 @@ import {
   StateBadge,
   Table,
 } from "../ui.tsx";
+import { ActionsOf } from "./actions.tsx";
 import type { Service } from "./services.tsx";
 
 interface Stack extends Resource {
@@ -52,9 +52,12 @@ db:
     - "5432"
 `;
 
+/** The YAML parser, loaded when a stack file is read or written (it is not needed elsewhere). */
+const yaml = () => import("yaml");
+
 /** A stack file (map of service name to definition, or a list of services) → `services` items. */
-export function servicesOfStackFile(text: string): Record<string, unknown>[] {
-  const parsed: unknown = parseYaml(text);
+export async function servicesOfStackFile(text: string): Promise<Record<string, unknown>[]> {
+  const parsed: unknown = (await yaml()).parse(text);
   if (Array.isArray(parsed)) return parsed as Record<string, unknown>[];
   if (!parsed || typeof parsed !== "object")
     throw new Error("The stack file must map service names to their definitions.");
@@ -110,7 +113,7 @@ function StackFileEditor(props: {
     setError(undefined);
     setBusy(true);
     try {
-      await props.submit(name.trim(), servicesOfStackFile(text));
+      await props.submit(name.trim(), await servicesOfStackFile(text));
     } catch (err) {
       setError(err);
     } finally {
@@ -184,7 +187,7 @@ export function StackDetail({ uuid }: { uuid: string }) {
   if (error) return <ErrorLine error={error} />;
   if (!st) return <Loading />;
   const g = (op: string) => gate(STACK_OPERATIONS, op, st.state, `stack ${st.name}`);
-  const loadExport = async () => toYaml(await get<unknown>(`${url}export/`));
+  const loadExport = async () => (await yaml()).stringify(await get<unknown>(`${url}export/`));
   return (
     <Page title={`Stack ${st.nickname || st.name}`}>
       <LifecycleOps
@@ -248,6 +251,7 @@ export function StackDetail({ uuid }: { uuid: string }) {
           />
         </section>
       )}
+      <ActionsOf objectUri={st.resource_uri} />
       <h2>Services</h2>
       <StackServices stackUri={st.resource_uri} />
     </Page>
