@@ -5,7 +5,7 @@ import type { ActionEngine } from "../../actions/engine.ts";
 import { ServiceCreateBody, ServiceUpdateBody } from "../../contract/service.ts";
 import { invalidField } from "../../domain/errors.ts";
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
-import { canonicalUri, containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
+import { containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ServiceManager } from "../../orchestrator/manager.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
