@@ -1,12 +1,19 @@
-// `npm run bench`: runs the benchmarks (not tests; nothing fails on a slow machine) and prints
-// their figures. Without options, the events fan-out runs twice with 1,000 subscribers: at a
-// steady rate (delay under normal load) and as fast as it goes (throughput when saturated).
-// Options run one scenario: --subscribers N, --events N, --rate N (events per second), --batch N.
+// `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
+// and prints their figures, each baseline measured in the same run. Names: api, placement,
+// large, tenants, idle, real, fanout (all of them without a name). `--quick` shortens the runs.
+// The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
+import os from "node:os";
 import { parseArgs } from "node:util";
+import { runApi } from "./api.ts";
 import { type FanoutOptions, formatFanout, runEventsFanout } from "./events-fanout.ts";
+import { runPlacement } from "./placement.ts";
+import { runRealDeploy } from "./real.ts";
+import { runIdle, runLargeNamespace, runTenants } from "./scale.ts";
 
-const { values } = parseArgs({
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
   options: {
+    quick: { type: "boolean" },
     subscribers: { type: "string" },
     events: { type: "string" },
     rate: { type: "string" },
@@ -21,20 +28,71 @@ const positive = (name: string, text: string | undefined, fallback: number): num
   return n;
 };
 
-const scenarios: FanoutOptions[] = Object.values(values).some((v) => v !== undefined)
-  ? [
-      {
-        subscribers: positive("subscribers", values.subscribers, 1000),
-        events: positive("events", values.events, 1000),
-        ratePerS: positive("rate", values.rate, 100),
-        batch: positive("batch", values.batch, 1),
-      },
-    ]
-  : [
-      { subscribers: 1000, events: 500, ratePerS: 50, batch: 1 },
-      { subscribers: 1000, events: 3000, ratePerS: 100_000, batch: 50 },
-    ];
+const quick = values.quick === true;
+const out = (line: string) => process.stdout.write(`${line}\n`);
 
-for (const scenario of scenarios) {
-  process.stdout.write(`${formatFanout(await runEventsFanout(scenario))}\n`);
+const benches: Record<string, () => Promise<void>> = {
+  api: () => runApi({ durationMs: quick ? 1500 : 3000, connections: [1, 10, 100] }, out),
+  placement: () =>
+    runPlacement(
+      quick
+        ? { nodes: 100, services: 10, perService: 100, capMs: 60_000 }
+        : { nodes: 1000, services: 100, perService: 100, capMs: 240_000 },
+      out,
+    ),
+  large: () =>
+    runLargeNamespace(
+      quick
+        ? { nodes: 100, containers: 3000, durationMs: 1500 }
+        : { nodes: 1000, containers: 30_000, durationMs: 3000 },
+      out,
+    ),
+  tenants: () => runTenants({ services: quick ? 200 : 1000, durationMs: quick ? 3000 : 5000 }, out),
+  idle: () => runIdle({ seconds: quick ? 5 : 10 }, out),
+  real: () => runRealDeploy({ containers: 10 }, out),
+  fanout: async () => {
+    const custom = [values.subscribers, values.events, values.rate, values.batch].some(
+      (v) => v !== undefined,
+    );
+    const scenarios: FanoutOptions[] = custom
+      ? [
+          {
+            subscribers: positive("subscribers", values.subscribers, 1000),
+            events: positive("events", values.events, 1000),
+            ratePerS: positive("rate", values.rate, 100),
+            batch: positive("batch", values.batch, 1),
+          },
+        ]
+      : [
+          { subscribers: 1000, events: 500, ratePerS: 50, batch: 1 },
+          { subscribers: 1000, events: 3000, ratePerS: 100_000, batch: 50 },
+        ];
+    for (const scenario of scenarios) out(formatFanout(await runEventsFanout(scenario)));
+  },
+};
+
+const unknown = positionals.filter((p) => !(p in benches));
+if (unknown.length) {
+  process.stderr.write(
+    `unknown benchmark ${unknown.join(", ")}; known: ${Object.keys(benches).join(", ")}\n`,
+  );
+  process.exit(2);
 }
+const chosen = positionals.length ? positionals : Object.keys(benches);
+out(
+  `berth bench ${chosen.join(" ")}${quick ? " (quick)" : ""}: ${os.cpus().length} CPUs, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}, node ${process.version}`,
+);
+for (const name of chosen) {
+  const t0 = performance.now();
+  await benches[name]!();
+  out(
+    `  (${name} took ${((performance.now() - t0) / 1000).toFixed(0)} s, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")})`,
+  );
+}
+process.exit(0);

@@ -454,7 +454,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           actions,
           nodes,
           allowUserEngines: config.nodes.allowUserEngines,
-          containersOnNode: (uuid) => store.services.countLiveContainersOnNode(uuid),
+          containersOnNodes: (uuids) => store.services.countLiveContainersOnNodes(uuids),
         }),
       (a) => tokenRoutes(a, { identity, agents: agentNodes }),
       (a) => agentRoutes(a, { agents: agentNodes, hub: tunnels, clock }),

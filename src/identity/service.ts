@@ -29,11 +29,56 @@ export interface NewUser {
   is_admin?: boolean;
 }
 
+/**
+ * How long a cached API key or membership is trusted without a notification. In this process a
+ * revocation or membership change drops the caches at once (Store.onIdentityChange); the bound
+ * only matters for changes committed by another process sharing the database.
+ */
+export const IDENTITY_CACHE_TTL_MS = 2000;
+const IDENTITY_CACHE_MAX = 10_000;
+
+interface Cached<T> {
+  value: T;
+  until: number;
+}
+
 export class IdentityService {
+  // Authentication and namespace access are read on every request: kept here, and dropped as a
+  // whole on any identity change (they are rare; correctness beats a clever partial invalidation).
+  private readonly keys = new Map<string, Cached<{ key: ApiKeyRow; user: UserRow }>>();
+  private readonly members = new Map<string, Cached<boolean>>();
+  /** Bumped on every change, so a lookup that raced with one does not store what it read. */
+  private generation = 0;
+
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    store.onIdentityChange(() => {
+      this.generation += 1;
+      this.keys.clear();
+      this.members.clear();
+    });
+  }
+
+  private async cached<T>(
+    cache: Map<string, Cached<T>>,
+    key: string,
+    load: () => Promise<T | undefined>,
+  ): Promise<T | undefined> {
+    const now = performance.now();
+    const hit = cache.get(key);
+    if (hit && hit.until > now) return hit.value;
+    const generation = this.generation;
+    const value = await load();
+    if (value !== undefined && value !== false && generation === this.generation) {
+      if (cache.size >= IDENTITY_CACHE_MAX) cache.clear();
+      cache.set(key, { value, until: now + IDENTITY_CACHE_TTL_MS });
+    } else {
+      cache.delete(key);
+    }
+    return value;
+  }
 
   async createUser(input: NewUser): Promise<UserRow> {
     const problem = namespaceNameProblem(input.username);
@@ -121,7 +166,8 @@ export class IdentityService {
     secret: string,
     opts: { allowPassword: boolean },
   ): Promise<Principal | undefined> {
-    const found = await this.store.findApiKeyByHash(hashApiKey(secret));
+    const hash = hashApiKey(secret);
+    const found = await this.cached(this.keys, hash, () => this.store.findApiKeyByHash(hash));
     if (found && found.user.username === username && found.user.is_active) {
       return {
         user: found.user,
@@ -149,7 +195,11 @@ export class IdentityService {
     const ns = requested ?? p.namespaceLimit ?? p.user.username;
     if (p.namespaceLimit && ns !== p.namespaceLimit) throw notFound();
     if (ns === p.user.username) return ns;
-    const member = await this.store.membership(ns, p.user.username);
+    const member = await this.cached(
+      this.members,
+      `${ns}\u0000${p.user.username}`,
+      async () => (await this.store.membership(ns, p.user.username)) !== undefined,
+    );
     if (!member) throw notFound();
     return ns;
   }

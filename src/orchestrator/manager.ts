@@ -15,7 +15,6 @@ import type { ServiceSpec } from "../domain/service.ts";
 import {
   applyUpdate,
   containerFqdn,
-  linkedFromService,
   normalizeCreate,
   portView,
   type SpecContext,
@@ -28,7 +27,8 @@ import { containerUri, lastSegment, nodeUri, serviceUri, stackUri } from "../dom
 import type { ContainerSpec } from "../drivers/engine.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
-import type { ContainerRow, ServiceRow } from "../store/services.ts";
+import type { NodeRow } from "../store/nodes.ts";
+import type { ContainerRow, IncomingLink, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges } from "./changes.ts";
 import type { Orchestrator } from "./services.ts";
@@ -243,27 +243,120 @@ export class ServiceManager {
   }
 
   // ---- views -------------------------------------------------------------------------------------------
+  //
+  // A page of views is built from a fixed number of queries, whatever its length and whatever else
+  // the namespace holds: the rows' own containers, the services and nodes they name, the running
+  // containers of linked services and the links pointing at them are each read once for the page
+  // (ViewData), then every view is assembled in memory. Long pages yield to the event loop now and
+  // then, so one large list never holds up other callers for long.
 
-  private async lookup(namespace: string) {
-    const all = await this.store.services.liveServices({ namespace });
+  private async viewData(opts: {
+    /** Services whose live containers the views count and list. */
+    withContainers?: string[];
+    /** Services whose running containers are link targets (own and linked services). */
+    targetsOf: string[];
+    /** Further services the views name (bindings, links, a container's service). */
+    named: string[];
+    nodes?: string[];
+    /** Services whose incoming links the views list. */
+    linkedFrom?: string[];
+  }): Promise<ViewData> {
+    const store = this.store;
+    const services = new Map<string, ServiceRow>();
+    for (const r of await store.services.servicesByUuid([...opts.targetsOf, ...opts.named]))
+      services.set(r.uuid, r);
+    const nodes = new Map<string, NodeRow>();
+    if (opts.nodes?.length) for (const n of await store.nodes.nodesByUuid(opts.nodes)) nodes.set(n.uuid, n);
+    const live = new Map<string, ContainerRow[]>();
+    if (opts.withContainers?.length) {
+      for (const c of await store.services.containersOfServices(opts.withContainers)) {
+        const list = live.get(c.service_uuid);
+        if (list) list.push(c);
+        else live.set(c.service_uuid, [c]);
+      }
+    }
+    const targets = new Map<string, LinkTarget[]>();
+    const running = opts.targetsOf.length
+      ? await store.services.containersOfServices(opts.targetsOf, { states: ["Running", "Starting"] })
+      : [];
+    const specs = new Map<string, ServiceSpec>();
+    for (const c of running) {
+      const owner = services.get(c.service_uuid);
+      if (!owner) continue;
+      let spec = specs.get(owner.uuid);
+      if (!spec) {
+        spec = specOf(owner);
+        specs.set(owner.uuid, spec);
+      }
+      const list = targets.get(owner.uuid) ?? [];
+      list.push({
+        name: c.name,
+        resource_uri: containerUri(c),
+        private_ip: c.private_ip || null,
+        ports: spec.container_ports.map((p) => ({ inner_port: p.inner_port, protocol: p.protocol })),
+        envvars: spec.container_envvars,
+      });
+      targets.set(owner.uuid, list);
+    }
+    const incoming = new Map<string, IncomingLink[]>();
+    if (opts.linkedFrom?.length) {
+      for (const l of await store.services.linksTo(opts.linkedFrom)) {
+        const list = incoming.get(l.to_uuid);
+        if (list) list.push(l);
+        else incoming.set(l.to_uuid, [l]);
+      }
+    }
+    return { services, nodes, live, targets, incoming };
+  }
+
+  /** A service reference's name and URI, as the namespace's live services resolve it. */
+  private lookupIn(data: ViewData, namespace: string) {
     return (uuid: string) => {
-      const s = all.find((x) => x.uuid === uuid);
-      return s ? { resource_uri: serviceUri(s), name: s.name } : undefined;
+      const s = data.services.get(uuid);
+      return s && s.state !== "Terminated" && s.namespace === namespace
+        ? { resource_uri: serviceUri(s), name: s.name }
+        : undefined;
     };
   }
 
   async serviceView(s: ServiceRow) {
-    const spec = specOf(s);
-    const containers = await this.store.services.containersOfService(s.uuid);
-    const liveOnes = containers.filter(live);
+    return (await this.serviceViews([s]))[0]!;
+  }
+
+  async serviceViews(rows: ServiceRow[]) {
+    const specs = rows.map(specOf);
+    const linked = specs.flatMap((spec) => spec.linked_to_service.map((l) => l.to_service));
+    const bound = specs.flatMap((spec) =>
+      spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : [])),
+    );
+    const own = rows.map((s) => s.uuid);
+    const data = await this.viewData({
+      withContainers: own,
+      targetsOf: [...own, ...linked],
+      named: bound,
+      linkedFrom: own,
+    });
+    const out = [];
+    for (const [i, s] of rows.entries()) {
+      out.push(this.buildServiceView(s, specs[i]!, data));
+      if (i % 50 === 49) await yieldToEventLoop();
+    }
+    return out;
+  }
+
+  private buildServiceView(s: ServiceRow, spec: ServiceSpec, data: ViewData) {
+    const liveOnes = data.live.get(s.uuid) ?? [];
     const uri = serviceUri(s);
-    const lookup = await this.lookup(s.namespace);
-    const refs = serviceUriFields(spec, { resourceUri: uri, lookup });
-    const others = (await this.store.services.liveServices({ namespace: s.namespace }))
-      .filter((o) => o.uuid !== s.uuid)
-      .map((o) => ({ resource_uri: serviceUri(o), spec: specOf(o) }));
+    const refs = serviceUriFields(spec, { resourceUri: uri, lookup: this.lookupIn(data, s.namespace) });
     const publicDns = serviceFqdn(s.name, s.namespace);
-    const targets = await this.linkTargets(s.uuid);
+    const targetsOf = (uuid: string) => (data.services.has(uuid) ? (data.targets.get(uuid) ?? []) : []);
+    const linkedFrom = (data.incoming.get(s.uuid) ?? [])
+      .filter((l) => l.namespace === s.namespace)
+      .map((l) => ({
+        name: l.name,
+        from_service: serviceUri({ namespace: l.namespace, uuid: l.from_uuid }),
+        to_service: uri,
+      }));
     return {
       uuid: s.uuid,
       resource_uri: uri,
@@ -298,12 +391,7 @@ export class ServiceManager {
         {
           spec,
           service: { uuid: s.uuid, name: s.name, resource_uri: uri, namespace: s.namespace },
-          links: await Promise.all(
-            spec.linked_to_service.map(async (l) => ({
-              alias: l.name,
-              targets: await this.linkTargets(l.to_service),
-            })),
-          ),
+          links: spec.linked_to_service.map((l) => ({ alias: l.name, targets: targetsOf(l.to_service) })),
           platform: this.platform(),
         },
         { includeSecrets: false },
@@ -333,13 +421,13 @@ export class ServiceManager {
       cpuset: spec.cpuset,
       memory: spec.memory,
       memory_swap: spec.memory_swap,
-      linked_from_service: linkedFromService({ serviceUuid: s.uuid, resourceUri: uri, others }),
+      linked_from_service: linkedFrom,
       linked_to_service: refs.linked_to_service,
       bindings: refs.bindings,
       autorestart: spec.autorestart,
       autodestroy: spec.autodestroy,
       roles: spec.roles,
-      link_variables: linkVariablesOf(s.name, targets),
+      link_variables: linkVariablesOf(s.name, targetsOf(s.uuid)),
       privileged: spec.privileged,
       read_only: spec.read_only,
       deployment_strategy: spec.deployment_strategy,
@@ -349,16 +437,41 @@ export class ServiceManager {
   }
 
   async containerView(c: ContainerRow) {
-    const spec = specOf(c);
-    const service = await this.store.services.findService(c.service_uuid);
-    const node = await this.store.nodes.findNode(c.node_uuid);
+    return (await this.containerViews([c]))[0]!;
+  }
+
+  async containerViews(rows: ContainerRow[]) {
+    const specs = rows.map(specOf);
+    const data = await this.viewData({
+      targetsOf: [
+        ...rows.map((c) => c.service_uuid),
+        ...specs.flatMap((spec) => spec.linked_to_service.map((l) => l.to_service)),
+      ],
+      named: specs.flatMap((spec) => spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : []))),
+      nodes: rows.map((c) => c.node_uuid),
+    });
+    const out = [];
+    for (const [i, c] of rows.entries()) {
+      out.push(this.buildContainerView(c, specs[i]!, data));
+      if (i % 50 === 49) await yieldToEventLoop();
+    }
+    return out;
+  }
+
+  private buildContainerView(c: ContainerRow, spec: ServiceSpec, data: ViewData) {
+    const service = data.services.get(c.service_uuid);
+    const node = data.nodes.get(c.node_uuid);
     const uri = containerUri(c);
     const reported = JSON.parse(c.ports) as { inner_port: number; protocol: string; outer_port: number }[];
-    const links: LinkTargets[] = [];
-    for (const l of spec.linked_to_service)
-      links.push({ alias: l.name, targets: await this.linkTargets(l.to_service) });
-    const lookup = await this.lookup(c.namespace);
-    const refs = serviceUriFields(spec, { resourceUri: service ? serviceUri(service) : "", lookup });
+    const targetsOf = (uuid: string) => (data.services.has(uuid) ? (data.targets.get(uuid) ?? []) : []);
+    const links: LinkTargets[] = spec.linked_to_service.map((l) => ({
+      alias: l.name,
+      targets: targetsOf(l.to_service),
+    }));
+    const refs = serviceUriFields(spec, {
+      resourceUri: service ? serviceUri(service) : "",
+      lookup: this.lookupIn(data, c.namespace),
+    });
     return {
       uuid: c.uuid,
       resource_uri: uri,
@@ -437,10 +550,7 @@ export class ServiceManager {
       autorestart: spec.autorestart,
       autodestroy: spec.autodestroy,
       roles: spec.roles,
-      link_variables: linkVariablesOf(
-        service?.name ?? c.name,
-        service ? await this.linkTargets(service.uuid) : [],
-      ),
+      link_variables: linkVariablesOf(service?.name ?? c.name, service ? targetsOf(service.uuid) : []),
       privileged: spec.privileged,
       read_only: spec.read_only,
       net: spec.net,
@@ -450,3 +560,17 @@ export class ServiceManager {
     };
   }
 }
+
+interface ViewData {
+  /** Services the page names, by uuid, in any state. */
+  services: Map<string, ServiceRow>;
+  nodes: Map<string, NodeRow>;
+  /** Live containers of the page's services, by service. */
+  live: Map<string, ContainerRow[]>;
+  /** Running and starting containers as link targets, by service. */
+  targets: Map<string, LinkTarget[]>;
+  /** Links of live services pointing at the page's services, by target. */
+  incoming: Map<string, IncomingLink[]>;
+}
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));

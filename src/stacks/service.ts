@@ -257,24 +257,38 @@ export class StackService {
   }
 
   async view(st: StackRow) {
-    const all = await this.store.services.servicesOfStack(st.uuid);
-    const shown = st.state === "Terminated" ? all : all.filter(live);
-    let synchronized = true;
-    for (const s of shown.filter(live)) {
-      const containers = (await this.store.services.containersOfService(s.uuid)).filter(live);
-      if (containers.some((c) => c.spec_version !== s.spec_version)) synchronized = false;
+    return (await this.views([st]))[0]!;
+  }
+
+  /** Views of a page of stacks: their services and those services' containers are read once for the page. */
+  async views(rows: StackRow[]) {
+    const byStack = new Map<string, ServiceRow[]>();
+    for (const s of await this.store.services.servicesOfStacks(rows.map((st) => st.uuid))) {
+      const list = byStack.get(s.stack_uuid!);
+      if (list) list.push(s);
+      else byStack.set(s.stack_uuid!, [s]);
     }
-    return {
-      uuid: st.uuid,
-      resource_uri: stackUri(st.namespace, st.uuid),
-      name: st.name,
-      nickname: st.nickname,
-      state: this.stateOf(st, all.filter(live)),
-      synchronized,
-      services: shown.map(serviceUri),
-      deployed_datetime: restTime(st.deployed_at),
-      destroyed_datetime: restTime(st.destroyed_at),
-    };
+    const liveServices = [...byStack.values()].flat().filter(live);
+    const unsynchronized = new Set<string>();
+    const versions = new Map(liveServices.map((s) => [s.uuid, s.spec_version]));
+    for (const c of await this.store.services.containersOfServices(liveServices.map((s) => s.uuid))) {
+      if (c.spec_version !== versions.get(c.service_uuid)) unsynchronized.add(c.service_uuid);
+    }
+    return rows.map((st) => {
+      const all = byStack.get(st.uuid) ?? [];
+      const shown = st.state === "Terminated" ? all : all.filter(live);
+      return {
+        uuid: st.uuid,
+        resource_uri: stackUri(st.namespace, st.uuid),
+        name: st.name,
+        nickname: st.nickname,
+        state: this.stateOf(st, all.filter(live)),
+        synchronized: !shown.filter(live).some((s) => unsynchronized.has(s.uuid)),
+        services: shown.map(serviceUri),
+        deployed_datetime: restTime(st.deployed_at),
+        destroyed_datetime: restTime(st.destroyed_at),
+      };
+    });
   }
 
   /** The stack as a stack file: `{<service name>: {<stack-file keys>}}`, defaults left out. */

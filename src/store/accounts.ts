@@ -104,6 +104,7 @@ export class AccountStore {
         .where("primary", "=", 1)
         .execute();
       await tx.db.updateTable("users").set({ email }).where("id", "=", userId).execute();
+      tx.identityChanged();
       return true;
     });
   }
@@ -112,12 +113,14 @@ export class AccountStore {
 
   async updateProfile(userId: number, patch: ProfilePatch): Promise<UserRow | undefined> {
     if (Object.keys(patch).length === 0) return this.s.findUserById(userId);
-    return this.s.db
+    const row = await this.s.db
       .updateTable("users")
       .set(patch)
       .where("id", "=", userId)
       .returningAll()
       .executeTakeFirst();
+    this.s.identityChanged();
+    return row;
   }
 
   // ---- access tokens ---------------------------------------------------------------------------

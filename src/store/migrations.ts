@@ -373,7 +373,65 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0011_perf_indexes": {
+      async up(db: AnyDb) {
+        // Every filter and ordering the list routes offer has an index that starts with the
+        // namespace and ends with the id (the order of every page), so a page seeks instead of
+        // scanning, whatever the namespace holds.
+        const index = (name: string, table: string, columns: string[]) =>
+          db.schema.createIndex(name).on(table).columns(columns).execute();
+        await index("services_ns_state", "services", ["namespace", "state", "id"]);
+        await index("services_ns_name", "services", ["namespace", "name", "id"]);
+        await index("services_stack", "services", ["stack_uuid", "id"]);
+        await index("containers_ns_state", "containers", ["namespace", "state", "id"]);
+        await index("containers_ns_name", "containers", ["namespace", "name", "id"]);
+        await index("containers_ns_node", "containers", ["namespace", "node_uuid", "id"]);
+        await index("containers_service_state", "containers", ["service_uuid", "state", "number"]);
+        await index("nodes_ns_state", "nodes", ["namespace", "state", "id"]);
+        await index("nodes_ns_cluster", "nodes", ["namespace", "cluster_uuid", "id"]);
+        await index("nodeclusters_ns_state", "nodeclusters", ["namespace", "state", "id"]);
+        await index("stacks_ns_name", "stacks", ["namespace", "name", "id"]);
+        await index("stacks_ns_state", "stacks", ["namespace", "state", "id"]);
+        await index("actions_ns_state", "actions", ["namespace", "state", "id"]);
+        await index("actions_ns_object", "actions", ["namespace", "object", "id"]);
+        await index("actions_pending", "actions", ["state", "object", "id"]);
+        await index("api_keys_user", "api_keys", ["user_id", "id"]);
+        await index("api_keys_service", "api_keys", ["service_uuid"]);
+        await index("org_members_user", "org_members", ["username", "org"]);
+        await db.schema
+          .createTable("service_links")
+          .addColumn("from_uuid", "text", (c) => c.notNull())
+          .addColumn("to_uuid", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("position", "integer", (c) => c.notNull())
+          .addPrimaryKeyConstraint("service_links_pk", ["from_uuid", "position"])
+          .execute();
+        await index("service_links_to", "service_links", ["to_uuid", "from_uuid"]);
+        const services = (await db.selectFrom("services").select(["uuid", "spec"]).execute()) as {
+          uuid: string;
+          spec: string;
+        }[];
+        for (const s of services) {
+          const rows = specLinks(s.uuid, s.spec);
+          if (rows.length) await db.insertInto("service_links").values(rows).execute();
+        }
+      },
+    },
   };
+}
+
+/** The rows of `service_links` for a service's definition (JSON of its ServiceSpec). */
+export function specLinks(
+  fromUuid: string,
+  specJson: string,
+): { from_uuid: string; to_uuid: string; name: string; position: number }[] {
+  const spec = JSON.parse(specJson) as { linked_to_service?: { to_service: string; name: string }[] };
+  return (spec.linked_to_service ?? []).map((l, position) => ({
+    from_uuid: fromUuid,
+    to_uuid: l.to_service,
+    name: l.name,
+    position,
+  }));
 }
 
 /**

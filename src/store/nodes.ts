@@ -1,6 +1,7 @@
 // Queries of node clusters and nodes.
 import { VersionConflict } from "../domain/errors.ts";
 import type { NodeClusterTable, NodeTable } from "./schema.ts";
+import { chunks } from "./services.ts";
 import type { Store } from "./store.ts";
 
 export type ClusterRow = Omit<NodeClusterTable, "id"> & { id: number };
@@ -89,6 +90,15 @@ export class NodeStore {
     return this.s.db.selectFrom("nodes").selectAll().where("uuid", "=", uuid).executeTakeFirst();
   }
 
+  /** Nodes by uuid, in any state (batched lookups of views). */
+  async nodesByUuid(uuids: readonly string[]): Promise<NodeRow[]> {
+    const out: NodeRow[] = [];
+    for (const part of chunks(uuids)) {
+      out.push(...(await this.s.db.selectFrom("nodes").selectAll().where("uuid", "in", part).execute()));
+    }
+    return out;
+  }
+
   async updateNode(n: Pick<NodeRow, "uuid" | "version">, patch: Partial<NodeRow>): Promise<NodeRow> {
     const row = await this.s.db
       .updateTable("nodes")
@@ -123,6 +133,23 @@ export class NodeStore {
       .where("cluster_uuid", "=", clusterUuid)
       .orderBy("id")
       .execute();
+  }
+
+  /** Nodes of several clusters, ordered by cluster and age. */
+  async nodesOfClusters(clusterUuids: readonly string[]): Promise<NodeRow[]> {
+    const out: NodeRow[] = [];
+    for (const part of chunks(clusterUuids)) {
+      out.push(
+        ...(await this.s.db
+          .selectFrom("nodes")
+          .selectAll()
+          .where("cluster_uuid", "in", part)
+          .orderBy("cluster_uuid")
+          .orderBy("id")
+          .execute()),
+      );
+    }
+    return out;
   }
 
   /** Nodes that are not Terminated, of every namespace (health watcher, scheduler, routes). */

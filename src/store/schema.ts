@@ -236,6 +236,19 @@ export interface ContainerTable {
   version: number;
 }
 
+/**
+ * The links of each service's definition (`linked_to_service`), one row per link, kept by the store
+ * whenever it writes a spec: `linked_from_service` of a page of services is one indexed lookup
+ * instead of a read of every service of the namespace.
+ */
+export interface ServiceLinkTable {
+  from_uuid: string;
+  to_uuid: string;
+  name: string;
+  /** The link's position in the definition (the order the view lists them in). */
+  position: number;
+}
+
 export interface StackTable {
   id: Generated<number>;
   uuid: string;
@@ -348,6 +361,7 @@ export interface Database {
   nodes: NodeTable;
   services: ServiceTable;
   containers: ContainerTable;
+  service_links: ServiceLinkTable;
   stacks: StackTable;
   repositories: RepositoryTable;
   triggers: TriggerTable;

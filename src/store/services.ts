@@ -1,5 +1,6 @@
 // Queries of services and containers.
 import { VersionConflict } from "../domain/errors.ts";
+import { specLinks } from "./migrations.ts";
 import type { ContainerTable, ServiceTable } from "./schema.ts";
 import type { Store } from "./store.ts";
 
@@ -35,15 +36,94 @@ export interface ContainerQuery {
 
 const like = (prefix: string) => `${prefix.replace(/[%_\\]/g, "")}%`;
 
+/** IN lists are sent in chunks, well within every dialect's limit on bound parameters. */
+const CHUNK = 500;
+export function chunks<T>(items: readonly T[]): T[][] {
+  const unique = [...new Set(items)];
+  const out: T[][] = [];
+  for (let i = 0; i < unique.length; i += CHUNK) out.push(unique.slice(i, i + CHUNK));
+  return out;
+}
+
+/** A link of another service's definition that points at a service (`linked_from_service`). */
+export interface IncomingLink {
+  namespace: string;
+  from_uuid: string;
+  to_uuid: string;
+  name: string;
+}
+
 export class ServiceStore {
   constructor(private readonly s: Store) {}
 
   async insertService(r: NewService): Promise<ServiceRow> {
-    return this.s.db
-      .insertInto("services")
-      .values({ ...r, version: 1 })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    return this.s.transaction(async (tx) => {
+      const row = await tx.db
+        .insertInto("services")
+        .values({ ...r, version: 1 })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await tx.services.indexLinks(row.uuid, row.spec);
+      return row;
+    });
+  }
+
+  /** Keeps `service_links` in step with the definition just written. */
+  async indexLinks(uuid: string, spec: string): Promise<void> {
+    await this.s.db.deleteFrom("service_links").where("from_uuid", "=", uuid).execute();
+    const rows = specLinks(uuid, spec);
+    if (rows.length) await this.s.db.insertInto("service_links").values(rows).execute();
+  }
+
+  /** Services by uuid, in any state and namespace (batched lookups of views). */
+  async servicesByUuid(uuids: readonly string[]): Promise<ServiceRow[]> {
+    const out: ServiceRow[] = [];
+    for (const part of chunks(uuids)) {
+      out.push(...(await this.s.db.selectFrom("services").selectAll().where("uuid", "in", part).execute()));
+    }
+    return out;
+  }
+
+  /**
+   * Containers of several services, ordered by service and number; `states` keeps only those
+   * states, otherwise every container that is not Terminated.
+   */
+  async containersOfServices(
+    serviceUuids: readonly string[],
+    opts: { states?: readonly string[] } = {},
+  ): Promise<ContainerRow[]> {
+    const out: ContainerRow[] = [];
+    for (const part of chunks(serviceUuids)) {
+      let q = this.s.db.selectFrom("containers").selectAll().where("service_uuid", "in", part);
+      q = opts.states
+        ? q.where("state", "in", opts.states.length ? [...opts.states] : [""])
+        : q.where("state", "!=", "Terminated");
+      out.push(...(await q.orderBy("service_uuid").orderBy("number").orderBy("id").execute()));
+    }
+    return out;
+  }
+
+  /**
+   * The links of live services' definitions that point at the given services, ordered as the
+   * view lists them (by the linking service's age, then the link's position).
+   */
+  async linksTo(serviceUuids: readonly string[]): Promise<IncomingLink[]> {
+    const out: IncomingLink[] = [];
+    for (const part of chunks(serviceUuids)) {
+      out.push(
+        ...(await this.s.db
+          .selectFrom("service_links as l")
+          .innerJoin("services as s", "s.uuid", "l.from_uuid")
+          .select(["s.namespace", "l.from_uuid", "l.to_uuid", "l.name"])
+          .where("l.to_uuid", "in", part)
+          .where("s.state", "!=", "Terminated")
+          .whereRef("l.from_uuid", "!=", "l.to_uuid")
+          .orderBy("s.id")
+          .orderBy("l.position")
+          .execute()),
+      );
+    }
+    return out;
   }
 
   async findService(uuid: string): Promise<ServiceRow | undefined> {
@@ -54,6 +134,10 @@ export class ServiceStore {
     r: Pick<ServiceRow, "uuid" | "version">,
     patch: Partial<ServiceRow>,
   ): Promise<ServiceRow> {
+    // A new definition and its link rows commit together.
+    if (patch.spec !== undefined && !this.s.isTransaction) {
+      return this.s.transaction((tx) => tx.services.updateService(r, patch));
+    }
     const row = await this.s.db
       .updateTable("services")
       .set({ ...patch, version: r.version + 1 })
@@ -62,6 +146,7 @@ export class ServiceStore {
       .returningAll()
       .executeTakeFirst();
     if (!row) throw new VersionConflict(`service ${r.uuid}`);
+    if (patch.spec !== undefined) await this.indexLinks(row.uuid, row.spec);
     return row;
   }
 
@@ -113,6 +198,23 @@ export class ServiceStore {
       .execute();
   }
 
+  /** Services of several stacks, ordered by stack and age. */
+  async servicesOfStacks(stackUuids: readonly string[]): Promise<ServiceRow[]> {
+    const out: ServiceRow[] = [];
+    for (const part of chunks(stackUuids)) {
+      out.push(
+        ...(await this.s.db
+          .selectFrom("services")
+          .selectAll()
+          .where("stack_uuid", "in", part)
+          .orderBy("stack_uuid")
+          .orderBy("id")
+          .execute()),
+      );
+    }
+    return out;
+  }
+
   async insertContainer(r: NewContainer): Promise<ContainerRow> {
     return this.s.db
       .insertInto("containers")
@@ -157,14 +259,20 @@ export class ServiceStore {
     return q.orderBy("id").execute();
   }
 
-  async countLiveContainersOnNode(nodeUuid: string): Promise<number> {
-    const row = await this.s.db
-      .selectFrom("containers")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("node_uuid", "=", nodeUuid)
-      .where("state", "!=", "Terminated")
-      .executeTakeFirst();
-    return Number(row?.n ?? 0);
+  /** Live containers on each node (nodes without any are absent from the map). */
+  async countLiveContainersOnNodes(nodeUuids: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const part of chunks(nodeUuids)) {
+      const rows = await this.s.db
+        .selectFrom("containers")
+        .select((eb) => ["node_uuid", eb.fn.countAll<number>().as("n")])
+        .where("node_uuid", "in", part)
+        .where("state", "!=", "Terminated")
+        .groupBy("node_uuid")
+        .execute();
+      for (const r of rows) out.set(r.node_uuid, Number(r.n));
+    }
+    return out;
   }
 
   async listContainers(q: ContainerQuery): Promise<{ rows: ContainerRow[]; total: number }> {

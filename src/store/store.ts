@@ -70,6 +70,8 @@ export class Store {
     private readonly inTransaction = false,
     /** Callbacks run after the outermost transaction commits (change-feed wake-ups). */
     private readonly afterCommit: (() => void)[] = [],
+    /** Told after users, API keys or memberships change (identity caches drop what they hold). */
+    private readonly identityNotifier: ChangeNotifier = new ChangeNotifier(),
   ) {}
 
   /** Node clusters and nodes. */
@@ -117,13 +119,20 @@ export class Store {
     await sql`select 1`.execute(this.db);
   }
 
+  /** Whether this store runs inside a transaction. */
+  get isTransaction(): boolean {
+    return this.inTransaction;
+  }
+
   /** Runs fn in one transaction; nested calls join the outer one. */
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.inTransaction) return fn(this);
     const pending: (() => void)[] = [];
     const result = await this.db
       .transaction()
-      .execute((trx) => fn(new Store(trx, this.dialect, this.notifier, true, pending)));
+      .execute((trx) =>
+        fn(new Store(trx, this.dialect, this.notifier, true, pending, this.identityNotifier)),
+      );
     for (const cb of pending) cb();
     return result;
   }
@@ -131,6 +140,19 @@ export class Store {
   private committed(cb: () => void): void {
     if (this.inTransaction) this.afterCommit.push(cb);
     else cb();
+  }
+
+  /**
+   * Every write to users, API keys or organization memberships calls this: in-process caches of
+   * authentication and namespace access are dropped when it commits (see IdentityService).
+   */
+  identityChanged(): void {
+    this.committed(() => this.identityNotifier.notify());
+  }
+
+  /** Subscribes to identity changes committed by this process. */
+  onIdentityChange(listener: () => void): () => void {
+    return this.identityNotifier.subscribe(listener);
   }
 
   // ---- namespaces, users, organizations -------------------------------------------------------
@@ -209,22 +231,47 @@ export class Store {
       .where("user_id", "=", userId)
       .where("id", "=", id)
       .executeTakeFirst();
+    this.identityChanged();
     return Number(res.numDeletedRows) > 0;
   }
 
   async deleteServiceApiKeys(serviceUuid: string): Promise<void> {
     await this.db.deleteFrom("api_keys").where("service_uuid", "=", serviceUuid).execute();
+    this.identityChanged();
   }
 
+  /** The key with that hash and its user, in one statement. */
   async findApiKeyByHash(hash: string): Promise<{ key: ApiKeyRow; user: UserRow } | undefined> {
-    const key = await this.db
-      .selectFrom("api_keys")
-      .selectAll()
-      .where("key_hash", "=", hash)
+    const row = await this.db
+      .selectFrom("api_keys as k")
+      .innerJoin("users as u", "u.id", "k.user_id")
+      .selectAll("u")
+      .select([
+        "k.id as k_id",
+        "k.user_id as k_user_id",
+        "k.label as k_label",
+        "k.key_hash as k_key_hash",
+        "k.created as k_created",
+        "k.namespace_limit as k_namespace_limit",
+        "k.service_uuid as k_service_uuid",
+      ])
+      .where("k.key_hash", "=", hash)
       .executeTakeFirst();
-    if (!key) return undefined;
-    const user = await this.findUserById(key.user_id);
-    return user ? { key, user } : undefined;
+    if (!row) return undefined;
+    const { k_id, k_user_id, k_label, k_key_hash, k_created, k_namespace_limit, k_service_uuid, ...user } =
+      row;
+    return {
+      key: {
+        id: k_id,
+        user_id: k_user_id,
+        label: k_label,
+        key_hash: k_key_hash,
+        created: k_created,
+        namespace_limit: k_namespace_limit,
+        service_uuid: k_service_uuid,
+      },
+      user,
+    };
   }
 
   async createOrg(name: string, owner: string, now: number): Promise<void> {
@@ -236,6 +283,7 @@ export class Store {
         throw err;
       }
       await tx.db.insertInto("org_members").values({ org: name, username: owner, role: "owner" }).execute();
+      tx.identityChanged();
     });
   }
 
@@ -275,6 +323,7 @@ export class Store {
       } else {
         await tx.db.insertInto("org_members").values({ org, username, role }).execute();
       }
+      tx.identityChanged();
     });
   }
 
@@ -284,6 +333,7 @@ export class Store {
       .where("org", "=", org)
       .where("username", "=", username)
       .executeTakeFirst();
+    this.identityChanged();
     return Number(res.numDeletedRows) > 0;
   }
 

@@ -59,7 +59,8 @@ interface Deps {
   nodes: NodeService;
   /** Non-admins may attach engines only when this is set. */
   allowUserEngines: boolean;
-  containersOnNode(nodeUuid: string): Promise<number>;
+  /** Live containers on each of the nodes (one query for a page). */
+  containersOnNodes(nodeUuids: string[]): Promise<Map<string, number>>;
 }
 
 function stateFilter(states: readonly string[], value: string | undefined): string | undefined {
@@ -76,9 +77,22 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     ownObject(req, identity, await store.nodes.findCluster(uuidParam(req)), "node cluster", clusterUri);
   const nodeOf = async (req: FastifyRequest): Promise<NodeRow> =>
     ownObject(req, identity, await store.nodes.findNode(uuidParam(req)), "node", nodeUri);
-  const showCluster = async (c: ClusterRow) => clusterView(c, await store.nodes.nodesOfCluster(c.uuid));
-  const showNode = async (n: NodeRow) =>
-    withNodeAliases(nodeView(n, { currentNumContainers: await deps.containersOnNode(n.uuid) }));
+  // A page of clusters or nodes reads their nodes or container counts in one query.
+  const showClusters = async (cs: ClusterRow[]) => {
+    const byCluster = new Map<string, NodeRow[]>();
+    for (const n of await store.nodes.nodesOfClusters(cs.map((c) => c.uuid))) {
+      const list = byCluster.get(n.cluster_uuid!);
+      if (list) list.push(n);
+      else byCluster.set(n.cluster_uuid!, [n]);
+    }
+    return cs.map((c) => clusterView(c, byCluster.get(c.uuid) ?? []));
+  };
+  const showCluster = async (c: ClusterRow) => (await showClusters([c]))[0]!;
+  const showNodes = async (ns: NodeRow[]) => {
+    const counts = await deps.containersOnNodes(ns.map((n) => n.uuid));
+    return ns.map((n) => withNodeAliases(nodeView(n, { currentNumContainers: counts.get(n.uuid) ?? 0 })));
+  };
+  const showNode = async (n: NodeRow) => (await showNodes([n]))[0]!;
 
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
@@ -117,7 +131,7 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
           nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
           ...page,
         });
-        return envelope(req, page, total, await Promise.all(rows.map(showCluster)));
+        return envelope(req, page, total, await showClusters(rows));
       },
     );
     app.post(
@@ -243,7 +257,7 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
           engineVersion: q.engine_version,
           ...page,
         });
-        return envelope(req, page, total, await Promise.all(rows.map(showNode)));
+        return envelope(req, page, total, await showNodes(rows));
       },
     );
     app.post(

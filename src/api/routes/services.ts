@@ -82,7 +82,7 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
           stackName: q.stack__name,
           ...page,
         });
-        return envelope(req, page, total, await Promise.all(rows.map((s) => services.serviceView(s))));
+        return envelope(req, page, total, await services.serviceViews(rows));
       },
     );
     app.post(
@@ -197,7 +197,7 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
           serviceStackName: q.service__stack__name,
           ...page,
         });
-        return envelope(req, page, total, await Promise.all(rows.map(showContainer)));
+        return envelope(req, page, total, (await services.containerViews(rows)).map(withContainerAliases));
       },
     );
   }

@@ -73,7 +73,7 @@ export function stackRoutes(app: FastifyInstance, deps: Deps): void {
           state: q.state,
           ...page,
         });
-        return envelope(req, page, total, await Promise.all(rows.map((st) => stacks.view(st))));
+        return envelope(req, page, total, await stacks.views(rows));
       },
     );
     app.post(

@@ -1,0 +1,82 @@
+// Placement at scale: `services` services of `perService` containers each, started at once on
+// `nodes` simulated nodes (fake engines, no delay). Reported: placements per second from the
+// first start call until every container runs and every action has ended, with the actions'
+// outcomes; and the list latency and memory once everything runs. A time cap reports how far
+// it got instead of waiting forever.
+import { formatLoad, runLoad } from "./load.ts";
+import { ADMIN_AUTH, api, must, rssMb, SERVICE_BODY, seedNodes, sleep, startBerth } from "./support.ts";
+
+export interface PlacementOptions {
+  nodes: number;
+  services: number;
+  perService: number;
+  capMs: number;
+}
+
+export async function runPlacement(opts: PlacementOptions, out: (line: string) => void): Promise<void> {
+  const b = await startBerth({ start: true, env: { BERTH_RECONCILE_INTERVAL_MS: "15000" } });
+  try {
+    await seedNodes(b, "admin", opts.nodes);
+    const services: string[] = [];
+    for (let i = 0; i < opts.services; i++) {
+      const s = await must(
+        api<{ uuid: string }>(
+          b,
+          "POST",
+          "/api/app/v1/service/",
+          SERVICE_BODY(`place-${i}`, { target_num_containers: opts.perService }),
+        ),
+        "create service",
+      );
+      services.push(s.uuid);
+    }
+    const total = opts.services * opts.perService;
+    const rss0 = rssMb();
+    const t0 = performance.now();
+    const actions: string[] = [];
+    for (const uuid of services) {
+      const r = await api(b, "POST", `/api/app/v1/service/${uuid}/start/`);
+      if (r.status !== 202) throw new Error(`start: ${r.status} ${JSON.stringify(r.body)}`);
+      actions.push(String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!);
+    }
+    const answeredMs = performance.now() - t0;
+    let running = 0;
+    let ended: string[] = [];
+    for (;;) {
+      const rows = await Promise.all(actions.map((a) => b.platform.store.findAction(a)));
+      ended = rows
+        .filter((a) => a && ["Success", "Failed", "Canceled"].includes(a.state))
+        .map((a) => a!.state);
+      running = (
+        await b.platform.store.services.listContainers({
+          namespace: "admin",
+          state: "Running",
+          limit: 1,
+          offset: 0,
+        })
+      ).total;
+      if (ended.length === actions.length || performance.now() - t0 > opts.capMs) break;
+      await sleep(200);
+    }
+    const elapsedS = (performance.now() - t0) / 1000;
+    const counts = new Map<string, number>();
+    for (const state of ended) counts.set(state, (counts.get(state) ?? 0) + 1);
+    const outcome = [...counts].map(([state, n]) => `${n} ${state}`).join(", ");
+    out(
+      `placement: ${total} containers (${opts.services} services × ${opts.perService}) onto ${opts.nodes} simulated nodes, started at once`,
+    );
+    out(
+      `  ${running} Running after ${elapsedS.toFixed(1)} s: ${Math.round(running / elapsedS)} placements/s; start calls answered in ${answeredMs.toFixed(0)} ms; actions: ${outcome || "none ended"}${ended.length < actions.length ? ` (cap of ${opts.capMs / 1000} s reached, ${actions.length - ended.length} still running)` : ""}`,
+    );
+    out(`  RSS ${rss0} MB before, ${rssMb()} MB after`);
+    const list = await runLoad({
+      url: `${b.base}/api/app/v1/container/?limit=100`,
+      headers: { authorization: ADMIN_AUTH },
+      connections: 10,
+      durationMs: 3000,
+    });
+    out(`  list of 100 containers at 10 connections: ${formatLoad(list)}`);
+  } finally {
+    await b.close();
+  }
+}

@@ -1,0 +1,158 @@
+// The cost of a view depends on its rows, never on the namespace: a list request runs the same
+// number of SQL statements whether its page holds 2 rows or 60, and whether the namespace holds
+// 5 services or 45 with links, shared volumes and many containers; a single GET runs a small,
+// fixed number. Counted through the store's statement counter, with background workers stopped.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import type { NodeRow } from "../../src/store/nodes.ts";
+import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+
+describe("statements per request", () => {
+  let h: Harness;
+  let alice: Caller;
+  const nodes: NodeRow[] = [];
+  const services: { uuid: string; name: string }[] = [];
+
+  async function addNodes(count: number) {
+    const now = Date.now();
+    await h.store.transaction(async (tx) => {
+      for (let i = 0; i < count; i++) {
+        const uuid = randomUUID();
+        nodes.push(
+          await tx.nodes.insertNode({
+            uuid,
+            namespace: "alice",
+            cluster_uuid: null,
+            provider: "aws",
+            region: "/api/infra/v1/region/aws/us-east-1/",
+            node_type: "/api/infra/v1/nodetype/aws/t2.micro/",
+            availability_zone: null,
+            state: "Deployed",
+            external_fqdn: `${uuid.slice(0, 8)}.alice.node.berth.internal`,
+            nickname: `n-${nodes.length}`,
+            engine_url: `fake://${uuid}`,
+            engine_tls: null,
+            engine_id: uuid,
+            engine_execdriver: "native",
+            engine_graphdriver: "overlay2",
+            engine_version: "27.0.0",
+            cpu: 1,
+            memory: 1024,
+            disk: 8,
+            public_ip: `10.9.0.${nodes.length + 1}`,
+            tunnel: null,
+            private_subnet: "",
+            slot: nodes.length,
+            last_seen: now,
+            unreachable_since: null,
+            deployed_at: now,
+            destroyed_at: null,
+            tags: "[]",
+            created: now,
+          }),
+        );
+      }
+    });
+  }
+
+  /** A service through the API (linked to the previous one, sharing its volumes) with running containers. */
+  async function addService(containers: number) {
+    const previous = services.at(-1);
+    const res = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name: `svc-${services.length}`,
+      container_ports: [{ inner_port: 80, protocol: "tcp" }],
+      container_envvars: [{ key: "K", value: "v" }],
+      ...(previous
+        ? {
+            linked_to_service: [{ to_service: previous.uuid, name: `up${services.length}` }],
+            bindings: [{ volumes_from: `/api/app/v1/service/${previous.uuid}/` }],
+          }
+        : {}),
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    services.push({ uuid: res.body.uuid, name: res.body.name });
+    const s = (await h.store.services.findService(res.body.uuid))!;
+    await h.store.transaction(async (tx) => {
+      for (let n = 1; n <= containers; n++) {
+        await tx.services.insertContainer({
+          uuid: randomUUID(),
+          namespace: "alice",
+          service_uuid: s.uuid,
+          node_uuid: nodes[n % nodes.length]!.uuid,
+          name: `${s.name}-${n}`,
+          number: n,
+          state: n % 3 === 0 ? "Stopped" : "Running",
+          desired: "running",
+          engine_id: randomUUID(),
+          exit_code: null,
+          exit_code_msg: null,
+          private_ip: `172.17.0.${n + 1}`,
+          ports: "[]",
+          spec: s.spec,
+          spec_version: s.spec_version,
+          generation: randomUUID().slice(0, 16),
+          deployed_at: Date.now(),
+          started_at: Date.now(),
+          stopped_at: null,
+          destroyed_at: null,
+          created: Date.now(),
+        });
+      }
+    });
+  }
+
+  async function statementsOf(url: string): Promise<number> {
+    const { result, statements } = await h.db.statements.during(() => call(h, alice, "GET", url));
+    assert.equal(result.status, 200, `${url}: ${JSON.stringify(result.body)}`);
+    return statements;
+  }
+
+  const lists = [
+    "/api/app/v1/service/",
+    "/api/app/v1/container/",
+    "/api/app/v1/alice/container/",
+    "/api/infra/v1/node/",
+    "/api/infra/v1/nodecluster/",
+    "/api/app/v1/stack/",
+    "/api/audit/v1/action/",
+  ];
+
+  async function measure(limit: number) {
+    const out: Record<string, number> = {};
+    for (const url of lists) out[url] = await statementsOf(`${url}?limit=${limit}`);
+    out["GET service"] = await statementsOf(`/api/app/v1/service/${services[1]!.uuid}/`);
+    const c = (await h.store.services.containersOfService(services[1]!.uuid))[0]!;
+    out["GET container"] = await statementsOf(`/api/app/v1/container/${c.uuid}/`);
+    return out;
+  }
+
+  before(async () => {
+    h = await startHarness();
+    alice = await createUser(h, "alice");
+    // Only the requests measured run statements.
+    h.reconciler.stop();
+    h.stacks.stop();
+    h.health.stop();
+    await h.actions.stop();
+    await addNodes(3);
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test("a list costs the same number of statements for 2 rows or a full page, in a small or large namespace", async () => {
+    for (let i = 0; i < 5; i++) await addService(2);
+    const small = await measure(2);
+    const smallFull = await measure(100);
+    await addNodes(20);
+    for (let i = 0; i < 40; i++) await addService(i % 4 === 0 ? 12 : 3);
+    const large = await measure(2);
+    const largeFull = await measure(100);
+    assert.deepEqual(smallFull, small, "a full page costs what a page of two does");
+    assert.deepEqual(large, small, "a larger namespace costs nothing more per page");
+    assert.deepEqual(largeFull, small, "a full page of a large namespace costs what a small page does");
+    for (const [what, n] of Object.entries(small)) assert.ok(n <= 8, `${what} runs ${n} statements`);
+  });
+});
