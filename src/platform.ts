@@ -311,7 +311,15 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     publicUrl: config.publicUrl,
   });
   const services = manager;
-  const stacks = new StackService({ store, clock, changes, services, orchestrator });
+  // The stack follower's poll only covers other replicas' commits: rare on SQLite, where there are none.
+  const stacks = new StackService({
+    store,
+    clock,
+    changes,
+    services,
+    orchestrator,
+    pollMs: replicated ? 2000 : 30_000,
+  });
   stacks.register(actions);
   relations.register("stack", stacks.related);
   const triggers = new TriggerService({ store, clock, actions, changes, box, publicUrl: config.publicUrl });
@@ -468,7 +476,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           identity,
           containers: new EngineContainerIO(store, engines),
           settings: config.streams,
-          remoteChangesAnnounced: () => listener?.connected ?? false,
+          // On SQLite no other process commits: in-process notifications announce every change.
+          remoteChangesAnnounced: () => !replicated || (listener?.connected ?? false),
         }),
       (a) => opsRoutes(a, { replicaId, metrics, readiness }),
       ...(extra.routes ?? []),

@@ -76,6 +76,12 @@ export interface ActionEngineOptions {
 }
 
 const TERMINAL: ActionState[] = ["Canceled", "Success", "Failed"];
+const POLL_BACKOFF_MAX = 8;
+/**
+ * Actions run at once by one worker. Their steps mostly wait for engines, so many services
+ * started together progress together instead of queueing behind a few.
+ */
+const DEFAULT_CONCURRENCY = 32;
 
 export class ActionEngine {
   private readonly kinds = new Map<string, ActionKind<never>>();
@@ -86,6 +92,8 @@ export class ActionEngine {
   private scanning = false;
   private rescan = false;
   private readonly idleWaiters = new Set<() => void>();
+  /** Polls in a row that found nothing (the back-off of the safety poll). */
+  private idlePolls = 0;
 
   constructor(private readonly opts: ActionEngineOptions) {
     this.instanceId = opts.instanceId ?? randomUUID();
@@ -284,9 +292,24 @@ export class ActionEngine {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
-    this.timer = setInterval(() => this.wake(), this.opts.pollMs);
-    this.timer.unref();
+    this.idlePolls = 0;
+    this.schedulePoll();
     this.wake();
+  }
+
+  /**
+   * The poll is only a safety net (new actions wake the workers in this process, and other
+   * replicas' through their notifications): while it finds nothing to do it backs off, up to
+   * POLL_BACKOFF_MAX times `pollMs`; anything found resets it.
+   */
+  private schedulePoll(): void {
+    if (this.stopped) return;
+    const delay = this.opts.pollMs * Math.min(POLL_BACKOFF_MAX, 2 ** this.idlePolls);
+    this.timer = setTimeout(() => {
+      this.wake();
+      this.schedulePoll();
+    }, delay);
+    this.timer.unref();
   }
 
   /**
@@ -296,7 +319,7 @@ export class ActionEngine {
    */
   async stop(opts: { graceMs?: number } = {}): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) clearTimeout(this.timer);
     const graceEnd = Date.now() + (opts.graceMs ?? 0);
     while (this.inFlight.size > 0 && Date.now() < graceEnd) await sleep(20);
     for (const c of this.inFlight.values()) c.abort(new Error("server shutting down"));
@@ -339,11 +362,12 @@ export class ActionEngine {
   }
 
   private async scan(): Promise<void> {
-    const free = (this.opts.concurrency ?? 8) - this.inFlight.size;
+    const free = (this.opts.concurrency ?? DEFAULT_CONCURRENCY) - this.inFlight.size;
     if (free <= 0) return;
     const candidates = await this.store.claimableActions(this.opts.clock.now(), free * 2);
+    this.idlePolls = candidates.length === 0 && this.inFlight.size === 0 ? this.idlePolls + 1 : 0;
     for (const c of candidates) {
-      if (this.inFlight.size >= (this.opts.concurrency ?? 8)) break;
+      if (this.inFlight.size >= (this.opts.concurrency ?? DEFAULT_CONCURRENCY)) break;
       if (this.inFlight.has(c.uuid)) continue;
       const claimed = await this.claim(c);
       if (claimed) void this.run(claimed);

@@ -7,7 +7,12 @@ import type { Store } from "../store/store.ts";
 
 export type ChangeAction = "create" | "update" | "delete";
 
+/** Parents remembered per container: a container's service, stack, node and cluster never change. */
+const PARENTS_CACHE_MAX = 100_000;
+
 export class AppChanges {
+  private readonly parents = new Map<string, string>();
+
   constructor(private readonly clock: Clock) {}
 
   async service(tx: Store, s: ServiceRow, action: ChangeAction): Promise<void> {
@@ -23,6 +28,19 @@ export class AppChanges {
   }
 
   async container(tx: Store, c: ContainerRow, action: ChangeAction): Promise<void> {
+    const parents = this.parents.get(c.uuid) ?? (await this.parentsOf(tx, c));
+    await tx.appendChange({
+      namespace: c.namespace,
+      type: "container",
+      action,
+      resource_uri: containerUri(c),
+      state: c.state,
+      parents,
+      datetime: this.clock.now(),
+    });
+  }
+
+  private async parentsOf(tx: Store, c: ContainerRow): Promise<string> {
     const parents = [serviceUri({ namespace: c.namespace, uuid: c.service_uuid })];
     const service = await tx.services.findService(c.service_uuid);
     if (service?.stack_uuid) parents.push(stackUri(c.namespace, service.stack_uuid));
@@ -31,15 +49,13 @@ export class AppChanges {
       parents.push(nodeUri(node));
       if (node.cluster_uuid) parents.push(clusterUri({ namespace: node.namespace, uuid: node.cluster_uuid }));
     }
-    await tx.appendChange({
-      namespace: c.namespace,
-      type: "container",
-      action,
-      resource_uri: containerUri(c),
-      state: c.state,
-      parents: JSON.stringify(parents),
-      datetime: this.clock.now(),
-    });
+    const json = JSON.stringify(parents);
+    // Only complete answers are kept (a service or node not visible yet would be missing).
+    if (service && node) {
+      if (this.parents.size >= PARENTS_CACHE_MAX) this.parents.clear();
+      this.parents.set(c.uuid, json);
+    }
+    return json;
   }
 
   async stack(tx: Store, ns: string, uuid: string, state: string, action: ChangeAction): Promise<void> {

@@ -47,8 +47,30 @@ const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
   JSON.parse(row.spec) as ServiceSpec;
 const live = (c: ContainerRow) => c.state !== "Terminated";
 
+/** How long a namespace's node hosts are reused without a node change being announced. */
+const NODE_HOSTS_TTL_MS = 5000;
+
 export class ServiceManager {
-  constructor(private readonly d: ManagerDeps) {}
+  /** Hosts entries of each namespace's nodes (every container gets them): read once per burst. */
+  private readonly nodeHosts = new Map<string, { hosts: string[]; until: number }>();
+
+  constructor(private readonly d: ManagerDeps) {
+    d.store.onChange((type) => {
+      if (type === "node" || type === "") this.nodeHosts.clear();
+    });
+  }
+
+  /** `<fqdn>:<address>` of every live node of the namespace that has an address. */
+  private async nodeHostsOf(namespace: string): Promise<string[]> {
+    const now = performance.now();
+    const hit = this.nodeHosts.get(namespace);
+    if (hit && hit.until > now) return hit.hosts;
+    const hosts = (await this.store.nodes.liveNodes({ namespace }))
+      .filter((n) => n.public_ip && n.external_fqdn)
+      .map((n) => `${n.external_fqdn}:${n.public_ip}`);
+    this.nodeHosts.set(namespace, { hosts, until: now + NODE_HOSTS_TTL_MS });
+    return hosts;
+  }
 
   private get store() {
     return this.d.store;
@@ -235,9 +257,7 @@ export class ServiceManager {
     });
     // Node FQDNs resolve through Berth's own records, never outside DNS (CONTRACT §13): every
     // container gets a hosts entry for each node of its namespace that has an address.
-    const nodeHosts = (await this.store.nodes.liveNodes({ namespace: service.namespace }))
-      .filter((n) => n.public_ip && n.external_fqdn)
-      .map((n) => `${n.external_fqdn}:${n.public_ip}`);
+    const nodeHosts = await this.nodeHostsOf(service.namespace);
     engineSpec.extraHosts = [...(engineSpec.extraHosts ?? []), ...nodeHosts];
     return engineSpec;
   }

@@ -6,13 +6,15 @@
 import type { ActionEngine } from "../actions/engine.ts";
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
+import { SERVICE_TRANSITIONAL, type ServiceState, settledServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import { containerUri, serviceUri, stackUri } from "../domain/uri.ts";
-import type { ContainerEvent } from "../drivers/engine.ts";
+import type { ContainerEvent, ContainerSummary } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
+import type { ContainerRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import type { ContainerRuntime } from "./runtime.ts";
+import { type ContainerRuntime, GENERATION_LABEL } from "./runtime.ts";
 import type { Orchestrator } from "./services.ts";
 
 const SYSTEM = {
@@ -31,6 +33,8 @@ export class Reconciler {
   private draining = false;
   private readonly watchers = new Map<string, AbortController>();
   private stopped = true;
+  /** Engine listings of the current pass, by node (each node's engine is listed once per pass). */
+  private readonly listings = new Map<string, ContainerSummary[]>();
 
   constructor(
     private readonly d: {
@@ -80,19 +84,69 @@ export class Reconciler {
   async resync(): Promise<void> {
     if (this.stopped) return;
     try {
-      const nodes = (await this.d.store.nodes.liveNodes()).filter((n) => this.duties.ownsNode(n.uuid));
+      const all = await this.d.store.nodes.liveNodes();
+      const nodes = all.filter((n) => this.duties.ownsNode(n.uuid));
       this.syncWatchers(nodes.filter((n) => n.state === "Deployed" && n.engine_url));
+      this.listings.clear();
       const leads = this.duties.leads("reconcile");
-      if (leads) {
-        for (const c of await this.d.store.services.liveContainers()) this.queue.add(`c:${c.uuid}`);
-        for (const s of await this.d.store.services.liveServices()) this.queue.add(`s:${s.uuid}`);
-      }
+      if (leads) await this.compareAll(all);
       for (const n of nodes) if (n.state === "Deployed") this.queue.add(`n:${n.uuid}`);
       await this.drain();
+      this.listings.clear();
       if (leads) this.d.onPass?.(this.d.clock.now());
     } catch (err) {
       this.d.onError?.(err);
     }
+  }
+
+  /**
+   * The periodic comparison, cheap when nothing changed: each Deployed node's engine is listed
+   * once, and only containers whose engine container disagrees with their record (or whose node
+   * is gone, or that an autodestroy policy may concern), EVERY_NODE services, and services whose
+   * state disagrees with their containers get the full per-object reconcile.
+   */
+  private async compareAll(nodes: NodeRow[]): Promise<void> {
+    const containers = await this.d.store.services.liveContainers();
+    const byNode = new Map<string, ContainerRow[]>();
+    const byService = new Map<string, ContainerRow[]>();
+    for (const c of containers) {
+      const onNode = byNode.get(c.node_uuid);
+      if (onNode) onNode.push(c);
+      else byNode.set(c.node_uuid, [c]);
+      const ofService = byService.get(c.service_uuid);
+      if (ofService) ofService.push(c);
+      else byService.set(c.service_uuid, [c]);
+    }
+    const nodeByUuid = new Map(nodes.map((n) => [n.uuid, n]));
+    for (const [nodeUuid, list] of byNode) {
+      const node = nodeByUuid.get(nodeUuid);
+      if (node && node.state !== "Deployed") continue; // nothing can be observed there
+      let listing: ContainerSummary[] | undefined;
+      if (node) listing = await this.listing(node).catch(() => undefined);
+      for (const c of list) if (!listing || !agrees(c, listing)) this.queue.add(`c:${c.uuid}`);
+    }
+    for (const s of await this.d.store.services.liveServices()) {
+      const spec = JSON.parse(s.spec) as ServiceSpec;
+      const everyNode = spec.deployment_strategy === "EVERY_NODE";
+      if (everyNode && (s.state === "Running" || s.state === "Partly running")) this.queue.add(`s:${s.uuid}`);
+      const live = byService.get(s.uuid);
+      if (!live?.length || SERVICE_TRANSITIONAL.includes(s.state as ServiceState)) continue;
+      const settled = settledServiceState(
+        live.map((c) => c.state),
+        everyNode ? 0 : s.target_num_containers,
+      );
+      if (settled !== s.state) this.queue.add(`c:${live[0]!.uuid}`);
+    }
+  }
+
+  /** The Berth containers of a node's engine, listed at most once per pass. */
+  private async listing(node: NodeRow): Promise<ContainerSummary[]> {
+    const known = this.listings.get(node.uuid);
+    if (known) return known;
+    const engine = this.d.engines.forNode(node);
+    const found = await engine.listContainers({ labels: { [LABELS.node]: node.uuid }, all: true });
+    this.listings.set(node.uuid, found);
+    return found;
   }
 
   /**
@@ -228,11 +282,19 @@ export class Reconciler {
     const node = await this.d.store.nodes.findNode(nodeUuid);
     if (node?.state !== "Deployed") return;
     const engine = this.d.engines.forNode(node);
-    const ours = await engine.listContainers({ labels: { [LABELS.node]: node.uuid }, all: true });
+    const ours = await this.listing(node);
+    this.listings.delete(node.uuid);
+    const records = new Map(
+      (
+        await this.d.store.services.containersByUuid(
+          ours.flatMap((o) => (o.labels[LABELS.container] ? [o.labels[LABELS.container]!] : [])),
+        )
+      ).map((r) => [r.uuid, r]),
+    );
     for (const o of ours) {
       const recordUuid = o.labels[LABELS.container];
       if (!recordUuid) continue;
-      const record = await this.d.store.services.findContainer(recordUuid);
+      const record = records.get(recordUuid);
       if (record && record.state !== "Terminated") continue;
       if (record && (await this.busy(containerUri(record)))) continue;
       // Give creations in flight a moment: a record is written before its engine container.
@@ -276,4 +338,22 @@ export class Reconciler {
       if (!signal.aborted) this.d.onError?.(err);
     }
   }
+}
+
+/**
+ * Whether a record and its node's engine agree, so that reconciling it would change nothing: one
+ * engine container of the record's generation, the one recorded, in the recorded state. Records
+ * in a transitional state, and stopped ones an autodestroy policy may concern, never agree here.
+ */
+function agrees(c: ContainerRow, listing: ContainerSummary[]): boolean {
+  const mine = listing.filter((x) => x.labels[LABELS.container] === c.uuid);
+  if (mine.length !== 1) return false;
+  const x = mine[0]!;
+  if (x.id !== c.engine_id || x.labels[GENERATION_LABEL] !== c.generation) return false;
+  if (x.state === "running") return c.state === "Running";
+  if (x.state === "restarting") return c.state === "Starting";
+  if (x.state !== "exited" && x.state !== "created" && x.state !== "dead") return false;
+  if (c.state !== "Stopped") return false;
+  if (c.desired !== "running" || c.exit_code === null) return true;
+  return (JSON.parse(c.spec) as ServiceSpec).autodestroy === "OFF";
 }

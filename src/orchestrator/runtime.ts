@@ -82,6 +82,35 @@ export class ContainerRuntime {
     }
   }
 
+  /**
+   * `patch` over many records in one transaction (the records are read in one query). Should
+   * another writer get in between (another replica), each record is patched on its own instead.
+   */
+  async patchMany(
+    uuids: string[],
+    fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
+  ): Promise<void> {
+    if (uuids.length === 0) return;
+    try {
+      await this.d.store.transaction(async (tx) => {
+        const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
+        for (const uuid of uuids) {
+          const c = rows.get(uuid);
+          if (!c) continue;
+          const p = fn(c);
+          if (!p || Object.keys(p).length === 0) continue;
+          const r = await tx.services.updateContainer(c, p);
+          if (r.state !== c.state || p.spec_version !== undefined) {
+            await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
+          }
+        }
+      });
+    } catch (err) {
+      if (!(err instanceof VersionConflict)) throw err;
+      for (const uuid of uuids) await this.patch(uuid, fn);
+    }
+  }
+
   async engineOf(c: Pick<ContainerRow, "node_uuid">): Promise<Engine> {
     const node = await this.d.store.nodes.findNode(c.node_uuid);
     if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
@@ -142,11 +171,20 @@ export class ContainerRuntime {
     log: Log,
     opts: { reuseVolumes?: boolean; refreshImage?: boolean } = {},
   ): Promise<ContainerView> {
+    return (await this.create(c, log, opts)).view;
+  }
+
+  /** ensureCreated, also telling which engine it used and which older containers it left in place. */
+  private async create(
+    c: ContainerRow,
+    log: Log,
+    opts: { reuseVolumes?: boolean; refreshImage?: boolean },
+  ): Promise<{ view: ContainerView; engine: Engine; staleLeft: string[] }> {
     const engine = await this.engineOf(c);
     const { current, stale } = await this.engineContainers(c, engine);
     if (current) {
       if (current.id !== c.engine_id) await this.patch(c.uuid, () => ({ engine_id: current.id }));
-      return current;
+      return { view: current, engine, staleLeft: stale };
     }
     const reuse = opts.reuseVolumes ?? true;
     for (const id of stale) {
@@ -165,7 +203,7 @@ export class ContainerRuntime {
     );
     const view = await engine.inspectContainer(id);
     if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
-    return view;
+    return { view, engine, staleLeft: reuse ? stale : [] };
   }
 
   async ensureRunning(
@@ -173,13 +211,12 @@ export class ContainerRuntime {
     log: Log,
     opts: { reuseVolumes?: boolean; refreshImage?: boolean } = {},
   ): Promise<ContainerRow> {
-    const view = await this.ensureCreated(c, log, opts);
-    const engine = await this.engineOf(c);
+    const { view, engine, staleLeft } = await this.create(c, log, opts);
     if (!view.running) {
       await engine.startContainer(view.id);
       await log(`Started ${c.name}`);
     }
-    const row = await this.observe(c.uuid, { engine });
+    const row = await this.observe(c.uuid, { engine, id: view.id });
     if (row && row.state !== "Running" && row.state !== "Starting") {
       const v = await engine.inspectContainer(view.id);
       throw new Error(
@@ -187,8 +224,11 @@ export class ContainerRuntime {
       );
     }
     // The previous containers' volumes are mounted by the new one now; the containers can go.
-    const { stale } = await this.engineContainers(c, engine);
-    for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
+    // (Only when there were any: the engine is not listed again for nothing.)
+    if (staleLeft.length) {
+      const { stale } = await this.engineContainers(c, engine);
+      for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
+    }
     return row!;
   }
 
@@ -254,12 +294,20 @@ export class ContainerRuntime {
   }
 
   /** Records what the engine reports about the container (the engine watcher's write path). */
-  async observe(uuid: string, opts: { engine?: Engine } = {}): Promise<ContainerRow | undefined> {
+  async observe(
+    uuid: string,
+    opts: {
+      engine?: Engine;
+      /** The engine container of the record's generation, when the caller just made or started it. */
+      id?: string;
+    } = {},
+  ): Promise<ContainerRow | undefined> {
     const c = await this.d.store.services.findContainer(uuid);
     if (!c || c.state === "Terminated") return c;
     let view: ContainerView | undefined;
     try {
-      view = await this.find(c, opts.engine);
+      if (opts.id && opts.engine) view = await opts.engine.inspectContainer(opts.id);
+      view ??= await this.find(c, opts.engine);
     } catch (err) {
       if (isEngineError(err, "unreachable")) return c; // the node's health is the health watcher's business
       throw err;

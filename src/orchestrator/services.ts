@@ -34,7 +34,7 @@ export interface OrchestratorDeps {
   runtime: ContainerRuntime;
   /** Revokes the PLATFORM_AUTH key of a terminated service. */
   revokeServiceKey(serviceUuid: string): Promise<void>;
-  /** Parallel container operations per action (sequential_deployment forces 1). */
+  /** Parallel container operations per node and action (sequential_deployment forces 1). */
   parallelism?: number;
 }
 
@@ -45,22 +45,50 @@ export type InlineOperation = "start" | "stop" | "redeploy" | "terminate";
 
 const specOf = (s: Pick<ServiceRow, "spec">) => JSON.parse(s.spec) as ServiceSpec;
 
-async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<Error[]> {
+/**
+ * Runs `fn` over containers, at most `perNode` at a time on any one node and `total` at a time in
+ * all: a large service works on many nodes at once without piling onto one engine.
+ */
+async function eachPerNode<T extends { node_uuid: string }>(
+  items: T[],
+  limits: { perNode: number; total: number },
+  fn: (item: T) => Promise<void>,
+): Promise<Error[]> {
   const errors: Error[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (err) {
-        errors.push(err instanceof Error ? err : new Error(String(err)));
+  const queue = [...items];
+  const active = new Map<string, number>();
+  let running = 0;
+  await new Promise<void>((resolve) => {
+    const pump = () => {
+      if (queue.length === 0 && running === 0) return resolve();
+      for (let i = 0; i < queue.length && running < limits.total; ) {
+        const item = queue[i]!;
+        const onNode = active.get(item.node_uuid) ?? 0;
+        if (onNode >= limits.perNode) {
+          i++;
+          continue;
+        }
+        queue.splice(i, 1);
+        active.set(item.node_uuid, onNode + 1);
+        running++;
+        void fn(item)
+          .catch((err: unknown) => {
+            errors.push(err instanceof Error ? err : new Error(String(err)));
+          })
+          .finally(() => {
+            active.set(item.node_uuid, (active.get(item.node_uuid) ?? 1) - 1);
+            running--;
+            pump();
+          });
       }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+    };
+    pump();
+  });
   return errors;
 }
+
+/** Container operations in flight per action, over all of its nodes. */
+const ACTION_PARALLELISM = 32;
 
 export class Orchestrator {
   constructor(private readonly d: OrchestratorDeps) {}
@@ -169,7 +197,8 @@ export class Orchestrator {
       state: n.state,
       tags: JSON.parse(n.tags) as string[],
     }));
-    const containers = (await this.store.services.liveContainers({ namespace: s.namespace })).map((c) => ({
+    // Only the columns placement needs: a namespace's definitions are not read for every plan.
+    const containers = (await this.store.services.containerLoads(s.namespace)).map((c) => ({
       uuid: c.uuid,
       node: c.node_uuid,
       service: c.service_uuid,
@@ -201,14 +230,19 @@ export class Orchestrator {
     );
   }
 
-  private limit(s: ServiceRow): number {
-    return specOf(s).sequential_deployment ? 1 : (this.d.parallelism ?? 4);
+  /** One at a time for sequential_deployment; otherwise `parallelism` per node. */
+  private limit(s: ServiceRow): { perNode: number; total: number } {
+    return specOf(s).sequential_deployment ? { perNode: 1, total: 1 } : this.parallel();
+  }
+
+  private parallel(): { perNode: number; total: number } {
+    return { perNode: this.d.parallelism ?? 4, total: ACTION_PARALLELISM };
   }
 
   private async startAll(s: ServiceRow, log: Log): Promise<void> {
     const containers = (await this.liveContainers(s.uuid)).filter((c) => c.desired !== "terminated");
     await this.markDesired(containers, "running", "Starting");
-    const errors = await eachLimited(containers, this.limit(s), async (c) => {
+    const errors = await eachPerNode(containers, this.limit(s), async (c) => {
       await this.d.runtime.ensureRunning((await this.store.services.findContainer(c.uuid))!, log);
     });
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
@@ -219,8 +253,9 @@ export class Orchestrator {
     desired: string,
     state?: ContainerState,
   ): Promise<void> {
-    for (const c of containers) {
-      await this.d.runtime.patch(c.uuid, (r) => {
+    await this.d.runtime.patchMany(
+      containers.map((c) => c.uuid),
+      (r) => {
         const p: Partial<ContainerRow> = {};
         if (r.desired !== desired) p.desired = desired;
         if (
@@ -232,8 +267,8 @@ export class Orchestrator {
           p.state = state;
         }
         return p;
-      });
-    }
+      },
+    );
   }
 
   // ---- action kinds -------------------------------------------------------------------------------
@@ -364,7 +399,7 @@ export class Orchestrator {
   private async stopSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
     const containers = await this.liveContainers(s.uuid);
     await this.markDesired(containers, "stopped", "Stopping");
-    const errors = await eachLimited(containers, this.d.parallelism ?? 4, async (c) => {
+    const errors = await eachPerNode(containers, this.parallel(), async (c) => {
       await this.d.runtime.ensureStopped((await this.store.services.findContainer(c.uuid))!, ctx.log);
     });
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
@@ -416,7 +451,7 @@ export class Orchestrator {
     await this.place(s, ctx.log);
     const containers = await this.liveContainers(s.uuid);
     await this.markDesired(containers, "running", "Starting");
-    const errors = await eachLimited(containers, this.limit(s), async (c) => {
+    const errors = await eachPerNode(containers, this.limit(s), async (c) => {
       const current = (await this.store.services.findContainer(c.uuid))!;
       const fresh = (await this.store.services.findService(s.uuid))!;
       await this.d.runtime.redeploy(current, ctx.log, {
@@ -462,7 +497,7 @@ export class Orchestrator {
   private async removeAll(serviceUuid: string, log: Log): Promise<void> {
     const containers = await this.liveContainers(serviceUuid);
     await this.markDesired(containers, "terminated", "Terminating");
-    const errors = await eachLimited(containers, this.d.parallelism ?? 4, async (c) => {
+    const errors = await eachPerNode(containers, this.parallel(), async (c) => {
       await this.d.runtime.ensureRemoved((await this.store.services.findContainer(c.uuid))!, log, {
         removeVolumes: true,
       });

@@ -198,6 +198,15 @@ export class ServiceStore {
       .execute();
   }
 
+  /** Containers by uuid, in any state. */
+  async containersByUuid(uuids: readonly string[]): Promise<ContainerRow[]> {
+    const out: ContainerRow[] = [];
+    for (const part of chunks(uuids)) {
+      out.push(...(await this.s.db.selectFrom("containers").selectAll().where("uuid", "in", part).execute()));
+    }
+    return out;
+  }
+
   /** Services of several stacks, ordered by stack and age. */
   async servicesOfStacks(stackUuids: readonly string[]): Promise<ServiceRow[]> {
     const out: ServiceRow[] = [];
@@ -257,6 +266,17 @@ export class ServiceStore {
     if (filter.node !== undefined) q = q.where("node_uuid", "=", filter.node);
     if (filter.namespace !== undefined) q = q.where("namespace", "=", filter.namespace);
     return q.orderBy("id").execute();
+  }
+
+  /** What placement needs of the namespace's live containers (no definitions). */
+  async containerLoads(namespace: string) {
+    return this.s.db
+      .selectFrom("containers")
+      .select(["uuid", "node_uuid", "service_uuid", "state", "number"])
+      .where("namespace", "=", namespace)
+      .where("state", "!=", "Terminated")
+      .orderBy("id")
+      .execute();
   }
 
   /** Live containers on each node (nodes without any are absent from the map). */

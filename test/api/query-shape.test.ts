@@ -103,10 +103,20 @@ describe("statements per request", () => {
     });
   }
 
+  /**
+   * Statements of one call. Authentication is cached for a moment, so a call just before makes
+   * the measured ones hits; the fewest of three is taken, since work left over from an earlier
+   * call can only add statements, never remove the call's own.
+   */
   async function statementsOf(url: string): Promise<number> {
-    const { result, statements } = await h.db.statements.during(() => call(h, alice, "GET", url));
-    assert.equal(result.status, 200, `${url}: ${JSON.stringify(result.body)}`);
-    return statements;
+    await call(h, alice, "GET", url);
+    let fewest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 3; i++) {
+      const { result, statements } = await h.db.statements.during(() => call(h, alice, "GET", url));
+      assert.equal(result.status, 200, `${url}: ${JSON.stringify(result.body)}`);
+      fewest = Math.min(fewest, statements);
+    }
+    return fewest;
   }
 
   const lists = [
@@ -147,7 +157,7 @@ describe("statements per request", () => {
     const small = await measure(2);
     const smallFull = await measure(100);
     await addNodes(20);
-    for (let i = 0; i < 40; i++) await addService(i % 4 === 0 ? 12 : 3);
+    for (let i = 0; i < 30; i++) await addService(i % 4 === 0 ? 12 : 3);
     const large = await measure(2);
     const largeFull = await measure(100);
     assert.deepEqual(smallFull, small, "a full page costs what a page of two does");
