@@ -47,6 +47,8 @@ export class IdentityService {
   // whole on any identity change (they are rare; correctness beats a clever partial invalidation).
   private readonly keys = new Map<string, Cached<{ key: ApiKeyRow; user: UserRow }>>();
   private readonly members = new Map<string, Cached<boolean>>();
+  /** How long an entry is trusted without a notification (see IDENTITY_CACHE_TTL_MS). */
+  cacheTtlMs = IDENTITY_CACHE_TTL_MS;
   /** Bumped on every change, so a lookup that raced with one does not store what it read. */
   private generation = 0;
 
@@ -73,7 +75,7 @@ export class IdentityService {
     const value = await load();
     if (value !== undefined && value !== false && generation === this.generation) {
       if (cache.size >= IDENTITY_CACHE_MAX) cache.clear();
-      cache.set(key, { value, until: now + IDENTITY_CACHE_TTL_MS });
+      cache.set(key, { value, until: now + this.cacheTtlMs });
     } else {
       cache.delete(key);
     }
