@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// The Berth agent (`berth-agent --url <Berth URL> --token <token>`): makes this server a node of
-// Berth through an outbound tunnel. Registers tsx so the TypeScript sources run as they are.
+// The Berth agent from a checkout (`berth-agent --url <Berth URL> --token <token>`): makes this
+// server a node of Berth through an outbound tunnel. Runs the TypeScript sources through tsx; the
+// single-file form that needs only Node is served by Berth at /api/agent/v1/berth-agent.mjs.
 import { register } from "tsx/esm/api";
 
 register();
-const { main } = await import("../src/agent/main.ts");
-process.exit(await main(process.argv.slice(2)));
+await import("../src/agent/cli.ts");

@@ -10,6 +10,7 @@ import { AccountsService } from "./accounts/service.ts";
 import { SessionService } from "./accounts/sessions.ts";
 import { ActionEngine } from "./actions/engine.ts";
 import { Relations } from "./actions/relations.ts";
+import { AgentBundle } from "./agent/bundle.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
 import { accountsRoutes } from "./api/routes/accounts.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
@@ -190,7 +191,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const graceMs = config.nodes.unreachableGraceMs;
   const tunnels = new TunnelHub({
     pingIntervalMs: Math.max(200, Math.min(5000, Math.floor(graceMs / 3))),
-    onChange: (uuid, connected) => agents?.tunnelChanged(uuid, connected),
+    onChange: (uuid, connected, why) => {
+      log?.info(`node ${uuid}: agent tunnel ${connected ? "up" : "down"}: ${why}`);
+      agents?.tunnelChanged(uuid, connected);
+    },
     onMessage: (uuid, message) => agents?.agentSaid(uuid, message),
     onError: onError("agent tunnel"),
   });
@@ -465,7 +469,13 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           containersOnNodes: (uuids) => store.services.countLiveContainersOnNodes(uuids),
         }),
       (a) => tokenRoutes(a, { identity, agents: agentNodes }),
-      (a) => agentRoutes(a, { agents: agentNodes, hub: tunnels, clock }),
+      (a) =>
+        agentRoutes(a, {
+          agents: agentNodes,
+          hub: tunnels,
+          clock,
+          bundle: new AgentBundle(path.join(config.dataDir, "agent", "berth-agent.mjs")),
+        }),
       (a) => serviceRoutes(a, { store, identity, actions, services }),
       (a) => stackRoutes(a, { store, identity, actions, stacks }),
       (a) => triggerRoutes(a, { store, identity, actions, triggers }),

@@ -59,7 +59,8 @@ export class AgentNodes {
 
   /** The command a user runs on the server (the token is part of it, so it is shown once too). */
   command(token: string): string {
-    return `berth-agent --url ${this.o.publicUrl} --token ${token} --install-systemd`;
+    const url = this.o.publicUrl;
+    return `curl -fsSL ${url}/api/agent/v1/berth-agent.mjs -o berth-agent.mjs && sudo node berth-agent.mjs --url ${url} --token ${token} --install-systemd`;
   }
 
   tunnelUrl(nodeUuid: string): string {
@@ -106,8 +107,9 @@ export class AgentNodes {
   // ---- registration ------------------------------------------------------------------------------
 
   /**
-   * Registers the agent's host as a node of the token's namespace, Deployed with the facts it
-   * reported (the first health check through the tunnel replaces them with what the engine says).
+   * Registers the agent's host as a node of the token's namespace with the facts it reported. The
+   * node is Deploying until Berth reaches the engine through the agent's tunnel (then Deployed,
+   * with what the engine itself says), or Unreachable if no tunnel comes within the grace.
    * The token is used up; the node key is returned once and only its hash is kept.
    */
   async register(input: {
@@ -161,7 +163,7 @@ export class AgentNodes {
         region: "/api/infra/v1/region/byon/byon/",
         node_type: "/api/infra/v1/nodetype/byon/byon/",
         availability_zone: null,
-        state: "Deployed",
+        state: "Deploying",
         external_fqdn: fqdn,
         nickname: input.nickname || input.facts.name || fqdn,
         engine_url: `${TUNNEL_SCHEME}${uuid}`,
@@ -177,9 +179,9 @@ export class AgentNodes {
         tunnel: this.tunnelUrl(uuid),
         private_subnet: "",
         slot: 0,
-        last_seen: now,
+        last_seen: null,
         unreachable_since: null,
-        deployed_at: now,
+        deployed_at: null,
         destroyed_at: null,
         tags: JSON.stringify(tags),
         created: now,

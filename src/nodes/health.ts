@@ -48,7 +48,10 @@ export class HealthWatcher {
     try {
       const nodes = (await this.opts.store.nodes.liveNodes()).filter(
         (n) =>
-          (n.state === "Deployed" || n.state === "Unreachable") &&
+          (n.state === "Deployed" ||
+            n.state === "Unreachable" ||
+            // An agent's node waiting for its first tunnel: Unreachable if it never comes.
+            (n.state === "Deploying" && n.engine_url.startsWith("tunnel://"))) &&
           n.engine_url &&
           (this.opts.duties ?? SOLO_DUTIES).ownsNode(n.uuid),
       );

@@ -309,16 +309,22 @@ export class NodeService {
     const node = await this.store.nodes.findNode(uuid);
     if (!node?.engine_url) return node;
     const now = this.o.clock.now();
+    // An agent's node is Deploying until Berth first reaches its engine through the tunnel.
+    const joining = (n: NodeRow) => n.state === "Deploying" && n.engine_url.startsWith("tunnel://");
     try {
       const info = await this.engineInfo(node);
       return this.patchNode(uuid, (n) => {
-        if (n.state !== "Deployed" && n.state !== "Unreachable") return undefined;
-        return { ...NodeService.engineFields(info, now), state: "Deployed" };
+        if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
+        return {
+          ...NodeService.engineFields(info, now),
+          state: "Deployed",
+          ...(n.deployed_at === null ? { deployed_at: now } : {}),
+        };
       });
     } catch {
       return this.patchNode(uuid, (n) => {
         if (n.state === "Unreachable") return undefined;
-        if (n.state !== "Deployed") return undefined;
+        if (n.state !== "Deployed" && !joining(n)) return undefined;
         const since = n.unreachable_since ?? now;
         const lapsed = opts.immediate || now - (n.last_seen ?? since) >= this.o.unreachableGraceMs;
         return lapsed ? { state: "Unreachable", unreachable_since: since } : { unreachable_since: since };
@@ -650,18 +656,18 @@ export class NodeService {
       name: "Node Engine Upgrade",
       prepare: async (tx, { node }) => {
         const n = await this.requireNode(tx, node);
+        if (n.engine_url.startsWith("tunnel://")) {
+          throw conflict(
+            `The engine of node ${n.nickname || n.uuid} belongs to its host: the host's package manager installs and upgrades Docker there (for example apt-get install --only-upgrade docker-ce), the node shows the new version once Berth reaches the engine again.`,
+            "engine_managed_by_host",
+          );
+        }
         assertAllowed(
           NODE_OPERATIONS,
           `node ${n.nickname || n.uuid}`,
           n.state as NodeState,
           "engine-upgrade",
         );
-        if (n.engine_url.startsWith("tunnel://")) {
-          throw conflict(
-            `The engine of node ${n.nickname || n.uuid} belongs to its host: the host's package manager installs and upgrades Docker there (for example apt-get install --only-upgrade docker-ce), then the agent reconnects and health-check shows the new version.`,
-            "engine_managed_by_host",
-          );
-        }
         if (n.provider === "byon") {
           throw forbidden(
             "Berth did not start this engine, so it cannot upgrade it; upgrade it where it runs.",

@@ -3,7 +3,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import {
+  basic,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+  waitFor,
+} from "../support/harness.ts";
 import { engineFacts, register } from "./support.ts";
 
 let h: Harness;
@@ -13,7 +21,10 @@ let now = Date.now();
 const clock = { now: () => now };
 
 before(async () => {
-  h = await startHarness({ clock, env: { BERTH_PUBLIC_URL: "http://berth.test:8000" } });
+  h = await startHarness({
+    clock,
+    env: { BERTH_PUBLIC_URL: "http://berth.test:8000", BERTH_NODE_UNREACHABLE_GRACE_MS: "400" },
+  });
   alice = await createUser(h, "alice");
   bob = await createUser(h, "bob");
 });
@@ -81,13 +92,29 @@ describe("registration tokens", () => {
   });
 });
 
+describe("the agent download", () => {
+  test("Berth serves the agent as one file that runs on Node without anything else, and the token's command uses it", async () => {
+    const res = await h.app.inject({ method: "GET", url: "/api/agent/v1/berth-agent.mjs" });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers["content-type"]), /javascript/);
+    assert.ok(res.body.startsWith("#!/usr/bin/env node\n"));
+    assert.ok(res.body.includes("/api/agent/v1/register/"), "it is the agent");
+    assert.ok(!/from ["'](ws|dockerode)["']/.test(res.body), "its packages are inside it");
+    const t = await newToken(alice);
+    assert.equal(
+      t.command,
+      `curl -fsSL http://berth.test:8000/api/agent/v1/berth-agent.mjs -o berth-agent.mjs && sudo node berth-agent.mjs --url http://berth.test:8000 --token ${t.token} --install-systemd`,
+    );
+  });
+});
+
 describe("registering a node with a token", () => {
-  test("the token's namespace gets a Deployed byon node with the reported facts, and the token is used up", async () => {
+  test("the token's namespace gets a byon node with the reported facts, Deploying until its tunnel is up; the token is used up", async () => {
     const t = await newToken(alice);
     const res = await register(h, t.token, { nickname: "desk", tags: ["home"] });
     assert.equal(res.status, 201, res.raw);
     const n = res.body;
-    assert.equal(n.state, "Deployed");
+    assert.equal(n.state, "Deploying");
     assert.equal(n.namespace, "alice");
     assert.match(n.resource_uri, /^\/api\/infra\/v1\/alice\/node\//);
     assert.equal(n.nickname, "desk");
@@ -236,9 +263,14 @@ describe("what a node key opens", () => {
 
   test("a terminated node's key opens nothing more; the agent is told the node is terminated", async () => {
     const n = (await register(h, (await newToken(alice)).token)).body;
+    // Its agent connects once and goes: the node is Unreachable (it never was Deployed), and can be terminated.
+    assert.equal((await upgrade(n.uuid, n.node_key)).status, 101);
+    await waitFor(
+      "node Unreachable",
+      async () => (await call(h, alice, "GET", n.resource_uri)).body.state === "Unreachable",
+    );
     const del = await call(h, alice, "DELETE", n.resource_uri);
     assert.equal(del.status, 202);
-    const { waitFor } = await import("../support/harness.ts");
     await waitFor(
       "node Terminated",
       async () => (await call(h, alice, "GET", n.resource_uri)).body.state === "Terminated",

@@ -6,7 +6,7 @@
 // uuid when it returns); terminating the node removes Berth's containers and the agent exits.
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
+import { createWriteStream, readFileSync, statSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -20,7 +20,6 @@ if (unavailable && process.env.CI === "true") {
 }
 
 const GRACE_MS = 4000;
-const AGENT = path.resolve(import.meta.dirname, "../../bin/berth-agent.mjs");
 
 async function freePort(host: string): Promise<number> {
   const server = createServer();
@@ -68,11 +67,19 @@ describe("the Berth agent on a real engine behind no open port", {
   let serviceUri: string;
   const stateDir = () => path.join(engine.dir, "agent-state");
   const agentLog = () => path.join(engine.dir, "agent.log");
+  const serverLog = () => path.join(engine.dir, "berth.log");
+  const tunnelLines = () =>
+    agentLogText(serverLog())
+      .split("\n")
+      .filter((l) => l.includes("tunnel"))
+      .join("\n");
 
+  // The agent as a server gets it: the one file Berth serves, run with Node and nothing else.
+  const agentFile = () => path.join(engine.dir, "berth-agent.mjs");
   const startAgent = (args: string[]) =>
     engine.spawnInside(
       process.execPath,
-      [AGENT, "--url", url, "--state-dir", stateDir(), "--docker-socket", engine.socketPath, ...args],
+      [agentFile(), "--url", url, "--state-dir", stateDir(), "--docker-socket", engine.socketPath, ...args],
       {
         log: agentLog(),
       },
@@ -83,7 +90,9 @@ describe("the Berth agent on a real engine behind no open port", {
     const port = await freePort(engine.hostAddress);
     url = `http://${engine.hostAddress}:${port}`;
     h = await startHarness({
+      logStream: createWriteStream(serverLog()),
       env: {
+        BERTH_LOG_LEVEL: "info",
         BERTH_PUBLIC_URL: url,
         BERTH_NODE_UNREACHABLE_GRACE_MS: String(GRACE_MS),
         BERTH_NODE_HEALTH_INTERVAL_MS: "500",
@@ -95,6 +104,9 @@ describe("the Berth agent on a real engine behind no open port", {
     base = url.replace(/^http/, "ws");
     alice = await createUser(h, "alice");
     bob = await createUser(h, "bob");
+    const download = await fetch(`${url}/api/agent/v1/berth-agent.mjs`);
+    assert.equal(download.status, 200);
+    writeFileSync(agentFile(), Buffer.from(await download.arrayBuffer()));
   });
 
   after(async () => {
@@ -124,7 +136,14 @@ describe("the Berth agent on a real engine behind no open port", {
       30_000,
       200,
     ).catch((err: Error) => {
-      throw new Error(`${err.message}\nagent log:\n${agentLogText(agentLog())}`);
+      throw new Error(
+        `${err.message}\nagent log:\n${agentLogText(agentLog())}\nBerth's tunnel log:\n${agentLogText(
+          serverLog(),
+        )
+          .split("\n")
+          .filter((l) => l.includes("tunnel"))
+          .join("\n")}`,
+      );
     });
     nodeUri = node.resource_uri;
     nodeUuid = node.uuid;
@@ -150,16 +169,25 @@ describe("the Berth agent on a real engine behind no open port", {
     });
     assert.equal(created.status, 201, created.raw);
     serviceUri = created.body.resource_uri;
-    assert.equal((await call(h, alice, "POST", `${serviceUri}start/`)).status, 202);
+    const start = await call(h, alice, "POST", `${serviceUri}start/`);
+    assert.equal(start.status, 202);
     const running = await waitFor(
       "the service Running",
       async () => {
         const s = (await call(h, alice, "GET", serviceUri)).body;
         return s.state === "Running" ? s : undefined;
       },
-      45_000,
+      60_000,
       200,
-    );
+    ).catch(async (err: Error) => {
+      // Say why: the start action's log, the service, and the agent's own log.
+      const actionUuid = String(start.headers["x-platform-action-uri"]).split("/").at(-2)!;
+      const log = (await h.store.actionLogTail(actionUuid, 200)).map((l) => l.line).join("\n");
+      const s = (await call(h, alice, "GET", serviceUri)).raw;
+      throw new Error(
+        `${err.message}\nservice: ${s}\nstart action log:\n${log}\nagent log:\n${agentLogText(agentLog())}\nBerth's tunnel log:\n${tunnelLines()}`,
+      );
+    });
     container = running.containers[0];
     const c = (await call(h, alice, "GET", container)).body;
     assert.equal(c.node, nodeUri);

@@ -1,6 +1,7 @@
 // The Berth agent's own endpoints (issue 15), outside the platform API: registration with a token,
 // and the reverse tunnel through which Berth drives the node's engine. Neither takes user
 // credentials: the token, then the node key, are the credentials, checked before any upgrade.
+import { createReadStream } from "node:fs";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
@@ -17,10 +18,13 @@ interface Deps {
   agents: AgentNodes;
   hub: TunnelAcceptor;
   clock: { now(): number };
+  /** The agent as one file that needs only Node (src/agent/bundle.ts). */
+  bundle: { file(): Promise<string> };
 }
 
 export const AGENT_REGISTER_PATH = "/api/agent/v1/register/";
 export const AGENT_TUNNEL_PATH = "/api/agent/v1/node/:uuid/tunnel/";
+export const AGENT_DOWNLOAD_PATH = "/api/agent/v1/berth-agent.mjs";
 
 const Text = (maxLength: number) => Type.String({ maxLength });
 
@@ -90,6 +94,26 @@ export function agentRoutes(app: FastifyInstance, deps: Deps): void {
         namespace: node.namespace,
         node_key: key,
       });
+    },
+  );
+
+  app.get(
+    AGENT_DOWNLOAD_PATH,
+    {
+      config: { auth: "none" },
+      schema: {
+        tags,
+        summary:
+          "The Berth agent as one file for Node 20 (no other install needed); run it on the server with --url and --token",
+        security: [],
+      },
+    },
+    async (_req, reply) => {
+      const file = await deps.bundle.file();
+      return reply
+        .header("content-type", "text/javascript; charset=utf-8")
+        .header("content-disposition", 'attachment; filename="berth-agent.mjs"')
+        .send(createReadStream(file));
     },
   );
 

@@ -50,7 +50,7 @@ export interface TunnelHubOptions {
   /** How often Berth pings each agent; one missed answer and the tunnel is closed. */
   pingIntervalMs: number;
   /** Told whenever a node's tunnel comes up or goes down. */
-  onChange?(nodeUuid: string, connected: boolean): void;
+  onChange?(nodeUuid: string, connected: boolean, why: string): void;
   /** Told of each control message an agent sends. */
   onMessage?(nodeUuid: string, message: AgentMessage): void;
   onError?(err: unknown): void;
@@ -153,16 +153,18 @@ export class TunnelHub {
       }
     });
     ws.on("error", (err) => this.opts.onError?.(err));
-    ws.once("close", () => {
+    ws.once("close", (code, reason) => {
       clearInterval(ping);
-      mux.close("the agent's connection closed");
+      const why =
+        mux.closeReason ?? `the agent's connection closed (${code} ${reason.toString().slice(0, 123)})`;
+      mux.close(why);
       if (this.sessions.get(nodeUuid) === session) {
         this.sessions.delete(nodeUuid);
-        this.opts.onChange?.(nodeUuid, false);
+        this.opts.onChange?.(nodeUuid, false, why);
       }
     });
     this.sessions.set(nodeUuid, session);
-    this.opts.onChange?.(nodeUuid, true);
+    this.opts.onChange?.(nodeUuid, true, `connected from ${remoteAddress}`);
     return session;
   }
 

@@ -216,6 +216,11 @@ export class TunnelMux {
     private readonly opts: { role: "opener" } | { role: "acceptor"; onStream(stream: TunnelStream): void },
   ) {}
 
+  /** Why the tunnel was closed, once it is. */
+  get closeReason(): string | undefined {
+    return this.closedReason;
+  }
+
   get closed(): boolean {
     return this.closedReason !== undefined;
   }
