@@ -92,7 +92,8 @@ export async function backupControlPlane(opts: BackupOptions): Promise<BackupHea
   const payload = path.join(dir, "payload");
   try {
     if (dialect === "sqlite") {
-      sqlitePath(config.databaseUrl);
+      const source = sqlitePath(config.databaseUrl);
+      if (!fs.existsSync(source)) throw new BackupError(`no database at ${source} (check BERTH_DATA_DIR)`);
       await sqliteOnlineBackup(config.databaseUrl, payload);
     } else {
       const target = pgTarget(config.databaseUrl);

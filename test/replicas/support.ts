@@ -117,7 +117,8 @@ export async function startReplica(
       const res = await fetch(`${base}/${opts.waitReady === false ? "healthz" : "readyz"}`);
       return res.status === 200;
     },
-    180_000,
+    // Three processes compiling TypeScript at once on a busy 2-core machine take minutes.
+    240_000,
     200,
   ).catch((err: Error) => {
     throw new Error(`${err.message}\n--- replica ${name} output:\n${out.slice(-4000)}`);
