@@ -44,7 +44,13 @@ export async function finish(
 ): Promise<Json> {
   let body = reply.body;
   if (opts.sync && reply.actionUri) {
-    await followAction(c.client, c.out, reply.actionUri);
+    try {
+      await followAction(c.client, c.out, reply.actionUri);
+    } catch (err) {
+      // The object is still the answer (scripts read its uuid); the exit code tells the outcome.
+      c.out.done(body);
+      throw err;
+    }
     if (opts.refetch) {
       try {
         body = await c.client.get(opts.refetch);

@@ -3,12 +3,18 @@
 // file `berth login` writes and from BERTH_* / DOCKERCLOUD_* variables (config.ts).
 import { Command, CommanderError } from "commander";
 import { registerAccount } from "./commands/account.ts";
+import { registerAction } from "./commands/action.ts";
+import { registerCompletion } from "./commands/completion.ts";
 import { registerContainer } from "./commands/container.ts";
+import { registerInfra } from "./commands/infra.ts";
+import { registerRepo } from "./commands/repo.ts";
 import { registerService } from "./commands/service.ts";
 import { registerStack } from "./commands/stack.ts";
+import { registerTag, registerTrigger } from "./commands/trigger.ts";
 import { contextOf } from "./context.ts";
 import { CliError, EXIT } from "./errors.ts";
 
+// Kept equal to packages/cli/package.json (test/cli/package.test.ts checks it).
 export const VERSION = "0.2.0";
 
 export function buildProgram(): Command {
@@ -33,6 +39,12 @@ Exit codes: 0 done, 1 refused or failed (an action that ended Failed or Canceled
   registerService(program, ctx);
   registerContainer(program, ctx);
   registerStack(program, ctx);
+  registerInfra(program, ctx);
+  registerRepo(program, ctx);
+  registerTrigger(program, ctx);
+  registerTag(program, ctx);
+  registerAction(program, ctx);
+  registerCompletion(program);
   return program;
 }
 
@@ -62,4 +74,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// Exits as soon as the command is done, even if a stream it opened is still closing; output
+// written to a pipe or file is already out (synchronous there), a terminal gets its last bytes.
+if (process.stdout.writableLength > 0) process.stdout.once("drain", () => process.exit(code));
+else process.exit(code);

@@ -142,7 +142,9 @@ export async function followAction(
   process.on("SIGINT", onSigint);
 
   try {
-    await Promise.race([streamLog(client, actionUri, print), interruption]);
+    const stop = new AbortController();
+    interruption.catch(() => stop.abort());
+    await Promise.race([streamLog(client, actionUri, print, stop.signal), interruption]);
     // The log stream closes when the action ends; a broken stream falls back on polling.
     for (;;) {
       action = await client.get(actionUri);
@@ -164,7 +166,12 @@ export async function followAction(
 }
 
 /** Prints every log line of the action until the server closes the stream (the action ended). */
-async function streamLog(client: Client, actionUri: string, print: (line: string) => void): Promise<void> {
+async function streamLog(
+  client: Client,
+  actionUri: string,
+  print: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const onMessage = (data: WebSocket.RawData, isBinary: boolean) => {
     if (isBinary) return;
     try {
@@ -175,7 +182,10 @@ async function streamLog(client: Client, actionUri: string, print: (line: string
     }
   };
   try {
-    await (await client.connect(`${actionUri}logs/`, { tail: 10_000, follow: true }, onMessage)).closed;
+    const stream = await client.connect(`${actionUri}logs/`, { tail: 10_000, follow: true }, onMessage);
+    signal.addEventListener("abort", () => stream.ws.terminate(), { once: true });
+    if (signal.aborted) stream.ws.terminate();
+    await stream.closed;
   } catch {
     // polling the action still tells when it ends
   }

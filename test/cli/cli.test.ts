@@ -131,7 +131,7 @@ describe("services and containers", () => {
     const hello = rows(ls.stdout).find((r) => r[0] === "hello");
     assert.ok(hello, ls.stdout);
     assert.deepEqual(hello.slice(1, 5), [run.stdout.slice(0, 8), "Running", "2", "busybox:local"]);
-    assert.ok(!ls.stdout.includes("\x1b["), "no colours when piped");
+    assert.ok(!ls.stdout.includes("\u001b["), "no colours when piped");
 
     const json = JSON.parse((await ok(["service", "ls", "--json"])).stdout);
     assert.equal(json.objects.find((s: { name: string }) => s.name === "hello").uuid, run.stdout.trim());
