@@ -54,6 +54,9 @@ test("npm pack bundles the CLI into one file; installed offline, berth runs on N
     },
   );
   const bin = path.join(prefix, "bin", "berth");
+  const bundle = fs.readFileSync(path.join(prefix, "lib", "node_modules", "berth-cli", "berth.mjs"), "utf8");
+  for (const server of ["fastify", "kysely", "dockerode", "better-sqlite3"])
+    assert.ok(!bundle.includes(`node_modules/${server}/`), `the CLI bundle holds no ${server}`);
   assert.ok(fs.existsSync(bin));
   assert.equal(
     fs.readdirSync(path.join(prefix, "lib", "node_modules")).join(),

@@ -83,6 +83,8 @@ export class Server {
     proc.stderr?.on("data", (d) => {
       stderr += d;
     });
+    // A test file stopped by its timeout skips its after hooks: the server must not outlive it.
+    process.once("exit", () => proc.kill("SIGKILL"));
     const server = new Server(port, proc, dataDir);
     await waitFor(
       `server on ${port}`,
@@ -93,7 +95,8 @@ export class Server {
         });
         return res.status === 200;
       },
-      60_000,
+      // A loaded machine may take long to start a TypeScript server.
+      180_000,
       100,
     );
     return server;
@@ -175,4 +178,57 @@ export function rows(stdout: string): string[][] {
     .split("\n")
     .slice(1)
     .map((line) => line.split(/\s{2,}/));
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A call to the server as the admin, bypassing the CLI (to set up or check what it did). */
+export async function api(server: Server, method: string, p: string, body?: unknown) {
+  const res = await fetch(server.url + p, {
+    method,
+    headers: { authorization: basic(ADMIN.username, ADMIN.key), "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON.
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** `berth <args>` that must exit 0; the message shows its output otherwise. */
+export function okWith(env: () => Record<string, string>) {
+  return async (args: string[], opts: RunOptions = {}): Promise<Result> => {
+    const r = await berth(args, { env: env(), ...opts });
+    if (r.code !== 0) throw new Error(`berth ${args.join(" ")}: exit ${r.code}\n${r.stderr}${r.stdout}`);
+    return r;
+  };
+}
+
+/** Deploys a cluster of simulated nodes (fake engines) as the admin. */
+export async function simulatedCluster(server: Server, name: string, nodes: number): Promise<void> {
+  const cluster = await api(server, "POST", "/api/infra/v1/nodecluster/", {
+    name,
+    region: "/api/infra/v1/region/aws/us-east-1/",
+    node_type: "/api/infra/v1/nodetype/aws/t2.micro/",
+    target_num_nodes: nodes,
+  });
+  await api(server, "POST", `${cluster.body.resource_uri}deploy/`);
+  await waitFor(
+    "the simulated cluster deployed",
+    async () => (await api(server, "GET", cluster.body.resource_uri)).body.state === "Deployed",
+    60_000,
+    200,
+  );
+}
+
+/** Starts the test-only widget operation (an action of `steps` steps); resolves with its uuid. */
+export async function widget(
+  server: Server,
+  body: { steps: number; stepMs: number; failAt?: number },
+): Promise<string> {
+  const r = await api(server, "POST", "/api/app/v1/widget/w1/work/", body);
+  if (r.status !== 202) throw new Error(`widget: ${r.status}`);
+  return r.body.action as string;
+}
+
+export async function actionState(server: Server, uuid: string): Promise<string> {
+  return (await api(server, "GET", `/api/audit/v1/action/${uuid}/`)).body.state as string;
 }

@@ -1,0 +1,114 @@
+// `berth service` and `berth container` against a live server process with simulated nodes:
+// run --sync, ls in every output mode, logs, exec through pipes, a failing --sync.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { berth, okWith, rows, Server, simulatedCluster, UUID } from "./support.ts";
+
+let server: Server;
+let env: Record<string, string>;
+const ok = okWith(() => env);
+
+before(async () => {
+  server = await Server.start();
+  env = server.adminEnv();
+  await simulatedCluster(server, "pool", 2);
+});
+
+after(async () => {
+  await server.stop();
+});
+
+describe("services and containers", () => {
+  test("service run --sync streams the action's log, then ls shows it Running (table, --json, -q)", async () => {
+    const run = await ok([
+      "service",
+      "run",
+      "busybox:local",
+      "--name",
+      "hello",
+      "-t",
+      "2",
+      "-r",
+      "sh -c 'echo hello from $HOSTNAME; echo oops >&2; sleep 100000'",
+      "-e",
+      "GREETING=hi",
+      "-p",
+      "80",
+      "--sync",
+    ]);
+    assert.match(run.stdout, /^[0-9a-f-]{36}\n$/);
+    assert.match(run.stderr, /^Service Start [0-9a-f-]{36} (Pending|In progress|Success)\n/);
+    assert.match(run.stderr, /Started hello-1/);
+    assert.match(run.stderr, /Service Start Success in /);
+
+    const ls = await ok(["service", "ls"]);
+    assert.match(ls.stdout.split("\n")[0]!, /^NAME\s+UUID\s+STATUS\s+#CONTAINERS\s+IMAGE\s+DEPLOYED/);
+    const hello = rows(ls.stdout).find((r) => r[0] === "hello");
+    assert.ok(hello, ls.stdout);
+    assert.deepEqual(hello.slice(1, 5), [run.stdout.slice(0, 8), "Running", "2", "busybox:local"]);
+    assert.ok(!ls.stdout.includes("\u001b["), "no colours when piped");
+
+    const json = JSON.parse((await ok(["service", "ls", "--json"])).stdout);
+    assert.equal(json.objects.find((s: { name: string }) => s.name === "hello").uuid, run.stdout.trim());
+    const quiet = await ok(["service", "ps", "-q", "--status", "Running"]);
+    assert.ok(quiet.stdout.split("\n").includes(run.stdout.trim()));
+    assert.ok(
+      quiet.stdout
+        .trim()
+        .split("\n")
+        .every((l) => UUID.test(l)),
+      quiet.stdout,
+    );
+
+    // By uuid prefix, and with a namespace given explicitly.
+    const inspected = JSON.parse(
+      (await ok(["service", "inspect", run.stdout.slice(0, 6), "--namespace", "admin"])).stdout,
+    );
+    assert.equal(inspected.name, "hello");
+    assert.deepEqual(inspected.container_envvars, [{ key: "GREETING", value: "hi" }]);
+    assert.deepEqual(
+      [inspected.container_ports[0].inner_port, inspected.container_ports[0].published],
+      [80, true],
+    );
+
+    const containers = await ok(["container", "ps", "--service", "hello"]);
+    assert.deepEqual(
+      rows(containers.stdout)
+        .map((r) => [r[0], r[2]])
+        .sort(),
+      [
+        ["hello-1", "Running"],
+        ["hello-2", "Running"],
+      ],
+    );
+  });
+
+  test("service logs prefix each line with its container; container logs are the container's own", async () => {
+    const logs = await ok(["service", "logs", "hello"]);
+    const lines = logs.stdout.trimEnd().split("\n").sort();
+    assert.deepEqual(lines, ["hello-1 | hello from hello-1", "hello-2 | hello from hello-2"]);
+    assert.match(logs.stderr, /hello-1 \| oops/);
+    const one = await ok(["container", "logs", "hello-2", "--tail", "5"]);
+    assert.equal(one.stdout, "hello from hello-2\n");
+  });
+
+  test("container exec through pipes: stdin reaches the command and its exit code is berth's", async () => {
+    const piped = await berth(["container", "exec", "hello-1"], {
+      env,
+      input: "echo in $HOSTNAME; exit 3\n",
+    });
+    assert.equal(piped.code, 3, piped.stderr);
+    assert.equal(piped.stdout, "in hello-1\n");
+    const args = await berth(["container", "exec", "hello-1", "echo", "a", "b"], { env });
+    assert.equal(args.code, 0, args.stderr);
+    assert.equal(args.stdout, "a b\n");
+  });
+
+  test("--sync exits 1 when the action fails, after printing its log", async () => {
+    const r = await berth(["service", "run", "nosuch/image:1", "--name", "broken", "--sync"], { env });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /could not pull nosuch\/image:1/);
+    assert.match(r.stderr, /Service Start Failed/);
+    assert.match(r.stderr, /berth: action Service Start [0-9a-f-]{36} ended Failed\n$/);
+  });
+});
