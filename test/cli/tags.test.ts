@@ -1,7 +1,7 @@
 // `berth tag` and `berth trigger` against a live server process with simulated nodes.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { berth, okWith, rows, Server } from "./support.ts";
+import { berth, okWith, rows, Server, simulatedCluster } from "./support.ts";
 
 let server: Server;
 let env: Record<string, string>;
