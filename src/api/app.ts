@@ -1,5 +1,6 @@
 // Builds the Fastify application; it does not listen (src/main.ts does). Tests call
 // buildApp() and use inject() or listen on an ephemeral port.
+import { STATUS_CODES } from "node:http";
 import cookie from "@fastify/cookie";
 import swagger from "@fastify/swagger";
 import websocket from "@fastify/websocket";
@@ -12,8 +13,9 @@ import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
 import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts";
 import { installNoContentLength, installQueryBooleans, keepsDeleteBody, normalizeUrl } from "./compat.ts";
-import { installErrorHandling } from "./errors.ts";
-import { installRecorder } from "./recorder.ts";
+import { clientRefusal, type EarlyRefusal, frameworkRefusal, installErrorHandling } from "./errors.ts";
+import { installInputRules } from "./input.ts";
+import { callMeta, installRecorder, recordEarlyRefusal } from "./recorder.ts";
 import { actionRoutes } from "./routes/actions.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -52,7 +54,30 @@ function redactUrl(url: string): string {
   return url.replace(/([?&](token|password)=)[^&]*/gi, "$1***");
 }
 
+/** The request line and Authorization header of a request Node's parser refused, when readable. */
+function readRawRequest(
+  raw: Buffer | undefined,
+): { method: string; path: string; authorization?: string } | undefined {
+  if (!raw) return undefined;
+  const text = raw.subarray(0, 16 * 1024).toString("latin1");
+  const [line, ...headers] = text.split("\r\n");
+  const m = /^([A-Za-z-]{1,32}) (\/\S*) HTTP\/1\.[01]$/.exec(line ?? "");
+  if (!m) return undefined;
+  const auth = headers.find((h) => /^authorization:/i.test(h));
+  return {
+    method: m[1]!.toUpperCase(),
+    path: normalizeUrl(m[2]!).split("?")[0]!,
+    ...(auth ? { authorization: auth.slice(auth.indexOf(":") + 1).trim() } : {}),
+  };
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  // Bound below, once the route table exists; the HTTP layer's own refusals consult it.
+  let methods: MethodTable | undefined;
+  const sendEarly = (refusal: EarlyRefusal, actionHeaders: Record<string, string>) => {
+    const body = JSON.stringify({ error: refusal.error, code: refusal.code });
+    return { body, headers: { ...actionHeaders, ...(refusal.headers ?? {}) } };
+  };
   const app = Fastify({
     logger: {
       level: deps.logLevel ?? "info",
@@ -69,6 +94,69 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       customOptions: { coerceTypes: "array", useDefaults: true, removeAdditional: false, allErrors: false },
     },
     return503OnClosing: true,
+    // Errors raised while routing: the same {error, code} bodies, and the action of an
+    // authenticated platform call (CONTRACT §6, §7).
+    frameworkErrors: (error, request, reply) => {
+      const refusal = frameworkRefusal(error);
+      const path = request.raw.url?.split("?")[0] ?? "/";
+      void recordEarlyRefusal(deps, {
+        method: request.method,
+        path,
+        authorization: request.headers.authorization,
+        meta: { ...callMeta(request), path },
+        refusal,
+      })
+        .catch((err: unknown) => {
+          request.log.error({ err }, "could not record the action of a refused call");
+          return {};
+        })
+        .then((actionHeaders) => {
+          const { body, headers } = sendEarly(refusal, actionHeaders);
+          const raw = reply.raw;
+          if (raw.headersSent) return;
+          raw.writeHead(refusal.status, {
+            ...headers,
+            "Content-Type": "application/json; charset=utf-8",
+            "Content-Length": Buffer.byteLength(body),
+          });
+          raw.end(body);
+        });
+    },
+    // Errors of Node's HTTP parser (bad request line, unknown method, headers over 16 KiB).
+    clientErrorHandler(error, socket) {
+      if ((error as NodeJS.ErrnoException).code === "ECONNRESET" || socket.destroyed) return;
+      const raw = readRawRequest((error as unknown as { rawPacket?: Buffer }).rawPacket);
+      const allow = raw ? methods?.allowedMethods(raw.path) : undefined;
+      const refusal = clientRefusal(error as NodeJS.ErrnoException, raw && { method: raw.method, allow });
+      const recorded =
+        raw && refusal.status !== 431
+          ? recordEarlyRefusal(deps, {
+              method: raw.method,
+              path: raw.path,
+              authorization: raw.authorization,
+              meta: {
+                method: raw.method,
+                path: raw.path,
+                user: "",
+                userAgent: "",
+                ip: socket.remoteAddress ?? "",
+              },
+              refusal,
+            }).catch(() => ({}))
+          : Promise.resolve({});
+      void recorded.then((actionHeaders) => {
+        if (!socket.writable) return socket.destroy();
+        const { body, headers } = sendEarly(refusal, actionHeaders);
+        const lines = [
+          `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? "Error"}`,
+          "Content-Type: application/json; charset=utf-8",
+          `Content-Length: ${Buffer.byteLength(body)}`,
+          "Connection: close",
+          ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+        ];
+        socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
+      });
+    },
   });
 
   // Any body is JSON whatever its Content-Type (CONTRACT §1), except form posts to the token endpoint.
@@ -128,13 +216,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Before any route: the plugin's onRoute hook turns routes with a wsHandler into streams.
   await app.register(websocket, websocketPluginOptions());
-  installErrorHandling(app);
+  const table = new MethodTable(app);
+  methods = table;
+  installErrorHandling(app, { allowedMethods: (path) => table.allowedMethods(path) });
+  installInputRules(app);
   await app.register(cookie);
   installAuth(app, deps.identity, deps.bearer, deps.passwords, deps.sessions);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
   installQueryBooleans(app);
-  const methods = new MethodTable(app);
 
   identityRoutes(app, deps);
   catalogueRoutes(app, deps.catalogue);
@@ -142,6 +232,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   for (const register of deps.routes ?? []) register(app);
   if (deps.webDir) staticRoutes(app, deps.webDir);
 
-  methods.installFallbacks(app);
+  table.installFallbacks(app);
   return app;
 }

@@ -42,7 +42,27 @@ function problemOf(e: AjvError): FieldProblem {
     problem = `must be one of ${(e.params.allowedValues as unknown[]).join(", ")}`;
   else if (e.keyword === "type")
     problem = `must be ${e.params.type === "integer" ? "an integer" : `of type ${e.params.type}`}`;
+  else if (e.keyword === "maxLength") problem = `must be at most ${String(e.params.limit)} characters`;
+  else if (e.keyword === "minLength") problem = `must be at least ${String(e.params.limit)} characters`;
+  else if (e.keyword === "maxItems") problem = `must have at most ${String(e.params.limit)} items`;
+  else if (e.keyword === "maxProperties") problem = `must have at most ${String(e.params.limit)} keys`;
+  else if (e.keyword === "maximum" || e.keyword === "minimum")
+    problem = `must be ${e.keyword === "maximum" ? "at most" : "at least"} ${String(e.params.limit)}`;
   return { field: fieldPath(e.instancePath, extra) || "body", problem };
+}
+
+/**
+ * A value that fits no branch of a union (`null` or an integer) makes ajv report every branch and
+ * the union itself; the bound it broke says more than "must be of type null".
+ */
+function usefulErrors(errors: AjvError[]): AjvError[] {
+  const telling = errors.filter((e) => e.keyword !== "anyOf" && e.keyword !== "type");
+  const out = errors.filter(
+    (e) =>
+      (e.keyword !== "anyOf" && e.keyword !== "type") ||
+      !telling.some((t) => t.instancePath === e.instancePath),
+  );
+  return out.length ? out : errors;
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {
@@ -56,12 +76,17 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: Api
   return reply.status(STATUS[err.kind]).send(body);
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+export interface ErrorHandlingOptions {
+  /** The methods a path defines, when some route matches it (405 instead of 404 for the others). */
+  allowedMethods?: (path: string) => string[] | undefined;
+}
+
+export function installErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions = {}): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ApiError) return sendError(request, reply, error);
     if (error.validation) {
       const where = error.validationContext === "querystring" ? "query parameter" : error.validationContext;
-      const details = (error.validation as AjvError[]).map(problemOf);
+      const details = usefulErrors(error.validation as AjvError[]).map(problemOf);
       const first = details[0];
       const message = first
         ? `Invalid ${where}: ${first.field || where} ${first.problem}.`
@@ -95,11 +120,78 @@ export function installErrorHandling(app: FastifyInstance): void {
       .send({ error: "Internal error; the server log has the details.", code: "internal" });
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(
-      request,
-      reply,
-      new ApiError("not_found", "not_found", `No such path: ${request.url.split("?")[0]}`),
-    ),
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split("?")[0]!;
+    // Any method the router has no route for (OPTIONS, TRACE, PROPFIND, …) on a path that exists.
+    const allow = options.allowedMethods?.(path);
+    if (allow?.length) {
+      reply.header("Allow", allow.join(", "));
+      return sendError(request, reply, methodNotAllowed(request.method, allow));
+    }
+    return sendError(request, reply, new ApiError("not_found", "not_found", `No such path: ${path}`));
+  });
+}
+
+export function methodNotAllowed(method: string, allow: string[]): ApiError {
+  return new ApiError(
+    "method_not_allowed",
+    "method_not_allowed",
+    `${method} is not allowed here; use ${allow.join(", ")}.`,
   );
+}
+
+/** What the HTTP layer refused before any route ran, as `{error, code}` with its status. */
+export interface EarlyRefusal {
+  status: number;
+  error: string;
+  code: string;
+  headers?: Record<string, string>;
+}
+
+/** Errors Fastify raises while routing (`frameworkErrors`): a bad percent-escape, an overlong parameter. */
+export function frameworkRefusal(error: FastifyError): EarlyRefusal {
+  if (error.code === "FST_ERR_MAX_PARAM_LENGTH")
+    return {
+      status: 414,
+      error: "A path segment is too long (at most 100 characters).",
+      code: "uri_too_long",
+    };
+  if (error.code === "FST_ERR_BAD_URL")
+    return {
+      status: 400,
+      error: "The path has an invalid percent-escape (% must be followed by two hex digits).",
+      code: "bad_url",
+    };
+  return { status: error.statusCode ?? 400, error: "The request cannot be routed.", code: "bad_request" };
+}
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (`clientErrorHandler`); `allow`
+ * gives the methods of a path when the request line could still be read.
+ */
+export function clientRefusal(
+  error: NodeJS.ErrnoException,
+  requestLine?: { method: string; allow?: string[] },
+): EarlyRefusal {
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return {
+        status: 431,
+        error: "The request line and headers are larger than 16 KiB.",
+        code: "headers_too_large",
+      };
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return { status: 408, error: "The request took too long to arrive.", code: "request_timeout" };
+    case "HPE_INVALID_METHOD":
+      if (requestLine?.allow?.length)
+        return {
+          status: 405,
+          error: `${requestLine.method} is not allowed here; use ${requestLine.allow.join(", ")}.`,
+          code: "method_not_allowed",
+          headers: { Allow: requestLine.allow.join(", ") },
+        };
+      return { status: 400, error: "The request method is not an HTTP method.", code: "invalid_method" };
+    default:
+      return { status: 400, error: "The request is not valid HTTP/1.1.", code: "bad_request" };
+  }
 }

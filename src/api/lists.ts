@@ -2,9 +2,16 @@
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
 
+/** Offsets beyond this are refused (400) rather than handed to the database as out-of-range numbers. */
+export const MAX_OFFSET = 2147483647;
+
 export const PAGE_QUERY = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 25 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 1000, default: 25, description: "page size (1–1000)" }),
+  ),
+  offset: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0, description: `first row (0–${MAX_OFFSET})` }),
+  ),
 };
 
 export interface Page {

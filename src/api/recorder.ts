@@ -5,7 +5,10 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ActionEngine } from "../actions/engine.ts";
 import { actionUri } from "../domain/uri.ts";
+import type { IdentityService } from "../identity/service.ts";
+import { parseBasic } from "./auth.ts";
 import { ACTION_URI_HEADERS } from "./compat.ts";
+import { areaOf } from "./context.ts";
 
 export function callMeta(request: FastifyRequest) {
   return {
@@ -46,4 +49,39 @@ export function installRecorder(app: FastifyInstance, actions: ActionEngine): vo
     }
     return payload;
   });
+}
+
+/**
+ * Records the action of a call the HTTP layer refused before any route ran (a bad percent-escape,
+ * an unknown method), when it was an authenticated non-GET platform call; returns the action
+ * headers to answer with (none when nothing was recorded).
+ */
+export async function recordEarlyRefusal(
+  deps: { identity: IdentityService; actions: ActionEngine },
+  call: {
+    method: string;
+    path: string;
+    authorization: string | undefined;
+    meta: ReturnType<typeof callMeta>;
+    refusal: { status: number; error: string };
+  },
+): Promise<Record<string, string>> {
+  if (areaOf(call.path) !== "platform" || ["GET", "HEAD", "OPTIONS"].includes(call.method)) return {};
+  const creds = parseBasic(call.authorization);
+  if (!creds) return {};
+  const principal = await deps.identity.authenticateBasic(creds.username, creds.secret, {
+    allowPassword: false,
+  });
+  if (!principal) return {};
+  const uuid = randomUUID();
+  await deps.actions.recordSync({
+    uuid,
+    namespace: principal.namespaceLimit ?? principal.user.username,
+    object: call.path.replace(/\/{2,}/g, "/").replace(/\/?$/, "/"),
+    name: "API Call",
+    meta: { ...call.meta, user: principal.user.username },
+    state: "Failed",
+    logLine: `${call.refusal.status}: ${call.refusal.error}`,
+  });
+  return Object.fromEntries(ACTION_URI_HEADERS.map((h) => [h, actionUri(uuid)]));
 }

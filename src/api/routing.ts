@@ -23,6 +23,28 @@ export class MethodTable {
     });
   }
 
+  private patterns?: { re: RegExp; methods: Set<string> }[];
+
+  /** The methods of every route whose path matches `path`; undefined when none does. */
+  allowedMethods(path: string): string[] | undefined {
+    this.patterns ??= [...this.methods]
+      .filter(([url]) => !url.includes("*"))
+      .map(([url, methods]) => ({
+        re: new RegExp(
+          `^${url
+            .replace(/\/+$/, "")
+            .split("/")
+            .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
+            .join("/")}/?$`,
+        ),
+        methods,
+      }));
+    const found = new Set<string>();
+    for (const p of this.patterns) if (p.re.test(path)) for (const m of p.methods) found.add(m);
+    const allow = METHODS.filter((m) => found.has(m));
+    return allow.length ? allow : undefined;
+  }
+
   installFallbacks(app: FastifyInstance): void {
     for (const [url, set] of [...this.methods]) {
       if (url === "*" || url.includes("*")) continue;

@@ -15,6 +15,7 @@
 // - Ranges are stated here for the OpenAPI document; domain/service-spec.ts checks them again,
 //   because stacks feed it bodies that never went through this schema.
 import { type Static, Type } from "typebox";
+import { SERVICE_LIMITS as L } from "./limits.ts";
 
 const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"] as const;
 const AUTODESTROY = ["OFF", "ON_SUCCESS", "ALWAYS"] as const;
@@ -43,8 +44,14 @@ export const ServicePortBody = Type.Object(
 
 export const EnvVarBody = Type.Object(
   {
-    key: Type.String({ description: "variable name: letters, digits and _, not starting with a digit" }),
-    value: Type.String({ description: "variable value; overrides the image's value" }),
+    key: Type.String({
+      maxLength: L.envKeyMaxLength,
+      description: "variable name: letters, digits and _, not starting with a digit",
+    }),
+    value: Type.String({
+      maxLength: L.envValueMaxLength,
+      description: "variable value; overrides the image's value",
+    }),
   },
   { description: "an environment variable of the service's containers" },
 );
@@ -53,6 +60,7 @@ export const ServiceLinkBody = Type.Object(
   {
     to_service: Type.String({
       minLength: 1,
+      maxLength: L.textMaxLength,
       description: "resource URI of the target service, in the same namespace",
     }),
     name: Type.Optional(
@@ -87,11 +95,18 @@ export const ServiceBindingBody = Type.Object(
 );
 
 /** Tags are `{name}` objects on the wire; plain strings are accepted too (stack files, Go SDK). */
-export const TagBody = Type.Union([Type.Object({ name: Type.String({ minLength: 1 }) }), Type.String()], {
-  description: "a tag: {name} or the name alone",
-});
+export const TagBody = Type.Union(
+  [
+    Type.Object({ name: Type.String({ minLength: 1, maxLength: L.tagMaxLength }) }),
+    Type.String({ minLength: 1, maxLength: L.tagMaxLength }),
+  ],
+  {
+    description: "a tag: {name} or the name alone",
+  },
+);
 
-const StringList = (description: string) => Type.Array(Type.String(), { description });
+const StringList = (description: string) =>
+  Type.Array(Type.String({ maxLength: L.textMaxLength }), { maxItems: L.maxListItems, description });
 
 /** Fields that both bodies take, with the same types and meaning. */
 const commonFields = {
@@ -103,22 +118,30 @@ const commonFields = {
     }),
   ),
   run_command: Type.Optional(
-    Type.Union([Type.Null(), Type.String()], {
+    Type.Union([Type.Null(), Type.String({ maxLength: L.commandMaxLength })], {
       description: "overrides the image's command; split like a shell would (quotes group words)",
     }),
   ),
   entrypoint: Type.Optional(
-    Type.Union([Type.Null(), Type.String()], {
+    Type.Union([Type.Null(), Type.String({ maxLength: L.commandMaxLength })], {
       description: "overrides the image's entrypoint; split like a shell would",
     }),
   ),
   container_ports: Type.Optional(
-    Type.Array(ServicePortBody, { description: "ports, added to those the image exposes" }),
+    Type.Array(ServicePortBody, {
+      maxItems: L.maxPorts,
+      description: "ports, added to those the image exposes",
+    }),
   ),
   container_envvars: Type.Optional(
-    Type.Array(EnvVarBody, { description: "environment variables; override the image's" }),
+    Type.Array(EnvVarBody, {
+      maxItems: L.maxEnvVars,
+      description: "environment variables; override the image's",
+    }),
   ),
-  linked_to_service: Type.Optional(Type.Array(ServiceLinkBody, { description: "links to other services" })),
+  linked_to_service: Type.Optional(
+    Type.Array(ServiceLinkBody, { maxItems: L.maxLinks, description: "links to other services" }),
+  ),
   autorestart: Type.Optional(
     Type.Enum([...AUTORESTART], { description: "restart policy of the containers (default OFF)" }),
   ),
@@ -134,6 +157,7 @@ const commonFields = {
   ),
   roles: Type.Optional(
     Type.Array(Type.Enum(["global"]), {
+      maxItems: L.maxListItems,
       description: "platform API roles; `global` gives the containers PLATFORM_AUTH",
     }),
   ),
@@ -143,34 +167,53 @@ const commonFields = {
       description: "how containers are placed on nodes (default EMPTIEST_NODE)",
     }),
   ),
-  tags: Type.Optional(Type.Array(TagBody, { description: "node tags the containers must be deployed on" })),
+  tags: Type.Optional(
+    Type.Array(TagBody, { maxItems: L.maxTags, description: "node tags the containers must be deployed on" }),
+  ),
   autoredeploy: Type.Optional(
     Type.Boolean({ description: "redeploy when the image is updated in the platform registry" }),
   ),
   net: Type.Optional(Type.Enum(["bridge", "host"], { description: "network mode (default bridge)" })),
   pid: Type.Optional(Type.Enum(["none", "host"], { description: "PID namespace mode (default none)" })),
-  working_dir: Type.Optional(Type.String({ description: "absolute working directory (default /)" })),
-  nickname: Type.Optional(Type.String({ maxLength: 200, description: "display name; defaults to name" })),
+  working_dir: Type.Optional(
+    Type.String({ maxLength: L.textMaxLength, description: "absolute working directory (default /)" }),
+  ),
+  nickname: Type.Optional(
+    Type.String({ maxLength: L.nicknameMaxLength, description: "display name; defaults to name" }),
+  ),
   cpu_shares: Type.Optional(
-    Type.Union([Type.Null(), Type.Integer({ minimum: 0 })], { description: "relative CPU priority" }),
+    Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: L.cpuSharesMax })], {
+      description: "relative CPU priority; placement counts 1024 shares as one CPU",
+    }),
   ),
   memory: Type.Optional(
-    Type.Union([Type.Null(), Type.Integer({ minimum: 0 })], { description: "memory limit in MB" }),
+    Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: L.memoryMaxMb })], {
+      description: "memory limit in MB (at least 6); placement reserves it on the node",
+    }),
   ),
 };
 
 export const ServiceCreateBody = Type.Object(
   {
-    image: Type.String({ minLength: 1, description: "image name, <name>[:<tag>]; latest when no tag" }),
+    image: Type.String({
+      minLength: 1,
+      maxLength: L.imageMaxLength,
+      description: "image name, <name>[:<tag>]; latest when no tag",
+    }),
     name: Type.Optional(
       Type.String({
         description: "lower-case DNS label; inherited by containers (`web-1`); defaults from the image",
       }),
     ),
     ...commonFields,
-    bindings: Type.Optional(Type.Array(ServiceBindingBody, { description: "volumes and host directories" })),
+    bindings: Type.Optional(
+      Type.Array(ServiceBindingBody, {
+        maxItems: L.maxBindings,
+        description: "volumes and host directories",
+      }),
+    ),
     memory_swap: Type.Optional(
-      Type.Union([Type.Null(), Type.Integer({ minimum: -1 })], {
+      Type.Union([Type.Null(), Type.Integer({ minimum: -1, maximum: 2 * L.memoryMaxMb })], {
         description: "memory plus swap in MB; -1: unlimited swap",
       }),
     ),
@@ -184,7 +227,14 @@ export const ServiceCreateBody = Type.Object(
     security_opt: Type.Optional(StringList("security options (labeling scheme)")),
     secuirty_opt: Type.Optional(StringList("alias of security_opt (the spec's attribute list spells it so)")),
     labels: Type.Optional(
-      Type.Record(Type.String(), Type.String(), { description: "engine labels set on every container" }),
+      Type.Record(
+        Type.String({ maxLength: L.labelKeyMaxLength }),
+        Type.String({ maxLength: L.labelValueMaxLength }),
+        {
+          maxProperties: L.maxLabels,
+          description: "engine labels set on every container",
+        },
+      ),
     ),
     user: Type.Optional(Type.String({ description: "user the command runs as (default: the image's)" })),
     hostname: Type.Optional(
@@ -208,7 +258,11 @@ export type ServiceCreateBody = Static<typeof ServiceCreateBody>;
 export const ServiceUpdateBody = Type.Object(
   {
     image: Type.Optional(
-      Type.String({ minLength: 1, description: "image name, <name>[:<tag>]; latest when no tag" }),
+      Type.String({
+        minLength: 1,
+        maxLength: L.imageMaxLength,
+        description: "image name, <name>[:<tag>]; latest when no tag",
+      }),
     ),
     ...commonFields,
   },

@@ -4,6 +4,7 @@
 // Create/Update service, or stack-file keys, even mixed), which domain/stackfile.ts converts and
 // checks key by key so that every problem names the service (`services.web.ports[1]`).
 import { type Static, Type } from "typebox";
+import { SERVICE_LIMITS as L } from "./limits.ts";
 
 const ServiceItem = Type.Record(Type.String(), Type.Unknown(), {
   description:
@@ -13,9 +14,12 @@ const ServiceItem = Type.Record(Type.String(), Type.Unknown(), {
 export const StackCreateBody = Type.Object(
   {
     name: Type.String({ minLength: 1, description: "lower-case DNS label, unique among live stacks" }),
-    nickname: Type.Optional(Type.String({ maxLength: 200, description: "display name; defaults to name" })),
+    nickname: Type.Optional(
+      Type.String({ maxLength: L.nicknameMaxLength, description: "display name; defaults to name" }),
+    ),
     services: Type.Optional(
       Type.Array(ServiceItem, {
+        maxItems: L.maxStackServices,
         description:
           "services of the stack (default []); links and volumes_from may name other services of the stack, or <service>.<stack>",
       }),
@@ -29,6 +33,7 @@ export const StackUpdateBody = Type.Object(
   {
     services: Type.Optional(
       Type.Array(ServiceItem, {
+        maxItems: L.maxStackServices,
         description:
           "services to update (matched by name: the keys of Update service) or to add (the keys of Create service); links by service name allowed",
       }),

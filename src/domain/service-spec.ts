@@ -6,6 +6,7 @@
 // `details` name each field, so a client fixes a body in one round trip. Field names carry
 // `fieldPrefix`, so stacks report `services.web.container_ports[0].inner_port`.
 import { isIP } from "node:net";
+import { SERVICE_LIMITS as L } from "../contract/limits.ts";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import { ApiError, type FieldProblem, invalidField } from "./errors.ts";
 import { envPrefix } from "./links.ts";
@@ -89,8 +90,7 @@ const HOST_NAME_RE =
 const DEVICE_PERMISSIONS_RE = /^[rwm]{1,3}$/;
 /** Docker refuses smaller memory limits. */
 const MIN_MEMORY_MB = 6;
-/** Docker's range for CPU shares. */
-const MAX_CPU_SHARES = 262144;
+const MAX_CPU_SHARES = L.cpuSharesMax;
 export const MAX_CONTAINERS = 100;
 export const ROLES = ["global"] as const;
 
@@ -136,10 +136,20 @@ function bool(p: Problems, field: string, value: unknown, fallback: boolean): bo
   return value;
 }
 
-function text(p: Problems, field: string, value: unknown, fallback: string): string {
+function text(
+  p: Problems,
+  field: string,
+  value: unknown,
+  fallback: string,
+  max: number = L.textMaxLength,
+): string {
   if (value === undefined || value === null) return fallback;
   if (!isString(value)) {
     p.add(field, "must be a string");
+    return fallback;
+  }
+  if (value.length > max) {
+    p.add(field, `must be at most ${max} characters`);
     return fallback;
   }
   return value;
@@ -158,11 +168,20 @@ function oneOf<T extends string>(
   return fallback;
 }
 
-/** A list field: undefined → fallback; anything but an array is a problem. */
-function list(p: Problems, field: string, value: unknown): unknown[] | undefined {
+/** A list field: undefined → fallback; anything but an array, or a longer one than `max`, is a problem. */
+function list(
+  p: Problems,
+  field: string,
+  value: unknown,
+  max: number = L.maxListItems,
+): unknown[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value)) {
     p.add(field, "must be a list");
+    return undefined;
+  }
+  if (value.length > max) {
+    p.add(field, `must have at most ${max} items`);
     return undefined;
   }
   return value;
@@ -177,8 +196,11 @@ function assertObject(body: unknown, fieldPrefix: string): void {
 }
 
 function image(p: Problems, value: unknown): string {
-  if (!isString(value) || value.trim() === "" || /\s/.test(value)) {
-    p.add("image", "must be an image name such as nginx or registry.example.com/team/app:1.2 (no spaces)");
+  if (!isString(value) || value.trim() === "" || /\s/.test(value) || value.length > L.imageMaxLength) {
+    p.add(
+      "image",
+      `must be an image name such as nginx or registry.example.com/team/app:1.2 (no spaces, at most ${L.imageMaxLength} characters)`,
+    );
     return "";
   }
   return withTag(value);
@@ -199,6 +221,10 @@ function command(p: Problems, field: string, value: unknown): string | null {
     p.add(field, "must be a string");
     return null;
   }
+  if (value.length > L.commandMaxLength) {
+    p.add(field, `must be at most ${L.commandMaxLength} characters`);
+    return null;
+  }
   if (value.trim() === "") return null;
   try {
     splitShellWords(value);
@@ -209,7 +235,7 @@ function command(p: Problems, field: string, value: unknown): string | null {
 }
 
 function ports(p: Problems, value: unknown): ServicePort[] {
-  const items = list(p, "container_ports", value);
+  const items = list(p, "container_ports", value, L.maxPorts);
   if (!items) return [];
   const out: ServicePort[] = [];
   const inner = new Map<string, number>();
@@ -260,7 +286,7 @@ function ports(p: Problems, value: unknown): ServicePort[] {
 }
 
 function envvars(p: Problems, value: unknown): EnvVar[] {
-  const items = list(p, "container_envvars", value);
+  const items = list(p, "container_envvars", value, L.maxEnvVars);
   if (!items) return [];
   const out: EnvVar[] = [];
   const seen = new Map<string, number>();
@@ -271,12 +297,15 @@ function envvars(p: Problems, value: unknown): EnvVar[] {
       return;
     }
     const { key, value: v } = item;
-    if (!isString(key) || !ENV_KEY_RE.test(key)) {
-      p.add(`${f}.key`, "must be a variable name: letters, digits and _, not starting with a digit");
+    if (!isString(key) || !ENV_KEY_RE.test(key) || key.length > L.envKeyMaxLength) {
+      p.add(
+        `${f}.key`,
+        `must be a variable name of at most ${L.envKeyMaxLength} characters: letters, digits and _, not starting with a digit`,
+      );
       return;
     }
-    if (!isString(v)) {
-      p.add(`${f}.value`, "must be a string");
+    if (!isString(v) || v.length > L.envValueMaxLength) {
+      p.add(`${f}.value`, `must be a string of at most ${L.envValueMaxLength} characters`);
       return;
     }
     const first = seen.get(key);
@@ -292,7 +321,7 @@ function envvars(p: Problems, value: unknown): EnvVar[] {
 
 /** Resolves a service reference, naming the field when it does not resolve. */
 function reference(p: Problems, field: string, ref: unknown, ctx: SpecContext): ResolvedService | undefined {
-  if (!isString(ref) || ref === "") {
+  if (!isString(ref) || ref === "" || ref.length > L.textMaxLength) {
     p.add(field, "must be the resource URI of a service");
     return undefined;
   }
@@ -309,7 +338,7 @@ function reference(p: Problems, field: string, ref: unknown, ctx: SpecContext): 
 }
 
 function links(p: Problems, value: unknown, ctx: SpecContext): ServiceLink[] {
-  const items = list(p, "linked_to_service", value);
+  const items = list(p, "linked_to_service", value, L.maxLinks);
   if (!items) return [];
   const out: ServiceLink[] = [];
   const prefixes = new Map<string, number>();
@@ -346,7 +375,7 @@ function links(p: Problems, value: unknown, ctx: SpecContext): ServiceLink[] {
 const optionalPath = (v: unknown): unknown => (v === "" || v === undefined ? null : v);
 
 function bindings(p: Problems, value: unknown, ctx: SpecContext): ServiceBinding[] {
-  const items = list(p, "bindings", value);
+  const items = list(p, "bindings", value, L.maxBindings);
   if (!items) return [];
   const out: ServiceBinding[] = [];
   const mounted = new Map<string, number>();
@@ -367,8 +396,11 @@ function bindings(p: Problems, value: unknown, ctx: SpecContext): ServiceBinding
       ["container_path", containerPath],
     ] as const) {
       if (path === null) continue;
-      if (!isString(path) || !path.startsWith("/") || path.includes(":")) {
-        p.add(`${f}.${name}`, "must be an absolute path without ':'");
+      if (!isString(path) || !path.startsWith("/") || path.includes(":") || path.length > L.textMaxLength) {
+        p.add(
+          `${f}.${name}`,
+          `must be an absolute path without ':', of at most ${L.textMaxLength} characters`,
+        );
         ok = false;
       } else if (name === "container_path" && path.replace(/\/+$/, "") === "") {
         p.add(`${f}.container_path`, "cannot be / (the container's root)");
@@ -430,13 +462,16 @@ function roles(p: Problems, value: unknown): string[] {
 }
 
 function tags(p: Problems, value: unknown): string[] {
-  const items = list(p, "tags", value);
+  const items = list(p, "tags", value, L.maxTags);
   if (!items) return [];
   const out: string[] = [];
   items.forEach((tag, i) => {
     const name = isString(tag) ? tag : isObject(tag) ? tag.name : undefined;
-    if (!isString(name) || name.trim() === "") {
-      p.add(`tags[${i}]`, "must be a tag {name} with a non-empty name");
+    if (!isString(name) || name.trim() === "" || name.length > L.tagMaxLength) {
+      p.add(
+        `tags[${i}]`,
+        `must be a tag {name} with a non-empty name of at most ${L.tagMaxLength} characters`,
+      );
     } else if (!out.includes(name)) out.push(name);
   });
   return out;
@@ -477,7 +512,11 @@ function cpuShares(p: Problems, value: unknown): number | null {
 }
 
 function memory(p: Problems, value: unknown): number | null {
-  const mb = resource(p, "memory", value, { min: 0, problem: "must be a positive integer (MB)" });
+  const mb = resource(p, "memory", value, {
+    min: 0,
+    max: L.memoryMaxMb,
+    problem: `must be a positive integer (MB) of at most ${L.memoryMaxMb}`,
+  });
   if (mb !== null && mb < MIN_MEMORY_MB) {
     p.add("memory", `must be at least ${MIN_MEMORY_MB} (MB), the engine's smallest limit`);
     return null;
@@ -490,7 +529,8 @@ function memorySwap(p: Problems, value: unknown): number | null {
   if (value === -1) return -1;
   return resource(p, "memory_swap", value, {
     min: 0,
-    problem: "must be a positive integer (MB), or -1 for unlimited swap",
+    max: 2 * L.memoryMaxMb,
+    problem: `must be a positive integer (MB) of at most ${2 * L.memoryMaxMb}, or -1 for unlimited swap`,
   });
 }
 
@@ -506,7 +546,8 @@ function strings(
   if (!items) return [];
   const out: string[] = [];
   items.forEach((item, i) => {
-    if (!isString(item) || item === "" || !check(item)) p.add(`${field}[${i}]`, problem);
+    if (!isString(item) || item === "" || item.length > L.textMaxLength || !check(item))
+      p.add(`${field}[${i}]`, problem);
     else out.push(item);
   });
   return out;
@@ -553,9 +594,17 @@ function labels(p: Problems, value: unknown): Record<string, string> {
     p.add("labels", "must be an object of strings");
     return {};
   }
+  if (Object.keys(value).length > L.maxLabels) {
+    p.add("labels", `must have at most ${L.maxLabels} labels`);
+    return {};
+  }
   const out: Record<string, string> = {};
   for (const [key, v] of Object.entries(value)) {
     if (key === "") p.add("labels", "label names cannot be empty");
+    else if (key.length > L.labelKeyMaxLength)
+      p.add("labels", `label names must be at most ${L.labelKeyMaxLength} characters`);
+    else if (isString(v) && v.length > L.labelValueMaxLength)
+      p.add(`labels.${key}`, `must be at most ${L.labelValueMaxLength} characters`);
     else if (key.startsWith("io.berth.")) {
       // Berth proves it owns an engine object by these labels; users may not forge them.
       p.add(`labels.${key}`, "the io.berth. prefix is reserved for the labels Berth sets");
@@ -616,7 +665,7 @@ export function normalizeCreate(
         ? 1
         : targetNum(p, body.target_num_containers);
 
-  const nickname = text(p, "nickname", body.nickname, "") || name;
+  const nickname = text(p, "nickname", body.nickname, "", L.nicknameMaxLength) || name;
 
   const spec: ServiceSpec = {
     ...DEFAULT_SPEC,
@@ -754,7 +803,8 @@ export function applyUpdate(
       );
     } else result.target_num_containers = targetNum(p, body.target_num_containers);
   }
-  if (body.nickname !== undefined) result.nickname = text(p, "nickname", body.nickname, "") || currentName;
+  if (body.nickname !== undefined)
+    result.nickname = text(p, "nickname", body.nickname, "", L.nicknameMaxLength) || currentName;
   if (body.run_command !== undefined) spec.run_command = command(p, "run_command", body.run_command);
   if (body.entrypoint !== undefined) spec.entrypoint = command(p, "entrypoint", body.entrypoint);
   if (body.container_ports !== undefined) spec.container_ports = ports(p, body.container_ports);

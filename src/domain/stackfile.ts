@@ -194,6 +194,9 @@ export function convertService(raw: unknown, index: number, problems: FieldProbl
   if (raw.name === undefined && raw.image === undefined) it.add("name", "is required: it names the service");
   else if (raw.name !== undefined && name === undefined)
     it.add("name", "must be the service's name (a string)");
+  // Without a name the image names the service, so an image that is not a string leaves it nameless.
+  else if (name === undefined)
+    it.add("image", "must be an image name (a string); it also names the service when name is left out");
 
   for (const key of Object.keys(raw)) {
     const spelled = SPELLINGS[key];

@@ -255,6 +255,9 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
       // Token endpoint errors have the RFC 6749 §5.2 shape, including malformed bodies.
       errorHandler: (error: FastifyError, _req, reply) => {
         if (error instanceof OAuthError) return oauthError(reply, error.error, error.description);
+        // A parameter of the wrong type (input.ts): still an RFC 6749 invalid_request.
+        if (error instanceof ApiError && error.kind === "bad_request")
+          return oauthError(reply, "invalid_request", error.message);
         if (error instanceof SyntaxError || error.code === "FST_ERR_CTP_INVALID_JSON_BODY")
           return oauthError(reply, "invalid_request", "The body is neither valid JSON nor a form.");
         throw error;
