@@ -302,7 +302,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     clock,
     changes,
     runtime,
-    revokeServiceKey: (uuid) => store.deleteServiceApiKeys(uuid),
+    revokeServiceKey: (uuid) => identity.revokeServiceKeys(uuid),
   });
   orchestrator.register(actions);
   manager = new ServiceManager({

@@ -1,5 +1,8 @@
 // Failed sign-in limits for password checks (Basic with a password on the accounts API, and the
-// password grant of POST /oauth/token): per username and per client address, over a fixed window.
+// password grant of POST /oauth/token), over a fixed window: per username-and-address pair, and
+// per client address. There is deliberately no limit per username alone: it would let anyone
+// lock a user out from anywhere. A guesser is held to `maxFailuresPerUser` tries per address and
+// user, and `maxFailuresPerAddress` tries per address over all users.
 //
 // Where the counters live is behind `FailureCounters`: in memory for a single process (SQLite), in
 // the database when replicas share PostgreSQL, so that the limits hold across every replica behind
@@ -9,6 +12,7 @@ import type { Clock } from "../domain/time.ts";
 import type { Store } from "../store/store.ts";
 
 export interface LoginLimits {
+  /** Failures allowed per username from one address. */
   maxFailuresPerUser: number;
   maxFailuresPerAddress: number;
   windowS: number;
@@ -127,7 +131,7 @@ export class LoginLimiter {
 
   /**
    * Runs a password check under the limits. `attempt` answers undefined for wrong credentials.
-   * Throws 429 (with Retry-After) while the username or the address is locked out, without
+   * Throws 429 (with Retry-After) while this username from this address, or the address, is locked out, without
    * running the check. The failure is counted before the check runs, so that many parallel
    * guesses cannot all slip in before the first one is counted; a success takes it back.
    */
@@ -136,7 +140,7 @@ export class LoginLimiter {
     address: string,
     attempt: () => Promise<T | undefined>,
   ): Promise<T | undefined> {
-    const userKey = `user:${username}`;
+    const userKey = `user:${address}\u0000${username}`;
     const addressKey = `address:${address}`;
     const now = this.clock.now();
     const windowMs = this.limits.windowS * 1000;
@@ -157,7 +161,7 @@ export class LoginLimiter {
       throw err;
     }
     if (result !== undefined) {
-      // The right password clears the user's failures; the address keeps its count, so that one
+      // The right password clears the user's failures from this address; the address keeps its count, so that one
       // known account cannot be used to reset an address that is guessing at others.
       await this.counters.delete(userKey);
       await this.count(addressKey, -1);

@@ -47,3 +47,16 @@ export function generatePassword(): string {
 export function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
+
+let dummyHash: Promise<string> | undefined;
+
+/**
+ * Checks a password when there is no stored hash to check it against (unknown or inactive user),
+ * at the same cost as a real check: the time of a wrong password must not tell whether the user
+ * exists. Always false.
+ */
+export async function verifyAgainstDummy(password: string): Promise<false> {
+  dummyHash ??= hashPassword(randomBytes(24).toString("base64"));
+  await verifyPassword(password, await dummyHash);
+  return false;
+}

@@ -4,7 +4,14 @@ import { ApiError, conflict, forbidden, invalidField, notFound } from "../domain
 import { namespaceNameProblem } from "../domain/names.ts";
 import type { Clock } from "../domain/time.ts";
 import { type ApiKeyRow, type Store, UniqueViolation, type UserRow } from "../store/store.ts";
-import { generateApiKey, generatePassword, hashApiKey, hashPassword, verifyPassword } from "./secrets.ts";
+import {
+  generateApiKey,
+  generatePassword,
+  hashApiKey,
+  hashPassword,
+  verifyAgainstDummy,
+  verifyPassword,
+} from "./secrets.ts";
 
 /** Who is calling, as established by authentication. */
 export interface Principal {
@@ -15,6 +22,8 @@ export interface Principal {
   namespaceLimit: string | null;
   /** Scopes held (accounts API); Basic credentials hold all. */
   scopes: string[];
+  /** The stored hash of the API key used (via "apikey"): open streams re-check that it still exists. */
+  keyHash?: string;
 }
 
 export const ALL_SCOPES = ["profile_read", "profile_write", "email_read", "email_write"];
@@ -51,6 +60,7 @@ export class IdentityService {
   cacheTtlMs = IDENTITY_CACHE_TTL_MS;
   /** Bumped on every change, so a lookup that raced with one does not store what it read. */
   private generation = 0;
+  private readonly accessListeners = new Set<() => void>();
 
   constructor(
     private readonly store: Store,
@@ -60,6 +70,8 @@ export class IdentityService {
       this.generation += 1;
       this.keys.clear();
       this.members.clear();
+      // Open streams re-check their callers on the same signal (api/streams/access.ts).
+      this.accessChanged();
     });
   }
 
@@ -80,6 +92,49 @@ export class IdentityService {
       cache.delete(key);
     }
     return value;
+  }
+
+  /**
+   * Called after any change that can end someone's access: a key revoked, a member removed, a
+   * service key deleted. Open streams re-check their callers (api/streams/access.ts).
+   */
+  onAccessChange(listener: () => void): () => void {
+    this.accessListeners.add(listener);
+    return () => this.accessListeners.delete(listener);
+  }
+
+  accessChanged(): void {
+    for (const listener of this.accessListeners) listener();
+  }
+
+  /** Revokes a user's API key; false when the user has no such key. */
+  async revokeApiKey(user: UserRow, id: number): Promise<boolean> {
+    const deleted = await this.store.deleteApiKey(user.id, id);
+    if (deleted) this.accessChanged();
+    return deleted;
+  }
+
+  /** Revokes the key Berth made for a service's PLATFORM_AUTH (the service is terminated). */
+  async revokeServiceKeys(serviceUuid: string): Promise<void> {
+    await this.store.deleteServiceApiKeys(serviceUuid);
+    this.accessChanged();
+  }
+
+  /**
+   * Whether a principal established earlier still holds: its user exists and is active, and the
+   * API key it came with is not revoked. Returns the principal with a fresh user row, or why not.
+   */
+  async recheck(p: Principal): Promise<{ principal?: Principal; reason: string }> {
+    if (p.via === "apikey" && p.keyHash) {
+      const found = await this.store.findApiKeyByHash(p.keyHash);
+      if (!found || found.user.id !== p.user.id) return { reason: "the API key was revoked" };
+      if (!found.user.is_active) return { reason: `user ${p.user.username} is no longer active` };
+      return { principal: { ...p, user: found.user }, reason: "" };
+    }
+    const user = await this.store.findUserByName(p.user.username);
+    if (!user || user.id !== p.user.id || !user.is_active)
+      return { reason: `user ${p.user.username} no longer exists or is not active` };
+    return { principal: { ...p, user }, reason: "" };
   }
 
   async createUser(input: NewUser): Promise<UserRow> {
@@ -176,13 +231,16 @@ export class IdentityService {
         via: "apikey",
         namespaceLimit: found.key.namespace_limit,
         scopes: ALL_SCOPES,
+        keyHash: found.key.key_hash,
       };
     }
     if (!opts.allowPassword) return undefined;
     const user = await this.store.findUserByName(username);
-    if (user?.is_active && (await verifyPassword(secret, user.password_hash))) {
-      return { user, via: "password", namespaceLimit: null, scopes: ALL_SCOPES };
-    }
+    // Unknown and inactive users cost one scrypt check too, so timing does not tell who exists.
+    const ok = user?.is_active
+      ? await verifyPassword(secret, user.password_hash)
+      : await verifyAgainstDummy(secret);
+    if (user && ok) return { user, via: "password", namespaceLimit: null, scopes: ALL_SCOPES };
     return undefined;
   }
 
@@ -256,6 +314,7 @@ export class IdentityService {
       );
     }
     await this.store.removeMember(org, username);
+    this.accessChanged();
   }
 
   /** The user named in an accounts path, if the caller may manage it (itself, or any for admins); else 404. */

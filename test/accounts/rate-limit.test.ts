@@ -1,4 +1,4 @@
-// Failed sign-in limits (per user and per client address) on Basic-with-password on the accounts
+// Failed sign-in limits (per user-and-address pair and per client address) on Basic-with-password on the accounts
 // API and on POST /oauth/token: 429 with Retry-After; API keys keep working.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -37,13 +37,13 @@ async function getProfile(username: string, secret: string, remoteAddress: strin
   return { status: res.statusCode, headers: res.headers, body: res.json() };
 }
 
-describe("per user", () => {
-  test("after 3 wrong passwords, even the right one gets 429 with Retry-After, from any address", async () => {
+describe("per user and address", () => {
+  test("after 3 wrong passwords from one address, even the right one gets 429 there, with Retry-After", async () => {
     for (let i = 1; i <= 3; i++) {
-      const res = await getProfile("alice", "wrong-password", `192.0.2.${i}`);
+      const res = await getProfile("alice", "wrong-password", "192.0.2.1");
       assert.equal(res.status, 401, `attempt ${i}`);
     }
-    const locked = await getProfile("alice", alice.password, "198.51.100.9");
+    const locked = await getProfile("alice", alice.password, "192.0.2.1");
     assert.equal(locked.status, 429);
     assert.equal(locked.body.code, "rate_limited");
     const wait = Number(locked.headers["retry-after"]);
@@ -52,14 +52,30 @@ describe("per user", () => {
     const viaToken = await requestToken(
       h,
       { grant_type: "password", username: "alice", password: alice.password, scope: "profile_read" },
-      { remoteAddress: "198.51.100.10" },
+      { remoteAddress: "192.0.2.1" },
     );
     assert.equal(viaToken.status, 429, "the token endpoint shares the limit");
     assert.ok(Number(viaToken.headers["retry-after"]) > 0);
   });
 
+  test("a stranger's failures do not lock the owner out of an address with no failures", async () => {
+    // Failures spread over addresses stay under the per-address limit, but add up for alice.
+    for (let i = 10; i < 16; i++) {
+      const res = await getProfile("alice", "wrong-password", `192.0.2.${i}`);
+      assert.equal(res.status, 401);
+    }
+    const own = await getProfile("alice", alice.password, "198.51.100.9");
+    assert.equal(own.status, 200, "alice's own password from her own address still works");
+    const viaToken = await requestToken(
+      h,
+      { grant_type: "password", username: "alice", password: alice.password, scope: "profile_read" },
+      { remoteAddress: "198.51.100.10" },
+    );
+    assert.equal(viaToken.status, 200);
+  });
+
   test("the API key still works during the lockout", async () => {
-    const res = await getProfile("alice", alice.key, "198.51.100.9");
+    const res = await getProfile("alice", alice.key, "192.0.2.1");
     assert.equal(res.status, 200);
   });
 

@@ -138,7 +138,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
     async (req, reply) => {
       const { username, id } = req.params as { username: string; id: number };
       const user = await identity.userForCaller(principalOf(req), username);
-      if (!(await store.deleteApiKey(user.id, id))) throw notFound("API key");
+      if (!(await identity.revokeApiKey(user, id))) throw notFound("API key");
       return reply.status(204).send();
     },
   );

@@ -149,6 +149,7 @@ export function actionLogRoutes(app: FastifyInstance, ctx: StreamContext): void 
       const q = req.query as LogsQueryT;
       return { action, tail: q.tail ?? 300, follow: q.follow ?? true };
     },
+    namespace: (plan) => plan.action.namespace,
     async open(ws, plan) {
       const uuid = plan.action.uuid;
       // State first, lines second: an action found finished has all its lines in the tail read.

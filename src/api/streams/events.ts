@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
 import { invalidField, notFound } from "../../domain/errors.ts";
-import type { IdentityService, Principal } from "../../identity/service.ts";
+import type { Principal } from "../../identity/service.ts";
 import { nodeUri } from "../../nodes/views.ts";
 import type { Store } from "../../store/store.ts";
 import { LEGACY_EVENTS_PATH } from "../compat.ts";
@@ -17,9 +17,6 @@ import { type StreamContext, streamRoute } from "./route.ts";
 import { corked, dropSlow, isOpen } from "./sockets.ts";
 
 export const EVENT_TYPES = ["stack", "service", "container", "node", "nodecluster", "action"] as const;
-
-/** How often a subscriber's readable namespaces are looked up again (organization membership changes). */
-const ACCESS_REFRESH_MS = 10_000;
 
 export interface EventFilter {
   /** uriKey() of one object: only events about it or whose parents include it (node events). */
@@ -189,69 +186,6 @@ class EventSubscriber {
   }
 }
 
-/**
- * Re-reads which namespaces subscribers may read, so that leaving an organization stops its
- * events without a reconnect. One lookup per distinct caller and path, not per socket.
- */
-class AccessRefresher {
-  private readonly groups = new Map<
-    string,
-    { principal: Principal; requested?: string; subscribers: Set<EventSubscriber> }
-  >();
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly identity: IdentityService,
-    private readonly onError: (err: unknown) => void,
-  ) {}
-
-  add(sub: EventSubscriber, principal: Principal, requested: string | undefined): () => void {
-    const key = `${principal.user.username}\u0000${principal.namespaceLimit ?? ""}\u0000${requested ?? ""}`;
-    let group = this.groups.get(key);
-    if (!group) {
-      group = { principal, requested, subscribers: new Set() };
-      this.groups.set(key, group);
-    }
-    group.subscribers.add(sub);
-    if (!this.timer) {
-      this.timer = setInterval(() => void this.refresh().catch(this.onError), ACCESS_REFRESH_MS);
-      this.timer.unref();
-    }
-    const g = group;
-    return () => {
-      g.subscribers.delete(sub);
-      if (g.subscribers.size === 0) this.groups.delete(key);
-      if (this.groups.size === 0) this.stop();
-    };
-  }
-
-  private async refresh(): Promise<void> {
-    for (const group of [...this.groups.values()]) {
-      const namespaces = new Set(await readableNamespaces(this.identity, group.principal, group.requested));
-      for (const sub of group.subscribers) sub.namespaces = namespaces;
-    }
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-  }
-}
-
-/** With a namespace in the path: that one, if the caller may use it. Without: all the caller's. */
-async function readableNamespaces(
-  identity: IdentityService,
-  principal: Principal,
-  requested: string | undefined,
-): Promise<string[]> {
-  if (requested === undefined) return identity.namespacesOf(principal);
-  try {
-    return [await identity.resolveNamespace(principal, requested)];
-  } catch {
-    return [];
-  }
-}
-
 interface EventsPlan {
   principal: Principal;
   requested?: string;
@@ -261,22 +195,25 @@ interface EventsPlan {
 }
 
 export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
-  const access = new AccessRefresher(ctx.identity, (err) =>
-    app.log.error({ err }, "events: could not refresh namespaces"),
-  );
-  app.addHook("onClose", async () => access.stop());
-
   async function serve(ws: WebSocket, plan: EventsPlan): Promise<void> {
     const sub = new EventSubscriber(ws, plan.filter, new Set(plan.namespaces), ctx.settings.maxBufferedBytes);
     const unlisten = ctx.feed.listen(
       (event) => sub.offer(event),
       () => sub.flush(),
     );
-    const unrefresh = access.add(sub, plan.principal, plan.requested);
-    ws.once("close", () => {
-      unlisten();
-      unrefresh();
+    // Access ends (key revoked, membership removed): a stream of one namespace closes with 1008;
+    // a stream of every readable namespace narrows to those still readable.
+    ctx.guard.watch(ws, {
+      principal: plan.principal,
+      namespace: plan.requested === undefined ? undefined : plan.namespaces[0],
+      onNamespaces:
+        plan.requested === undefined
+          ? (readable) => {
+              sub.namespaces = readable;
+            }
+          : undefined,
     });
+    ws.once("close", () => unlisten());
     await ctx.feed.ready();
     if (plan.since === undefined) {
       sub.startLive(ctx.feed);

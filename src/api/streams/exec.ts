@@ -107,6 +107,7 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
           : undefined;
       return { container: c, engineId: c.engine_id, node, command, tty: query.tty ?? false, size };
     },
+    namespace: (plan) => plan.container.namespace,
     async open(ws, plan) {
       const abort = new AbortController();
       ws.once("close", () => abort.abort());

@@ -4,6 +4,7 @@
 // itself; only an accepted request becomes a socket. Streams are reads: they create no action.
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "../../domain/errors.ts";
+import { StreamAccessGuard } from "./access.ts";
 import { ActionLogWatcher, actionLogRoutes } from "./action-logs.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
@@ -28,7 +29,10 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
     store: deps.store,
     onError: (err) => app.log.error({ err }, "action logs: could not read"),
   });
-  const ctx: StreamContext = { ...deps, feed, heartbeat, actionLogs, streamUrls: new Set() };
+  const guard = new StreamAccessGuard(deps.identity, feed, (err) =>
+    app.log.error({ err }, "streams: could not re-check access"),
+  );
+  const ctx: StreamContext = { ...deps, feed, heartbeat, actionLogs, guard, streamUrls: new Set() };
   // @fastify/websocket would accept an upgrade on any GET route and close it at once; an upgrade
   // is answered on the handshake instead, like every other refusal (after authentication).
   app.addHook("onRequest", async (request) => {
@@ -47,5 +51,6 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
     feed.close();
     heartbeat.stop();
     actionLogs.close();
+    guard.close();
   });
 }

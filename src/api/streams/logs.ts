@@ -38,6 +38,7 @@ interface LogTarget {
 }
 
 interface LogsPlan {
+  namespace: string;
   target: LogTarget;
   tail: number;
   follow: boolean;
@@ -361,11 +362,13 @@ export function containerLogRoutes(app: FastifyInstance, ctx: StreamContext): vo
         throw notFound("container");
       }
       return {
+        namespace: c.namespace,
         target: { kind: "container", uuid: c.uuid, name: c.name, key: uriKey(containerUri(c)) },
         tail: q.tail ?? 300,
         follow: q.follow ?? true,
       };
     },
+    namespace: (plan) => plan.namespace,
     open: (ws, plan) => new RecordLogStream(ctx, ws, plan).run(),
   });
 
@@ -382,11 +385,13 @@ export function containerLogRoutes(app: FastifyInstance, ctx: StreamContext): vo
       if (!s || s.namespace !== ns) throw notFound("service");
       const q = req.query as LogsQueryT;
       return {
+        namespace: s.namespace,
         target: { kind: "service", uuid: s.uuid, name: s.name, key: uriKey(serviceUri(s)) },
         tail: q.tail ?? 300,
         follow: q.follow ?? true,
       };
     },
+    namespace: (plan) => plan.namespace,
     open: (ws, plan) => new RecordLogStream(ctx, ws, plan).run(),
   });
 }

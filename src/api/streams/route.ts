@@ -7,6 +7,8 @@ import type { IdentityService } from "../../identity/service.ts";
 import type { ContainerIO } from "../../orchestrator/container-io.ts";
 import type { Store } from "../../store/store.ts";
 import { withUnprefixedStreamPaths } from "../compat.ts";
+import { principalOf } from "../namespaces.ts";
+import type { StreamAccessGuard } from "./access.ts";
 import type { ActionLogWatcher } from "./action-logs.ts";
 import type { EventFeed } from "./feed.ts";
 import { CLOSE, closeSocket, type Heartbeat, sendErrorFrame } from "./sockets.ts";
@@ -31,6 +33,8 @@ export interface StreamContext extends StreamDeps {
   feed: EventFeed;
   heartbeat: Heartbeat;
   actionLogs: ActionLogWatcher;
+  /** Closes streams whose caller lost access (api/streams/access.ts). */
+  guard: StreamAccessGuard;
 }
 
 export interface StreamRoute<P> {
@@ -44,6 +48,11 @@ export interface StreamRoute<P> {
    * answers the upgrade request with it (401, 404, 400, 409) and no socket is opened.
    */
   prepare(req: FastifyRequest): Promise<P>;
+  /**
+   * The namespace the stream reads: when its caller may no longer read it (or the caller's key is
+   * revoked) the stream closes with 1008. Routes that watch access themselves leave it out.
+   */
+  namespace?(plan: P): string;
   /** Runs on the accepted socket with what `prepare` found. */
   open(ws: WebSocket, plan: P, req: FastifyRequest): Promise<void> | void;
 }
@@ -84,6 +93,8 @@ export function streamRoute<P>(app: FastifyInstance, ctx: StreamContext, route: 
         plans.delete(req);
         ctx.heartbeat.track(ws);
         if (plan === undefined) return closeSocket(ws, CLOSE.internal, "stream was not prepared");
+        if (route.namespace)
+          ctx.guard.watch(ws, { principal: principalOf(req), namespace: route.namespace(plan) });
         return Promise.resolve()
           .then(() => route.open(ws, plan, req))
           .catch((err: unknown) => {
