@@ -74,10 +74,30 @@ export function operationRoutes<T extends { uuid: string; namespace: string }>(
     uri(t: T): string;
     /** The object as it reads after the call. */
     view(t: T): Promise<unknown>;
+    /**
+     * Operations that take `?dry_run=true`: the plan is answered (200) and nothing is queued or
+     * changed. `target` is `?target_num_containers=` when given.
+     */
+    dryRun?: { operations: string[]; plan(t: T, op: string, target: number | undefined): Promise<unknown> };
   },
 ): void {
   const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
   const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
+  const DryRunQuery = Type.Object({
+    dry_run: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: "answer the placement plan and its explanations (200) without changing anything",
+      }),
+    ),
+    target_num_containers: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description: "with dry_run: plan for this target instead of the service's own",
+      }),
+    ),
+  });
   for (const { op, kind, summary } of opts.operations) {
     for (const url of nsPaths(`${opts.path}${op}/`)) {
       app.post(
@@ -89,10 +109,16 @@ export function operationRoutes<T extends { uuid: string; namespace: string }>(
             summary,
             params: UuidParams,
             ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
+            ...(opts.dryRun?.operations.includes(op) ? { querystring: DryRunQuery } : {}),
           },
         },
         async (req, reply) => {
           const t = await opts.find(req);
+          const q = req.query as { dry_run?: boolean; target_num_containers?: number } | undefined;
+          if (opts.dryRun?.operations.includes(op) && q?.dry_run === true) {
+            req.audit.object = opts.uri(t);
+            return reply.status(200).send(await opts.dryRun.plan(t, op, q.target_num_containers));
+          }
           const params: Record<string, unknown> = { [opts.param]: t.uuid };
           if (op === "redeploy") {
             params.reuse_volumes = (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false;

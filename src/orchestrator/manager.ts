@@ -156,8 +156,48 @@ export class ServiceManager {
     return this.d.box.seal(header);
   }
 
+  /**
+   * A dry run of start or scale (`?dry_run=true`): where the containers the service lacks would
+   * go, and why any would not fit; nothing is changed.
+   */
+  async planDryRun(
+    s: ServiceRow,
+    operation: string,
+    target: number,
+  ): Promise<{
+    dry_run: true;
+    operation: string;
+    service: string;
+    target_num_containers: number;
+    fits: boolean;
+    placements: { node: string; node_name: string }[];
+    explanation: string[];
+  }> {
+    const nodes = await this.store.nodes.liveNodes({ namespace: s.namespace });
+    const plan = await this.d.orchestrator.planFor(s, target);
+    const placements = plan.ok
+      ? plan.placements.map((uuid) => {
+          const n = nodes.find((x) => x.uuid === uuid);
+          return {
+            node: nsUri("infra", s.namespace, "node", uuid),
+            node_name: n?.nickname || n?.external_fqdn || uuid,
+          };
+        })
+      : [];
+    const explanation = plan.ok ? (plan.shortfall ?? []) : plan.reasons;
+    return {
+      dry_run: true,
+      operation,
+      service: serviceUri(s),
+      target_num_containers: target,
+      fits: plan.ok && !plan.shortfall,
+      placements,
+      explanation,
+    };
+  }
+
   async revokeServiceKey(serviceUuid: string): Promise<void> {
-    await this.store.deleteServiceApiKeys(serviceUuid);
+    await this.d.identity.revokeServiceKeys(serviceUuid);
   }
 
   async update(s: ServiceRow, body: ServiceUpdateBody, principal?: Principal): Promise<ServiceRow> {

@@ -16,6 +16,8 @@ import {
 import type { Clock } from "../domain/time.ts";
 import { containerUri, serviceUri } from "../domain/uri.ts";
 import {
+  cpusetMax,
+  type Demand,
   nextContainerNumbers,
   type PlacementPlan,
   planEveryNode,
@@ -44,6 +46,21 @@ type Ctx<P> = StepContext<P>;
 export type InlineOperation = "start" | "stop" | "redeploy" | "terminate";
 
 const specOf = (s: Pick<ServiceRow, "spec">) => JSON.parse(s.spec) as ServiceSpec;
+
+/** What a container of this definition claims on its node (scheduler/capacity.ts). */
+export function demandOf(spec: ServiceSpec): Demand {
+  return {
+    ports:
+      spec.net === "host"
+        ? spec.container_ports.map((p) => ({ port: p.inner_port, protocol: p.protocol }))
+        : spec.container_ports
+            .filter((p) => p.published && p.outer_port !== null && p.outer_port !== 0)
+            .map((p) => ({ port: p.outer_port as number, protocol: p.protocol })),
+    memoryMb: spec.memory ?? 0,
+    cpuShares: spec.cpu_shares ?? 0,
+    cpusetMax: spec.cpuset ? cpusetMax(spec.cpuset) : -1,
+  };
+}
 
 /**
  * Runs `fn` over containers, at most `perNode` at a time on any one node and `total` at a time in
@@ -196,23 +213,37 @@ export class Orchestrator {
       name: n.nickname || n.external_fqdn,
       state: n.state,
       tags: JSON.parse(n.tags) as string[],
+      memoryMb: n.memory,
+      cpus: n.cpu,
     }));
-    // Only the columns placement needs: a namespace's definitions are not read for every plan.
+    // Only the columns placement needs; what a container claims comes from its service's
+    // definition (one read of the namespace's live services per plan).
+    const demands = new Map(
+      (await this.store.services.liveServices({ namespace: s.namespace })).map((x) => [
+        x.uuid,
+        demandOf(specOf(x)),
+      ]),
+    );
     const containers = (await this.store.services.containerLoads(s.namespace)).map((c) => ({
       uuid: c.uuid,
       node: c.node_uuid,
       service: c.service_uuid,
       state: c.state,
       number: c.number,
+      demand: demands.get(c.service_uuid),
     }));
-    const base = { service: s.uuid, serviceTags: spec.tags, nodes, containers };
+    const base = { service: s.uuid, serviceTags: spec.tags, nodes, containers, demand: demandOf(spec) };
     if (spec.deployment_strategy === "EVERY_NODE") return planEveryNode(base);
     const live = containers.filter((c) => c.service === s.uuid).length;
     return planPlacement({ ...base, strategy: spec.deployment_strategy, count: wanted - live });
   }
 
-  /** Creates the container records the service lacks; fails with the scheduler's explanation when nothing fits. */
-  private async place(s: ServiceRow, log: Log): Promise<void> {
+  /**
+   * Creates the container records the service lacks; fails with the scheduler's explanation when
+   * nothing fits (no record is made). When only some fit, those are made and the explanation of the
+   * rest is returned: the caller starts what fits, then fails the action with it.
+   */
+  private async place(s: ServiceRow, log: Log): Promise<string[] | undefined> {
     const plan = await this.planFor(s, s.target_num_containers);
     if (!plan.ok) {
       for (const line of plan.reasons) await log(line);
@@ -222,6 +253,13 @@ export class Orchestrator {
       await log(`Placing ${plan.placements.length} container(s) of ${s.name}`);
       await this.addContainers(s, plan.placements);
     }
+    if (plan.shortfall) for (const line of plan.shortfall) await log(line);
+    return plan.shortfall;
+  }
+
+  /** Fails the step (after what fits has started) when placement fell short. */
+  private static failShort(shortfall: string[] | undefined): void {
+    if (shortfall?.length) throw new Error(shortfall.join("; "));
   }
 
   private async liveContainers(serviceUuid: string): Promise<ContainerRow[]> {
@@ -390,10 +428,11 @@ export class Orchestrator {
   }
 
   private async startSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
-    await this.place(s, ctx.log);
+    const shortfall = await this.place(s, ctx.log);
     await this.startAll(s, ctx.log);
     const now = this.d.clock.now();
     await this.patchService(s.uuid, (r) => (r.deployed_at === null ? { deployed_at: now } : undefined));
+    Orchestrator.failShort(shortfall);
   }
 
   private async stopSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
@@ -440,15 +479,16 @@ export class Orchestrator {
     const wasRunning = live.some((c) => c.desired === "running");
     if (!wasRunning && live.length > 0) return;
     if (live.length === 0 && s.deployed_at === null) return;
-    await this.place(s, ctx.log);
+    const shortfall = await this.place(s, ctx.log);
     await this.startAll(s, ctx.log);
+    Orchestrator.failShort(shortfall);
   }
 
   private async redeploySteps(
     s: ServiceRow,
     ctx: Ctx<{ service: string; reuse_volumes?: boolean }>,
   ): Promise<void> {
-    await this.place(s, ctx.log);
+    const shortfall = await this.place(s, ctx.log);
     const containers = await this.liveContainers(s.uuid);
     await this.markDesired(containers, "running", "Starting");
     const errors = await eachPerNode(containers, this.limit(s), async (c) => {
@@ -463,6 +503,7 @@ export class Orchestrator {
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
     const now = this.d.clock.now();
     await this.patchService(s.uuid, () => ({ deployed_at: now }));
+    Orchestrator.failShort(shortfall);
   }
 
   private terminateServiceKind(): ActionKind<never> {

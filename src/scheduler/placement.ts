@@ -1,8 +1,9 @@
 // Placement strategies of the spec ("Service" → deployment strategies). Each new container is
 // placed against the counts as they will be after the earlier placements of the same plan, so a
 // request for several containers spreads them instead of piling them onto one node.
+import { NO_DEMAND, type NodeUsage, usageOf } from "./capacity.ts";
 import { explainNoFit, filterNodes, isLive } from "./filters.ts";
-import type { ContainerSnapshot, NodeSnapshot, PlacementPlan, PlacementRequest } from "./types.ts";
+import type { ContainerSnapshot, Demand, NodeSnapshot, PlacementPlan, PlacementRequest } from "./types.ts";
 
 interface Load {
   node: NodeSnapshot;
@@ -44,19 +45,46 @@ type Preference = (a: Load, b: Load) => number;
 const emptiestNode: Preference = (a, b) => a.total - b.total || a.order - b.order;
 const highAvailability: Preference = (a, b) => a.own - b.own || emptiestNode(a, b);
 
-function place(loads: Load[], count: number, prefer: Preference): string[] {
+/**
+ * Places up to `count` containers, each on the preferred node that still has room for it; stops
+ * early when no node has room. Returns the placements and, for a shortfall, each node's reason.
+ */
+function place(
+  loads: Load[],
+  count: number,
+  prefer: Preference,
+  usage: Map<string, NodeUsage>,
+  demand: Demand,
+): { placements: string[]; refusals: string[] } {
   const placements: string[] = [];
   for (let i = 0; i < count; i++) {
     let best: Load | undefined;
-    for (const load of loads) if (!best || prefer(load, best) < 0) best = load;
-    // `loads` is never empty here: the callers refuse before placing when no node is eligible.
-    if (!best) break;
+    for (const load of loads) {
+      if (usage.get(load.node.uuid)?.refusal(demand) !== undefined) continue;
+      if (!best || prefer(load, best) < 0) best = load;
+    }
+    if (!best) {
+      const refusals = loads.map(
+        (load) => `node ${load.node.name} (${load.node.uuid}): ${usage.get(load.node.uuid)?.refusal(demand)}`,
+      );
+      return { placements, refusals };
+    }
     placements.push(best.node.uuid);
+    usage.get(best.node.uuid)?.add(demand);
     best.total += 1;
     best.own += 1;
     best.ownLive += 1;
   }
-  return placements;
+  return { placements, refusals: [] };
+}
+
+/** The summary of a shortfall: how many fit, and why the rest do not. */
+function shortfallOf(placed: number, wanted: number, refusals: string[]): string[] {
+  const head =
+    placed === 0
+      ? `no node has room for a container of this service (${wanted} wanted)`
+      : `only ${placed} of ${wanted} containers fit on the nodes; no node has room for the other ${wanted - placed}`;
+  return [head, ...refusals];
 }
 
 /** Where `req.count` new containers of `req.service` go, or why none can be placed. */
@@ -74,7 +102,19 @@ export function planPlacement(req: PlacementRequest): PlacementPlan {
   if (eligible.length === 0)
     return { ok: false, reasons: explainNoFit(req.nodes, req.serviceTags, rejections) };
   const prefer = req.strategy === "HIGH_AVAILABILITY" ? highAvailability : emptiestNode;
-  return { ok: true, placements: place(loadsOf(eligible, req.containers, req.service), req.count, prefer) };
+  const usage = usageOf(eligible, req.containers, isLive);
+  const { placements, refusals } = place(
+    loadsOf(eligible, req.containers, req.service),
+    req.count,
+    prefer,
+    usage,
+    req.demand ?? NO_DEMAND,
+  );
+  if (placements.length === 0)
+    return { ok: false, reasons: shortfallOf(0, req.count, [...refusals, ...rejections]) };
+  if (placements.length < req.count)
+    return { ok: true, placements, shortfall: shortfallOf(placements.length, req.count, refusals) };
+  return { ok: true, placements };
 }
 
 /**
@@ -86,8 +126,18 @@ export function planEveryNode(req: Omit<PlacementRequest, "count" | "strategy">)
   const { eligible, rejections } = filterNodes(req.nodes, req.serviceTags);
   if (eligible.length === 0)
     return { ok: false, reasons: explainNoFit(req.nodes, req.serviceTags, rejections) };
-  const placements = loadsOf(eligible, req.containers, req.service)
-    .filter((load) => load.ownLive === 0)
-    .map((load) => load.node.uuid);
-  return { ok: true, placements };
+  const usage = usageOf(eligible, req.containers, isLive);
+  const demand = req.demand ?? NO_DEMAND;
+  const placements: string[] = [];
+  const refusals: string[] = [];
+  for (const load of loadsOf(eligible, req.containers, req.service)) {
+    if (load.ownLive > 0) continue;
+    const why = usage.get(load.node.uuid)?.refusal(demand);
+    if (why) refusals.push(`node ${load.node.name} (${load.node.uuid}): ${why}`);
+    else placements.push(load.node.uuid);
+  }
+  if (refusals.length === 0) return { ok: true, placements };
+  const wanted = placements.length + refusals.length;
+  if (placements.length === 0) return { ok: false, reasons: shortfallOf(0, wanted, refusals) };
+  return { ok: true, placements, shortfall: shortfallOf(placements.length, wanted, refusals) };
 }

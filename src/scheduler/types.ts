@@ -11,6 +11,25 @@ export interface NodeSnapshot {
   /** "Deployed" | "Unreachable" | "Deploying" | …; only Deployed nodes take containers. */
   state: string;
   tags: string[];
+  /** Memory of the node in MB; 0 or absent: unknown, not checked. */
+  memoryMb?: number;
+  /** CPUs of the node; 0 or absent: unknown, not checked. */
+  cpus?: number;
+}
+
+export interface PortClaim {
+  port: number;
+  protocol: "tcp" | "udp";
+}
+
+/** What one container claims on its node (see capacity.ts for the accounting). */
+export interface Demand {
+  /** Published ports with a fixed outer_port. */
+  ports: PortClaim[];
+  memoryMb: number;
+  cpuShares: number;
+  /** The highest CPU index of its cpuset; -1 without one. */
+  cpusetMax: number;
 }
 
 export interface ContainerSnapshot {
@@ -23,6 +42,8 @@ export interface ContainerSnapshot {
   state: string;
   /** The container is named `<service>-<number>`. */
   number: number;
+  /** What it claims on its node; absent: nothing. */
+  demand?: Demand;
 }
 
 export interface PlacementRequest {
@@ -33,10 +54,21 @@ export interface PlacementRequest {
   count: number;
   nodes: NodeSnapshot[];
   containers: ContainerSnapshot[];
+  /** What each new container claims; absent: nothing. */
+  demand?: Demand;
 }
 
 export type PlacementPlan =
-  | { ok: true /** Node uuid per new container, in order. */; placements: string[] }
+  | {
+      ok: true;
+      /** Node uuid per new container, in order. */
+      placements: string[];
+      /**
+       * Set when fewer containers fit than were asked for: a summary line, then one line per
+       * node saying why it cannot take one more.
+       */
+      shortfall?: string[];
+    }
   | {
       ok: false;
       /** A summary line first, then one line per node saying why it cannot take a container. */

@@ -371,3 +371,127 @@ describe("purity", () => {
     assert.deepEqual(planRemoval({ service: "web", count: 1, nodes, containers }), removal);
   });
 });
+
+describe("ports and capacity", () => {
+  const port = (p: number, protocol: "tcp" | "udp" = "tcp") => ({
+    ports: [{ port: p, protocol }],
+    memoryMb: 0,
+    cpuShares: 0,
+    cpusetMax: -1,
+  });
+  const memory = (mb: number) => ({ ports: [], memoryMb: mb, cpuShares: 0, cpusetMax: -1 });
+
+  test("a fixed published port fits once per node: three wanted on two nodes places two and names the port", () => {
+    const plan = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 3,
+      nodes: [node("a"), node("b")],
+      containers: [],
+      demand: port(8080),
+    });
+    assert.equal(plan.ok, true);
+    if (!plan.ok) return;
+    assert.deepEqual(names(plan.placements).sort(), ["a", "b"]);
+    assert.ok(plan.shortfall, "the third is explained");
+    assert.match(plan.shortfall[0]!, /only 2 of 3/);
+    assert.ok(
+      plan.shortfall.slice(1).every((l) => /8080\/tcp already taken/.test(l)),
+      plan.shortfall.join("\n"),
+    );
+  });
+
+  test("ports already taken by containers on the node count; tcp and udp are separate", () => {
+    const busy = container("a", { service: "other", demand: port(53, "udp") });
+    const tcp = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 1,
+      nodes: [node("a")],
+      containers: [busy],
+      demand: port(53, "tcp"),
+    });
+    assert.deepEqual(placements(tcp), ["a"]);
+    const udp = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 1,
+      nodes: [node("a")],
+      containers: [busy],
+      demand: port(53, "udp"),
+    });
+    assert.match(reasons(udp).join("\n"), /node a .*53\/udp already taken/);
+  });
+
+  test("memory: a container larger than any node is refused node by node with the figures", () => {
+    const plan = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 1,
+      nodes: [node("a", { memoryMb: 1024 }), node("b", { memoryMb: 2048 })],
+      containers: [],
+      demand: memory(4096),
+    });
+    const why = reasons(plan);
+    assert.match(why[0]!, /no node has room/);
+    assert.match(why.join("\n"), /node a .*needs 4096 MB of memory, 1024 MB of 1024 MB are free/);
+    assert.match(why.join("\n"), /node b .*needs 4096 MB of memory, 2048 MB of 2048 MB are free/);
+  });
+
+  test("memory already reserved on a node counts, and placements of the same plan count too", () => {
+    const plan = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 3,
+      nodes: [node("a", { memoryMb: 1000 }), node("b", { memoryMb: 1000 })],
+      containers: [container("a", { service: "other", demand: memory(600) })],
+      demand: memory(400),
+    });
+    assert.equal(plan.ok, true);
+    if (!plan.ok) return;
+    assert.deepEqual(names(plan.placements).sort(), ["a", "b", "b"]);
+    assert.equal(plan.shortfall, undefined);
+  });
+
+  test("cpu_shares count 1024 to a CPU; a cpuset needs the CPUs it names", () => {
+    const shares = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 1,
+      nodes: [node("a", { cpus: 2 })],
+      containers: [],
+      demand: { ports: [], memoryMb: 0, cpuShares: 4096, cpusetMax: -1 },
+    });
+    assert.match(reasons(shares).join("\n"), /needs 4096 CPU shares/);
+    const cpuset = planPlacement({
+      service: "web",
+      strategy: "EMPTIEST_NODE",
+      serviceTags: [],
+      count: 1,
+      nodes: [node("a", { cpus: 2 })],
+      containers: [],
+      demand: { ports: [], memoryMb: 0, cpuShares: 0, cpusetMax: 3 },
+    });
+    assert.match(reasons(cpuset).join("\n"), /cpuset names CPU 3, the node has 2 CPUs/);
+  });
+
+  test("EVERY_NODE skips a node without room and says why", () => {
+    const plan = planEveryNode({
+      service: "web",
+      serviceTags: [],
+      nodes: [node("a"), node("b")],
+      containers: [container("b", { service: "other", demand: port(80) })],
+      demand: port(80),
+    });
+    assert.equal(plan.ok, true);
+    if (!plan.ok) return;
+    assert.deepEqual(names(plan.placements), ["a"]);
+    assert.match(plan.shortfall?.join("\n") ?? "", /node b .*80\/tcp/);
+  });
+});

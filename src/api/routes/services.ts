@@ -139,7 +139,7 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
     );
   }
 
-  operationRoutes(app, {
+  operationRoutes<ServiceRow>(app, {
     path: "/api/app/v1/{ns}service/:uuid/",
     name: "Service",
     param: "service",
@@ -147,8 +147,12 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
     store,
     actions,
     find: serviceOf,
-    uri: serviceUri,
+    uri: (s) => serviceUri(s),
     view: async (s) => services.serviceView((await store.services.findService(s.uuid))!),
+    dryRun: {
+      operations: ["start", "scale"],
+      plan: (s, op, target) => services.planDryRun(s, op, target ?? s.target_num_containers),
+    },
     operations: [
       { op: "start", kind: "service.start", summary: "Start all containers (deploys them if needed)" },
       { op: "stop", kind: "service.stop", summary: "Stop all containers" },
