@@ -179,7 +179,7 @@ export class ServiceManager {
       ? plan.placements.map((uuid) => {
           const n = nodes.find((x) => x.uuid === uuid);
           return {
-            node: nsUri("infra", s.namespace, "node", uuid),
+            node: nodeUri({ namespace: s.namespace, uuid }),
             node_name: n?.nickname || n?.external_fqdn || uuid,
           };
         })
