@@ -443,6 +443,7 @@ export class NodeService {
   /** Deploys every node of the cluster still Deploying; a node that fails is cleaned up and Terminated. */
   private async deployPendingNodes(ctx: StepContext<unknown>, clusterUuid: string): Promise<void> {
     const nodes = (await this.store.nodes.nodesOfCluster(clusterUuid)).filter((n) => n.state === "Deploying");
+    const failed: string[] = [];
     for (const node of nodes) {
       const prov = this.provisioner(node.provider);
       try {
@@ -463,9 +464,16 @@ export class NodeService {
         await ctx.log(
           `Node ${node.uuid} failed to deploy: ${err instanceof Error ? err.message : String(err)}`,
         );
+        failed.push(node.uuid);
         await this.terminateNodeWork(ctx, node.uuid);
       }
     }
+    // The operation did not do what was asked: the action ends Failed (the cluster's state, derived
+    // afterwards, says Partly deployed or Empty cluster).
+    if (failed.length)
+      throw new Error(
+        `${failed.length} of ${nodes.length} node${nodes.length === 1 ? "" : "s"} failed to deploy (${failed.join(", ")})`,
+      );
   }
 
   private async terminateNodeWork(ctx: StepContext<unknown>, uuid: string): Promise<void> {

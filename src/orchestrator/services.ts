@@ -404,24 +404,27 @@ export class Orchestrator {
         },
       ],
       finish: async (ctx) => {
-        await this.settleAfter(ctx.params.service);
+        await this.settleAfter(ctx.params.service, ctx.log);
       },
     };
     return k as unknown as ActionKind<never>;
   }
 
   /** Containers left in a transitional state by a failed or canceled step are observed again, then the service settles. */
-  private async settleAfter(serviceUuid: string): Promise<void> {
+  private async settleAfter(serviceUuid: string, log?: Log): Promise<void> {
     for (const c of await this.liveContainers(serviceUuid)) {
       await this.d.runtime.observe(c.uuid).catch(() => undefined);
       const r = await this.store.services.findContainer(c.uuid);
-      if (
-        r &&
-        (r.state === "Starting" || r.state === "Stopping" || r.state === "Terminating") &&
-        !r.engine_id
-      ) {
-        // Never created on its engine: it is honestly stopped (a start will create it).
-        await this.d.runtime.patch(c.uuid, () => ({ state: "Stopped" }));
+      if (r && r.state !== "Terminated" && !r.engine_id) {
+        // Never created on its engine (its image could not be pulled, its node refused it): no record
+        // is kept of a container that never ran; the service's state follows from the others.
+        const now = this.d.clock.now();
+        await this.d.runtime.patch(c.uuid, () => ({
+          state: "Terminated",
+          desired: "terminated",
+          destroyed_at: now,
+        }));
+        await log?.(`Container ${r.name} never reached its engine; its record is removed`);
       }
     }
     await this.settleService(serviceUuid);
