@@ -112,8 +112,14 @@ export function registerAction(program: Command, ctx: (cmd: Command) => Ctx): vo
       for (const ref of refs) {
         const a = await resolve(c.client, kind, ref);
         const reply = await c.client.request("POST", `${a.resource_uri}cancel/`);
-        // The cancel's own action is the one to wait for: --sync waits for the canceled one.
-        await finish(c, { ...reply, actionUri: o.sync ? a.resource_uri : undefined }, {});
+        // --sync waits for the canceled action to stop (Canceling ends after its current step);
+        // Canceled is what was asked, so it is a success here.
+        while (o.sync) {
+          const now = (await c.client.get(a.resource_uri)) as { state?: string };
+          if (!["Canceling", "In progress", "Pending"].includes(now.state ?? "")) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        await finish(c, reply, {});
       }
     });
   action
