@@ -196,7 +196,7 @@ describe("images", () => {
       a.log.some((l) => l.includes("could not pull nowhere/nothing:9") && l.includes("manifest unknown")),
       a.log.join("\n"),
     );
-    const after = await until(s, svc.resource_uri, "Stopped");
+    const after = await until(s, svc.resource_uri, "Not running");
     assert.equal(after.running_num_containers, 0);
     assert.deepEqual(await engineContainersOfService(s, svc.resource_uri), []);
   });
