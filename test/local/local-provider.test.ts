@@ -14,6 +14,7 @@ import { after, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import Dockerode from "dockerode";
 import { BUSYBOX_IMAGE, type LocalNode, LocalProvider } from "../../src/drivers/local/index.ts";
+import { clearStaleLab } from "../support/local-lab.ts";
 
 // Not the default lab range or bridge, so the test never touches a Berth running on this host.
 const LAB_RANGE = "10.229.0.0/16";
@@ -31,6 +32,7 @@ const provider = new LocalProvider({
 const nodeIds = [randomUUID(), randomUUID(), randomUUID()];
 const deployed = new Map<string, LocalNode>();
 
+await clearStaleLab({ labRange: LAB_RANGE, bridgeName: BRIDGE });
 const prerequisites = await provider.prerequisites();
 const unavailable = prerequisites.available
   ? undefined

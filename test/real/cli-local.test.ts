@@ -157,9 +157,19 @@ describe("the berth CLI on real engines", { skip: unavailable ?? false }, () => 
     let output = "";
     shell.stdout.on("data", (d) => {
       output += d;
+      // BusyBox's line editor asks where the cursor is (ESC [6n) after its prompt; answer as a
+      // terminal would, or it waits and redraws the prompt.
+      if (String(d).includes("\x1b[6n")) shell.stdin.write("\x1b[12;13R");
     });
     const exited = new Promise<number>((resolve) => shell.on("close", (code) => resolve(code ?? 1)));
-    await waitFor("the shell's prompt", async () => /# $/.test(output), 30_000, 100);
+    await waitFor(
+      "the shell's prompt",
+      async () => /# (\x1b\[[\d;]*[A-Za-z])*$/.test(output),
+      30_000,
+      100,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the terminal showed ${JSON.stringify(output)}`);
+    });
     shell.stdin.write("tty; stty size; exit 4\r");
     assert.equal(await exited, 4, output);
     assert.match(output, /\/dev\/pts\/\d+/);

@@ -2,6 +2,7 @@
 // of them deployed through the API, and a lab taken down without anything dialling its addresses.
 // Each test file keeps its own lab range and bridge so the files can run side by side.
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,11 +21,45 @@ export interface LabOptions {
   bridgeName: string;
 }
 
+/** Runs a host tool and answers its standard output, or undefined when it is missing or fails. */
+function tool(file: string, args: string[]): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(file, args, (error, stdout) => resolve(error ? undefined : stdout));
+  });
+}
+
+/**
+ * Removes what an earlier run of the same test file left behind when it was killed before its
+ * `after()` (a bridge, its forward rules, its lab's unreachable route): the provider rightly refuses
+ * to take over a bridge it did not record, and a killed run never records anything again. The names
+ * and ranges are this file's own, so nothing else on the host is touched.
+ */
+export async function clearStaleLab(opts: LabOptions): Promise<string[]> {
+  const removed: string[] = [];
+  if ((await tool("ip", ["link", "show", "dev", opts.bridgeName])) !== undefined) {
+    await tool("ip", ["link", "del", opts.bridgeName]);
+    removed.push(`bridge ${opts.bridgeName}`);
+  }
+  if ((await tool("ip", ["route", "del", "unreachable", opts.labRange])) !== undefined) {
+    removed.push(`route unreachable ${opts.labRange}`);
+  }
+  const comment = `berth-lab-${opts.bridgeName}`;
+  for (const binary of ["iptables", "iptables-legacy", "iptables-nft"]) {
+    const rules = (await tool(binary, ["-S", "FORWARD"])) ?? "";
+    for (const rule of rules.split("\n").filter((r) => r.startsWith("-A ") && r.includes(comment))) {
+      await tool(binary, ["-D", ...rule.slice(3).split(" ")]);
+      removed.push(`${binary} rule ${rule}`);
+    }
+  }
+  return removed;
+}
+
 /**
  * Why local nodes cannot run here, or undefined when they can: the same check the platform makes
  * at start-up, on a throwaway state directory.
  */
 export async function localNodesUnavailableReason(opts: LabOptions): Promise<string | undefined> {
+  for (const leftover of await clearStaleLab(opts)) console.error(`removed a killed run's ${leftover}`);
   const probeDir = mkdtempSync(path.join(tmpdir(), "berth-probe-"));
   try {
     const prerequisites = await new LocalProvider({
