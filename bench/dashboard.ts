@@ -109,10 +109,22 @@ try {
     const servicesMs = performance.now() - t0;
     const bytes = (await Promise.all(firstLoad)).reduce((a, b) => a + b, 0);
     const files = firstLoad.length;
+    process.stdout.write(
+      `run ${i + 1}: first load ${files} files, ${(bytes / 1024).toFixed(1)} KiB; services page interactive in ${servicesMs.toFixed(0)} ms\n`,
+    );
     const t1 = performance.now();
     await page.getByRole("link", { name: "Containers", exact: true }).click();
-    await page.locator("tbody tr").nth(99).waitFor({ timeout: 60_000 });
-    const containersMs = performance.now() - t1;
+    // A loaded machine may take long; the figure says so rather than the run failing.
+    const shown = await page
+      .locator("tbody tr")
+      .nth(99)
+      .waitFor({ timeout: 180_000 })
+      .then(() => true)
+      .catch(() => false);
+    const containersMs = shown ? performance.now() - t1 : Number.NaN;
+    process.stdout.write(
+      `run ${i + 1}: containers page (100 rows) ${shown ? `in ${containersMs.toFixed(0)} ms` : "not shown within 180 s"}\n`,
+    );
     runs.push({ bytes, files, servicesMs, containersMs });
     await context.close();
   }
