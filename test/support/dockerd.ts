@@ -202,12 +202,9 @@ export async function startPrivateDockerd(opts: { tls?: boolean } = {}): Promise
   const dir = await mkdtemp(join(tmpdir(), "berth-dockerd-"));
   const bridge = `brt-${randomBytes(3).toString("hex")}`;
   const undo: Array<() => Promise<unknown>> = [];
-  let child: ChildProcess | undefined;
-  let onExit: (() => void) | undefined;
   const ip = (args: string[]) => run("ip", args, { env: { PATH } });
 
   const stop = async () => {
-    if (onExit) process.off("exit", onExit);
     for (const step of undo.splice(0).reverse()) await step().catch(() => {});
   };
 
@@ -264,72 +261,13 @@ export async function startPrivateDockerd(opts: { tls?: boolean } = {}): Promise
           ]
         : ["--tls=false"]),
     ];
-    const log = openSync(join(dir, "dockerd.log"), "a");
-    child = spawn(findFirst(DOCKERD_PATHS)!, args, { env: { PATH }, stdio: ["ignore", log, log] });
-    closeSync(log);
-    const pid = child.pid;
-    if (pid === undefined) throw new Error("dockerd did not start");
-    let exited = false;
-    child.once("exit", () => {
-      exited = true;
+    const { pid } = await superviseDockerd({
+      command: findFirst(DOCKERD_PATHS)!,
+      args,
+      dir,
+      socketPath,
+      undo,
     });
-    // If the test process dies without running its hooks, at least ask dockerd to shut down.
-    onExit = () => {
-      if (alive(pid)) process.kill(pid, "SIGTERM");
-    };
-    process.on("exit", onExit);
-
-    const docker = new Docker({ socketPath });
-    undo.push(async () => {
-      // Containers first (a `sleep` PID 1 would make a graceful engine stop wait 10 s for each).
-      if (!exited) {
-        const containers = await docker.listContainers({ all: true }).catch(() => []);
-        await Promise.all(
-          containers.map((c) =>
-            docker
-              .getContainer(c.Id)
-              .remove({ force: true })
-              .catch(() => {}),
-          ),
-        );
-      }
-      const containerdPid = Number(
-        await readFile(join(dir, "exec/containerd/containerd.pid"), "utf8").catch(() => ""),
-      );
-      if (alive(pid) && oursStill(pid, dir)) process.kill(pid, "SIGTERM");
-      if (!(await waitForExit(pid, 20_000)) && oursStill(pid, dir)) process.kill(pid, "SIGKILL");
-      await waitForExit(pid, 5_000);
-      if (containerdPid > 0 && alive(containerdPid) && oursStill(containerdPid, dir)) {
-        process.kill(containerdPid, "SIGTERM");
-        if (!(await waitForExit(containerdPid, 5_000))) process.kill(containerdPid, "SIGKILL");
-      }
-      // dockerd unmounts on a clean stop; after a crash its mounts could remain under our folder.
-      const mounts = readFileSync("/proc/self/mountinfo", "utf8")
-        .split("\n")
-        .map((line) => line.split(" ")[4] ?? "")
-        .filter((mountPoint) => mountPoint.startsWith(`${dir}/`))
-        .reverse();
-      for (const mountPoint of mounts)
-        await run("umount", ["-l", mountPoint], { env: { PATH } }).catch(() => {});
-    });
-
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (exited) throw new Error(`dockerd exited at start:\n${tail(join(dir, "dockerd.log"))}`);
-      const ok = await docker.ping().then(
-        () => true,
-        () => false,
-      );
-      if (ok) break;
-      if (Date.now() > deadline)
-        throw new Error(`dockerd did not answer in 30 s:\n${tail(join(dir, "dockerd.log"))}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-
-    const root = join(dir, "rootfs");
-    await buildRootfs(root);
-    await importImage(docker, root, TEST_IMAGE);
-    await rm(root, { recursive: true, force: true });
 
     return {
       socketPath,
@@ -344,6 +282,89 @@ export async function startPrivateDockerd(opts: { tls?: boolean } = {}): Promise
     await stop();
     throw error;
   }
+}
+
+/**
+ * Starts a dockerd we own (`command args`, logging to `dir`/dockerd.log) and waits until it answers on
+ * `socketPath`, with the busybox test image imported. Its teardown goes on `undo`: containers first
+ * (a `sleep` PID 1 would make a graceful engine stop wait 10 s for each), then dockerd and its
+ * containerd by PID (only while their command line still names `dir`), then any mount a crash left.
+ */
+export async function superviseDockerd(opts: {
+  command: string;
+  args: string[];
+  dir: string;
+  socketPath: string;
+  undo: Array<() => Promise<unknown>>;
+}): Promise<{ pid: number; docker: Docker }> {
+  const { dir, undo } = opts;
+  const log = openSync(join(dir, "dockerd.log"), "a");
+  const child: ChildProcess = spawn(opts.command, opts.args, { env: { PATH }, stdio: ["ignore", log, log] });
+  closeSync(log);
+  const pid = child.pid;
+  if (pid === undefined) throw new Error("dockerd did not start");
+  let exited = false;
+  child.once("exit", () => {
+    exited = true;
+  });
+  // If the test process dies without running its hooks, at least ask dockerd to shut down.
+  const onExit = () => {
+    if (alive(pid)) process.kill(pid, "SIGTERM");
+  };
+  process.on("exit", onExit);
+  const docker = new Docker({ socketPath: opts.socketPath });
+  undo.push(async () => {
+    process.off("exit", onExit);
+    if (!exited) {
+      const containers = await docker.listContainers({ all: true }).catch(() => []);
+      await Promise.all(
+        containers.map((c) =>
+          docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => {}),
+        ),
+      );
+    }
+    const containerdPid = Number(
+      await readFile(join(dir, "exec/containerd/containerd.pid"), "utf8").catch(() => ""),
+    );
+    if (alive(pid) && oursStill(pid, dir)) process.kill(pid, "SIGTERM");
+    if (!(await waitForExit(pid, 20_000)) && oursStill(pid, dir)) process.kill(pid, "SIGKILL");
+    await waitForExit(pid, 5_000);
+    if (containerdPid > 0 && alive(containerdPid) && oursStill(containerdPid, dir)) {
+      process.kill(containerdPid, "SIGTERM");
+      if (!(await waitForExit(containerdPid, 5_000))) process.kill(containerdPid, "SIGKILL");
+    }
+    // dockerd unmounts on a clean stop; after a crash its mounts could remain under our folder.
+    const mounts = readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .map((line) => line.split(" ")[4] ?? "")
+      .filter((mountPoint) => mountPoint.startsWith(`${dir}/`))
+      .reverse();
+    for (const mountPoint of mounts)
+      await run("umount", ["-l", mountPoint], { env: { PATH } }).catch(() => {});
+  });
+
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exited) throw new Error(`dockerd exited at start:\n${tail(join(dir, "dockerd.log"))}`);
+    const ok = await docker.ping().then(
+      () => true,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline)
+      throw new Error(`dockerd did not answer in 30 s:\n${tail(join(dir, "dockerd.log"))}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  const root = join(dir, "rootfs");
+  await mkdir(root, { recursive: true });
+  await buildRootfs(root);
+  await importImage(docker, root, TEST_IMAGE);
+  await rm(root, { recursive: true, force: true });
+  return { pid, docker };
 }
 
 export function tail(path: string): string {

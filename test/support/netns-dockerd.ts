@@ -5,23 +5,13 @@
 // only what it started, by PID, and removes its namespace, link, route and files.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { closeSync, existsSync, openSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import Docker from "dockerode";
-import {
-  alive,
-  buildRootfs,
-  dockerdUnavailable,
-  importImage,
-  oursStill,
-  pickSubnet,
-  TEST_IMAGE,
-  tail,
-  waitForExit,
-} from "./dockerd.ts";
+import type Docker from "dockerode";
+import { dockerdUnavailable, pickSubnet, superviseDockerd, TEST_IMAGE } from "./dockerd.ts";
 
 const run = promisify(execFile);
 const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -68,10 +58,7 @@ export async function startNetnsDockerd(): Promise<NetnsDockerd> {
   const undo: Array<() => Promise<unknown>> = [];
   const ip = (args: string[]) => run("ip", args, { env: { PATH } });
   const inside = (args: string[]) => ip(["netns", "exec", netns, "ip", ...args]);
-  let child: ChildProcess | undefined;
-  let onExit: (() => void) | undefined;
   const stop = async () => {
-    if (onExit) process.off("exit", onExit);
     for (const step of undo.splice(0).reverse()) await step().catch(() => {});
   };
   try {
@@ -123,69 +110,7 @@ export async function startNetnsDockerd(): Promise<NetnsDockerd> {
       "--ip-forward=false",
       "--ip-masq=false",
     ];
-    const log = openSync(join(dir, "dockerd.log"), "a");
-    child = spawn("nsenter", args, { env: { PATH }, stdio: ["ignore", log, log] });
-    closeSync(log);
-    const pid = child.pid;
-    if (pid === undefined) throw new Error("dockerd did not start");
-    let exited = false;
-    child.once("exit", () => {
-      exited = true;
-    });
-    onExit = () => {
-      if (alive(pid)) process.kill(pid, "SIGTERM");
-    };
-    process.on("exit", onExit);
-    const docker = new Docker({ socketPath });
-    undo.push(async () => {
-      if (!exited) {
-        const containers = await docker.listContainers({ all: true }).catch(() => []);
-        await Promise.all(
-          containers.map((c) =>
-            docker
-              .getContainer(c.Id)
-              .remove({ force: true })
-              .catch(() => {}),
-          ),
-        );
-      }
-      const containerdPid = Number(
-        await readFile(join(dir, "exec/containerd/containerd.pid"), "utf8").catch(() => ""),
-      );
-      if (alive(pid) && oursStill(pid, dir)) process.kill(pid, "SIGTERM");
-      if (!(await waitForExit(pid, 20_000)) && oursStill(pid, dir)) process.kill(pid, "SIGKILL");
-      await waitForExit(pid, 5_000);
-      if (containerdPid > 0 && alive(containerdPid) && oursStill(containerdPid, dir)) {
-        process.kill(containerdPid, "SIGTERM");
-        if (!(await waitForExit(containerdPid, 5_000))) process.kill(containerdPid, "SIGKILL");
-      }
-      const mounts = readFileSync("/proc/self/mountinfo", "utf8")
-        .split("\n")
-        .map((line) => line.split(" ")[4] ?? "")
-        .filter((mountPoint) => mountPoint.startsWith(`${dir}/`))
-        .reverse();
-      for (const mountPoint of mounts)
-        await run("umount", ["-l", mountPoint], { env: { PATH } }).catch(() => {});
-    });
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (exited) throw new Error(`dockerd exited at start:\n${tail(join(dir, "dockerd.log"))}`);
-      if (
-        await docker.ping().then(
-          () => true,
-          () => false,
-        )
-      )
-        break;
-      if (Date.now() > deadline)
-        throw new Error(`dockerd did not answer in 30 s:\n${tail(join(dir, "dockerd.log"))}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const root = join(dir, "rootfs");
-    await mkdir(root, { recursive: true });
-    await buildRootfs(root);
-    await importImage(docker, root, TEST_IMAGE);
-    await rm(root, { recursive: true, force: true });
+    const { pid, docker } = await superviseDockerd({ command: "nsenter", args, dir, socketPath, undo });
 
     return {
       netns,
