@@ -55,13 +55,14 @@ export function lastSegment(uri: unknown): string {
   return uri.split("/").filter(Boolean).at(-1) ?? "";
 }
 
-/** "3 minutes ago" for an API timestamp (`Sun, 22 Nov 2026 03:17:08 +0000` or ISO 8601). */
+/** "3 minutes ago" (or "in an hour") for an API timestamp (`Sun, 22 Nov 2026 03:17:08 +0000` or ISO 8601). */
 export function ago(timestamp: unknown, nowMs = Date.now()): string {
   if (typeof timestamp !== "string" || timestamp === "") return "";
   const at = Date.parse(timestamp);
   if (Number.isNaN(at)) return timestamp;
   const s = Math.round((nowMs - at) / 1000);
-  if (s < 0) return "in the future";
+  if (s < -9) return `in ${duration(-s * 1000)}`;
+  if (s < 0) return "just now";
   if (s < 10) return "just now";
   return `${duration(s * 1000)} ago`;
 }

@@ -2,6 +2,7 @@
 // providers.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { engineFacts } from "../agent/support.ts";
 import { berth, okWith, rows, Server, UUID } from "./support.ts";
 
 let server: Server;
@@ -70,5 +71,85 @@ describe("node clusters, the catalogue and nodes", () => {
     await ok(["nodecluster", "create", "spare", "aws", "us-east-1", "t2.micro", "--no-deploy"]);
     await ok(["nodecluster", "rm", "spare", "--sync"]);
     assert.doesNotMatch((await ok(["nodecluster", "ls"])).stdout, /\nspare /);
+  });
+});
+
+describe("bring your own node", () => {
+  test("node byo prints the token and the commands to run on the server; the token registers one server", async () => {
+    const byo = await ok(["node", "byo"]);
+    const token = /^Token: (\S+)$/m.exec(byo.stdout)?.[1];
+    assert.ok(token, byo.stdout);
+    const url = /--url (\S+)/.exec(byo.stdout)?.[1];
+    assert.ok(url, byo.stdout);
+    // The server's own command (download the agent, run it) and the installed berth's form of it.
+    assert.match(
+      byo.stdout,
+      new RegExp(`curl -fsSL \\S+/api/agent/v1/berth-agent\\.mjs .* --token ${token}`),
+    );
+    assert.ok(
+      byo.stdout.includes(`    sudo berth agent --url ${url} --token ${token} --install-systemd\n`),
+      byo.stdout,
+    );
+    assert.match(
+      byo.stdout,
+      /expires in (an hour|59 minutes); revoke it with: berth node token rm [0-9a-f]{8}\n$/,
+    );
+
+    const listed = await ok(["node", "token", "ls"]);
+    assert.match(listed.stdout, /^UUID\s+CREATED\s+EXPIRES\s+CREATED BY\n/);
+    const [, created, expires, by] = rows(listed.stdout)[0] ?? [];
+    assert.deepEqual([created, by], ["just now", "admin"]);
+    assert.match(expires ?? "", /^in (an hour|59 minutes)$/);
+    assert.ok(!listed.stdout.includes(token), "a listing never shows the secret");
+
+    // The printed token is the real thing: the agent's registration takes it, once.
+    const register = (t: string) =>
+      fetch(`${server.url}/api/agent/v1/register/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ token: t, engine: engineFacts() }),
+      });
+    assert.equal((await register(token)).status, 201);
+    assert.equal((await register(token)).status, 403, "a used token is refused");
+    assert.equal((await ok(["node", "token", "ls", "-q"])).stdout, "", "a used token is no longer listed");
+  });
+
+  test("--json prints the API's answer, -q the token alone; token rm revokes by uuid prefix", async () => {
+    const json = JSON.parse((await ok(["node", "byo", "--json"])).stdout);
+    assert.match(json.uuid, UUID);
+    assert.match(json.command, new RegExp(`--token ${json.token}`));
+    const quiet = (await ok(["node", "byo", "-q"])).stdout;
+    assert.match(quiet, /^\S{20,}\n$/);
+    const ids = (await ok(["node", "token", "ls", "-q"])).stdout.trim().split("\n");
+    assert.equal(ids.length, 2);
+    assert.ok(ids.every((id) => UUID.test(id)));
+    const listed = JSON.parse((await ok(["node", "token", "ls", "--json"])).stdout);
+    assert.equal(listed.meta.total_count, 2);
+    assert.ok(listed.objects.every((t: { token?: string }) => t.token === undefined));
+
+    const revoked = await ok(["node", "token", "rm", json.uuid.slice(0, 8)]);
+    assert.equal(revoked.stdout, `${json.uuid}\n`);
+    assert.deepEqual(
+      (await ok(["node", "token", "ls", "-q"])).stdout.trim().split("\n"),
+      ids.filter((id) => id !== json.uuid),
+    );
+    const gone = await berth(["node", "token", "rm", json.uuid], { env });
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /^berth: token \S+ not found \(used, expired or revoked tokens are gone\)\n$/);
+    await ok(["node", "token", "rm", ...ids.filter((id) => id !== json.uuid)]);
+  });
+
+  test("in another namespace: --namespace creates the token there; a namespace one cannot see is refused", async () => {
+    await ok(["org", "create", "byoteam"]);
+    const created = JSON.parse((await ok(["node", "byo", "--namespace", "byoteam", "--json"])).stdout);
+    assert.match(created.resource_uri, /^\/api\/infra\/v1\/byoteam\/token\//);
+    assert.equal(
+      (await ok(["node", "token", "ls", "-q", "--namespace", "byoteam"])).stdout,
+      `${created.uuid}\n`,
+    );
+    const refused = await berth(["node", "byo", "--namespace", "nosuchteam"], { env });
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stdout, "");
+    assert.match(refused.stderr, /^berth: .+\n$/);
   });
 });

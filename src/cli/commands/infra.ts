@@ -1,11 +1,12 @@
 // `berth nodecluster …` (ls, create, inspect, scale, rm, upgrade; provider/region/nodetype/az
-// listings) and `berth node …` (ls, inspect, upgrade, health-check, rm).
+// listings) and `berth node …` (ls, inspect, upgrade, health-check, rm; byo and token in byo.ts).
 import type { Command } from "commander";
 import { API, type Json } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { usageError } from "../errors.ts";
 import { ago, type Column, lastSegment, short, str } from "../output.ts";
 import { KINDS, resolve } from "../resolve.ts";
+import { registerNodeTokens } from "./byo.ts";
 import { bulk, collect, inspect, quietOption, syncOption, wholeNumber } from "./common.ts";
 
 export const CLUSTER_COLUMNS: Column[] = [
@@ -261,6 +262,5 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
     .action((refs: string[], o: { sync?: boolean }, cmd: Command) =>
       bulk(ctx(cmd), nodeKind, refs, o, (client, n, b) => client.request("DELETE", `${b}${n.uuid}/`)),
     );
-  // `node byo` (bring your own node: a registration token and the command that installs the
-  // agent) belongs here once the server's registration flow is final; see src/api/routes/tokens.ts.
+  registerNodeTokens(node, ctx);
 }
