@@ -84,23 +84,15 @@ export async function followAction(
   opts: FollowOptions = {},
 ): Promise<Json> {
   const uuid = uuidOf(actionUri);
-  let action: Json = await client.get(actionUri);
   const stderr = process.stderr;
-  const spinner =
-    stderr.isTTY && !opts.silent
-      ? new Spinner(
-          stderr,
-          () => `${action.action} ${out.state(action.state)} ${elapsed(action.start_date, null)}`,
-        )
-      : undefined;
+  let action: Json = { action: "action", state: "Pending" };
+  let spinner: Spinner | undefined;
   const print = (line: string) => {
     if (opts.silent) return;
     if (spinner) spinner.around(() => stderr.write(`${line}\n`));
     else stderr.write(`${line}\n`);
   };
-  if (!spinner && !opts.silent) stderr.write(`${action.action} ${uuid} ${action.state}\n`);
-  spinner?.start();
-
+  // Ctrl-C is ours from the first moment: before the first answer too, it leaves the action running.
   let interrupted: ((err: Error) => void) | undefined;
   const interruption = new Promise<never>((_, reject) => {
     interrupted = reject;
@@ -142,6 +134,15 @@ export async function followAction(
   process.on("SIGINT", onSigint);
 
   try {
+    action = await Promise.race([client.get(actionUri), interruption]);
+    if (stderr.isTTY && !opts.silent) {
+      spinner = new Spinner(
+        stderr,
+        () => `${action.action} ${out.state(action.state)} ${elapsed(action.start_date, null)}`,
+      );
+    }
+    if (!spinner && !opts.silent) stderr.write(`${action.action} ${uuid} ${action.state}\n`);
+    spinner?.start();
     const stop = new AbortController();
     interruption.catch(() => stop.abort());
     await Promise.race([streamLog(client, actionUri, print, stop.signal), interruption]);
