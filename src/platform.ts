@@ -420,8 +420,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         url: config.databaseUrl,
         origin: replicaId,
         onChange: (change) => {
+          // Wakes this replica's feed readers, and its action workers on an action's change.
           store.announceRemoteChange(change.type);
-          if (change.type === "action") actions.wake();
           if (change.type) metrics.feedLag.observe(Math.max(0, Date.now() - change.datetimeMs) / 1000);
         },
         onError: (err) => log?.warn({ err }, "change notifications: connection lost; polling meanwhile"),

@@ -7,6 +7,7 @@
 // Where the counters live is behind `FailureCounters`: in memory for a single process (SQLite), in
 // the database when replicas share PostgreSQL, so that the limits hold across every replica behind
 // a load balancer instead of multiplying by their number.
+import { createHash } from "node:crypto";
 import { ApiError } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
 import type { Store } from "../store/store.ts";
@@ -100,25 +101,34 @@ export class MemoryCounters implements FailureCounters {
   }
 }
 
-/** Counters every replica sharing the database sees (each change is one atomic statement). */
+/**
+ * Counters every replica sharing the database sees (each change is one atomic statement). Keys are
+ * stored as their SHA-256: a key holds a NUL separator and whatever username a client sent, which
+ * PostgreSQL's text refuses, and the table then names no user or address in clear.
+ */
 export class DatabaseCounters implements FailureCounters {
   constructor(private readonly store: Store) {}
 
+  private static row(key: string): string {
+    return createHash("sha256").update(key).digest("hex");
+  }
+
   async tryCount(key: string, max: number, now: number, windowMs: number) {
-    if (await this.store.replicas.countLoginFailure(key, max, now, now + windowMs))
+    const k = DatabaseCounters.row(key);
+    if (await this.store.replicas.countLoginFailure(k, max, now, now + windowMs))
       return { counted: true as const };
-    const row = await this.store.replicas.findLoginFailures(key);
+    const row = await this.store.replicas.findLoginFailures(k);
     return { counted: false as const, resetAt: row?.reset_at ?? now + 1000 };
   }
 
   async add(key: string, delta: number, now: number, windowMs: number): Promise<void> {
-    await this.store.replicas.addLoginFailures(key, delta, now, now + windowMs);
+    await this.store.replicas.addLoginFailures(DatabaseCounters.row(key), delta, now, now + windowMs);
     // Ended windows are swept now and then rather than on every call.
     if (delta > 0 && Math.random() < 0.01) await this.store.replicas.pruneLoginFailures(now);
   }
 
   async delete(key: string): Promise<void> {
-    await this.store.replicas.deleteLoginFailures(key);
+    await this.store.replicas.deleteLoginFailures(DatabaseCounters.row(key));
   }
 }
 

@@ -88,6 +88,7 @@ export class ActionEngine {
   private readonly inFlight = new Map<string, AbortController>();
   private readonly instanceId: string;
   private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
   private stopped = true;
   private scanning = false;
   private rescan = false;
@@ -171,24 +172,31 @@ export class ActionEngine {
       await kind.prepare?.(t, input.params, input.object);
       const busy = (await t.activeActionOn(input.object)) ?? (await this.pendingOn(t, input.object));
       const now = this.opts.clock.now();
-      const action = await t.insertAction({
-        uuid: input.uuid ?? randomUUID(),
-        namespace: input.namespace,
-        object: input.object,
-        action: kind.name,
-        kind: kind.kind,
-        params: JSON.stringify(input.params ?? null),
-        method: input.meta.method,
-        path: input.meta.path,
-        user: input.meta.user,
-        user_agent: input.meta.userAgent,
-        ip: input.meta.ip,
-        location: "",
-        start_date: now,
-        end_date: null,
-        state: busy ? "Pending" : "In progress",
-        is_user_action: input.meta.isUserAction === false ? 0 : 1,
-      });
+      // The replica that accepted the request runs it (its log and engine connections are here):
+      // the action is reserved for this worker for one lease; were it to die first, the
+      // reservation lapses like any lease and another replica takes the action.
+      const reserve = !busy && !this.stopped;
+      const action = await t.insertAction(
+        {
+          uuid: input.uuid ?? randomUUID(),
+          namespace: input.namespace,
+          object: input.object,
+          action: kind.name,
+          kind: kind.kind,
+          params: JSON.stringify(input.params ?? null),
+          method: input.meta.method,
+          path: input.meta.path,
+          user: input.meta.user,
+          user_agent: input.meta.userAgent,
+          ip: input.meta.ip,
+          location: "",
+          start_date: now,
+          end_date: null,
+          state: busy ? "Pending" : "In progress",
+          is_user_action: input.meta.isUserAction === false ? 0 : 1,
+        },
+        reserve ? { owner: this.instanceId, until: now + this.opts.leaseMs } : undefined,
+      );
       if (busy)
         await t.appendActionLog(action.uuid, now, `Waiting for action ${busy.uuid} on the same object`);
       await this.emit(t, action, "create");
@@ -293,6 +301,11 @@ export class ActionEngine {
     if (!this.stopped) return;
     this.stopped = false;
     this.idlePolls = 0;
+    // An action recorded inside a caller's transaction is visible only once that commits: the
+    // committed change (of this process, or another replica's notification) wakes the workers.
+    this.unsubscribe = this.store.onChange((type) => {
+      if (type === "action" || type === "") this.wake();
+    });
     this.schedulePoll();
     this.wake();
   }
@@ -319,6 +332,8 @@ export class ActionEngine {
    */
   async stop(opts: { graceMs?: number } = {}): Promise<void> {
     this.stopped = true;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
     if (this.timer) clearTimeout(this.timer);
     const graceEnd = Date.now() + (opts.graceMs ?? 0);
     while (this.inFlight.size > 0 && Date.now() < graceEnd) await sleep(20);
@@ -364,7 +379,10 @@ export class ActionEngine {
   private async scan(): Promise<void> {
     const free = (this.opts.concurrency ?? DEFAULT_CONCURRENCY) - this.inFlight.size;
     if (free <= 0) return;
-    const candidates = await this.store.claimableActions(this.opts.clock.now(), free * 2);
+    const candidates = await this.store.claimableActions(this.opts.clock.now(), free * 2, {
+      owner: this.instanceId,
+      running: [...this.inFlight.keys()],
+    });
     this.idlePolls = candidates.length === 0 && this.inFlight.size === 0 ? this.idlePolls + 1 : 0;
     for (const c of candidates) {
       if (this.inFlight.size >= (this.opts.concurrency ?? DEFAULT_CONCURRENCY)) break;

@@ -339,10 +339,18 @@ export class Store {
 
   // ---- actions ---------------------------------------------------------------------------------
 
-  async insertAction(a: NewAction): Promise<ActionRow> {
+  /** Inserts an action; `lease` reserves it for the worker that recorded it until `until`. */
+  async insertAction(a: NewAction, lease?: { owner: string; until: number }): Promise<ActionRow> {
     return this.db
       .insertInto("actions")
-      .values({ ...a, step: 0, attempts: 0, lease_owner: null, lease_until: null, version: 1 })
+      .values({
+        ...a,
+        step: 0,
+        attempts: 0,
+        lease_owner: lease?.owner ?? null,
+        lease_until: lease?.until ?? null,
+        version: 1,
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
   }
@@ -398,14 +406,30 @@ export class Store {
       .executeTakeFirst();
   }
 
-  /** Actions a worker could run now: active ones whose lease lapsed, and the oldest Pending per free object. */
-  async claimableActions(now: number, limit: number): Promise<ActionRow[]> {
+  /**
+   * Actions a worker could run now: active ones whose lease lapsed, those reserved for `mine.owner`
+   * (recorded by it) that it is not running yet (`mine.running`), and the oldest Pending per free
+   * object.
+   */
+  async claimableActions(
+    now: number,
+    limit: number,
+    mine?: { owner: string; running: string[] },
+  ): Promise<ActionRow[]> {
     const active = await this.db
       .selectFrom("actions")
       .selectAll()
       .where("kind", "is not", null)
       .where("state", "in", ACTIVE_STATES)
-      .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
+      .where((eb) => {
+        const free = [eb("lease_until", "is", null), eb("lease_until", "<", now)];
+        if (!mine) return eb.or(free);
+        const reserved = eb.and([
+          eb("lease_owner", "=", mine.owner),
+          ...(mine.running.length ? [eb("uuid", "not in", mine.running)] : []),
+        ]);
+        return eb.or([...free, reserved]);
+      })
       .orderBy("id")
       .limit(limit)
       .execute();

@@ -204,4 +204,55 @@ describe("action engine", () => {
     await until(uri, "Failed");
     assert.ok((await logOf(uri)).some((l) => /giving up/.test(l)));
   });
+
+  test("an action recorded inside a transaction runs once that commits, not at the next poll", async () => {
+    await h.actions.stop();
+    const slow = new ActionEngine({
+      store: h.store,
+      clock: systemClock,
+      leaseMs: 600,
+      stepTimeoutMs: 5000,
+      pollMs: 600_000,
+      maxAttempts: 5,
+    });
+    registerWidgetKind(slow);
+    slow.start();
+    try {
+      const uri = await work("w10", { steps: 1, stepMs: 10 });
+      assert.equal((await until(uri, "Success", 5000)).state, "Success");
+    } finally {
+      await slow.stop();
+      h.actions.start();
+    }
+  });
+
+  test("the worker that recorded an action runs it; another worker on the database leaves it alone", async () => {
+    const ranElsewhere: string[] = [];
+    const other = new ActionEngine({
+      store: h.store,
+      clock: systemClock,
+      leaseMs: 600,
+      stepTimeoutMs: 5000,
+      pollMs: 20,
+      maxAttempts: 5,
+      onEnded: (kind) => ranElsewhere.push(kind),
+    });
+    registerWidgetKind(other);
+    // The other worker is woken first by each commit: only the reservation keeps it off.
+    await h.actions.stop();
+    other.start();
+    h.actions.start();
+    try {
+      const uris = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => work(`w11-${i}`, { steps: 1, stepMs: 50 })),
+      );
+      for (const uri of uris) {
+        await until(uri, "Success");
+        assert.ok(!(await logOf(uri)).some((l) => l.startsWith("Resuming")));
+      }
+      assert.deepEqual(ranElsewhere, [], "the second worker took none of them");
+    } finally {
+      await other.stop();
+    }
+  });
 });

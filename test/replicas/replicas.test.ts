@@ -115,6 +115,8 @@ describe("three replicas on one PostgreSQL", { skip, timeout: 900_000 }, () => {
       image: "busybox:local",
       run_command: "sleep 100000",
       target_num_containers: 6,
+      // One container after another: the deploy lasts long enough to be cut in the middle.
+      sequential_deployment: true,
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const serviceUri: string = created.body.resource_uri;
