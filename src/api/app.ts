@@ -12,7 +12,7 @@ import type { LogLevel } from "../config/index.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
 import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts";
-import { installNoContentLength, installQueryBooleans, keepsDeleteBody, normalizeUrl } from "./compat.ts";
+import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.ts";
 import { clientRefusal, type EarlyRefusal, frameworkRefusal, installErrorHandling } from "./errors.ts";
 import { installInputRules } from "./input.ts";
 import { callMeta, installRecorder, recordEarlyRefusal } from "./recorder.ts";
@@ -224,7 +224,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installAuth(app, deps.identity, deps.bearer, deps.passwords, deps.sessions);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
-  installQueryBooleans(app);
 
   identityRoutes(app, deps);
   catalogueRoutes(app, deps.catalogue);

@@ -1,8 +1,7 @@
 // Compatibility rules for the historical clients (CONTRACT rules marked "compat"): the Python
 // SDK and CLI, the Go SDK and the HAProxy load balancer driven by the events stream. They live
 // here, in one place, rather than sprinkled through handlers.
-import type { FastifyInstance, preValidationHookHandler, RouteOptions } from "fastify";
-import { invalidField } from "../domain/errors.ts";
+import type { FastifyInstance } from "fastify";
 
 /** Both action headers carry the same value (CONTRACT §7). */
 export const ACTION_URI_HEADERS = ["X-Platform-Action-URI", "X-DockerCloud-Action-URI"] as const;
@@ -54,7 +53,7 @@ export function parseQueryBoolean(value: string): boolean | undefined {
 }
 
 /** Names of the boolean properties of a route's querystring schema. */
-function booleanQueryKeys(schema: unknown): string[] {
+export function booleanQueryKeys(schema: unknown): string[] {
   const properties = (schema as { properties?: Record<string, unknown> } | undefined)?.properties;
   if (!properties) return [];
   return Object.entries(properties)
@@ -63,35 +62,6 @@ function booleanQueryKeys(schema: unknown): string[] {
       return type === "boolean" || (Array.isArray(type) && type.includes("boolean"));
     })
     .map(([key]) => key);
-}
-
-/**
- * Every route whose querystring schema declares a boolean parameter reads it through
- * `parseQueryBoolean` before validation, in one hook added as routes are registered (so a new route
- * gets the rule by declaring `Type.Boolean()`). Any other value is a 400 naming the parameter.
- * Install before any route.
- */
-export function installQueryBooleans(app: FastifyInstance): void {
-  app.addHook("onRoute", (route: RouteOptions) => {
-    const keys = booleanQueryKeys(route.schema?.querystring);
-    if (keys.length === 0) return;
-    const hook: preValidationHookHandler = (request, _reply, done) => {
-      const query = request.query as Record<string, unknown>;
-      for (const key of keys) {
-        const raw = query[key];
-        if (raw === undefined || typeof raw === "boolean") continue;
-        const values = Array.isArray(raw) ? raw : [raw];
-        const parsed = values.map((v) => (typeof v === "string" ? parseQueryBoolean(v) : undefined));
-        if (parsed.some((v) => v === undefined)) {
-          return done(invalidField(key, "must be a boolean: true or false (also True/False, 1/0, yes/no)"));
-        }
-        query[key] = parsed.at(-1);
-      }
-      done();
-    };
-    const existing = route.preValidation;
-    route.preValidation = existing ? [...(Array.isArray(existing) ? existing : [existing]), hook] : hook;
-  });
 }
 
 /**

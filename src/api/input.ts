@@ -9,8 +9,14 @@
 // - `boundSchema` gives every schema node without an explicit bound a default one, so nothing a
 //   caller sends is unbounded (a 1e308 offset used to reach SQLite and answer 500). The bounds are
 //   written into the route schemas themselves, so the OpenAPI document states them.
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError, type FieldProblem } from "../domain/errors.ts";
+// - Boolean query parameters are read as the historical clients send them (compat: `True`, `1`,
+//   `yes`…, see `parseQueryBoolean`); any other value is a 400 naming the parameter.
+//
+// Both checks run in one preValidation step per route, after the route's own hooks (which may
+// explain a body better, as stack files do); a new route gets them by declaring its schema.
+import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } from "fastify";
+import { ApiError, type FieldProblem, invalidField } from "../domain/errors.ts";
+import { booleanQueryKeys, parseQueryBoolean } from "./compat.ts";
 
 /** Defaults for schema nodes that state no bound of their own. */
 export const DEFAULT_BOUNDS = {
@@ -178,20 +184,38 @@ export function typeError(problems: FieldProblem[]): ApiError {
   );
 }
 
-/** Installs both rules: bounds on every route schema, strict types on every JSON body. */
+/** Installs the input rules: bounds on every route schema, strict body types, query booleans. */
 export function installInputRules(app: FastifyInstance): void {
   app.addHook("onRoute", (route) => {
     const schema = route.schema as Record<string, unknown> | undefined;
     if (!schema) return;
     for (const part of ["body", "querystring", "params"]) boundSchema(schema[part]);
-    if (!schema.body) return;
-    // After the route's own preValidation hooks, which may explain a body better (stack files).
+    const booleans = booleanQueryKeys(schema.querystring);
+    if (!schema.body && booleans.length === 0) return;
+    const check: preValidationAsyncHookHandler = async (request) => {
+      readQueryBooleans(request, booleans);
+      strictBody(request);
+    };
     const own = route.preValidation;
-    route.preValidation = [...(own === undefined ? [] : Array.isArray(own) ? own : [own]), strictBody];
+    route.preValidation = [...(own === undefined ? [] : Array.isArray(own) ? own : [own]), check];
   });
 }
 
-async function strictBody(request: FastifyRequest): Promise<void> {
+function readQueryBooleans(request: FastifyRequest, keys: readonly string[]): void {
+  const query = request.query as Record<string, unknown>;
+  for (const key of keys) {
+    const raw = query[key];
+    if (raw === undefined || typeof raw === "boolean") continue;
+    const values = Array.isArray(raw) ? raw : [raw];
+    const parsed = values.map((v) => (typeof v === "string" ? parseQueryBoolean(v) : undefined));
+    if (parsed.some((v) => v === undefined)) {
+      throw invalidField(key, "must be a boolean: true or false (also True/False, 1/0, yes/no)");
+    }
+    query[key] = parsed.at(-1);
+  }
+}
+
+function strictBody(request: FastifyRequest): void {
   const schema = (request.routeOptions.schema as { body?: unknown } | undefined)?.body;
   if (!schema || request.body === undefined) return;
   const problems = checkBodyTypes(schema, request.body);
