@@ -164,6 +164,8 @@ describe("the berth CLI on real engines", { skip: unavailable ?? false }, () => 
     const exited = new Promise<number>((resolve) => shell.on("close", (code) => resolve(code ?? 1)));
     await waitFor(
       "the shell's prompt",
+      // The prompt, maybe followed by terminal control sequences (ESC [ … letter).
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is what the terminal sends.
       async () => /# (\x1b\[[\d;]*[A-Za-z])*$/.test(output),
       30_000,
       100,
