@@ -1,58 +1,100 @@
 #!/usr/bin/env node
-// Bundles the `berth` CLI (src/cli/main.ts and the packages it uses) into one plain .mjs file that
-// runs on Node 20 with nothing else installed. `npm pack` in packages/cli runs it (prepack), and
-// bin/berth.mjs rebuilds its own copy under .tmp/cli/ when the sources changed, so the CLI runs
-// the same way from a checkout as from the package.
-//   node scripts/build-cli.mjs <outfile>
+// Bundles the `berth` CLI into plain .mjs files that run on Node 20 with nothing else installed:
+//   berth.mjs  the command line (src/cli/main.ts and the packages it uses): HTTP and WebSocket only
+//   agent.mjs  the Berth agent (src/agent/main.ts, with its Docker client), loaded by `berth agent`
+//   admin.mjs  backup and restore (src/ops/admin.ts), loaded by `berth admin`; the database drivers
+//              (better-sqlite3 is native) stay outside it, resolved where berth is installed
+// `npm pack` in packages/cli runs it (prepack), and bin/berth.mjs rebuilds its own copy under
+// .tmp/cli/ when a source changed, so the CLI runs the same way from a checkout as from the package.
+//   node scripts/build-cli.mjs <outfile>   (the other two files go beside it)
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const SOURCES = path.join(root, "src/cli");
+const ENTRIES = {
+  berth: "src/cli/main.ts",
+  agent: "src/agent/main.ts",
+  admin: "src/ops/admin.ts",
+};
 
-/** Bundles the CLI into `outfile` (written under a temporary name, then renamed into place). */
+// Bundled CommonJS packages call require() and read __dirname; an ES module has neither.
+const BANNER = [
+  "#!/usr/bin/env node",
+  'import { createRequire as __berthRequire } from "node:module";',
+  'import { fileURLToPath as __berthPath } from "node:url";',
+  'import { dirname as __berthDir } from "node:path";',
+  "const require = __berthRequire(import.meta.url);",
+  "const __filename = __berthPath(import.meta.url);",
+  "const __dirname = __berthDir(__filename);",
+].join("\n");
+
+/**
+ * Bundles the CLI into `outfile` and its parts beside it (each written under a temporary name,
+ * then renamed into place); returns the source files it read.
+ */
 export async function buildCli(outfile) {
   const { build } = await import("esbuild");
-  const tmp = `${outfile}.${process.pid}.tmp`;
-  fs.mkdirSync(path.dirname(outfile), { recursive: true });
-  await build({
-    entryPoints: [path.join(SOURCES, "main.ts")],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    outfile: tmp,
-    logLevel: "error",
-    legalComments: "none",
-    // ws loads these native speed-ups when present and goes on without them.
-    external: ["bufferutil", "utf-8-validate"],
-    // Bundled CommonJS packages call require(); an ES module has none of its own.
-    banner: {
-      js: '#!/usr/bin/env node\nimport { createRequire as __berthRequire } from "node:module";\nconst require = __berthRequire(import.meta.url);',
-    },
-  });
-  fs.chmodSync(tmp, 0o755);
-  fs.renameSync(tmp, outfile);
-  return outfile;
-}
-
-function newestMtimeMs(dir) {
-  let newest = 0;
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    newest = Math.max(newest, e.isDirectory() ? newestMtimeMs(p) : fs.statSync(p).mtimeMs);
+  const dir = path.dirname(outfile);
+  fs.mkdirSync(dir, { recursive: true });
+  const tmp = fs.mkdtempSync(path.join(dir, `.build-${process.pid}-`));
+  try {
+    const result = await build({
+      entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([k, v]) => [k, path.join(root, v)])),
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      outdir: tmp,
+      outExtension: { ".js": ".mjs" },
+      logLevel: "error",
+      legalComments: "none",
+      metafile: true,
+      external: [
+        // Optional native speed-ups of ws and ssh2 (dockerode's); both run without them.
+        "bufferutil",
+        "utf-8-validate",
+        "cpu-features",
+        // The database drivers of `berth admin`, resolved where berth runs (better-sqlite3 is native).
+        "better-sqlite3",
+        "pg",
+      ],
+      banner: { js: BANNER },
+    });
+    for (const name of Object.keys(ENTRIES)) {
+      const target = name === "berth" ? outfile : path.join(dir, `${name}.mjs`);
+      fs.chmodSync(path.join(tmp, `${name}.mjs`), 0o755);
+      fs.renameSync(path.join(tmp, `${name}.mjs`), target);
+    }
+    return Object.keys(result.metafile.inputs).map((p) => path.resolve(p));
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
   }
-  return newest;
 }
 
-/** The checkout's own bundle, rebuilt when a source is newer; undefined when it cannot be built. */
+/** The checkout's own bundle, rebuilt when a source it read is newer; undefined when it cannot be built. */
 export async function ensureCliBundle() {
   const outfile = path.join(root, ".tmp/cli/berth.mjs");
+  const inputsFile = path.join(root, ".tmp/cli/inputs.json");
   try {
-    const built = fs.existsSync(outfile) ? fs.statSync(outfile).mtimeMs : 0;
-    if (built >= newestMtimeMs(SOURCES)) return outfile;
-    return await buildCli(outfile);
+    const built = Math.min(
+      ...["berth", "agent", "admin"].map((n) => {
+        const f = path.join(root, ".tmp/cli", `${n}.mjs`);
+        return fs.existsSync(f) ? fs.statSync(f).mtimeMs : 0;
+      }),
+    );
+    const inputs = fs.existsSync(inputsFile) ? JSON.parse(fs.readFileSync(inputsFile, "utf8")) : [];
+    const fresh =
+      built > 0 &&
+      inputs.length > 0 &&
+      inputs.every((p) => fs.existsSync(p) && fs.statSync(p).mtimeMs <= built) &&
+      fs.statSync(fileURLToPath(import.meta.url)).mtimeMs <= built;
+    if (fresh) return outfile;
+    const read = await buildCli(outfile);
+    const partial = `${inputsFile}.${process.pid}.tmp`;
+    fs.writeFileSync(partial, JSON.stringify(read));
+    fs.renameSync(partial, inputsFile);
+    return outfile;
   } catch {
     return undefined;
   }

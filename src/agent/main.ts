@@ -1,26 +1,30 @@
-// `berth-agent` (bin/berth-agent.mjs): run on a server with Docker to make it a Berth node.
+// `berth-agent` (bin/berth-agent.mjs), also `berth agent` (the berth package's agent.mjs): run on a
+// server with Docker to make it a Berth node.
 //   berth-agent --url http://berth.example:8000 --token <token> [--install-systemd]
 // Later starts need no token: the identity file in the state directory re-attaches the same node.
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { AgentError, BerthAgent } from "./agent.ts";
 import { loadIdentity } from "./identity.ts";
+import { AGENT_OPTIONS, agentUsage } from "./options.ts";
 import { EXIT_REFUSED, installUnit } from "./systemd.ts";
 
-const USAGE = `usage: berth-agent --url <Berth URL> [--token <token>] [options]
+export interface MainOptions {
+  /** The name it runs under, for messages and usage (`berth-agent`, or `berth agent`). */
+  program?: string;
+  /** The script the systemd unit runs, and the arguments before the agent's own (`agent`). */
+  script?: string;
+  scriptArgs?: string[];
+}
 
-  --url <url>              Berth's address, as this server reaches it (http://host:8000)
-  --token <token>          registration token from POST /api/infra/v1/token/ (first start only)
-  --state-dir <dir>        where the node identity is kept (default /var/lib/berth-agent)
-  --docker-socket <path>   the local engine's socket (default from DOCKER_HOST, else /var/run/docker.sock)
-  --nickname <name>        the node's nickname in Berth
-  --tag <name>             a node tag (repeatable)
-  --install-systemd        write ${"berth-agent.service"} and enable it (the service runs without the token)
-  --systemd-dir <dir>      where the unit goes (default /etc/systemd/system)
-`;
-
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const log = (line: string) => process.stderr.write(`berth-agent: ${line}\n`);
+export async function main(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  o: MainOptions = {},
+): Promise<number> {
+  const program = o.program ?? "berth-agent";
+  const USAGE = agentUsage(program);
+  const log = (line: string) => process.stderr.write(`${program}: ${line}\n`);
   let values: ReturnType<typeof parse>["values"];
   try {
     values = parse(argv).values;
@@ -56,12 +60,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   try {
     if (values["install-systemd"]) {
       await agent.ensureIdentity();
-      const script = path.resolve(process.argv[1] ?? "berth-agent");
+      const script = path.resolve(o.script ?? process.argv[1] ?? "berth-agent");
       const { started } = await installUnit({
         unitDir: values["systemd-dir"] ?? "/etc/systemd/system",
         node: process.execPath,
         script,
-        args: ["--url", url, "--state-dir", stateDir, "--docker-socket", socketPath],
+        args: [...(o.scriptArgs ?? []), "--url", url, "--state-dir", stateDir, "--docker-socket", socketPath],
         log,
       });
       if (started) return 0;
@@ -83,19 +87,6 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 }
 
 function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    options: {
-      url: { type: "string" },
-      token: { type: "string" },
-      "state-dir": { type: "string" },
-      "docker-socket": { type: "string" },
-      nickname: { type: "string" },
-      tag: { type: "string", multiple: true },
-      "install-systemd": { type: "boolean" },
-      "systemd-dir": { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-    strict: true,
-  });
+  // parseArgs reads type, multiple and short; the usage fields ride along unread.
+  return parseArgs({ args: argv, options: AGENT_OPTIONS, strict: true });
 }

@@ -4,6 +4,8 @@
 import { Command, CommanderError } from "commander";
 import { registerAccount } from "./commands/account.ts";
 import { registerAction } from "./commands/action.ts";
+import { registerAdmin } from "./commands/admin.ts";
+import { registerAgent, runAgent } from "./commands/agent.ts";
 import { registerCompletion } from "./commands/completion.ts";
 import { registerContainer } from "./commands/container.ts";
 import { registerInfra } from "./commands/infra.ts";
@@ -44,6 +46,8 @@ Exit codes: 0 done, 1 refused or failed (an action that ended Failed or Canceled
   registerTrigger(program, ctx);
   registerTag(program, ctx);
   registerAction(program, ctx);
+  registerAgent(program);
+  registerAdmin(program);
   registerCompletion(program);
   return program;
 }
@@ -58,6 +62,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   overrideExits(program);
   try {
+    // The agent parses its own arguments (berth's global options mean nothing to it).
+    if (argv[0] === "agent") return await runAgent(argv.slice(1));
     await program.parseAsync([...argv], { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (err) {

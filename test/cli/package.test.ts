@@ -26,7 +26,7 @@ function installed(bin: string, args: string[], input?: string, env: Record<stri
   });
 }
 
-test("npm pack bundles the CLI into one file; installed offline, berth runs on Node alone", {
+test("npm pack bundles the CLI into one file (and its agent and admin parts); installed offline, berth runs on Node alone", {
   timeout: 180_000,
 }, async () => {
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
@@ -35,7 +35,13 @@ test("npm pack bundles the CLI into one file; installed offline, berth runs on N
   });
   const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   assert.ok(info);
-  assert.deepEqual(info.files.map((f) => f.path).sort(), ["README.md", "berth.mjs", "package.json"]);
+  assert.deepEqual(info.files.map((f) => f.path).sort(), [
+    "README.md",
+    "admin.mjs",
+    "agent.mjs",
+    "berth.mjs",
+    "package.json",
+  ]);
   const prefix = path.join(dir, "prefix");
   await run(
     npm,
@@ -54,9 +60,21 @@ test("npm pack bundles the CLI into one file; installed offline, berth runs on N
     },
   );
   const bin = path.join(prefix, "bin", "berth");
-  const bundle = fs.readFileSync(path.join(prefix, "lib", "node_modules", "berth-cli", "berth.mjs"), "utf8");
-  for (const server of ["fastify", "kysely", "dockerode", "better-sqlite3"])
+  const installedFile = (name: string) =>
+    fs.readFileSync(path.join(prefix, "lib", "node_modules", "berth-cli", name), "utf8");
+  const bundle = installedFile("berth.mjs");
+  for (const server of ["fastify", "kysely", "dockerode", "better-sqlite3", "pg"])
     assert.ok(!bundle.includes(`node_modules/${server}/`), `the CLI bundle holds no ${server}`);
+  // The parts hold what their commands need, and no server: the agent its Docker client, admin
+  // the store (the drivers stay outside: better-sqlite3 is native).
+  const agentPart = installedFile("agent.mjs");
+  assert.ok(agentPart.includes("node_modules/dockerode/"));
+  const adminPart = installedFile("admin.mjs");
+  for (const part of [agentPart, adminPart])
+    assert.ok(!part.includes("node_modules/fastify/"), "no part holds the server");
+  assert.ok(!adminPart.includes("node_modules/dockerode/"));
+  for (const driver of ["better-sqlite3", "pg"])
+    assert.ok(!adminPart.includes(`node_modules/${driver}/`), `admin.mjs leaves ${driver} outside`);
   assert.ok(fs.existsSync(bin));
   assert.equal(
     fs.readdirSync(path.join(prefix, "lib", "node_modules")).join(),
@@ -79,4 +97,30 @@ test("npm pack bundles the CLI into one file; installed offline, berth runs on N
   assert.match(down.stderr, /cannot reach http:\/\/127\.0\.0\.1:9/);
   const completion = await installed(bin, ["completion", "bash"]);
   assert.match(completion.stdout, /complete -o default -F _berth berth/);
+
+  // berth agent runs the agent on Node alone: its usage, then a clear refusal with no engine here.
+  const agentHelp = await installed(bin, ["agent", "--help"]);
+  assert.equal(agentHelp.code, 0, agentHelp.stderr);
+  assert.match(agentHelp.stdout, /^usage: berth agent --url <Berth URL> \[--token <token>\]/);
+  const noEngine = await installed(bin, [
+    "agent",
+    "--url",
+    "http://127.0.0.1:9",
+    "--token",
+    "t",
+    "--state-dir",
+    path.join(dir, "agent-state"),
+    "--docker-socket",
+    path.join(dir, "no-engine.sock"),
+  ]);
+  assert.equal(noEngine.code, 1);
+  assert.match(noEngine.stderr, /^berth agent: no Docker engine answers on \S+no-engine\.sock/);
+  // berth admin without the database drivers: says which to install; nothing else is affected.
+  const admin = await installed(bin, ["admin", "backup", path.join(dir, "x.bak"), "--data-dir", dir]);
+  assert.equal(admin.code, 1);
+  assert.match(
+    admin.stderr,
+    /^berth: berth admin needs the database driver better-sqlite3, which is not installed here: install it beside berth \(npm install -g better-sqlite3 pg\)/,
+  );
+  assert.ok(!fs.existsSync(path.join(dir, "x.bak")));
 });

@@ -1,0 +1,56 @@
+// `berth admin backup|restore <file>`: the control plane's backup and restore (src/ops/backup.ts),
+// run where Berth's database is, with its BERTH_* settings. The only commands that open the
+// database rather than call the API: they load admin.mjs (with the drivers) when they run.
+import type { Command } from "commander";
+import { loadPart } from "../parts.ts";
+
+interface AdminModule {
+  admin(
+    argv: readonly string[],
+    env: NodeJS.ProcessEnv,
+    io: { out(line: string): void; err(line: string): void },
+    usage: string,
+  ): Promise<number>;
+}
+
+interface AdminOptions {
+  dataDir?: string;
+  databaseUrl?: string;
+}
+
+export function registerAdmin(program: Command): void {
+  const admin = program
+    .command("admin")
+    .description(
+      "operate a Berth server where it runs: backup and restore of its database (BERTH_* settings)",
+    );
+  const verb = (name: "backup" | "restore", description: string) =>
+    admin
+      .command(`${name} <file>`)
+      .description(description)
+      .option("--data-dir <dir>", "Berth's data directory (default BERTH_DATA_DIR, else ./data)")
+      .option(
+        "--database-url <url>",
+        "Berth's database (default BERTH_DATABASE_URL, else SQLite in the data directory)",
+      )
+      .action(async (file: string, o: AdminOptions) => {
+        const mod = await loadPart<AdminModule>("admin");
+        const env = { ...process.env };
+        if (o.dataDir) env.BERTH_DATA_DIR = o.dataDir;
+        if (o.databaseUrl) env.BERTH_DATABASE_URL = o.databaseUrl;
+        process.exitCode = await mod.admin(
+          [name, file],
+          env,
+          {
+            out: (line) => process.stdout.write(`${line}\n`),
+            err: (line) => process.stderr.write(`${line}\n`),
+          },
+          `usage: berth admin ${name} <file>`,
+        );
+      });
+  verb("backup", "write a consistent backup of the database (and its key file) while Berth runs");
+  verb(
+    "restore",
+    "restore a backup into an empty database (Berth stopped); the next start re-adopts containers",
+  );
+}
