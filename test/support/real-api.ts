@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import type { Engine } from "../../src/drivers/engine.ts";
-import { type Caller, call, type Harness } from "./harness.ts";
+import { type Caller, call, type Harness, waitFor } from "./harness.ts";
 
 /** The last segment of a resource URI: the object's uuid. */
 export const uuidOf = (uri: string): string => uri.split("/").filter(Boolean).at(-1)!;
@@ -57,4 +57,26 @@ export async function execIn(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Waits for the action a response names to end (Success, Failed or Canceled); answers it with its log. */
+export async function finishedAction(
+  h: Harness,
+  who: Caller,
+  res: { headers: Record<string, unknown> | Headers },
+  timeoutMs = 60_000,
+): Promise<{ uuid: string; state: string; log: string[] }> {
+  const uuid = actionUuidOf(res.headers);
+  const get = getter(h, who);
+  const action = await waitFor(
+    `action ${uuid} to end`,
+    async () => {
+      const a = await get<{ uuid: string; state: string }>(`/api/audit/v1/action/${uuid}/`);
+      return ["Success", "Failed", "Canceled"].includes(a.state) ? a : undefined;
+    },
+    timeoutMs,
+    100,
+  );
+  const log = (await h.store.actionLogTail(uuid, 500)).map((l) => l.line);
+  return { uuid, state: action.state, log };
 }
