@@ -181,6 +181,8 @@ export async function seedContainers(
           spec: s.spec,
           spec_version: s.spec_version,
           generation: randomUUID().slice(0, 16),
+          environment: null,
+          link_hosts: null,
           deployed_at: now,
           started_at: now,
           stopped_at: null,

@@ -296,6 +296,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     pullAuth: (image, namespace) => registries.pullAuth(image, namespace),
     refreshesOnRedeploy: (image, namespace) => registries.refreshesOnRedeploy(image, namespace),
     stopTimeoutS: config.containerStopTimeoutS,
+    linkHostsFor: (c) => manager!.desiredLinkHosts(c),
   });
   const orchestrator = new Orchestrator({
     store,
@@ -303,6 +304,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     changes,
     runtime,
     revokeServiceKey: (uuid) => identity.revokeServiceKeys(uuid),
+    linkWaitMs: config.linkWaitS * 1000,
   });
   orchestrator.register(actions);
   manager = new ServiceManager({

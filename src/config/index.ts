@@ -34,6 +34,8 @@ export interface Config {
   reconcileIntervalMs: number;
   /** Seconds an engine waits between SIGTERM and SIGKILL when Berth stops a container. */
   containerStopTimeoutS: number;
+  /** Seconds a service start waits for the services it links to to have a running container. */
+  linkWaitS: number;
   /** WebSocket streams (CONTRACT §8, §9): events, logs, exec. */
   streams: {
     /** How often the server pings every stream socket; a peer that missed the previous pong is dropped. */
@@ -328,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.BERTH_CONTAINER_STOP_TIMEOUT_S,
       10,
     ),
+    linkWaitS: parsePositiveInt("BERTH_LINK_WAIT_S", env.BERTH_LINK_WAIT_S, 120),
     streams: {
       pingIntervalMs: parsePositiveInt(
         "BERTH_STREAM_PING_INTERVAL_MS",

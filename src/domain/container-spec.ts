@@ -125,16 +125,96 @@ export function platformVariables(
 }
 
 /** Every link's variables; `NAME` variables name the client container when there is one. */
-function linkEnvironment(input: EnvInput): Record<string, string> {
+export function linkEnvironmentOf(
+  links: readonly LinkTargets[],
+  clientName: string | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  const clientName = input.container?.name;
-  for (const link of input.links) {
+  for (const link of links) {
     Object.assign(
       out,
       linkVariables(link.alias, link.targets, clientName === undefined ? {} : { clientName }),
     );
   }
   return out;
+}
+
+function linkEnvironment(input: EnvInput): Record<string, string> {
+  return linkEnvironmentOf(input.links, input.container?.name);
+}
+
+/**
+ * Whether a container's recorded environment still holds exactly the link variables its links give
+ * now. A running container's environment cannot change: when the targets' containers change (or
+ * the links do), the container needs a redeploy to get the new variables, and says so by being
+ * unsynchronized.
+ */
+export function linkEnvironmentCurrent(
+  recorded: readonly CalculatedEnvVar[],
+  links: readonly LinkTargets[],
+  client: { name: string; userEnvvars: readonly { key: string; value: string }[] },
+): boolean {
+  const expected = linkEnvironmentOf(links, client.name);
+  const user = new Set(client.userEnvvars.map((v) => v.key));
+  const have = new Map(
+    recorded
+      .filter((v) => v.origin === "platform" && !ENV_PREFIXES.some((p) => v.key.startsWith(p)))
+      .map((v) => [v.key, v.value]),
+  );
+  for (const [key, value] of Object.entries(expected)) {
+    if (user.has(key)) continue;
+    if (have.get(key) !== value) return false;
+    have.delete(key);
+  }
+  return have.size === 0;
+}
+
+/**
+ * Labels that let the engine container itself say how it was made, so that what Berth records of
+ * it can always be re-read from the engine (after a crash too): the names of the variables Berth
+ * injected (origin `platform`), and the link host entries written into its /etc/hosts.
+ */
+export const PLATFORM_ENV_LABEL = "io.berth.platform-env";
+export const LINK_HOSTS_LABEL = "io.berth.link-hosts";
+
+/** Variables that hold a credential: never recorded nor shown (views leave PLATFORM_AUTH out). */
+const SECRET_KEYS = new Set(ENV_PREFIXES.map((p) => `${p}AUTH`));
+
+/**
+ * `calculated_envvars` of a container (CONTRACT §10), from what its engine reports: exactly the
+ * environment the engine container was created with (the image's merged under Berth's), each
+ * variable with its origin: `user` for the definition's container_envvars, `platform` for what
+ * Berth injected (the label), `image` for the rest. Secrets are left out.
+ */
+export function environmentFromEngine(
+  env: Record<string, string>,
+  labels: Record<string, string>,
+  userEnvvars: readonly { key: string; value: string }[],
+): CalculatedEnvVar[] {
+  const platform = new Set((labels[PLATFORM_ENV_LABEL] ?? "").split(",").filter(Boolean));
+  const user = new Map(userEnvvars.map((v) => [v.key, v.value]));
+  return Object.entries(env)
+    .filter(([key]) => !SECRET_KEYS.has(key))
+    .map(([key, value]) => ({
+      key,
+      value,
+      origin: user.get(key) === value ? "user" : platform.has(key) ? "platform" : "image",
+    }));
+}
+
+/** The link host entries (`host:ip`) an engine container was last given, from its label. */
+export function linkHostsFromEngine(labels: Record<string, string>): string[] {
+  try {
+    const parsed: unknown = JSON.parse(labels[LINK_HOSTS_LABEL] ?? "[]");
+    return Array.isArray(parsed) ? parsed.filter((x): x is string => typeof x === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The link host entries (`host:ip`) of a container's links. */
+export function linkHosts(links: readonly LinkTargets[]): string[] {
+  return links.flatMap((l) => hostsFor(l.alias, l.targets));
 }
 
 /** The `env` passed to the engine: platform variables, then the user's over them. */
@@ -215,17 +295,23 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
     const parsed = parseDevice(device);
     if (parsed) devices.push(parsed);
   }
-  const extraHosts = [...spec.extra_hosts, ...input.links.flatMap((l) => hostsFor(l.alias, l.targets))];
+  const fromLinks = linkHosts(input.links);
+  const extraHosts = [...spec.extra_hosts, ...fromLinks];
+  const env = containerEnv(input);
+  const userKeys = new Set(spec.container_envvars.map((v) => v.key));
+  const platformKeys = Object.keys(env).filter((k) => !userKeys.has(k));
 
   return {
     name: engineContainerName(container),
     image: spec.image_name,
-    env: containerEnv(input),
+    env,
     cmd: spec.run_command === null ? undefined : splitShellWords(spec.run_command),
     entrypoint: spec.entrypoint === null ? undefined : splitShellWords(spec.entrypoint),
     // Berth's labels last: a user label can never claim another owner.
     labels: {
       ...spec.labels,
+      [PLATFORM_ENV_LABEL]: platformKeys.join(","),
+      [LINK_HOSTS_LABEL]: JSON.stringify(fromLinks),
       [LABELS.container]: container.uuid,
       [LABELS.service]: service.uuid,
       [LABELS.namespace]: service.namespace,

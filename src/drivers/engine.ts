@@ -327,6 +327,14 @@ export interface Engine {
 
   logs(id: string, options?: LogsOptions): AsyncIterable<LogLine>;
   exec(id: string, options: ExecOptions): Promise<ExecSession>;
+  /**
+   * Replaces host entries (`host:ip`, the extra-hosts form) in a running container's /etc/hosts:
+   * the `remove` entries (given at create or by an earlier call) go, the `add` entries are appended.
+   * Docker has no API for it: the driver runs a fixed script with the image's `sh`, so an image
+   * without a shell cannot follow (kind "other", with the reason); kind "conflict" when the
+   * container is not running.
+   */
+  replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void>;
   /** Container events only, in the order the engine reports them. */
   events(options?: EventsOptions): AsyncIterable<ContainerEvent>;
 }

@@ -1,9 +1,11 @@
 // Change-feed entries of services, containers and stacks, with the parents of CONTRACT §8:
 // container → service, stack, node, node cluster; service → stack; stack → [].
+import type { ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import { clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
+import { offeredAddress } from "./links.ts";
 
 export type ChangeAction = "create" | "update" | "delete";
 
@@ -56,6 +58,40 @@ export class AppChanges {
       this.parents.set(c.uuid, json);
     }
     return json;
+  }
+
+  /**
+   * Containers' changes as their link clients see them: when a container starts or stops offering
+   * an address to its links, its address changes or it is redeployed (new ports and variables),
+   * every live container linking to its service (and, with sequential_deployment, the service's
+   * own other containers) gets an `update` event, since its `linked_to_container` changed with it
+   * (the load balancer follows it, and the reconciler rewrites its link host entries).
+   */
+  async linkTargets(
+    tx: Store,
+    changed: readonly { before: ContainerRow; after: ContainerRow }[],
+  ): Promise<void> {
+    const moved = changed.filter(
+      ({ before, after }) =>
+        offeredAddress(before) !== offeredAddress(after) || before.generation !== after.generation,
+    );
+    if (moved.length === 0) return;
+    const targets = [...new Set(moved.map((m) => m.after.service_uuid))];
+    const clients = new Set(
+      (await tx.services.linksTo(targets))
+        .filter((l) =>
+          moved.some((m) => m.after.service_uuid === l.to_uuid && m.after.namespace === l.namespace),
+        )
+        .map((l) => l.from_uuid),
+    );
+    for (const s of await tx.services.servicesByUuid(targets)) {
+      if ((JSON.parse(s.spec) as ServiceSpec).sequential_deployment) clients.add(s.uuid);
+    }
+    if (clients.size === 0) return;
+    const self = new Set(moved.map((m) => m.after.uuid));
+    for (const c of await tx.services.containersOfServices([...clients])) {
+      if (!self.has(c.uuid)) await this.container(tx, c, "update");
+    }
   }
 
   async stack(tx: Store, ns: string, uuid: string, state: string, action: ChangeAction): Promise<void> {

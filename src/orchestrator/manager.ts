@@ -5,8 +5,11 @@ import { randomUUID } from "node:crypto";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import {
   buildContainerSpec,
+  type CalculatedEnvVar,
   calculatedEnvvars,
   type LinkTargets,
+  linkEnvironmentCurrent,
+  linkHosts,
   volumesFromRefs,
 } from "../domain/container-spec.ts";
 import { conflict } from "../domain/errors.ts";
@@ -31,6 +34,7 @@ import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, IncomingLink, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges } from "./changes.ts";
+import { followedLinks, linkedServices, linkTargetOf, sameEntries, TARGET_STATES } from "./links.ts";
 import type { Orchestrator } from "./services.ts";
 
 export interface ManagerDeps {
@@ -222,7 +226,9 @@ export class ServiceManager {
       auth_secret: auth,
     }));
     if (u.changed) {
-      // Every container now differs from the definition: tell event subscribers.
+      // Every container now differs from the definition: tell event subscribers (their links, and
+      // the reconciler rewriting their link host entries, follow). Containers linking to this
+      // service see its containers as deployed: they change when those are redeployed.
       for (const c of (await this.store.services.containersOfService(s.uuid)).filter(live)) {
         await this.store.transaction((tx) => this.d.changes.container(tx, c, "update"));
       }
@@ -232,34 +238,36 @@ export class ServiceManager {
 
   // ---- engine spec of a container --------------------------------------------------------------------
 
-  private async linkTargets(serviceUuid: string): Promise<LinkTarget[]> {
-    const s = await this.store.services.findService(serviceUuid);
-    if (!s) return [];
-    const spec = specOf(s);
-    return (await this.store.services.containersOfService(serviceUuid))
-      .filter((c) => c.state === "Running" || c.state === "Starting")
-      .map((c) => ({
-        name: c.name,
-        resource_uri: containerUri(c),
-        private_ip: c.private_ip || null,
-        ports: spec.container_ports.map((p) => ({ inner_port: p.inner_port, protocol: p.protocol })),
-        envvars: spec.container_envvars,
-      }));
+  /**
+   * The links a container follows now (orchestrator/links.ts), from `spec`'s links: its deployed
+   * definition's when its engine container is made, its service's current one otherwise.
+   */
+  private async links(c: ContainerRow, spec: ServiceSpec, service: ServiceRow): Promise<LinkTargets[]> {
+    const uuids = linkedServices(spec, service.uuid);
+    const targets = new Map<string, LinkTarget[]>();
+    if (uuids.length) {
+      const specs = new Map<string, ServiceSpec>();
+      for (const t of await this.store.services.containersOfServices(uuids, { states: TARGET_STATES })) {
+        const list = targets.get(t.service_uuid);
+        if (list) list.push(linkTargetOf(t, specs));
+        else targets.set(t.service_uuid, [linkTargetOf(t, specs)]);
+      }
+    }
+    return followedLinks(
+      spec,
+      { serviceUuid: service.uuid, serviceName: service.name, number: c.number },
+      (u) => targets.get(u) ?? [],
+    );
   }
 
-  private async links(c: ContainerRow, spec: ServiceSpec, service: ServiceRow): Promise<LinkTargets[]> {
-    const out: LinkTargets[] = [];
-    for (const l of spec.linked_to_service)
-      out.push({ alias: l.name, targets: await this.linkTargets(l.to_service) });
-    if (spec.sequential_deployment) {
-      // Each container is linked to the ones deployed before it (spec: sequential_deployment).
-      const earlier = (await this.linkTargets(service.uuid)).filter((t) => {
-        const n = Number(t.name.split("-").at(-1));
-        return n < c.number;
-      });
-      if (earlier.length) out.push({ alias: service.name, targets: earlier });
-    }
-    return out;
+  /**
+   * The link host entries (`host:ip`) a container's /etc/hosts should hold now (its service's
+   * current links); undefined for a container whose service is gone.
+   */
+  async desiredLinkHosts(c: ContainerRow): Promise<string[] | undefined> {
+    const service = await this.store.services.findService(c.service_uuid);
+    if (!service || service.state === "Terminated") return undefined;
+    return linkHosts(await this.links(c, specOf(service), service));
   }
 
   async specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec> {
@@ -320,11 +328,32 @@ export class ServiceManager {
     nodes?: string[];
     /** Services whose incoming links the views list. */
     linkedFrom?: string[];
+    /**
+     * Services (among `targetsOf`) whose current links the views follow: the services they link to
+     * are read with them (through `service_links`), and their running containers are link targets.
+     */
+    linksOf?: string[];
   }): Promise<ViewData> {
     const store = this.store;
     const services = new Map<string, ServiceRow>();
-    for (const r of await store.services.servicesByUuid([...opts.targetsOf, ...opts.named]))
+    for (const r of await store.services.servicesByUuid([...opts.targetsOf, ...opts.named], {
+      linkedFrom: opts.linksOf,
+    }))
       services.set(r.uuid, r);
+    const specs = new Map<string, ServiceSpec>();
+    const currentSpec = (s: ServiceRow) => {
+      let spec = specs.get(s.uuid);
+      if (!spec) {
+        spec = specOf(s);
+        specs.set(s.uuid, spec);
+      }
+      return spec;
+    };
+    const targetsOf = [...opts.targetsOf];
+    for (const uuid of opts.linksOf ?? []) {
+      const s = services.get(uuid);
+      if (s) targetsOf.push(...linkedServices(currentSpec(s), s.uuid));
+    }
     const nodes = new Map<string, NodeRow>();
     if (opts.nodes?.length) for (const n of await store.nodes.nodesByUuid(opts.nodes)) nodes.set(n.uuid, n);
     const live = new Map<string, ContainerRow[]>();
@@ -336,27 +365,15 @@ export class ServiceManager {
       }
     }
     const targets = new Map<string, LinkTarget[]>();
-    const running = opts.targetsOf.length
-      ? await store.services.containersOfServices(opts.targetsOf, { states: ["Running", "Starting"] })
+    const running = targetsOf.length
+      ? await store.services.containersOfServices(targetsOf, { states: TARGET_STATES })
       : [];
-    const specs = new Map<string, ServiceSpec>();
+    const targetSpecs = new Map<string, ServiceSpec>();
     for (const c of running) {
-      const owner = services.get(c.service_uuid);
-      if (!owner) continue;
-      let spec = specs.get(owner.uuid);
-      if (!spec) {
-        spec = specOf(owner);
-        specs.set(owner.uuid, spec);
-      }
-      const list = targets.get(owner.uuid) ?? [];
-      list.push({
-        name: c.name,
-        resource_uri: containerUri(c),
-        private_ip: c.private_ip || null,
-        ports: spec.container_ports.map((p) => ({ inner_port: p.inner_port, protocol: p.protocol })),
-        envvars: spec.container_envvars,
-      });
-      targets.set(owner.uuid, list);
+      if (!services.has(c.service_uuid)) continue;
+      const list = targets.get(c.service_uuid);
+      if (list) list.push(linkTargetOf(c, targetSpecs));
+      else targets.set(c.service_uuid, [linkTargetOf(c, targetSpecs)]);
     }
     const incoming = new Map<string, IncomingLink[]>();
     if (opts.linkedFrom?.length) {
@@ -366,7 +383,7 @@ export class ServiceManager {
         else incoming.set(l.to_uuid, [l]);
       }
     }
-    return { services, nodes, live, targets, incoming };
+    return { services, nodes, live, targets, incoming, currentSpec };
   }
 
   /** A service reference's name and URI, as the namespace's live services resolve it. */
@@ -410,6 +427,13 @@ export class ServiceManager {
     const refs = serviceUriFields(spec, { resourceUri: uri, lookup: this.lookupIn(data, s.namespace) });
     const publicDns = serviceFqdn(s.name, s.namespace);
     const targetsOf = (uuid: string) => (data.services.has(uuid) ? (data.targets.get(uuid) ?? []) : []);
+    const synchronized = liveOnes.every((c) =>
+      synchronizedWith(
+        c,
+        s,
+        followedLinks(spec, { serviceUuid: s.uuid, serviceName: s.name, number: c.number }, targetsOf),
+      ),
+    );
     const linkedFrom = (data.incoming.get(s.uuid) ?? [])
       .filter((l) => l.namespace === s.namespace)
       .map((l) => ({
@@ -427,7 +451,7 @@ export class ServiceManager {
       state: s.state,
       net: spec.net,
       pid: spec.pid,
-      synchronized: liveOnes.every((c) => c.spec_version === s.spec_version),
+      synchronized,
       deployed_datetime: restTime(s.deployed_at),
       started_datetime: restTime(s.started_at),
       stopped_datetime: restTime(s.stopped_at),
@@ -503,10 +527,9 @@ export class ServiceManager {
   async containerViews(rows: ContainerRow[]) {
     const specs = rows.map(specOf);
     const data = await this.viewData({
-      targetsOf: [
-        ...rows.map((c) => c.service_uuid),
-        ...specs.flatMap((spec) => spec.linked_to_service.map((l) => l.to_service)),
-      ],
+      targetsOf: rows.map((c) => c.service_uuid),
+      // linked_to_container follows the service's current links (not the deployed definition's).
+      linksOf: rows.map((c) => c.service_uuid),
       named: specs.flatMap((spec) => spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : []))),
       nodes: rows.map((c) => c.node_uuid),
     });
@@ -524,10 +547,17 @@ export class ServiceManager {
     const uri = containerUri(c);
     const reported = JSON.parse(c.ports) as { inner_port: number; protocol: string; outer_port: number }[];
     const targetsOf = (uuid: string) => (data.services.has(uuid) ? (data.targets.get(uuid) ?? []) : []);
-    const links: LinkTargets[] = spec.linked_to_service.map((l) => ({
-      alias: l.name,
-      targets: targetsOf(l.to_service),
-    }));
+    // The links it follows now: its service's current ones, to the targets' live containers.
+    const serviceSpec = service && c.state !== "Terminated" ? data.currentSpec(service) : undefined;
+    const followed =
+      service && serviceSpec
+        ? followedLinks(
+            serviceSpec,
+            { serviceUuid: service.uuid, serviceName: service.name, number: c.number },
+            targetsOf,
+          )
+        : [];
+    const links = followed.slice(0, serviceSpec?.linked_to_service.length ?? 0);
     const refs = serviceUriFields(spec, {
       resourceUri: service ? serviceUri(service) : "",
       lookup: this.lookupIn(data, c.namespace),
@@ -539,7 +569,7 @@ export class ServiceManager {
       name: c.name,
       public_dns: containerFqdn(c.name, c.namespace),
       state: c.state,
-      synchronized: service ? c.spec_version === service.spec_version : true,
+      synchronized: service ? synchronizedWith(c, service, followed) : true,
       deployed_datetime: restTime(c.deployed_at),
       started_datetime: restTime(c.started_at),
       stopped_datetime: restTime(c.stopped_at),
@@ -560,29 +590,8 @@ export class ServiceManager {
         }),
       ),
       container_envvars: spec.container_envvars,
-      calculated_envvars:
-        service && node
-          ? calculatedEnvvars(
-              {
-                spec,
-                service: {
-                  uuid: service.uuid,
-                  name: service.name,
-                  resource_uri: serviceUri(service),
-                  namespace: c.namespace,
-                },
-                container: { uuid: c.uuid, name: c.name, number: c.number, resource_uri: uri },
-                node: {
-                  uuid: node.uuid,
-                  resource_uri: nodeUri(node),
-                  external_fqdn: node.external_fqdn,
-                },
-                links,
-                platform: this.platform(),
-              },
-              { includeSecrets: false },
-            )
-          : [],
+      // Exactly what its engine container was created with, as the engine reports it (none before).
+      calculated_envvars: c.environment ? (JSON.parse(c.environment) as CalculatedEnvVar[]) : [],
       labels: spec.labels,
       working_dir: spec.working_dir,
       user: spec.user,
@@ -631,6 +640,23 @@ interface ViewData {
   targets: Map<string, LinkTarget[]>;
   /** Links of live services pointing at the page's services, by target. */
   incoming: Map<string, IncomingLink[]>;
+  /** A service's current definition (parsed once per page). */
+  currentSpec(s: ServiceRow): ServiceSpec;
+}
+
+/**
+ * Whether a container is what its service's definition and links would make now: the same
+ * definition version, the link variables it was created with still the ones its links give (a
+ * running container's environment cannot change: new ones need a redeploy), and the link host
+ * entries written into it the current ones.
+ */
+function synchronizedWith(c: ContainerRow, service: ServiceRow, links: readonly LinkTargets[]): boolean {
+  if (c.spec_version !== service.spec_version) return false;
+  if (c.environment === null || c.state === "Terminated") return true;
+  const recorded = JSON.parse(c.environment) as CalculatedEnvVar[];
+  const userEnvvars = (JSON.parse(c.spec) as ServiceSpec).container_envvars;
+  if (!linkEnvironmentCurrent(recorded, links, { name: c.name, userEnvvars })) return false;
+  return sameEntries(JSON.parse(c.link_hosts ?? "[]") as string[], linkHosts(links));
 }
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -4,6 +4,7 @@
 // at once, and objects an action is working on are left to that action. With several replicas
 // (Duties), each watches the engines of the nodes it owns and one leader runs the periodic pass.
 import type { ActionEngine } from "../actions/engine.ts";
+import { linkHosts } from "../domain/container-spec.ts";
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
 import { SERVICE_TRANSITIONAL, type ServiceState, settledServiceState } from "../domain/states.ts";
@@ -12,10 +13,14 @@ import { containerUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ContainerEvent, ContainerSummary } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
-import type { ContainerRow } from "../store/services.ts";
+import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
+import { followedLinks, hostTargetOf, offeredAddress, sameEntries } from "./links.ts";
 import { type ContainerRuntime, GENERATION_LABEL } from "./runtime.ts";
 import type { Orchestrator } from "./services.ts";
+
+/** Change-feed rows read per page. */
+const FEED_PAGE = 500;
 
 const SYSTEM = {
   method: "POST",
@@ -35,6 +40,11 @@ export class Reconciler {
   private stopped = true;
   /** Engine listings of the current pass, by node (each node's engine is listed once per pass). */
   private readonly listings = new Map<string, ContainerSummary[]>();
+  /** Revision of the change feed read so far (changed containers get their link hosts checked). */
+  private feedRevision: number | undefined;
+  private unlistenFeed: (() => void) | undefined;
+  private readingFeed = false;
+  private readFeedAgain = false;
 
   constructor(
     private readonly d: {
@@ -61,14 +71,59 @@ export class Reconciler {
     this.stopped = false;
     this.timer = setInterval(() => void this.resync(), this.d.intervalMs);
     this.timer.unref();
+    this.unlistenFeed = this.d.store.onChange((type) => {
+      if (type === "container" || type === "") this.readFeed();
+    });
+    this.readFeed();
     void this.resync();
   }
 
   stop(): void {
     this.stopped = true;
+    this.unlistenFeed?.();
+    this.unlistenFeed = undefined;
+    this.feedRevision = undefined;
     if (this.timer) clearInterval(this.timer);
     for (const w of this.watchers.values()) w.abort();
     this.watchers.clear();
+  }
+
+  /**
+   * Follows the change feed: every changed container (its own change, or one of its link
+   * targets', see AppChanges.linkTargets) gets its link host entries checked at once.
+   */
+  private readFeed(): void {
+    if (this.stopped) return;
+    if (this.readingFeed) {
+      this.readFeedAgain = true;
+      return;
+    }
+    this.readingFeed = true;
+    void this.readFeedPages()
+      .catch((err: unknown) => this.d.onError?.(err))
+      .finally(() => {
+        this.readingFeed = false;
+        if (this.readFeedAgain) {
+          this.readFeedAgain = false;
+          this.readFeed();
+        }
+      });
+  }
+
+  private async readFeedPages(): Promise<void> {
+    // Starts from now: containers changed before are covered by the periodic pass.
+    this.feedRevision ??= await this.d.store.latestRevision();
+    for (;;) {
+      const rows = await this.d.store.changesSince(this.feedRevision, FEED_PAGE);
+      for (const row of rows) {
+        this.feedRevision = Math.max(this.feedRevision, Number(row.revision));
+        if (row.type !== "container" || row.action === "delete" || row.state !== "Running") continue;
+        const uuid = row.resource_uri.split("/").filter(Boolean).at(-1);
+        if (uuid) this.queue.add(`l:${uuid}`);
+      }
+      if (rows.length < FEED_PAGE) break;
+    }
+    void this.drain();
   }
 
   /** Queues a container for reconciliation. */
@@ -107,6 +162,7 @@ export class Reconciler {
    */
   private async compareAll(nodes: NodeRow[]): Promise<void> {
     const containers = await this.d.store.services.liveContainers();
+    const services = await this.d.store.services.liveServices();
     const byNode = new Map<string, ContainerRow[]>();
     const byService = new Map<string, ContainerRow[]>();
     for (const c of containers) {
@@ -125,8 +181,9 @@ export class Reconciler {
       if (node) listing = await this.listing(node).catch(() => undefined);
       for (const c of list) if (!listing || !agrees(c, listing)) this.queue.add(`c:${c.uuid}`);
     }
-    for (const s of await this.d.store.services.liveServices()) {
+    for (const s of services) {
       const spec = JSON.parse(s.spec) as ServiceSpec;
+      this.compareLinkHosts(s, spec, byService);
       const everyNode = spec.deployment_strategy === "EVERY_NODE";
       if (everyNode && (s.state === "Running" || s.state === "Partly running")) this.queue.add(`s:${s.uuid}`);
       const live = byService.get(s.uuid);
@@ -136,6 +193,24 @@ export class Reconciler {
         everyNode ? 0 : s.target_num_containers,
       );
       if (settled !== s.state) this.queue.add(`c:${live[0]!.uuid}`);
+    }
+  }
+
+  /**
+   * Running containers whose recorded link host entries are not the ones their service's links give
+   * now (a change the feed did not bring, or one left alone while an action worked) get them
+   * rewritten; worked out from what the pass has already read.
+   */
+  private compareLinkHosts(s: ServiceRow, spec: ServiceSpec, byService: Map<string, ContainerRow[]>): void {
+    if (spec.linked_to_service.length === 0 && !spec.sequential_deployment) return;
+    const targetsOf = (uuid: string) =>
+      (byService.get(uuid) ?? []).filter((t) => offeredAddress(t) !== "").map(hostTargetOf);
+    for (const c of byService.get(s.uuid) ?? []) {
+      if (c.state !== "Running" || c.link_hosts === null) continue;
+      const desired = linkHosts(
+        followedLinks(spec, { serviceUuid: s.uuid, serviceName: s.name, number: c.number }, targetsOf),
+      );
+      if (!sameEntries(JSON.parse(c.link_hosts) as string[], desired)) this.queue.add(`l:${c.uuid}`);
     }
   }
 
@@ -210,6 +285,20 @@ export class Reconciler {
     if (kind === "c") await this.reconcileContainer(uuid);
     else if (kind === "s") await this.reconcileService(uuid);
     else if (kind === "n") await this.sweepOrphans(uuid);
+    else if (kind === "l") await this.followLinks(uuid);
+  }
+
+  /** A running container's link host entries follow its service's links (runtime.ensureLinkHosts). */
+  private async followLinks(uuid: string): Promise<void> {
+    await this.d.runtime.ensureLinkHosts(uuid, {
+      // One replica acts on a container (the one that watches its node), and never while an
+      // action works on it or its service.
+      mayAct: async (c) => {
+        if (!this.duties.ownsNode(c.node_uuid)) return false;
+        const s = await this.d.store.services.findService(c.service_uuid);
+        return s !== undefined && !(await this.busy(containerUri(c))) && !(await this.serviceBusy(s));
+      },
+    });
   }
 
   private async reconcileContainer(uuid: string): Promise<void> {

@@ -2,8 +2,9 @@
 // may be repeated after a crash: it looks at what the engine has (by the Berth labels it put
 // there) before acting, and records what it observed.
 import { randomBytes } from "node:crypto";
+import { environmentFromEngine, linkHostsFromEngine } from "../domain/container-spec.ts";
 import { VersionConflict } from "../domain/errors.ts";
-import { LABELS } from "../domain/service.ts";
+import { LABELS, type ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import {
   type ContainerSpec,
@@ -16,6 +17,7 @@ import type { EngineSource } from "../nodes/provisioners.ts";
 import type { ContainerRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges } from "./changes.ts";
+import { sameEntries } from "./links.ts";
 
 export type Log = (line: string) => Promise<void>;
 
@@ -38,6 +40,8 @@ export interface RuntimeDeps {
   refreshesOnRedeploy?(image: string, namespace: string): Promise<boolean>;
   /** Seconds an engine waits between SIGTERM and SIGKILL when stopping. */
   stopTimeoutS?: number;
+  /** The link host entries a container should hold now (its service's current links); undefined: none to follow. */
+  linkHostsFor?(c: ContainerRow): Promise<string[] | undefined>;
 }
 
 export function exitCodeMessage(code: number | null | undefined): string | null {
@@ -55,7 +59,23 @@ export function exitCodeMessage(code: number | null | undefined): string | null 
   return known[code] ?? `Exited with code ${code}`;
 }
 
+/**
+ * What the record keeps of the engine container that embodies it, read from the engine itself:
+ * its id, the environment it was created with and the link host entries it was given.
+ */
+function engineRecord(c: ContainerRow, view: ContainerView): Partial<ContainerRow> {
+  const spec = JSON.parse(c.spec) as ServiceSpec;
+  return {
+    engine_id: view.id,
+    environment: JSON.stringify(environmentFromEngine(view.env, view.labels, spec.container_envvars)),
+    link_hosts: JSON.stringify(linkHostsFromEngine(view.labels)),
+  };
+}
+
 export class ContainerRuntime {
+  /** Engine containers (with the entries asked for) whose image could not rewrite its hosts. */
+  private readonly hostsRefused = new Set<string>();
+
   constructor(private readonly d: RuntimeDeps) {}
 
   /** Re-reads, applies a patch, commits with the change-feed entry; retries version conflicts. */
@@ -74,6 +94,7 @@ export class ContainerRuntime {
           if (r.state !== c.state || p.spec_version !== undefined) {
             await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
           }
+          await this.d.changes.linkTargets(tx, [{ before: c, after: r }]);
           return r;
         });
       } catch (err) {
@@ -94,6 +115,7 @@ export class ContainerRuntime {
     try {
       await this.d.store.transaction(async (tx) => {
         const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
+        const changed: { before: ContainerRow; after: ContainerRow }[] = [];
         for (const uuid of uuids) {
           const c = rows.get(uuid);
           if (!c) continue;
@@ -103,7 +125,9 @@ export class ContainerRuntime {
           if (r.state !== c.state || p.spec_version !== undefined) {
             await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
           }
+          changed.push({ before: c, after: r });
         }
+        await this.d.changes.linkTargets(tx, changed);
       });
     } catch (err) {
       if (!(err instanceof VersionConflict)) throw err;
@@ -183,7 +207,8 @@ export class ContainerRuntime {
     const engine = await this.engineOf(c);
     const { current, stale } = await this.engineContainers(c, engine);
     if (current) {
-      if (current.id !== c.engine_id) await this.patch(c.uuid, () => ({ engine_id: current.id }));
+      if (current.id !== c.engine_id || c.environment === null)
+        await this.patch(c.uuid, (r) => engineRecord(r, current));
       return { view: current, engine, staleLeft: stale };
     }
     const reuse = opts.reuseVolumes ?? true;
@@ -197,12 +222,12 @@ export class ContainerRuntime {
     spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
     await this.ensureImage(engine, spec.image, log, { namespace: c.namespace, refresh: opts.refreshImage });
     const id = await engine.createContainer(spec);
-    await this.patch(c.uuid, () => ({ engine_id: id }));
+    const view = await engine.inspectContainer(id);
+    if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
+    await this.patch(c.uuid, (r) => engineRecord(r, view));
     await log(
       `Created ${c.name}${stale.length && reuse ? " with the volumes of its previous container" : ""}`,
     );
-    const view = await engine.inspectContainer(id);
-    if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
     return { view, engine, staleLeft: reuse ? stale : [] };
   }
 
@@ -293,6 +318,44 @@ export class ContainerRuntime {
     return this.ensureRunning(row!, log, { ...opts, refreshImage: true });
   }
 
+  /**
+   * Makes a running container's link host entries follow its links (see Engine.replaceHostEntries):
+   * when the entries it should hold differ from the ones written into it, they are rewritten in
+   * place and recorded. `mayAct` is asked before the engine is (the reconciler leaves containers an
+   * action works on alone). Returns false when the engine could not do it (an image without a
+   * shell): the container then stays unsynchronized until a redeploy. Environment variables cannot
+   * follow: an engine cannot change a running container's environment.
+   */
+  async ensureLinkHosts(
+    uuid: string,
+    opts: { mayAct?: (c: ContainerRow) => Promise<boolean> } = {},
+  ): Promise<boolean> {
+    const c = await this.d.store.services.findContainer(uuid);
+    if (c?.state !== "Running" || !c.engine_id || c.link_hosts === null) return true;
+    const desired = await this.d.linkHostsFor?.(c);
+    if (!desired) return true;
+    const written = JSON.parse(c.link_hosts) as string[];
+    if (sameEntries(written, desired)) return true;
+    const key = `${c.engine_id}\u0000${JSON.stringify(desired)}`;
+    if (this.hostsRefused.has(key)) return false;
+    if (opts.mayAct && !(await opts.mayAct(c))) return true;
+    const engine = await this.engineOf(c);
+    try {
+      await engine.replaceHostEntries(c.engine_id, { remove: written, add: desired });
+    } catch (err) {
+      if (isEngineError(err, "other")) {
+        // Not retried for the same container and entries: the image cannot do it.
+        this.hostsRefused.add(key);
+        return false;
+      }
+      throw err;
+    }
+    await this.patch(c.uuid, (r) =>
+      r.engine_id === c.engine_id ? { link_hosts: JSON.stringify(desired) } : undefined,
+    );
+    return true;
+  }
+
   /** Records what the engine reports about the container (the engine watcher's write path). */
   async observe(
     uuid: string,
@@ -326,6 +389,7 @@ export class ContainerRuntime {
       });
       const running = view.running || view.state === "restarting";
       const patch: Partial<ContainerRow> = {
+        ...(view.id !== r.engine_id || r.environment === null ? engineRecord(r, view) : {}),
         engine_id: view.id,
         state: view.state === "restarting" ? "Starting" : running ? "Running" : "Stopped",
         exit_code: running ? null : (view.exitCode ?? null),
@@ -336,7 +400,11 @@ export class ContainerRuntime {
       // The engine's own restarts (restart policy) count too, even one that happened between two
       // observations: the engine's start time moved while the record still said Running.
       const restarted = view.startedAt !== undefined && view.startedAt !== r.started_at;
-      if (running && (r.state !== "Running" || restarted)) patch.started_at = view.startedAt ?? now;
+      if (running && (r.state !== "Running" || restarted)) {
+        patch.started_at = view.startedAt ?? now;
+        // Every start gives the container the /etc/hosts of its create again: rewritten entries are gone.
+        patch.link_hosts = JSON.stringify(linkHostsFromEngine(view.labels));
+      }
       // A stop passes through Stopping (set by the action), so any move to Stopped of a container
       // that has run counts as its last stop, not only a move straight from Running.
       if (!running && r.state !== "Stopped" && r.started_at !== null)

@@ -38,7 +38,12 @@ export interface OrchestratorDeps {
   revokeServiceKey(serviceUuid: string): Promise<void>;
   /** Parallel container operations per node and action (sequential_deployment forces 1). */
   parallelism?: number;
+  /** How long a start waits for the services it links to to have a running container. */
+  linkWaitMs?: number;
 }
+
+/** How often a start waiting for its link targets looks again. */
+const LINK_WAIT_POLL_MS = 200;
 
 type Ctx<P> = StepContext<P>;
 
@@ -194,6 +199,8 @@ export class Orchestrator {
           spec: s.spec,
           spec_version: s.spec_version,
           generation: randomUUID().slice(0, 16),
+          environment: null,
+          link_hosts: null,
           deployed_at: this.d.clock.now(),
           started_at: null,
           stopped_at: null,
@@ -431,11 +438,91 @@ export class Orchestrator {
   }
 
   private async startSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
+    await this.waitForLinkTargets(s, ctx);
     const shortfall = await this.place(s, ctx.log);
     await this.startAll(s, ctx.log);
     const now = this.d.clock.now();
     await this.patchService(s.uuid, (r) => (r.deployed_at === null ? { deployed_at: now } : undefined));
     Orchestrator.failShort(shortfall);
+  }
+
+  /**
+   * A container gets its links' variables and host names when it is created, and its environment
+   * can never change afterwards: so a service starts only once every service it links to has a
+   * running container with an address (stacks start in link order for the same reason; services
+   * started one by one get the same rule). A target whose links lead back to this service (links
+   * going round in a circle) is not waited for: neither could ever start first.
+   */
+  private async waitForLinkTargets(s: ServiceRow, ctx: Ctx<unknown>): Promise<void> {
+    const links = specOf(s).linked_to_service.filter((l) => l.to_service !== s.uuid);
+    if (links.length === 0) return;
+    const circular = await this.linksBackTo(
+      links.map((l) => l.to_service),
+      s.uuid,
+    );
+    const targets = [...new Set(links.map((l) => l.to_service))].filter((u) => !circular.has(u));
+    if (targets.length === 0) return;
+    const timeoutMs = this.d.linkWaitMs ?? 120_000;
+    const seconds = Math.round(timeoutMs / 1000);
+    const deadline = Date.now() + timeoutMs;
+    let logged = false;
+    for (;;) {
+      const services = await this.store.services.servicesByUuid(targets);
+      const gone = targets.filter((u) => !services.some((x) => x.uuid === u && x.state !== "Terminated"));
+      if (gone.length) {
+        const names = links.filter((l) => gone.includes(l.to_service)).map((l) => l.name);
+        throw new Error(
+          `service ${s.name} links to a service that no longer exists (link ${names.join(", ")})`,
+        );
+      }
+      const running = new Set(
+        (await this.store.services.containersOfServices(targets, { states: ["Running"] }))
+          .filter((c) => c.private_ip !== "")
+          .map((c) => c.service_uuid),
+      );
+      // A target on the host network has no address of its own to link to: nothing to wait for.
+      const waiting = services
+        .filter((x) => !running.has(x.uuid) && specOf(x).net !== "host")
+        .map((x) => x.name);
+      if (waiting.length === 0) {
+        if (logged) await ctx.log(`Linked services are running; starting ${s.name}`);
+        return;
+      }
+      if (!logged) {
+        await ctx.log(
+          `Waiting for linked service(s) ${waiting.join(", ")} to have a running container (up to ${seconds} s), so that ${s.name}'s containers get their links`,
+        );
+        logged = true;
+      }
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `linked service(s) ${waiting.join(", ")} had no running container after ${seconds} s; start ${waiting.length > 1 ? "them" : "it"}, then start ${s.name} again`,
+        );
+      }
+      if (ctx.signal.aborted) throw new Error("canceled while waiting for linked services");
+      await new Promise((resolve) => setTimeout(resolve, LINK_WAIT_POLL_MS));
+    }
+  }
+
+  /** Which of `from` lead through their links (any number of them) back to `to`. */
+  private async linksBackTo(from: string[], to: string): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const start of new Set(from)) {
+      const seen = new Set<string>();
+      let level = [start];
+      while (level.length && !out.has(start)) {
+        const next: string[] = [];
+        for (const svc of await this.store.services.servicesByUuid(level.filter((u) => !seen.has(u)))) {
+          seen.add(svc.uuid);
+          for (const l of specOf(svc).linked_to_service) {
+            if (l.to_service === to) out.add(start);
+            else if (!seen.has(l.to_service)) next.push(l.to_service);
+          }
+        }
+        level = next;
+      }
+    }
+    return out;
   }
 
   private async stopSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {

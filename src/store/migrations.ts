@@ -417,6 +417,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         }
       },
     },
+    "0012_container_environment": {
+      async up(db: AnyDb) {
+        // What each engine container was really created with: its environment (calculated_envvars
+        // tells the truth) and the link host entries last written into it (links follow).
+        await db.schema.alterTable("containers").addColumn("environment", "text").execute();
+        await db.schema.alterTable("containers").addColumn("link_hosts", "text").execute();
+      },
+    },
   };
 }
 

@@ -228,6 +228,13 @@ export interface ContainerTable {
   spec_version: number;
   /** Token of the engine container that currently embodies this record; a redeploy makes a new one. */
   generation: string;
+  /**
+   * JSON [{key, value, origin}]: the environment of the current engine container as the engine
+   * reports it (secrets left out); null before one exists. Written only by the runtime.
+   */
+  environment: string | null;
+  /** JSON ["host:ip"]: the link host entries last written into the engine container's /etc/hosts. */
+  link_hosts: string | null;
   deployed_at: number | null;
   started_at: number | null;
   stopped_at: number | null;

@@ -75,13 +75,41 @@ export class ServiceStore {
     if (rows.length) await this.s.db.insertInto("service_links").values(rows).execute();
   }
 
-  /** Services by uuid, in any state and namespace (batched lookups of views). */
-  async servicesByUuid(uuids: readonly string[]): Promise<ServiceRow[]> {
-    const out: ServiceRow[] = [];
-    for (const part of chunks(uuids)) {
-      out.push(...(await this.s.db.selectFrom("services").selectAll().where("uuid", "in", part).execute()));
+  /**
+   * Services by uuid, in any state and namespace (batched lookups of views); with `linkedFrom`, the
+   * same statement also reads the services those ones' definitions link to now.
+   */
+  async servicesByUuid(
+    uuids: readonly string[],
+    opts: { linkedFrom?: readonly string[] } = {},
+  ): Promise<ServiceRow[]> {
+    const direct = chunks(uuids);
+    const from = chunks(opts.linkedFrom ?? []);
+    const out = new Map<string, ServiceRow>();
+    for (let i = 0; i < Math.max(direct.length, from.length); i++) {
+      const d = direct[i];
+      const f = from[i];
+      const rows = await this.s.db
+        .selectFrom("services")
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            ...(d ? [eb("uuid", "in", d)] : []),
+            ...(f
+              ? [
+                  eb(
+                    "uuid",
+                    "in",
+                    eb.selectFrom("service_links").select("to_uuid").where("from_uuid", "in", f),
+                  ),
+                ]
+              : []),
+          ]),
+        )
+        .execute();
+      for (const r of rows) out.set(r.uuid, r);
     }
-    return out;
+    return [...out.values()];
   }
 
   /**

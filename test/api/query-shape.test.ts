@@ -93,6 +93,8 @@ describe("statements per request", () => {
           spec: s.spec,
           spec_version: s.spec_version,
           generation: randomUUID().slice(0, 16),
+          environment: null,
+          link_hosts: null,
           deployed_at: Date.now(),
           started_at: Date.now(),
           stopped_at: null,

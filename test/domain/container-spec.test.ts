@@ -81,6 +81,8 @@ describe("buildContainerSpec", () => {
       cmd: undefined,
       entrypoint: undefined,
       labels: {
+        "io.berth.platform-env": Object.keys(platform).join(","),
+        "io.berth.link-hosts": "[]",
         "io.berth.container": "c0ffee12-3456-4789-8abc-def012345678",
         "io.berth.service": "svc-uuid",
         "io.berth.namespace": "alice",
@@ -192,7 +194,19 @@ describe("buildContainerSpec", () => {
       "postgres-1:10.0.0.2",
       "postgres-2:10.0.0.3",
     ]);
+    // Berth's record of how the container was made: the variables it injected (not the user's MODE)
+    // and the link host entries.
+    const injected = spec.labels?.["io.berth.platform-env"]?.split(",") ?? [];
+    assert.ok(injected.includes("DB_PORT_5432_TCP") && injected.includes("PLATFORM_CONTAINER_API_URI"));
+    assert.ok(!injected.includes("MODE"));
+    assert.deepEqual(JSON.parse(spec.labels?.["io.berth.link-hosts"] ?? ""), [
+      "db:10.0.0.2",
+      "postgres-1:10.0.0.2",
+      "postgres-2:10.0.0.3",
+    ]);
     assert.deepEqual(spec.labels, {
+      "io.berth.platform-env": injected.join(","),
+      "io.berth.link-hosts": spec.labels?.["io.berth.link-hosts"],
       team: "web",
       "io.berth.node": "node-uuid",
       "io.berth.container": "c0ffee12-3456-4789-8abc-def012345678",

@@ -69,11 +69,11 @@ export interface Sim {
 
 /** A harness with fast reconciles and stops; simulated nodes get recording engines. */
 export async function startSim(
-  opts: { registry?: FakeRegistryImage[]; users?: string[] } = {},
+  opts: { registry?: FakeRegistryImage[]; users?: string[]; env?: Record<string, string> } = {},
 ): Promise<Sim & { users: Record<string, Caller> }> {
   const engines = new Map<string, RecordingEngine>();
   const h = await startHarness({
-    env: { BERTH_RECONCILE_INTERVAL_MS: "200", BERTH_CONTAINER_STOP_TIMEOUT_S: "1" },
+    env: { BERTH_RECONCILE_INTERVAL_MS: "200", BERTH_CONTAINER_STOP_TIMEOUT_S: "1", ...opts.env },
     makeFakeEngine: (n) => {
       const e = new RecordingEngine({
         name: `sim-${n.uuid.slice(0, 8)}`,

@@ -33,6 +33,7 @@ import {
   splitImageTag,
 } from "../engine.ts";
 import { type DockerEndpoint, type DockerTls, describeEndpoint, parseDockerEndpoint } from "./endpoint.ts";
+import { hostsCommand } from "./hosts.ts";
 import {
   containerEvent,
   containerSummary,
@@ -536,6 +537,16 @@ export class DockerEngine implements Engine {
     } finally {
       response.destroy();
     }
+  }
+
+  async replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void> {
+    const session = await this.exec(id, { cmd: hostsCommand(entries) });
+    session.end();
+    let text = "";
+    for await (const out of session.output) text += out.data.toString("utf8");
+    const code = await session.exitCode;
+    if (code !== 0)
+      throw new EngineError("other", `could not rewrite /etc/hosts (exit code ${code}): ${text.trim()}`);
   }
 
   async exec(id: string, options: ExecOptions): Promise<ExecSession> {

@@ -110,6 +110,8 @@ interface FakeContainer {
   image: StoredImage;
   env: Record<string, string>;
   hostname: string;
+  /** The `host:ip` entries of its /etc/hosts beyond the defaults (extra hosts, rewritten ones). */
+  hosts: string[];
   createdAt: number;
   state: ContainerState;
   exitCode: number | undefined;
@@ -531,6 +533,7 @@ export class FakeEngine implements Engine {
       image,
       env: { ...envToRecord(image.config.Env), ...spec.env },
       hostname,
+      hosts: [...(spec.extraHosts ?? [])],
       createdAt: this.now(),
       state: "created",
       exitCode: undefined,
@@ -591,6 +594,8 @@ export class FakeEngine implements Engine {
     if (networkMode === "bridge" || networkMode === "default") {
       const ports = this.allocatePorts(container);
       container.ipAddress = this.allocateAddress();
+      // Docker builds /etc/hosts afresh at every start, from the extra hosts given at create.
+      container.hosts = [...(container.spec.extraHosts ?? [])];
       container.ports = ports;
     }
     container.error = "";
@@ -916,6 +921,28 @@ export class FakeEngine implements Engine {
       options.signal?.removeEventListener("abort", onAbort);
       onAbort();
     }
+  }
+
+  /** As Docker's driver does it, through the image's shell: a running container whose image has `sh`. */
+  async replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void> {
+    this.reach();
+    const container = this.get(id);
+    if (container.state !== "running") {
+      throw new EngineError("conflict", `Container ${container.id} is not running`, 409);
+    }
+    if (!hasProgram(["sh"], container.image.programs)) {
+      throw new EngineError(
+        "other",
+        'could not rewrite /etc/hosts (exit code 126): "sh": executable file not found',
+      );
+    }
+    const drop = new Set(entries.remove);
+    container.hosts = [...container.hosts.filter((h) => !drop.has(h)), ...entries.add];
+  }
+
+  /** The `host:ip` entries of a container's /etc/hosts beyond the defaults (tests read them). */
+  hostEntries(id: string): string[] {
+    return [...this.get(id).hosts];
   }
 
   async exec(id: string, options: ExecOptions): Promise<ExecSession> {

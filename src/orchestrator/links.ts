@@ -1,0 +1,77 @@
+// How links follow running containers (what the HAProxy load balancer relies on): a container
+// follows its service's current links (not the definition it was deployed with) to the targets'
+// live containers, and with sequential_deployment its own service's earlier containers. Views,
+// engine specs, the reconciler's host-entry check and the change feed all read links from here.
+import type { LinkTargets } from "../domain/container-spec.ts";
+import type { LinkTarget } from "../domain/links.ts";
+import type { ServiceSpec } from "../domain/service.ts";
+import { containerUri } from "../domain/uri.ts";
+import type { ContainerRow } from "../store/services.ts";
+
+/** A container counts as a link target while it runs or starts. */
+export const TARGET_STATES = ["Running", "Starting"] as const;
+
+/**
+ * A container as a link target. Ports and variables are its own (the definition it was deployed
+ * with), as a Docker link reads them from the target container: a target whose definition changed
+ * offers the new ones once it is redeployed. `specs` caches parsed definitions by service and version.
+ */
+export function linkTargetOf(c: ContainerRow, specs?: Map<string, ServiceSpec>): LinkTarget {
+  const key = `${c.service_uuid}/${c.spec_version}`;
+  let spec = specs?.get(key);
+  if (!spec) {
+    spec = JSON.parse(c.spec) as ServiceSpec;
+    specs?.set(key, spec);
+  }
+  return {
+    name: c.name,
+    resource_uri: containerUri(c),
+    private_ip: c.private_ip || null,
+    ports: spec.container_ports.map((p) => ({ inner_port: p.inner_port, protocol: p.protocol })),
+    envvars: spec.container_envvars,
+  };
+}
+
+/** A container as a link target for host entries only (its name and address). */
+export function hostTargetOf(c: Pick<ContainerRow, "name" | "private_ip">): LinkTarget {
+  return { name: c.name, resource_uri: "", private_ip: c.private_ip || null, ports: [], envvars: [] };
+}
+
+/** The services whose containers a container of this definition links to (its own with sequential_deployment). */
+export function linkedServices(spec: ServiceSpec, serviceUuid: string): string[] {
+  const out = spec.linked_to_service.map((l) => l.to_service);
+  if (spec.sequential_deployment) out.push(serviceUuid);
+  return out;
+}
+
+/**
+ * The links a container follows: each of the definition's links to its target's live containers,
+ * then (sequential_deployment) the service's containers numbered before it, under the service's name.
+ */
+export function followedLinks(
+  spec: ServiceSpec,
+  client: { serviceUuid: string; serviceName: string; number: number },
+  targetsOf: (serviceUuid: string) => readonly LinkTarget[],
+): LinkTargets[] {
+  const out: LinkTargets[] = spec.linked_to_service.map((l) => ({
+    alias: l.name,
+    targets: [...targetsOf(l.to_service)],
+  }));
+  if (spec.sequential_deployment) {
+    const earlier = targetsOf(client.serviceUuid).filter(
+      (t) => Number(t.name.split("-").at(-1)) < client.number,
+    );
+    if (earlier.length) out.push({ alias: client.serviceName, targets: earlier });
+  }
+  return out;
+}
+
+/** The address a container offers its link clients ("" when it offers none). */
+export function offeredAddress(c: Pick<ContainerRow, "state" | "private_ip">): string {
+  return (TARGET_STATES as readonly string[]).includes(c.state) ? c.private_ip : "";
+}
+
+/** Whether two lists hold the same entries, in any order. */
+export function sameEntries(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().join("\n") === [...b].sort().join("\n");
+}
