@@ -105,9 +105,12 @@ describe("an agent sees only its own node's engine calls", () => {
     const svc = await runningService(h, bob, { name: "secret-sauce", target_num_containers: 2 });
     const bobsNode = (await h.store.nodes.liveNodes({ namespace: "bob" }))[0]!;
     const seenBefore = seen.length;
-    // Several health sweeps and reconciler passes later…
-    await new Promise((r) => setTimeout(r, 1500));
-    assert.ok(seen.length > seenBefore, "alice's engine is still being talked to");
+    // Full reconciler passes over every node, bob's included, and alice's engine talked to since…
+    for (let pass = 0; pass < 2; pass++) {
+      await h.reconciler.resync();
+      await h.reconciler.settle();
+    }
+    await waitFor("alice's engine to be talked to again", async () => seen.length > seenBefore, 20_000);
     const traffic = seen.join("\n");
     for (const secret of ["bob", "secret-sauce", svc.uuid, bobsNode.uuid, ...svc.containers]) {
       assert.ok(!traffic.includes(secret), `${secret} never reaches alice's agent`);

@@ -29,6 +29,14 @@ before(async () => {
 });
 after(() => s.close());
 
+/** Two full reconciler passes, settled: what a negative assertion waits on instead of a sleep. */
+async function reconciled(): Promise<void> {
+  for (let pass = 0; pass < 2; pass++) {
+    await s.h.reconciler.resync();
+    await s.h.reconciler.settle();
+  }
+}
+
 async function container(uri: string) {
   return (await call(s.h, s.alice, "GET", uri)).body;
 }
@@ -83,8 +91,8 @@ describe("autorestart and autodestroy", () => {
     assert.equal(stopped.exit_code, 1);
     assert.equal(stopped.exit_code_msg, "Exited with an error (code 1)");
     await until(s, svc.resource_uri, "Stopped");
-    // Give the reconciler a few passes: a failed container is not destroyed under ON_SUCCESS.
-    await new Promise((r) => setTimeout(r, 600));
+    // After full reconciler passes, a failed container is still not destroyed under ON_SUCCESS.
+    await reconciled();
     assert.equal((await container(two.resource_uri)).state, "Stopped");
     assert.ok(await second.engine.inspectContainer(second.id), "its engine container is kept");
   });
@@ -101,7 +109,7 @@ describe("autorestart and autodestroy", () => {
       return r.state === "Stopped" && r.target_num_containers === 1 ? r : undefined;
     });
     assert.deepEqual(after.containers, [kept.resource_uri]);
-    await new Promise((r) => setTimeout(r, 600));
+    await reconciled();
     assert.equal(
       (await container(kept.resource_uri)).state,
       "Stopped",
