@@ -9,13 +9,11 @@ import { navigate } from "../router.ts";
 import {
   ErrorLine,
   Facts,
-  Field,
   inputValue,
   Loading,
   Op,
   Page,
   PagedTable,
-  Pager,
   Select,
   StateBadge,
   Table,

@@ -2,26 +2,21 @@
 
 import { useState } from "preact/hooks";
 import { CONTAINER_OPERATIONS, CONTAINER_STATES } from "../../../src/domain/states.ts";
-import { call, nsPath, query, uuidOf } from "../api.ts";
+import { nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { Terminal } from "../terminal.tsx";
 import {
   ErrorLine,
   Facts,
-  gate,
   inputValue,
   LifecycleOps,
   Loading,
-  Op,
   Page,
   PagedTable,
-  Pager,
-  Select,
   StateBadge,
   StateFilter,
   short,
-  Table,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 

@@ -4,7 +4,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type Reply } from "../api.ts";
 import { ErrorLine, errorText, Field, inputValue, notify, Select } from "../ui.tsx";
-import { type Service, serviceChoices } from "./services.tsx";
+import { type Service, serviceChoices } from "./service-model.ts";
 
 interface Port {
   protocol: string;

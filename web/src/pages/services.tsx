@@ -2,7 +2,7 @@
 
 import { useState } from "preact/hooks";
 import { SERVICE_OPERATIONS, SERVICE_STATES } from "../../../src/domain/states.ts";
-import { call, get, type ListPage, nsPath, query, uuidOf } from "../api.ts";
+import { call, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { navigate } from "../router.ts";
@@ -15,8 +15,6 @@ import {
   Op,
   Page,
   PagedTable,
-  Pager,
-  Select,
   StateBadge,
   StateFilter,
   short,
@@ -24,53 +22,8 @@ import {
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 import { ServiceForm } from "./service-form.tsx";
+import type { Service } from "./service-model.ts";
 import { Triggers } from "./triggers.tsx";
-
-export interface Service extends Resource {
-  uuid: string;
-  name: string;
-  nickname: string;
-  image_name: string;
-  state: string;
-  stack: string | null;
-  target_num_containers: number;
-  current_num_containers: number;
-  running_num_containers: number;
-  deployment_strategy: string;
-  containers: string[];
-  container_ports: {
-    protocol: string;
-    inner_port: number;
-    outer_port: number | null;
-    published: boolean;
-    endpoint_uri: string;
-  }[];
-  container_envvars: { key: string; value: string }[];
-  linked_to_service: { name: string; to_service: string; from_service: string }[];
-  bindings: {
-    host_path: string | null;
-    container_path: string | null;
-    rewritable: boolean;
-    volumes_from: string | null;
-  }[];
-  autorestart: string;
-  autodestroy: string;
-  autoredeploy: boolean;
-  roles: string[];
-  tags: { name: string }[];
-  public_dns: string;
-  synchronized: boolean;
-  run_command: string;
-  entrypoint: string;
-  memory: number | null;
-  cpu_shares: number | null;
-  privileged: boolean;
-  sequential_deployment: boolean;
-  net: string;
-  pid: string;
-  working_dir: string;
-  deployed_datetime: string | null;
-}
 
 const PAGE = 50;
 
@@ -257,12 +210,4 @@ export function ServiceEdit({ uuid }: { uuid: string }) {
       />
     </Page>
   );
-}
-
-/** Services of the namespace for link and volumes-from pickers. */
-export async function serviceChoices(): Promise<{ value: string; label: string }[]> {
-  const page = await get<ListPage<Service>>(query(nsPath("app", "service"), { limit: 1000 }));
-  return page.objects
-    .filter((s) => s.state !== "Terminated")
-    .map((s) => ({ value: s.resource_uri, label: s.name }));
 }

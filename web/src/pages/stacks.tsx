@@ -15,15 +15,13 @@ import {
   LifecycleOps,
   Loading,
   notify,
-  Op,
   Page,
   PagedTable,
-  Pager,
   StateBadge,
   Table,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
-import type { Service } from "./services.tsx";
+import type { Service } from "./service-model.ts";
 
 interface Stack extends Resource {
   uuid: string;
