@@ -1,6 +1,7 @@
 // The CLI's only way to the server: HTTP (global fetch) and WebSocket (`ws`), Basic auth with the
 // user's API key. Errors come back as CliErrors carrying the server's sentence and field details.
 import WebSocket from "ws";
+import { lastSegment } from "../domain/uri.ts";
 import type { Credentials } from "./config.ts";
 import { CliError } from "./errors.ts";
 
@@ -188,5 +189,5 @@ export class Client {
 
 /** The uuid at the end of a resource URI (`/api/audit/v1/action/<uuid>/` → `<uuid>`). */
 export function uuidOf(uri: string): string {
-  return uri.split("/").filter(Boolean).at(-1) ?? "";
+  return lastSegment(uri) ?? "";
 }

@@ -1,6 +1,7 @@
 // Output for people and for scripts: aligned tables (colours on a terminal, off when piped or with
 // NO_COLOR), `-q` for uuids only, `--json` for the API's objects as they are.
 import pc from "picocolors";
+import { lastSegment as segmentOf } from "../domain/uri.ts";
 import type { Json } from "./client.ts";
 
 export interface OutputOptions {
@@ -51,8 +52,7 @@ export function short(uuid: unknown): string {
 
 /** Last segment of a resource URI (`/api/infra/v1/region/aws/us-east-1/` → `us-east-1`). */
 export function lastSegment(uri: unknown): string {
-  if (typeof uri !== "string" || uri === "") return "";
-  return uri.split("/").filter(Boolean).at(-1) ?? "";
+  return typeof uri === "string" ? (segmentOf(uri) ?? "") : "";
 }
 
 /** "3 minutes ago" (or "in an hour") for an API timestamp (`Sun, 22 Nov 2026 03:17:08 +0000` or ISO 8601). */

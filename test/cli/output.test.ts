@@ -63,6 +63,29 @@ describe("output and completion", () => {
     ]);
     assert.ok(complete("berth --json container ex").includes("exec"));
     assert.ok(complete("berth service redeploy --n").includes("--not-reuse-volumes"));
+    // The newer commands: bring your own node, the agent's own options, admin.
+    assert.ok(["byo", "token"].every((w) => complete("berth node ").includes(w)));
+    assert.deepEqual(
+      complete("berth node token ").filter((w) => !w.startsWith("-")),
+      ["ls", "revoke", "rm"],
+    );
+    assert.ok(complete("berth node byo -").includes("-q"));
+    assert.deepEqual(complete("berth agent --"), [
+      "--docker-socket",
+      "--help",
+      "--install-systemd",
+      "--nickname",
+      "--state-dir",
+      "--systemd-dir",
+      "--tag",
+      "--token",
+      "--url",
+    ]);
+    assert.deepEqual(
+      complete("berth admin ").filter((w) => !w.startsWith("-")),
+      ["backup", "restore"],
+    );
+    assert.ok(complete("berth admin restore --").includes("--data-dir"));
     const zsh = (await ok(["completion", "zsh"])).stdout;
     assert.match(zsh, /bashcompinit/);
     const bad = await berth(["completion", "fish"], { env });

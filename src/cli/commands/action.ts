@@ -1,6 +1,7 @@
 // `berth action …` (ls with filters, inspect, logs [-f], cancel, retry) and `berth event` (the
 // events stream: one line per event, or JSON lines).
 import type { Command } from "commander";
+import { canonicalUri, parseObjectUri } from "../../domain/uri.ts";
 import { API, type Json } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
@@ -12,10 +13,8 @@ import { inspect, quietOption, syncOption, wholeNumber } from "./common.ts";
 /** `/api/app/v1/alice/service/<uuid>/` → `service 1a2b3c4d`. */
 export function objectLabel(uri: unknown): string {
   if (typeof uri !== "string" || uri === "") return "";
-  const parts = uri.split("/").filter(Boolean);
-  const uuid = parts.at(-1) ?? "";
-  const kind = parts.at(-2) ?? "";
-  return /^[0-9a-f-]{36}$/.test(uuid) ? `${kind} ${short(uuid)}` : uri;
+  const parsed = parseObjectUri(uri);
+  return parsed && /^[0-9a-f-]{36}$/.test(parsed.id) ? `${parsed.resource} ${short(parsed.id)}` : uri;
 }
 
 export const ACTION_COLUMNS: Column[] = [
@@ -32,7 +31,7 @@ const OBJECT_KINDS: Kind[] = [KINDS.service, KINDS.stack, KINDS.container, KINDS
 
 /** A resource URI as it is, or the first service, stack, container, cluster or node of that name. */
 async function objectUri(c: Ctx, ref: string): Promise<string> {
-  if (ref.startsWith("/api/")) return ref.endsWith("/") ? ref : `${ref}/`;
+  if (ref.startsWith("/api/")) return canonicalUri(ref);
   for (const kind of OBJECT_KINDS) {
     try {
       return (await resolve(c.client, kind, ref)).resource_uri;

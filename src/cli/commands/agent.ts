@@ -5,6 +5,7 @@
 import { type Command, Option } from "commander";
 import { AGENT_OPTIONS, type AgentOption } from "../../agent/options.ts";
 import { loadPart } from "../parts.ts";
+import { ownArguments } from "./completion.ts";
 
 interface AgentModule {
   main(
@@ -19,6 +20,7 @@ export function registerAgent(program: Command): void {
     .command("agent")
     .description("run the Berth agent: make this server's Docker engine a node (see berth node byo)")
     .helpOption(false);
+  ownArguments.add(agent);
   for (const [name, o] of Object.entries(AGENT_OPTIONS) as [string, AgentOption][])
     agent.addOption(
       new Option(`${o.short ? `-${o.short}, ` : ""}--${name}${o.value ? ` ${o.value}` : ""}`, o.description),

@@ -3,6 +3,9 @@
 import type { Command } from "commander";
 import { usageError } from "../errors.ts";
 
+/** Commands that parse their own arguments (berth's global options mean nothing to them). */
+export const ownArguments = new WeakSet<Command>();
+
 /** Every command path ("service env add") with its subcommands and options. */
 export function commandTable(program: Command): Map<string, { subcommands: string[]; options: string[] }> {
   const table = new Map<string, { subcommands: string[]; options: string[] }>();
@@ -14,7 +17,7 @@ export function commandTable(program: Command): Map<string, { subcommands: strin
     const options = [
       ...(cmd === program ? ["--version"] : []),
       ...cmd.options.flatMap((o) => [o.long, o.short].filter((x): x is string => !!x)),
-      ...globals,
+      ...(ownArguments.has(cmd) ? [] : globals),
       "--help",
     ];
     table.set(path, {

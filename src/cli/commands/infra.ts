@@ -1,6 +1,7 @@
 // `berth nodecluster …` (ls, create, inspect, scale, rm, upgrade; provider/region/nodetype/az
 // listings) and `berth node …` (ls, inspect, upgrade, health-check, rm; byo and token in byo.ts).
 import type { Command } from "commander";
+import { canonicalUri, nodeTypeUri, providerUri, regionUri } from "../../domain/uri.ts";
 import { API, type Json } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { usageError } from "../errors.ts";
@@ -29,11 +30,21 @@ export const NODE_COLUMNS: Column[] = [
   { header: "DOCKER_VER", value: (n) => n.docker_version ?? n.engine_version },
 ];
 
-/** `aws` → the provider's URI; a URI stays as it is. */
-function catalogueUri(kind: string, ...names: string[]): string {
-  const last = names.at(-1) ?? "";
-  if (last.startsWith("/api/")) return last.endsWith("/") ? last : `${last}/`;
-  return `${API.infra}${kind}/${names.map(encodeURIComponent).join("/")}/`;
+const CATALOGUE = {
+  provider: (p: string) => providerUri(p),
+  region: (p: string, r: string) => regionUri(p, r),
+  nodetype: (p: string, t: string) => nodeTypeUri(p, t),
+} as const;
+
+/** `aws us-east-1` → the region's URI (the API's own builders); a URI given as the last name stays. */
+function catalogueUri<K extends keyof typeof CATALOGUE>(
+  kind: K,
+  ...names: Parameters<(typeof CATALOGUE)[K]>
+): string {
+  const last: string = names.at(-1) ?? "";
+  if (last.startsWith("/api/")) return canonicalUri(last);
+  const build = CATALOGUE[kind] as (...n: string[]) => string;
+  return build(...names.map(encodeURIComponent));
 }
 
 async function listLive(c: Ctx, path: string, o: { status?: string; all?: boolean }, query: Json = {}) {

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { API, type Json } from "../client.ts";
 import type { Ctx } from "../context.ts";
 import { usageError } from "../errors.ts";
-import type { Column } from "../output.ts";
+import { type Column, lastSegment } from "../output.ts";
 import { quietOption } from "./common.ts";
 
 const REPOSITORY_COLUMNS: Column[] = [
@@ -61,7 +61,7 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
       const c = ctx(cmd);
       const objects = await c.client.all(base(c));
       if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
-      for (const r of objects) r.registry_host = (r.registry ?? "").split("/").filter(Boolean).at(-1) ?? "";
+      for (const r of objects) r.registry_host = lastSegment(r.registry);
       c.out.list(objects, REPOSITORY_COLUMNS, (r) => r.name);
     });
   repository
