@@ -202,13 +202,21 @@ export function environmentFromEngine(
     }));
 }
 
-/** The link host entries (`host:ip`) an engine container was last given, from its label. */
-export function linkHostsFromEngine(labels: Record<string, string>): string[] {
+/**
+ * The link host entries (`host:ip`) an engine container was given at create, from its label, as
+ * the JSON the record keeps; null when it has no readable label (made before Berth wrote one): its
+ * entries are unknown, so they are never rewritten and it stays unsynchronized until a redeploy.
+ */
+export function linkHostsFromEngine(labels: Record<string, string>): string | null {
+  const label = labels[LINK_HOSTS_LABEL];
+  if (label === undefined) return null;
   try {
-    const parsed: unknown = JSON.parse(labels[LINK_HOSTS_LABEL] ?? "[]");
-    return Array.isArray(parsed) ? parsed.filter((x): x is string => typeof x === "string") : [];
+    const parsed: unknown = JSON.parse(label);
+    return Array.isArray(parsed) && parsed.every((x) => typeof x === "string")
+      ? JSON.stringify(parsed)
+      : null;
   } catch {
-    return [];
+    return null;
   }
 }
 

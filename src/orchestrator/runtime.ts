@@ -68,7 +68,7 @@ function engineRecord(c: ContainerRow, view: ContainerView): Partial<ContainerRo
   return {
     engine_id: view.id,
     environment: JSON.stringify(environmentFromEngine(view.env, view.labels, spec.container_envvars)),
-    link_hosts: JSON.stringify(linkHostsFromEngine(view.labels)),
+    link_hosts: linkHostsFromEngine(view.labels),
   };
 }
 
@@ -403,7 +403,7 @@ export class ContainerRuntime {
       if (running && (r.state !== "Running" || restarted)) {
         patch.started_at = view.startedAt ?? now;
         // Every start gives the container the /etc/hosts of its create again: rewritten entries are gone.
-        patch.link_hosts = JSON.stringify(linkHostsFromEngine(view.labels));
+        patch.link_hosts = linkHostsFromEngine(view.labels);
       }
       // A stop passes through Stopping (set by the action), so any move to Stopped of a container
       // that has run counts as its last stop, not only a move straight from Running.

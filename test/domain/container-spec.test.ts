@@ -7,6 +7,8 @@ import {
   calculatedEnvvars,
   ENV_PREFIXES,
   engineContainerName,
+  environmentFromEngine,
+  linkHostsFromEngine,
   volumesFromRefs,
 } from "../../src/domain/container-spec.ts";
 import type { LinkTarget } from "../../src/domain/links.ts";
@@ -343,5 +345,26 @@ describe("injected environment", () => {
     assert.ok(keys.includes("PLATFORM_SERVICE_API_URI"));
     assert.ok(keys.includes("DOCKERCLOUD_SERVICE_FQDN"));
     assert.ok(!keys.some((k) => /CONTAINER_|NODE_/.test(k)));
+  });
+});
+
+describe("what an engine container says of how it was made", () => {
+  test("its environment with origins from Berth's label; PLATFORM_AUTH never recorded", () => {
+    const env = environmentFromEngine(
+      { PATH: "/bin", MODE: "prod", DB_PORT: "tcp://10.0.0.2:5432", PLATFORM_AUTH: "Basic x" },
+      { "io.berth.platform-env": "DB_PORT,PLATFORM_AUTH" },
+      [{ key: "MODE", value: "prod" }],
+    );
+    assert.deepEqual(env, [
+      { key: "PATH", value: "/bin", origin: "image" },
+      { key: "MODE", value: "prod", origin: "user" },
+      { key: "DB_PORT", value: "tcp://10.0.0.2:5432", origin: "platform" },
+    ]);
+  });
+
+  test("its link host entries from the label; unknown (null) for a container made before the label", () => {
+    assert.equal(linkHostsFromEngine({ "io.berth.link-hosts": '["db:10.0.0.2"]' }), '["db:10.0.0.2"]');
+    assert.equal(linkHostsFromEngine({}), null);
+    assert.equal(linkHostsFromEngine({ "io.berth.link-hosts": "{oops" }), null);
   });
 });
