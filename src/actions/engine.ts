@@ -220,38 +220,32 @@ export class ActionEngine {
   // ---- cancel and retry ----------------------------------------------------------------------
 
   async cancel(uuid: string): Promise<ActionRow> {
-    for (;;) {
-      const a = await this.store.findAction(uuid);
-      if (!a) throw new ApiError("not_found", "not_found", "No such action.");
-      try {
-        if (a.state === "Pending") {
-          const row = await this.store.transaction(async (tx) => {
-            const r = await tx.updateAction(a, { state: "Canceled", end_date: this.opts.clock.now() });
-            await tx.appendActionLog(uuid, this.opts.clock.now(), "Canceled before it started");
-            await this.emit(tx, r, "update");
-            return r;
-          });
-          await this.finishCanceledPending(row);
-          this.wake();
-          return row;
-        }
-        if (a.state === "In progress") {
-          return await this.store.transaction(async (tx) => {
-            const r = await tx.updateAction(a, { state: "Canceling" });
-            await tx.appendActionLog(
-              uuid,
-              this.opts.clock.now(),
-              "Cancel requested; stopping after the current step",
-            );
-            await this.emit(tx, r, "update");
-            return r;
-          });
-        }
+    const now = () => this.opts.clock.now();
+    let from: string | undefined;
+    const row = await this.store.mutate({
+      read: (store) => store.findAction(uuid),
+      change: (a): Partial<ActionRow> => {
+        from = a.state;
+        if (a.state === "Pending") return { state: "Canceled", end_date: now() };
+        if (a.state === "In progress") return { state: "Canceling" };
         throw conflict(`action is ${a.state}; cancel is allowed in Pending, In progress`, "invalid_state");
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
+      },
+      write: (tx, a, patch) => tx.updateAction(a, patch),
+      after: async (tx, _a, r) => {
+        const line =
+          r.state === "Canceled"
+            ? "Canceled before it started"
+            : "Cancel requested; stopping after the current step";
+        await tx.appendActionLog(uuid, now(), line);
+        await this.emit(tx, r, "update");
+      },
+    });
+    if (!row) throw new ApiError("not_found", "not_found", "No such action.");
+    if (from === "Pending") {
+      await this.finishCanceledPending(row);
+      this.wake();
     }
+    return row;
   }
 
   /** A Pending action never ran, but its `prepare` may have moved the object: let the kind settle it. */
@@ -529,38 +523,30 @@ export class ActionEngine {
   }
 
   private async end(uuid: string, state: Outcome): Promise<void> {
-    for (;;) {
-      const a = await this.store.findAction(uuid);
-      if (!a || TERMINAL.includes(a.state as ActionState)) return;
-      try {
-        await this.store.transaction(async (tx) => {
-          const r = await tx.updateAction(a, {
-            state,
-            end_date: this.opts.clock.now(),
-            lease_owner: null,
-            lease_until: null,
-          });
-          await this.emit(tx, r, "update");
-        });
-        this.opts.onEnded?.(a.kind ?? "call", state, this.opts.clock.now() - a.start_date);
-        return;
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
+    let ended: ActionRow | undefined;
+    await this.store.mutate({
+      read: (store) => store.findAction(uuid),
+      change: (a): Partial<ActionRow> | undefined =>
+        TERMINAL.includes(a.state as ActionState)
+          ? undefined
+          : { state, end_date: this.opts.clock.now(), lease_owner: null, lease_until: null },
+      write: (tx, a, patch) => tx.updateAction(a, patch),
+      after: async (tx, _a, r) => {
+        await this.emit(tx, r, "update");
+        ended = r;
+      },
+    });
+    if (ended) {
+      this.opts.onEnded?.(ended.kind ?? "call", state, this.opts.clock.now() - ended.start_date);
     }
   }
 
   private async updateRetrying(uuid: string, patch: Partial<ActionRow>): Promise<void> {
-    for (;;) {
-      const a = await this.store.findAction(uuid);
-      if (!a) return;
-      try {
-        await this.store.updateAction(a, patch);
-        return;
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
-    }
+    await this.store.mutate({
+      read: (store) => store.findAction(uuid),
+      change: () => patch,
+      write: (tx, a, p) => tx.updateAction(a, p),
+    });
   }
 
   private async emit(tx: Store, a: ActionRow, action: "create" | "update"): Promise<void> {

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { ActionEngine, ActionKind, StepContext } from "../actions/engine.ts";
 import type { Catalogue, ProviderData } from "../catalogue/catalogue.ts";
-import { ApiError, conflict, forbidden, invalidField, notFound, VersionConflict } from "../domain/errors.ts";
+import { ApiError, conflict, forbidden, invalidField, notFound } from "../domain/errors.ts";
 import {
   assertAllowed,
   CLUSTER_OPERATIONS,
@@ -103,47 +103,23 @@ export class NodeService {
     uuid: string,
     patch: (n: NodeRow) => Partial<NodeRow> | undefined,
   ): Promise<NodeRow | undefined> {
-    for (;;) {
-      const n = await this.store.nodes.findNode(uuid);
-      if (!n) return undefined;
-      const p = patch(n);
-      if (!p) return n;
-      try {
-        return await this.store.transaction(async (tx) => {
-          const r = await tx.nodes.updateNode(n, p);
-          await this.emitNode(
-            tx,
-            r,
-            r.state === "Terminated" && n.state !== "Terminated" ? "delete" : "update",
-          );
-          return r;
-        });
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
-    }
+    return this.store.mutate({
+      read: (store) => store.nodes.findNode(uuid),
+      change: patch,
+      write: (tx, n, p) => tx.nodes.updateNode(n, p),
+      after: (tx, n, r) =>
+        this.emitNode(tx, r, r.state === "Terminated" && n.state !== "Terminated" ? "delete" : "update"),
+    });
   }
 
   async patchCluster(uuid: string, patch: (c: ClusterRow) => Partial<ClusterRow> | undefined) {
-    for (;;) {
-      const c = await this.store.nodes.findCluster(uuid);
-      if (!c) return undefined;
-      const p = patch(c);
-      if (!p) return c;
-      try {
-        return await this.store.transaction(async (tx) => {
-          const r = await tx.nodes.updateCluster(c, p);
-          await this.emitCluster(
-            tx,
-            r,
-            r.state === "Terminated" && c.state !== "Terminated" ? "delete" : "update",
-          );
-          return r;
-        });
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
-    }
+    return this.store.mutate({
+      read: (store) => store.nodes.findCluster(uuid),
+      change: patch,
+      write: (tx, c, p) => tx.nodes.updateCluster(c, p),
+      after: (tx, c, r) =>
+        this.emitCluster(tx, r, r.state === "Terminated" && c.state !== "Terminated" ? "delete" : "update"),
+    });
   }
 
   // ---- create ----------------------------------------------------------------------------------

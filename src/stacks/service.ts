@@ -16,7 +16,7 @@ import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/
 import type { RelationResolver } from "../actions/relations.ts";
 import { type ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import type { StackCreateBody, StackUpdateBody } from "../contract/stack.ts";
-import { ApiError, conflict, type FieldProblem, notFound, VersionConflict } from "../domain/errors.ts";
+import { ApiError, conflict, type FieldProblem, notFound } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import { applyUpdate, normalizeCreate, type ResolvedService } from "../domain/service-spec.ts";
 import {
@@ -738,24 +738,25 @@ export class StackService {
     uuid: string,
     fn: (st: StackRow) => Promise<Partial<StackRow> | undefined>,
   ): Promise<StackRow | undefined> {
-    for (;;) {
-      const st = await this.store.stacks.findStack(uuid);
-      if (!st) return undefined;
-      const patch = await fn(st);
-      if (!patch || Object.entries(patch).every(([k, v]) => st[k as keyof StackRow] === v)) return st;
-      try {
-        return await this.store.transaction(async (tx) => {
-          const r = await tx.stacks.updateStack(st, patch);
-          if (r.state !== st.state) {
-            const action = r.state === "Terminated" ? "delete" : "update";
-            await this.d.changes.stack(tx, r.namespace, r.uuid, r.state, action);
-          }
-          return r;
-        });
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
-    }
+    return this.store.mutate({
+      read: (store) => store.stacks.findStack(uuid),
+      change: async (st) => {
+        const patch = await fn(st);
+        const unchanged = !patch || Object.entries(patch).every(([k, v]) => st[k as keyof StackRow] === v);
+        return unchanged ? undefined : patch;
+      },
+      write: (tx, st, patch) => tx.stacks.updateStack(st, patch),
+      after: async (tx, st, r) => {
+        if (r.state === st.state) return;
+        await this.d.changes.stack(
+          tx,
+          r.namespace,
+          r.uuid,
+          r.state,
+          r.state === "Terminated" ? "delete" : "update",
+        );
+      },
+    });
   }
 
   // ---- following the services ------------------------------------------------------------------------

@@ -137,6 +137,36 @@ export class Store {
     return result;
   }
 
+  /**
+   * The one way to change a versioned row: re-read it, let `change` decide the patch, write it and,
+   * in the same transaction, what goes with it (`after`: the change-feed entry, a log line); when
+   * another writer got there first (VersionConflict) start over from a fresh read. Answers the row
+   * as written, the row as read when `change` answers undefined (nothing to do), or undefined when
+   * the row is gone. Callers never hand-write the read/patch/retry/emit loop.
+   */
+  async mutate<R, P>(op: {
+    read: (store: Store) => Promise<R | undefined>;
+    change: (row: R) => P | undefined | Promise<P | undefined>;
+    write: (tx: Store, row: R, patch: P) => Promise<R>;
+    after?: (tx: Store, before: R, written: R) => Promise<void>;
+  }): Promise<R | undefined> {
+    for (;;) {
+      const row = await op.read(this);
+      if (row === undefined) return undefined;
+      const patch = await op.change(row);
+      if (patch === undefined) return row;
+      try {
+        return await this.transaction(async (tx) => {
+          const written = await op.write(tx, row, patch);
+          await op.after?.(tx, row, written);
+          return written;
+        });
+      } catch (err) {
+        if (!(err instanceof VersionConflict)) throw err;
+      }
+    }
+  }
+
   private committed(cb: () => void): void {
     if (this.inTransaction) this.afterCommit.push(cb);
     else cb();
