@@ -566,7 +566,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       // The first start after a restore (one replica takes the fact): the restored records take
       // back the containers still running on the nodes before anything acts on them.
       if ((await store.replicas.takeFact(RESTORED_FACT)) !== undefined) {
-        const report = await adoptAfterRestore({ store, engines, runtime, actions });
+        const report = await adoptAfterRestore({ store, engines, runtime, orchestrator, actions });
         app.log.info({ adoption: report }, "restore: containers re-adopted");
       }
       actions.start();

@@ -58,7 +58,15 @@ export function tagNames(tags: ({ name: string } | string)[] | undefined, field 
 }
 
 export class NodeService {
-  constructor(private readonly o: NodeServiceOptions) {}
+  /**
+   * Silence counts only while this process could hear it: after Berth itself was down (a restart,
+   * a restore), a node's `last_seen` is old through no fault of its own.
+   */
+  private readonly listeningSince: number;
+
+  constructor(private readonly o: NodeServiceOptions) {
+    this.listeningSince = o.clock.now();
+  }
 
   private get store() {
     return this.o.store;
@@ -302,7 +310,8 @@ export class NodeService {
         if (n.state === "Unreachable") return undefined;
         if (n.state !== "Deployed" && !joining(n)) return undefined;
         const since = n.unreachable_since ?? now;
-        const lapsed = opts.immediate || now - (n.last_seen ?? since) >= this.o.unreachableGraceMs;
+        const silentSince = Math.max(n.last_seen ?? since, this.listeningSince);
+        const lapsed = opts.immediate || now - silentSince >= this.o.unreachableGraceMs;
         return lapsed ? { state: "Unreachable", unreachable_since: since } : { unreachable_since: since };
       });
     }

@@ -2,8 +2,8 @@
 // running. Each node's containers carrying Berth's labels are matched with the records by the
 // `io.berth.container` label and observed into them (nothing is started, stopped or created), and
 // every difference is reported as an action: a record whose container changed or is gone, an
-// engine container no record knows. Later work (service policies, the reconciler) acts on the
-// records as usual.
+// engine container no record knows. The services of changed containers settle to what their
+// containers now say. Later work (service policies, the reconciler) acts on the records as usual.
 import { randomUUID } from "node:crypto";
 import type { ActionEngine } from "../actions/engine.ts";
 import { LABELS } from "../domain/service.ts";
@@ -12,6 +12,7 @@ import type { EngineSource } from "../nodes/provisioners.ts";
 import { nodeUri } from "../nodes/views.ts";
 import type { Store } from "../store/store.ts";
 import type { ContainerRuntime } from "./runtime.ts";
+import type { Orchestrator } from "./services.ts";
 
 const META = {
   method: "POST",
@@ -34,9 +35,11 @@ export async function adoptAfterRestore(d: {
   store: Store;
   engines: EngineSource;
   runtime: ContainerRuntime;
+  orchestrator: Pick<Orchestrator, "settleService">;
   actions: ActionEngine;
 }): Promise<AdoptionReport> {
   const report: AdoptionReport = { adopted: 0, changed: 0, missing: 0, unknown: 0, unreachableNodes: 0 };
+  const unsettled = new Set<string>();
   const record = (namespace: string, object: string, name: string, ok: boolean, line: string) =>
     d.actions.recordSync({
       uuid: randomUUID(),
@@ -73,6 +76,7 @@ export async function adoptAfterRestore(d: {
       const engineId = onEngine.get(before.uuid);
       onEngine.delete(before.uuid);
       const after = await d.runtime.observe(before.uuid);
+      if (!engineId || after?.state !== before.state) unsettled.add(before.service_uuid);
       if (!engineId) {
         report.missing++;
         await record(
@@ -112,5 +116,6 @@ export async function adoptAfterRestore(d: {
       `After a restore: ${adopted} container(s) adopted as recorded, without restarting them`,
     );
   }
+  for (const service of unsettled) await d.orchestrator.settleService(service, { keepTransitional: true });
   return report;
 }

@@ -2,6 +2,8 @@
 // scaling, tags, health, and the change feed.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { systemClock } from "../../src/domain/time.ts";
+import { NodeService } from "../../src/nodes/service.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 
 let h: Harness;
@@ -269,6 +271,38 @@ describe("node health", () => {
     assert.equal(back.status, 200);
     assert.equal(back.body.state, "Deployed");
     assert.ok(back.headers["x-platform-action-uri"], "health-check is an audited call");
+  });
+
+  test("after Berth itself was down, a node is not Unreachable before it was heard silent for the grace", async () => {
+    const c = await deployed(alice, { name: "restart", ...AWS, target_num_nodes: 1 });
+    const uuid = c.nodes[0].split("/").filter(Boolean).pop()!;
+    // Last heard an hour ago: Berth was down meanwhile. A Berth starting now, whose first probe fails.
+    await h.store.db
+      .updateTable("nodes")
+      .set({ last_seen: Date.now() - 3_600_000 })
+      .where("uuid", "=", uuid)
+      .execute();
+    const fresh = new NodeService({
+      store: h.store,
+      catalogue: h.catalogue,
+      provisioners: {},
+      engines: h.engines,
+      clock: systemClock,
+      actions: h.actions,
+      unreachableGraceMs: 60_000,
+    });
+    const fake = h.engines.forNode((await h.store.nodes.findNode(uuid))!) as unknown as {
+      setReachable(v: boolean): void;
+    };
+    fake.setReachable(false);
+    try {
+      const after = await fresh.probe(uuid, { immediate: false });
+      assert.equal(after?.state, "Deployed", "one failed probe right after start is within the grace");
+      assert.notEqual(after?.unreachable_since, null, "the silence is counted from now");
+      assert.equal((await fresh.probe(uuid, { immediate: true }))?.state, "Unreachable");
+    } finally {
+      fake.setReachable(true);
+    }
   });
 
   test("every node and cluster state change is in the change feed with its parents", async () => {

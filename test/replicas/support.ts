@@ -14,6 +14,8 @@ const root = path.resolve(import.meta.dirname, "../..");
 
 export const ADMIN_KEY = "replicas-admin-key-0123456789";
 export const adminAuth = basic("admin", ADMIN_KEY);
+/** The BERTH_SECRET_KEY replicas share (an env override of "" makes one use its key file). */
+export const SECRET_KEY = "replica-tier-shared-secret";
 
 /** Why the tier cannot run (no PostgreSQL named), or undefined; under CI=true a missing one fails. */
 export function pgUnavailable(): string | undefined {
@@ -92,7 +94,7 @@ export async function startReplica(
       BERTH_ADMIN_USERNAME: "admin",
       BERTH_ADMIN_PASSWORD: "admin-password",
       BERTH_ADMIN_API_KEY: ADMIN_KEY,
-      BERTH_SECRET_KEY: "replica-tier-shared-secret",
+      BERTH_SECRET_KEY: SECRET_KEY,
       BERTH_AUTO_ATTACH_ENGINE: "false",
       BERTH_LOG_LEVEL: "info",
       ...env,
@@ -206,4 +208,20 @@ export class CuttableProxy {
     u.port = String(this.port);
     return u.toString();
   }
+}
+
+/** The error with each replica's warnings and errors appended (what a failed run needs to be read). */
+export function withLogs(err: unknown, replicas: (Replica | undefined)[]): unknown {
+  if (!(err instanceof Error)) return err;
+  for (const r of replicas) {
+    if (!r) continue;
+    const lines = r
+      .log()
+      .split("\n")
+      .filter((l) => /"level":(40|50|60)/.test(l))
+      .slice(-15)
+      .map((l) => l.slice(0, 600));
+    if (lines.length) err.message += `\n--- replica ${r.name} warnings and errors:\n${lines.join("\n")}`;
+  }
+  return err;
 }
