@@ -1,6 +1,7 @@
 // `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
 // and prints their figures, each baseline measured in the same run. Names: api, placement,
-// large, tenants, idle, real, fanout (all of them without a name). `--quick` shortens the runs.
+// large, tenants, idle, real, fanout, replicas (all of them without a name; replicas needs
+// BERTH_TEST_PG_URL). `--quick` shortens the runs.
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
 import os from "node:os";
 import { parseArgs } from "node:util";
@@ -8,6 +9,7 @@ import { runApi } from "./api.ts";
 import { type FanoutOptions, formatFanout, runEventsFanout } from "./events-fanout.ts";
 import { runPlacement } from "./placement.ts";
 import { runRealDeploy } from "./real.ts";
+import { runReplicas } from "./replicas.ts";
 import { runIdle, runLargeNamespace, runTenants } from "./scale.ts";
 
 const { values, positionals } = parseArgs({
@@ -50,6 +52,11 @@ const benches: Record<string, () => Promise<void>> = {
   tenants: () => runTenants({ services: quick ? 200 : 1000, durationMs: quick ? 3000 : 5000 }, out),
   idle: () => runIdle({ seconds: quick ? 5 : 10 }, out),
   real: () => runRealDeploy({ containers: 10 }, out),
+  replicas: () =>
+    runReplicas(
+      quick ? { seconds: 3, clients: 16, events: 100 } : { seconds: 8, clients: 16, events: 300 },
+      out,
+    ),
   fanout: async () => {
     const custom = [values.subscribers, values.events, values.rate, values.batch].some(
       (v) => v !== undefined,
