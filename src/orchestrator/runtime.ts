@@ -83,24 +83,22 @@ export class ContainerRuntime {
     uuid: string,
     fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
   ): Promise<ContainerRow | undefined> {
-    for (;;) {
-      const c = await this.d.store.services.findContainer(uuid);
-      if (!c) return undefined;
-      const p = fn(c);
-      if (!p || Object.keys(p).length === 0) return c;
-      try {
-        return await this.d.store.transaction(async (tx) => {
-          const r = await tx.services.updateContainer(c, p);
-          if (r.state !== c.state || p.spec_version !== undefined) {
-            await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
-          }
-          await this.d.changes.linkTargets(tx, [{ before: c, after: r }]);
-          return r;
-        });
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
-    }
+    let respecified = false;
+    return this.d.store.mutate({
+      read: (store) => store.services.findContainer(uuid),
+      change: (c) => {
+        const p = fn(c);
+        respecified = p?.spec_version !== undefined;
+        return p && Object.keys(p).length > 0 ? p : undefined;
+      },
+      write: (tx, c, p) => tx.services.updateContainer(c, p),
+      after: async (tx, c, r) => {
+        if (r.state !== c.state || respecified) {
+          await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
+        }
+        await this.d.changes.linkTargets(tx, [{ before: c, after: r }]);
+      },
+    });
   }
 
   /**

@@ -2,7 +2,7 @@
 // steps, placement through the scheduler, and state derived from the containers.
 import { randomUUID } from "node:crypto";
 import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
-import { conflict, notFound, VersionConflict } from "../domain/errors.ts";
+import { conflict, notFound } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import {
   assertAllowed,
@@ -125,25 +125,20 @@ export class Orchestrator {
     uuid: string,
     fn: (s: ServiceRow) => Partial<ServiceRow> | undefined,
   ): Promise<ServiceRow | undefined> {
-    for (;;) {
-      const s = await this.store.services.findService(uuid);
-      if (!s) return undefined;
-      const p = fn(s);
-      if (!p || Object.keys(p).length === 0) return s;
-      try {
-        return await this.store.transaction(async (tx) => {
-          const r = await tx.services.updateService(s, p);
-          await this.d.changes.service(
-            tx,
-            r,
-            r.state === "Terminated" && s.state !== "Terminated" ? "delete" : "update",
-          );
-          return r;
-        });
-      } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
-      }
-    }
+    return this.store.mutate({
+      read: (store) => store.services.findService(uuid),
+      change: (s) => {
+        const p = fn(s);
+        return p && Object.keys(p).length > 0 ? p : undefined;
+      },
+      write: (tx, s, p) => tx.services.updateService(s, p),
+      after: (tx, s, r) =>
+        this.d.changes.service(
+          tx,
+          r,
+          r.state === "Terminated" && s.state !== "Terminated" ? "delete" : "update",
+        ),
+    });
   }
 
   /**
