@@ -137,6 +137,54 @@ for (const target of targets) {
       assert.equal((await store.findAction("v-1"))?.state, "Success");
     });
 
+    test("mutate: concurrent writers on one row all land, each with its change entry", async () => {
+      await store.insertAction(action("m-1", "/o/m/"));
+      const start = await store.latestRevision();
+      const writers = 8;
+      await Promise.all(
+        Array.from({ length: writers }, (_, i) =>
+          store.mutate({
+            read: (s) => s.findAction("m-1"),
+            // Each writer appends its mark to what it read: a lost update would drop a mark.
+            change: (a) => ({ location: `${a.location}${i},` }),
+            write: (tx, a, patch) => tx.updateAction(a, patch),
+            after: async (tx, _a, r) => {
+              await tx.appendChange({
+                namespace: "alice",
+                type: "action",
+                action: "update",
+                resource_uri: `/api/audit/v1/action/${r.uuid}/`,
+                state: r.state,
+                parents: "[]",
+                datetime: Date.now(),
+              });
+            },
+          }),
+        ),
+      );
+      const row = await store.findAction("m-1");
+      const marks = row!.location.split(",").filter(Boolean).map(Number);
+      assert.deepEqual(
+        marks.sort((a, b) => a - b),
+        Array.from({ length: writers }, (_, i) => i),
+      );
+      assert.equal((await store.changesSince(start, 100)).length, writers, "one change entry per write");
+      assert.equal(
+        await store.mutate({
+          read: (s) => s.findAction("gone"),
+          change: () => ({}),
+          write: (tx, a, p) => tx.updateAction(a, p),
+        }),
+        undefined,
+      );
+      const unchanged = await store.mutate({
+        read: (s) => s.findAction("m-1"),
+        change: () => undefined,
+        write: () => assert.fail("nothing to write"),
+      });
+      assert.equal(unchanged?.version, row!.version, "a change with nothing to do writes nothing");
+    });
+
     test("claimable actions: lapsed leases, and only the oldest Pending of a free object", async () => {
       const now = Date.now();
       const held = await store.insertAction(action("c-1", "/o/1/"));
