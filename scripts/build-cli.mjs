@@ -10,6 +10,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ESM_BANNER } from "./esm-banner.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ENTRIES = {
@@ -17,17 +18,6 @@ const ENTRIES = {
   agent: "src/agent/main.ts",
   admin: "src/ops/admin.ts",
 };
-
-// Bundled CommonJS packages call require() and read __dirname; an ES module has neither.
-const BANNER = [
-  "#!/usr/bin/env node",
-  'import { createRequire as __berthRequire } from "node:module";',
-  'import { fileURLToPath as __berthPath } from "node:url";',
-  'import { dirname as __berthDir } from "node:path";',
-  "const require = __berthRequire(import.meta.url);",
-  "const __filename = __berthPath(import.meta.url);",
-  "const __dirname = __berthDir(__filename);",
-].join("\n");
 
 /**
  * Bundles the CLI into `outfile` and its parts beside it (each written under a temporary name,
@@ -59,7 +49,7 @@ export async function buildCli(outfile) {
         "better-sqlite3",
         "pg",
       ],
-      banner: { js: BANNER },
+      banner: { js: ESM_BANNER },
     });
     for (const name of Object.keys(ENTRIES)) {
       const target = name === "berth" ? outfile : path.join(dir, `${name}.mjs`);

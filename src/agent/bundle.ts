@@ -4,19 +4,9 @@
 import { chmod, mkdir, rename, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ESM_BANNER } from "../../scripts/esm-banner.mjs";
 
 const ENTRY = path.join(path.dirname(fileURLToPath(import.meta.url)), "cli.ts");
-
-// Bundled CommonJS packages call require() and read __dirname; an ES module has neither.
-const BANNER = [
-  "#!/usr/bin/env node",
-  'import { createRequire as __berthRequire } from "node:module";',
-  'import { fileURLToPath as __berthPath } from "node:url";',
-  'import { dirname as __berthDir } from "node:path";',
-  "const require = __berthRequire(import.meta.url);",
-  "const __filename = __berthPath(import.meta.url);",
-  "const __dirname = __berthDir(__filename);",
-].join("\n");
 
 /** Writes the bundle to `outfile` (under a temporary name, then renamed into place). */
 export async function buildAgentBundle(outfile: string): Promise<string> {
@@ -34,7 +24,7 @@ export async function buildAgentBundle(outfile: string): Promise<string> {
     legalComments: "none",
     // Optional native speed-ups of ws and ssh2 (dockerode's); both run without them.
     external: ["bufferutil", "utf-8-validate", "cpu-features"],
-    banner: { js: BANNER },
+    banner: { js: ESM_BANNER },
   });
   await chmod(tmp, 0o755);
   await rename(tmp, outfile);

@@ -167,7 +167,8 @@ export class Output {
   list(page: Json, columns: readonly Column[], idOf: (o: Json) => string = (o) => o.uuid): void {
     const objects: Json[] = Array.isArray(page) ? page : (page?.objects ?? []);
     if (this.opts.json) {
-      this.json(page);
+      // Objects gathered from several pages print as one page of the API's envelope.
+      this.json(Array.isArray(page) ? { meta: { total_count: page.length }, objects: page } : page);
       return;
     }
     if (this.opts.quiet) {

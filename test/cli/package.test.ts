@@ -6,10 +6,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { promisify } from "node:util";
-import { ROOT } from "./support.ts";
+import { installPackage, ROOT } from "./support.ts";
 
-const run = promisify(execFile);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-pack-"));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -29,37 +27,8 @@ function installed(bin: string, args: string[], input?: string, env: Record<stri
 test("npm pack bundles the CLI into one file (and its agent and admin parts); installed offline, berth runs on Node alone", {
   timeout: 180_000,
 }, async () => {
-  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  const packed = await run(npm, ["pack", "--pack-destination", dir, "--json"], {
-    cwd: path.join(ROOT, "packages/cli"),
-  });
-  const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
-  assert.ok(info);
-  assert.deepEqual(info.files.map((f) => f.path).sort(), [
-    "README.md",
-    "admin.mjs",
-    "agent.mjs",
-    "berth.mjs",
-    "package.json",
-  ]);
-  const prefix = path.join(dir, "prefix");
-  await run(
-    npm,
-    [
-      "install",
-      "-g",
-      "--prefix",
-      prefix,
-      "--offline",
-      "--no-audit",
-      "--no-fund",
-      path.join(dir, info.filename),
-    ],
-    {
-      cwd: dir,
-    },
-  );
-  const bin = path.join(prefix, "bin", "berth");
+  const { files, prefix, bin } = await installPackage(dir);
+  assert.deepEqual(files, ["README.md", "admin.mjs", "agent.mjs", "berth.mjs", "package.json"]);
   const installedFile = (name: string) =>
     fs.readFileSync(path.join(prefix, "lib", "node_modules", "berth-cli", name), "utf8");
   const bundle = installedFile("berth.mjs");

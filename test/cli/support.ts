@@ -1,10 +1,11 @@
 // The CLI's tests run the real `berth` binary as a child process against a real server process
 // (the server entry with simulated providers, whose nodes are fake engines).
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { basic, waitFor } from "../support/harness.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -25,13 +26,43 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
-export async function freePort(): Promise<number> {
+export async function freePort(host = "127.0.0.1"): Promise<number> {
   return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
+    const s = net.createServer().listen(0, host, () => {
       const port = (s.address() as net.AddressInfo).port;
       s.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * `npm pack` of packages/cli into `dir`, installed from the tarball as a user would (offline, into
+ * a prefix of its own): the packed files and the installed `berth`.
+ */
+export async function installPackage(dir: string): Promise<{ files: string[]; prefix: string; bin: string }> {
+  const run = promisify(execFile);
+  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+  const packed = await run(npm, ["pack", "--pack-destination", dir, "--json"], {
+    cwd: path.join(ROOT, "packages/cli"),
+  });
+  const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+  if (!info) throw new Error(`npm pack said: ${packed.stdout}`);
+  const prefix = path.join(dir, "prefix");
+  await run(
+    npm,
+    [
+      "install",
+      "-g",
+      "--prefix",
+      prefix,
+      "--offline",
+      "--no-audit",
+      "--no-fund",
+      path.join(dir, info.filename),
+    ],
+    { cwd: dir },
+  );
+  return { files: info.files.map((f) => f.path).sort(), prefix, bin: path.join(prefix, "bin", "berth") };
 }
 
 /** The environment of the CLI with every credential variable of the test runner's own removed. */

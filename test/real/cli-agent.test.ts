@@ -4,31 +4,18 @@
 // engine a node; a service runs there and its log comes back through the tunnel; the systemd
 // unit it wrote re-attaches the same node through `berth agent`; `berth node rm` ends the agent.
 import assert from "node:assert/strict";
-import { type ChildProcess, execFile } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { promisify } from "node:util";
-import { berth, ROOT } from "../cli/support.ts";
+import { berth, freePort, installPackage } from "../cli/support.ts";
 import { type Caller, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { type NetnsDockerd, netnsDockerdUnavailable, startNetnsDockerd } from "../support/netns-dockerd.ts";
 
 const unavailable = netnsDockerdUnavailable();
 if (unavailable && process.env.CI === "true") {
   throw new Error(`the real-engine tier must run in CI: ${unavailable}`);
-}
-
-const run = promisify(execFile);
-
-async function freePort(host: string): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
 }
 
 function exited(p: ChildProcess): Promise<number | null> {
@@ -64,29 +51,7 @@ describe("berth node byo and berth agent, from the installed package, on a real 
 
   before(async () => {
     // The package as a user installs it: packed, installed offline into a prefix of its own.
-    const npm = "npm";
-    const packed = await run(npm, ["pack", "--pack-destination", dir, "--json"], {
-      cwd: path.join(ROOT, "packages/cli"),
-    });
-    const [info] = JSON.parse(packed.stdout) as { filename: string }[];
-    const prefix = path.join(dir, "prefix");
-    await run(
-      npm,
-      [
-        "install",
-        "-g",
-        "--prefix",
-        prefix,
-        "--offline",
-        "--no-audit",
-        "--no-fund",
-        path.join(dir, info!.filename),
-      ],
-      {
-        cwd: dir,
-      },
-    );
-    installedBerth = path.join(prefix, "bin", "berth");
+    installedBerth = (await installPackage(dir)).bin;
 
     engine = await startNetnsDockerd();
     const port = await freePort(engine.hostAddress);

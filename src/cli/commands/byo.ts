@@ -61,7 +61,6 @@ export function registerNodeTokens(node: Command, ctx: (cmd: Command) => Ctx): v
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
       const objects = await c.client.all(tokens(c));
-      if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
       c.out.list(objects, TOKEN_COLUMNS);
     });
   token

@@ -49,7 +49,6 @@ export function registerContainer(program: Command, ctx: (cmd: Command) => Ctx):
       const objects = (await c.client.all(c.client.collection(kind.prefix, kind.resource), query)).filter(
         (x: Json) => o.all || o.status === "Terminated" || x.state !== "Terminated",
       );
-      if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
       c.out.list(objects, CONTAINER_COLUMNS);
     });
 

@@ -68,7 +68,6 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
     .action(async (o: { status?: string; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
       const objects = await listLive(c, clusters(c), o);
-      if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
       c.out.list(objects, CLUSTER_COLUMNS);
     });
 
@@ -165,7 +164,6 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
       async (o: Json, cmd: Command) => {
         const c = ctx(cmd);
         const objects = await c.client.all(`${API.infra}${resource}/`, filters(c, o));
-        if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
         c.out.list(objects, columns, (x) => x.name);
       },
     );

@@ -112,7 +112,6 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
       const objects = await c.client.all(registries(c));
-      if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
       c.out.list(objects, REGISTRY_COLUMNS, (r) => r.host);
     });
   registry

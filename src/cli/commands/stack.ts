@@ -85,7 +85,6 @@ export function registerStack(program: Command, ctx: (cmd: Command) => Ctx): voi
     .action(async (o: { all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
       const objects = (await c.client.all(base(c))).filter((s: Json) => o.all || s.state !== "Terminated");
-      if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
       c.out.list(objects, STACK_COLUMNS);
     });
 

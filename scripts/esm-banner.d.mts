@@ -1,0 +1,1 @@
+export declare const ESM_BANNER: string;
