@@ -47,6 +47,7 @@ import { ReplicaCoordinator } from "./ops/replicas.ts";
 import { adoptAfterRestore } from "./orchestrator/adoption.ts";
 import { AppChanges } from "./orchestrator/changes.ts";
 import { EngineContainerIO } from "./orchestrator/container-io.ts";
+import { EngineSpecs } from "./orchestrator/engine-specs.ts";
 import { ServiceManager } from "./orchestrator/manager.ts";
 import { Reconciler } from "./orchestrator/reconciler.ts";
 import { ContainerRuntime } from "./orchestrator/runtime.ts";
@@ -285,18 +286,17 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     nativeHost: native?.host,
     log: { warn: (line) => app.log.warn(line) },
   });
-  // The runtime needs the manager (engine specs) and the manager the orchestrator: late-bound.
-  let manager: ServiceManager | undefined;
+  const specs = new EngineSpecs({ store, box, publicUrl: config.publicUrl });
   const runtime = new ContainerRuntime({
     store,
     engines,
     clock,
     changes,
-    specFor: (c, o) => manager!.specFor(c, o),
+    specFor: (c, o) => specs.specFor(c, o),
     pullAuth: (image, namespace) => registries.pullAuth(image, namespace),
     refreshesOnRedeploy: (image, namespace) => registries.refreshesOnRedeploy(image, namespace),
     stopTimeoutS: config.containerStopTimeoutS,
-    linkHostsFor: (c) => manager!.desiredLinkHosts(c),
+    linkHostsFor: (c) => specs.desiredLinkHosts(c),
   });
   const orchestrator = new Orchestrator({
     store,
@@ -307,7 +307,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     linkWaitMs: config.linkWaitS * 1000,
   });
   orchestrator.register(actions);
-  manager = new ServiceManager({
+  const services = new ServiceManager({
     store,
     clock,
     changes,
@@ -316,7 +316,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     orchestrator,
     publicUrl: config.publicUrl,
   });
-  const services = manager;
   // The stack follower's poll only covers other replicas' commits: rare on SQLite, where there are none.
   const stacks = new StackService({
     store,

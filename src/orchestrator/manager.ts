@@ -1,16 +1,13 @@
-// Service definitions: create and update (validation in domain/service-spec.ts), the wire
-// views of services and containers, and the engine spec of each container (links resolved
-// against the live containers of the linked services).
+// Service definitions: create and update (validation in domain/service-spec.ts) and the wire
+// views of services and containers. The engine spec of a container is built by engine-specs.ts.
 import { randomUUID } from "node:crypto";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import {
-  buildContainerSpec,
   type CalculatedEnvVar,
   calculatedEnvvars,
   type LinkTargets,
   linkEnvironmentCurrent,
   linkHosts,
-  volumesFromRefs,
 } from "../domain/container-spec.ts";
 import { conflict } from "../domain/errors.ts";
 import { type LinkTarget, linkedToContainer, linkVariablesOf } from "../domain/links.ts";
@@ -27,13 +24,13 @@ import {
 import { assertAllowed, SERVICE_OPERATIONS, type ServiceState } from "../domain/states.ts";
 import { type Clock, restTime } from "../domain/time.ts";
 import { containerUri, lastSegment, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
-import type { ContainerSpec } from "../drivers/engine.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, IncomingLink, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges } from "./changes.ts";
+import { platformHosts } from "./engine-specs.ts";
 import { followedLinks, linkedServices, linkTargetOf, sameEntries, TARGET_STATES } from "./links.ts";
 import type { Orchestrator } from "./services.ts";
 
@@ -51,37 +48,15 @@ const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
   JSON.parse(row.spec) as ServiceSpec;
 const live = (c: ContainerRow) => c.state !== "Terminated";
 
-/** How long a namespace's node hosts are reused without a node change being announced. */
-const NODE_HOSTS_TTL_MS = 5000;
-
 export class ServiceManager {
-  /** Hosts entries of each namespace's nodes (every container gets them): read once per burst. */
-  private readonly nodeHosts = new Map<string, { hosts: string[]; until: number }>();
-
-  constructor(private readonly d: ManagerDeps) {
-    d.store.onChange((type) => {
-      if (type === "node" || type === "") this.nodeHosts.clear();
-    });
-  }
-
-  /** `<fqdn>:<address>` of every live node of the namespace that has an address. */
-  private async nodeHostsOf(namespace: string): Promise<string[]> {
-    const now = performance.now();
-    const hit = this.nodeHosts.get(namespace);
-    if (hit && hit.until > now) return hit.hosts;
-    const hosts = (await this.store.nodes.liveNodes({ namespace }))
-      .filter((n) => n.public_ip && n.external_fqdn)
-      .map((n) => `${n.external_fqdn}:${n.public_ip}`);
-    this.nodeHosts.set(namespace, { hosts, until: now + NODE_HOSTS_TTL_MS });
-    return hosts;
-  }
+  constructor(private readonly d: ManagerDeps) {}
 
   private get store() {
     return this.d.store;
   }
 
   private platform() {
-    return { restHost: this.d.publicUrl, streamHost: this.d.publicUrl.replace(/^http/, "ws") };
+    return platformHosts(this.d.publicUrl);
   }
 
   /** Resolves a service reference (resource URI with or without namespace, or a uuid) in a namespace. */
@@ -237,78 +212,6 @@ export class ServiceManager {
   }
 
   // ---- engine spec of a container --------------------------------------------------------------------
-
-  /**
-   * The links a container follows now (orchestrator/links.ts), from `spec`'s links: its deployed
-   * definition's when its engine container is made, its service's current one otherwise.
-   */
-  private async links(c: ContainerRow, spec: ServiceSpec, service: ServiceRow): Promise<LinkTargets[]> {
-    const uuids = linkedServices(spec, service.uuid);
-    const targets = new Map<string, LinkTarget[]>();
-    if (uuids.length) {
-      const specs = new Map<string, ServiceSpec>();
-      for (const t of await this.store.services.containersOfServices(uuids, { states: TARGET_STATES })) {
-        const list = targets.get(t.service_uuid);
-        if (list) list.push(linkTargetOf(t, specs));
-        else targets.set(t.service_uuid, [linkTargetOf(t, specs)]);
-      }
-    }
-    return followedLinks(
-      spec,
-      { serviceUuid: service.uuid, serviceName: service.name, number: c.number },
-      (u) => targets.get(u) ?? [],
-    );
-  }
-
-  /**
-   * The link host entries (`host:ip`) a container's /etc/hosts should hold now (its service's
-   * current links); undefined for a container whose service is gone.
-   */
-  async desiredLinkHosts(c: ContainerRow): Promise<string[] | undefined> {
-    const service = await this.store.services.findService(c.service_uuid);
-    if (!service || service.state === "Terminated") return undefined;
-    return linkHosts(await this.links(c, specOf(service), service));
-  }
-
-  async specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec> {
-    const service = (await this.store.services.findService(c.service_uuid))!;
-    const node = (await this.store.nodes.findNode(c.node_uuid))!;
-    const spec = specOf(c);
-    const sourceIds = new Map<string, string[]>();
-    for (const b of spec.bindings) {
-      if (!b.volumes_from) continue;
-      const ids = (await this.store.services.containersOfService(b.volumes_from))
-        .filter((x) => live(x) && x.engine_id && x.node_uuid === c.node_uuid)
-        .map((x) => x.engine_id!);
-      sourceIds.set(b.volumes_from, ids);
-    }
-    const engineSpec = buildContainerSpec({
-      spec,
-      service: {
-        uuid: service.uuid,
-        name: service.name,
-        resource_uri: serviceUri(service),
-        namespace: service.namespace,
-      },
-      container: { uuid: c.uuid, name: c.name, number: c.number, resource_uri: containerUri(c) },
-      node: {
-        uuid: node.uuid,
-        resource_uri: nodeUri(node),
-        external_fqdn: node.external_fqdn,
-      },
-      links: await this.links(c, spec, service),
-      volumesFrom: [...volumesFromRefs(spec, (u) => sourceIds.get(u) ?? []), ...opts.volumesFrom],
-      platform: {
-        ...this.platform(),
-        auth: service.auth_secret ? this.d.box.open(service.auth_secret) : undefined,
-      },
-    });
-    // Node FQDNs resolve through Berth's own records, never outside DNS (CONTRACT §13): every
-    // container gets a hosts entry for each node of its namespace that has an address.
-    const nodeHosts = await this.nodeHostsOf(service.namespace);
-    engineSpec.extraHosts = [...(engineSpec.extraHosts ?? []), ...nodeHosts];
-    return engineSpec;
-  }
 
   // ---- views -------------------------------------------------------------------------------------------
   //

@@ -1,0 +1,135 @@
+// The engine spec of a container: what the runtime asks an engine to create, built from the
+// container's deployed definition, its service, its node, the live containers of the services it
+// links to (orchestrator/links.ts) and the namespace's nodes. It reads the store and depends on no
+// other component, so the runtime takes it at construction (no late binding in platform.ts).
+import {
+  buildContainerSpec,
+  type LinkTargets,
+  linkHosts,
+  volumesFromRefs,
+} from "../domain/container-spec.ts";
+import type { LinkTarget } from "../domain/links.ts";
+import type { ServiceSpec } from "../domain/service.ts";
+import { containerUri, nodeUri, serviceUri } from "../domain/uri.ts";
+import type { ContainerSpec } from "../drivers/engine.ts";
+import type { SecretBox } from "../identity/secret-box.ts";
+import type { ContainerRow, ServiceRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+import { followedLinks, linkedServices, linkTargetOf, TARGET_STATES } from "./links.ts";
+
+export interface EngineSpecDeps {
+  store: Store;
+  box: SecretBox;
+  publicUrl: string;
+}
+
+/** The REST and stream hosts injected into containers (PLATFORM_REST_HOST, PLATFORM_STREAM_HOST). */
+export function platformHosts(publicUrl: string): { restHost: string; streamHost: string } {
+  return { restHost: publicUrl, streamHost: publicUrl.replace(/^http/, "ws") };
+}
+
+const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
+  JSON.parse(row.spec) as ServiceSpec;
+const live = (c: ContainerRow) => c.state !== "Terminated";
+
+/** How long a namespace's node hosts are reused without a node change being announced. */
+const NODE_HOSTS_TTL_MS = 5000;
+
+export class EngineSpecs {
+  /** Hosts entries of each namespace's nodes (every container gets them): read once per burst. */
+  private readonly nodeHosts = new Map<string, { hosts: string[]; until: number }>();
+
+  constructor(private readonly d: EngineSpecDeps) {
+    d.store.onChange((type) => {
+      if (type === "node" || type === "") this.nodeHosts.clear();
+    });
+  }
+
+  private get store() {
+    return this.d.store;
+  }
+
+  /** `<fqdn>:<address>` of every live node of the namespace that has an address. */
+  private async nodeHostsOf(namespace: string): Promise<string[]> {
+    const now = performance.now();
+    const hit = this.nodeHosts.get(namespace);
+    if (hit && hit.until > now) return hit.hosts;
+    const hosts = (await this.store.nodes.liveNodes({ namespace }))
+      .filter((n) => n.public_ip && n.external_fqdn)
+      .map((n) => `${n.external_fqdn}:${n.public_ip}`);
+    this.nodeHosts.set(namespace, { hosts, until: now + NODE_HOSTS_TTL_MS });
+    return hosts;
+  }
+
+  /**
+   * The links a container follows now (orchestrator/links.ts), from `spec`'s links: its deployed
+   * definition's when its engine container is made, its service's current one otherwise.
+   */
+  private async links(c: ContainerRow, spec: ServiceSpec, service: ServiceRow): Promise<LinkTargets[]> {
+    const uuids = linkedServices(spec, service.uuid);
+    const targets = new Map<string, LinkTarget[]>();
+    if (uuids.length) {
+      const specs = new Map<string, ServiceSpec>();
+      for (const t of await this.store.services.containersOfServices(uuids, { states: TARGET_STATES })) {
+        const list = targets.get(t.service_uuid);
+        if (list) list.push(linkTargetOf(t, specs));
+        else targets.set(t.service_uuid, [linkTargetOf(t, specs)]);
+      }
+    }
+    return followedLinks(
+      spec,
+      { serviceUuid: service.uuid, serviceName: service.name, number: c.number },
+      (u) => targets.get(u) ?? [],
+    );
+  }
+
+  /**
+   * The link host entries (`host:ip`) a container's /etc/hosts should hold now (its service's
+   * current links); undefined for a container whose service is gone.
+   */
+  async desiredLinkHosts(c: ContainerRow): Promise<string[] | undefined> {
+    const service = await this.store.services.findService(c.service_uuid);
+    if (!service || service.state === "Terminated") return undefined;
+    return linkHosts(await this.links(c, specOf(service), service));
+  }
+
+  async specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec> {
+    const service = (await this.store.services.findService(c.service_uuid))!;
+    const node = (await this.store.nodes.findNode(c.node_uuid))!;
+    const spec = specOf(c);
+    const sourceIds = new Map<string, string[]>();
+    for (const b of spec.bindings) {
+      if (!b.volumes_from) continue;
+      const ids = (await this.store.services.containersOfService(b.volumes_from))
+        .filter((x) => live(x) && x.engine_id && x.node_uuid === c.node_uuid)
+        .map((x) => x.engine_id!);
+      sourceIds.set(b.volumes_from, ids);
+    }
+    const engineSpec = buildContainerSpec({
+      spec,
+      service: {
+        uuid: service.uuid,
+        name: service.name,
+        resource_uri: serviceUri(service),
+        namespace: service.namespace,
+      },
+      container: { uuid: c.uuid, name: c.name, number: c.number, resource_uri: containerUri(c) },
+      node: {
+        uuid: node.uuid,
+        resource_uri: nodeUri(node),
+        external_fqdn: node.external_fqdn,
+      },
+      links: await this.links(c, spec, service),
+      volumesFrom: [...volumesFromRefs(spec, (u) => sourceIds.get(u) ?? []), ...opts.volumesFrom],
+      platform: {
+        ...platformHosts(this.d.publicUrl),
+        auth: service.auth_secret ? this.d.box.open(service.auth_secret) : undefined,
+      },
+    });
+    // Node FQDNs resolve through Berth's own records, never outside DNS (CONTRACT §13): every
+    // container gets a hosts entry for each node of its namespace that has an address.
+    const nodeHosts = await this.nodeHostsOf(service.namespace);
+    engineSpec.extraHosts = [...(engineSpec.extraHosts ?? []), ...nodeHosts];
+    return engineSpec;
+  }
+}
