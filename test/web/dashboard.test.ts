@@ -1,6 +1,7 @@
 // The dashboard in a real Chromium against a Berth server process: sign in, a node cluster on a
 // simulated provider reaching Deployed live, a stack from a pasted YAML file turning Running
-// live, a container's log line, cancel and retry, namespaces kept apart, sign-out.
+// live, a container's log line, cancel and retry, a registration command for a server of one's own
+// and the attach form's refusal, namespaces kept apart, sign-out.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Browser } from "playwright-core";
@@ -184,6 +185,34 @@ describe("dashboard in Chromium", { skip: unavailable }, () => {
     // The browser logs the refused call's 409 as a failed resource load; nothing else went wrong.
     assert.deepEqual(
       errors.filter((e) => !/status of 409/.test(e)),
+      [],
+    );
+    await context.close();
+  });
+
+  test("the nodes page makes a one-time command for a server of one's own, and lists and revokes its token", async () => {
+    const { page, errors, context } = await openPage(browser, berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    await page.getByRole("link", { name: "Nodes", exact: true }).click();
+    await page.getByRole("button", { name: "Create a registration command" }).click();
+    const command = (await page.getByLabel("Registration command").textContent()) ?? "";
+    assert.match(command, /--token \S+/, command);
+    assert.ok(command.includes(berth.url), `the command names this Berth: ${command}`);
+    const tokens = page.getByRole("table", { name: "Unused registration tokens" });
+    await tokens.locator("tbody tr").first().waitFor();
+    assert.equal(await tokens.locator("tbody tr").count(), 1);
+    await screenshot(page, "nodes-bring-your-own");
+    await tokens.getByRole("button", { name: "Revoke" }).click();
+    await tokens.waitFor({ state: "detached" });
+    const left = await berth.api("GET", "/api/infra/v1/token/");
+    assert.equal(left.body.meta.total_count, 0, "the token is revoked on the server");
+
+    // An engine URL the API refuses shows the API's sentence on the attach form.
+    await page.locator('input[name="engine_url"]').fill("ftp://nowhere");
+    await page.getByRole("button", { name: "Attach engine" }).click();
+    await page.locator("form .error", { hasText: /engine_url/ }).waitFor();
+    assert.deepEqual(
+      errors.filter((e) => !/status of 400/.test(e)),
       [],
     );
     await context.close();
