@@ -529,9 +529,9 @@ function BringYourOwn() {
       {command && (
         <>
           <p>Shown once; run it on the server:</p>
-          <pre class="code" aria-label="Registration command">
-            {command}
-          </pre>
+          <figure aria-label="Registration command">
+            <pre class="code">{command}</pre>
+          </figure>
         </>
       )}
       {tokens.data && tokens.data.objects.length > 0 && (
