@@ -1,11 +1,18 @@
-// `berth admin backup|restore <file>`: the binary backs up a running server's SQLite database,
-// restores it into an empty data directory, and a server started there lists what was made.
+// `berth admin backup|restore <file>`: the binary backs up a running server's database (SQLite;
+// PostgreSQL with BERTH_TEST_PG_URL, required in CI), restores it into an empty data directory or
+// database, and a server started there lists what was made.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import pg from "pg";
 import { berth, okWith, rows, Server } from "./support.ts";
+
+const pgUrl = process.env.BERTH_TEST_PG_URL;
+if (!pgUrl && process.env.CI === "true") {
+  throw new Error("BERTH_TEST_PG_URL must name a PostgreSQL server in CI: berth admin runs on both dialects");
+}
 
 let server: Server;
 let restored: Server | undefined;
@@ -86,4 +93,62 @@ test("admin refuses what is not a backup, a missing database and wrong usage, wi
   const usage = await berth(["admin", "backup"], { env });
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /missing required argument 'file'/);
+});
+
+test("on PostgreSQL: --database-url backs up a running server's database and restores it into an empty one", {
+  skip: pgUrl ? false : "BERTH_TEST_PG_URL is not set",
+  timeout: 300_000,
+}, async () => {
+  const suffix = `${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const names = [`berth_cli_admin_${suffix}_a`, `berth_cli_admin_${suffix}_b`];
+  const admin = new pg.Client({ connectionString: pgUrl });
+  await admin.connect();
+  const urlOf = (name: string) => {
+    const u = new URL(pgUrl!);
+    u.pathname = `/${name}`;
+    return u.toString();
+  };
+  const servers: Server[] = [];
+  try {
+    for (const name of names) await admin.query(`CREATE DATABASE ${name}`);
+    const source = await Server.start({ BERTH_DATABASE_URL: urlOf(names[0]!) });
+    servers.push(source);
+    const there = (s: Server) => ({ env: s.adminEnv() });
+    const made = await berth(["service", "create", "busybox:local", "--name", "on-pg"], there(source));
+    assert.equal(made.code, 0, made.stderr);
+
+    const file = path.join(dir, "pg.backup");
+    const backup = await berth(
+      ["admin", "backup", file, "--database-url", urlOf(names[0]!), "--data-dir", source.dataDir],
+      there(source),
+    );
+    assert.equal(backup.code, 0, backup.stderr);
+    assert.match(backup.stdout, /\(postgres database, backup made \S+\)\n$/);
+    const target = path.join(dir, "pg-restored");
+    const restore = await berth(
+      ["admin", "restore", file, "--database-url", urlOf(names[1]!), "--data-dir", target],
+      there(source),
+    );
+    assert.equal(restore.code, 0, restore.stderr);
+    // The dialects must match: a PostgreSQL backup does not go into SQLite.
+    const wrong = await berth(
+      ["admin", "restore", file, "--data-dir", path.join(dir, "sqlite-target")],
+      there(source),
+    );
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /holds a postgres database, and BERTH_DATABASE_URL names a sqlite one/);
+
+    const copy = await Server.start({ BERTH_DATABASE_URL: urlOf(names[1]!), BERTH_DATA_DIR: target });
+    servers.push(copy);
+    const listed = await berth(["service", "ls", "-q"], there(copy));
+    assert.equal(listed.code, 0, listed.stderr);
+    const original = await berth(["service", "ls", "-q"], there(source));
+    assert.equal(listed.stdout, original.stdout);
+    assert.match(listed.stdout, /^[0-9a-f-]{36}\n$/);
+  } finally {
+    for (const s of servers) await s.stop();
+    for (const name of names)
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await admin.end();
+  }
 });
