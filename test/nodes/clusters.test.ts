@@ -226,6 +226,12 @@ describe("node cluster lifecycle on a simulated provider", () => {
     assert.equal(del.status, 202);
     assert.equal(del.body.state, "Terminating");
     await settled(alice, c.nodes[1], "Terminated");
+    // The cluster was Deployed all along: the target drops when the terminate action ends.
+    const action = del.headers["x-platform-action-uri"] as string;
+    await waitFor("the terminate action to end", async () => {
+      const a = await call(h, alice, "GET", action);
+      return a.body.state === "Success";
+    });
     const after = await settled(alice, c.resource_uri, "Deployed");
     assert.equal(after.target_num_nodes, 1);
     assert.equal(after.current_num_nodes, 1);
