@@ -91,6 +91,7 @@ export class ReplicaCoordinator implements Duties {
 
   /** Runs one heartbeat now (tests; after a node appears). */
   async tick(): Promise<void> {
+    if (this.stopping) return;
     if (this.ticking) return this.ticking;
     this.ticking = this.beat().finally(() => {
       this.ticking = undefined;

@@ -150,6 +150,8 @@ describe("statements per request", () => {
     h.stacks.stop();
     h.health.stop();
     await h.actions.stop();
+    // On PostgreSQL the replica heartbeat runs statements of its own on a timer and on node changes.
+    await h.coordinator?.stop();
     await addNodes(3);
   });
   after(async () => {
