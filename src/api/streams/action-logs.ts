@@ -160,7 +160,10 @@ export function actionLogRoutes(app: FastifyInstance, ctx: StreamContext): void 
         closeSocket(ws, CLOSE.normal, plan.follow ? `action ${current?.state ?? "gone"}` : "end of tail");
         return;
       }
-      const afterId = rows.at(-1)?.id ?? (await ctx.store.actionLogTail(uuid, 1))[0]?.id ?? 0;
+      // Follow from the last line sent; when the tail read found no line, every line is new (a second
+      // read here would skip a line written in between). Without a tail, from the current last line.
+      const afterId =
+        plan.tail > 0 ? (rows.at(-1)?.id ?? 0) : ((await ctx.store.actionLogTail(uuid, 1))[0]?.id ?? 0);
       const stop = ctx.actionLogs.follow(uuid, {
         ws,
         afterId,
