@@ -49,6 +49,7 @@ import type { InlineOperation, Orchestrator } from "../orchestrator/services.ts"
 import type { ServiceRow } from "../store/services.ts";
 import type { StackRow } from "../store/stacks.ts";
 import type { Store } from "../store/store.ts";
+import { StackFollower } from "./follower.ts";
 
 export interface StackDeps {
   store: Store;
@@ -231,13 +232,16 @@ function collect<T>(item: ConvertedService, problems: FieldProblem[], fn: () => 
 }
 
 export class StackService {
-  private revision: number | undefined;
-  private following = false;
-  private refollow = false;
-  private timer: NodeJS.Timeout | undefined;
-  private unsubscribe: (() => void) | undefined;
+  private readonly follower: StackFollower;
 
-  constructor(private readonly d: StackDeps) {}
+  constructor(private readonly d: StackDeps) {
+    this.follower = new StackFollower({
+      store: d.store,
+      pollMs: d.pollMs,
+      onError: d.onError,
+      settle: (uuid) => this.settle(uuid),
+    });
+  }
 
   private get store() {
     return this.d.store;
@@ -777,59 +781,12 @@ export class StackService {
     });
   }
 
-  /** Follows the change feed: service changes under a stack, and ended stack actions, settle the stack. */
+  /** Follows the change feed (stacks/follower.ts): service changes and ended actions settle their stack. */
   start(): void {
-    if (this.unsubscribe) return;
-    this.unsubscribe = this.store.onChange(() => this.wake());
-    this.timer = setInterval(() => this.wake(), this.d.pollMs ?? 2000);
-    this.timer.unref();
-    void (async () => {
-      this.revision = await this.store.latestRevision();
-      for (const st of await this.store.stacks.liveStacks()) await this.settle(st.uuid);
-    })()
-      .catch((err) => this.d.onError?.(err))
-      .finally(() => this.wake());
+    this.follower.start();
   }
 
   stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
-    if (this.timer) clearInterval(this.timer);
-  }
-
-  private wake(): void {
-    if (!this.unsubscribe || this.revision === undefined) return;
-    if (this.following) {
-      this.refollow = true;
-      return;
-    }
-    this.following = true;
-    void this.follow()
-      .catch((err) => this.d.onError?.(err))
-      .finally(() => {
-        this.following = false;
-        if (this.refollow) {
-          this.refollow = false;
-          this.wake();
-        }
-      });
-  }
-
-  private async follow(): Promise<void> {
-    for (;;) {
-      const changes = await this.store.changesSince(this.revision!, 500);
-      if (!changes.length || !this.unsubscribe) return;
-      const stacks = new Set<string>();
-      for (const c of changes) {
-        if (c.type !== "service" && c.type !== "action") continue;
-        for (const parent of JSON.parse(c.parents) as string[]) {
-          const m = /^\/api\/app\/v1\/[^/]+\/stack\/([^/]+)\/$/.exec(parent);
-          if (m && (c.type === "service" || ["Success", "Failed", "Canceled"].includes(c.state)))
-            stacks.add(m[1]!);
-        }
-      }
-      for (const uuid of stacks) await this.settle(uuid);
-      this.revision = changes.at(-1)!.revision;
-    }
+    this.follower.stop();
   }
 }
