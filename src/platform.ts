@@ -27,7 +27,7 @@ import { Catalogue } from "./catalogue/catalogue.ts";
 import type { Config } from "./config/index.ts";
 import { type Duties, SOLO_DUTIES } from "./domain/duties.ts";
 import { type Clock, systemClock } from "./domain/time.ts";
-import { containerUri, serviceUri, stackUri } from "./domain/uri.ts";
+import { containerUri, lastSegment, serviceUri, stackUri } from "./domain/uri.ts";
 import type { Engine } from "./drivers/engine.ts";
 import { FakeEngine } from "./drivers/fake/index.ts";
 import { LocalProvider } from "./drivers/local/index.ts";
@@ -176,7 +176,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const simulatedEngine = (n: FakeNodeFacts) => {
     const type = catalogue.listNodeTypes().find((t) => t.resource_uri === n.node_type);
     const data = type
-      ? catalogue.providerData(type.provider.split("/").at(-2)!)?.node_types.find((t) => t.name === type.name)
+      ? catalogue.providerData(lastSegment(type.provider)!)?.node_types.find((t) => t.name === type.name)
       : undefined;
     return new FakeEngine({
       name: `sim-${n.uuid.slice(0, 8)}`,

@@ -1,5 +1,6 @@
 // How nodes come to exist at each provider: the local provider (real engines on this host),
 // simulated cloud providers (fake engines after realistic delays), and attached engines (byon).
+import { lastSegment } from "../domain/uri.ts";
 import type { Engine } from "../drivers/engine.ts";
 import type { NodeRow } from "../store/nodes.ts";
 
@@ -68,7 +69,7 @@ export class SimulatedProvisioner implements Provisioner {
 
   async deployNode(ctx: ProvisionContext): Promise<Provisioned> {
     await ctx.log(
-      `Requesting a ${ctx.node.node_type.split("/").at(-2)} instance from ${this.opts.provider} (simulated)`,
+      `Requesting a ${lastSegment(ctx.node.node_type)} instance from ${this.opts.provider} (simulated)`,
     );
     await sleep(this.opts.delaysMs.deploy_node * this.opts.delayFactor, ctx.signal);
     const slot = ctx.node.slot;

@@ -9,7 +9,7 @@ import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
 import { SERVICE_TRANSITIONAL, type ServiceState, settledServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
-import { containerUri, serviceUri, stackUri } from "../domain/uri.ts";
+import { containerUri, lastSegment, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ContainerEvent, ContainerSummary } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
@@ -118,7 +118,7 @@ export class Reconciler {
       for (const row of rows) {
         this.feedRevision = Math.max(this.feedRevision, Number(row.revision));
         if (row.type !== "container" || row.action === "delete" || row.state !== "Running") continue;
-        const uuid = row.resource_uri.split("/").filter(Boolean).at(-1);
+        const uuid = lastSegment(row.resource_uri);
         if (uuid) this.queue.add(`l:${uuid}`);
       }
       if (rows.length < FEED_PAGE) break;

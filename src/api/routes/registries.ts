@@ -8,6 +8,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { ApiError, notFound, unauthorized } from "../../domain/errors.ts";
+import { parseObjectUri } from "../../domain/uri.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { RegistryService } from "../../registry/service.ts";
 import type { RepositoryRow } from "../../store/registries.ts";
@@ -67,8 +68,8 @@ const NameParams = Type.Object({
 
 /** A registry filter is its resource URI (with or without namespace) or its host. */
 function hostOfFilter(value: string): string {
-  const m = /^\/api\/repo\/v1\/(?:[^/]+\/)?registry\/([^/]+)\/?$/.exec(value);
-  return m ? m[1]! : value;
+  const uri = value.startsWith("/") ? parseObjectUri(value) : undefined;
+  return uri?.subsystem === "repo" && uri.resource === "registry" ? uri.id : value;
 }
 
 export function registryRoutes(app: FastifyInstance, deps: Deps): void {
