@@ -1,4 +1,5 @@
 // Infrastructure catalogue routes (read only): providers, regions, zones, node types.
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { Catalogue } from "../../catalogue/catalogue.ts";
@@ -52,7 +53,8 @@ export { canonicalUri };
 
 const tags = ["infrastructure catalogue"];
 
-export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): void {
+export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const paged = <T>(
     req: Parameters<typeof envelope>[0],
     q: { limit?: number; offset?: number },
@@ -73,7 +75,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const q = req.query as { name?: string; limit?: number; offset?: number };
+      const q = req.query;
       return paged(
         req,
         q,
@@ -92,7 +94,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const { name } = req.params as { name: string };
+      const { name } = req.params;
       const p = catalogue.listProviders().find((x) => x.name === name);
       if (!p) throw notFound("provider");
       return p;
@@ -114,7 +116,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const q = req.query as { name?: string; provider?: string; limit?: number; offset?: number };
+      const q = req.query;
       const list = catalogue
         .listRegions()
         .filter((r) => q.name === undefined || r.name === q.name)
@@ -133,7 +135,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const { provider, name } = req.params as { provider: string; name: string };
+      const { provider, name } = req.params;
       const r = catalogue
         .listRegions()
         .find((x) => x.resource_uri === `/api/infra/v1/region/${provider}/${name}/`);
@@ -157,7 +159,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const q = req.query as { name?: string; region?: string; limit?: number; offset?: number };
+      const q = req.query;
       const list = catalogue
         .listAzs()
         .filter((z) => q.name === undefined || z.name === q.name)
@@ -176,7 +178,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const { provider, region, name } = req.params as { provider: string; region: string; name: string };
+      const { provider, region, name } = req.params;
       const z = catalogue
         .listAzs()
         .find((x) => x.resource_uri === `/api/infra/v1/az/${provider}/${region}/${name}/`);
@@ -201,13 +203,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const q = req.query as {
-        name?: string;
-        regions?: string;
-        availability_zones?: string;
-        limit?: number;
-        offset?: number;
-      };
+      const q = req.query;
       const list = catalogue
         .listNodeTypes()
         .filter((n) => q.name === undefined || n.name === q.name)
@@ -231,7 +227,7 @@ export function catalogueRoutes(app: FastifyInstance, catalogue: Catalogue): voi
       },
     },
     async (req) => {
-      const { provider, name } = req.params as { provider: string; name: string };
+      const { provider, name } = req.params;
       const n = catalogue
         .listNodeTypes()
         .find((x) => x.resource_uri === `/api/infra/v1/nodetype/${provider}/${name}/`);

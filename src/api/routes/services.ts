@@ -1,4 +1,5 @@
 // Services and containers (spec "Services", "Containers").
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
@@ -36,7 +37,8 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
   return value;
 }
 
-export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
+export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { store, identity, actions, services } = deps;
   const tags = ["services and containers"];
 
@@ -93,7 +95,7 @@ export function serviceRoutes(app: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const ns = await namespaceOf(req, identity);
-        const s = await services.create(ns, principalOf(req), req.body as ServiceCreateBody);
+        const s = await services.create(ns, principalOf(req), req.body);
         req.audit.object = serviceUri(s);
         return reply.status(201).send(await services.serviceView(s));
       },

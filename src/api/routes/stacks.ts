@@ -1,4 +1,5 @@
 // Stacks (spec "Stacks"; CONTRACT §12 stack files).
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
@@ -24,7 +25,8 @@ interface Deps {
 
 const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
 
-export function stackRoutes(app: FastifyInstance, deps: Deps): void {
+export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { store, identity, actions, stacks } = deps;
   const tags = ["stacks"];
   // The top of a stack body is checked before its schema: a compose file's `version` or its
@@ -89,7 +91,7 @@ export function stackRoutes(app: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const ns = await namespaceOf(req, identity);
-        const st = await stacks.create(ns, principalOf(req), req.body as StackCreateBody);
+        const st = await stacks.create(ns, principalOf(req), req.body);
         req.audit.object = stackUri(st.namespace, st.uuid);
         return reply.status(201).send(await stacks.view(st));
       },
