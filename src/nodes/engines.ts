@@ -106,11 +106,15 @@ function timed(engine: Engine, node: string, observe: EngineCallObserver | undef
 function refusingEngine(url: string): Engine {
   const error = () => new EngineError("unreachable", `the engine at ${url} no longer exists on this host`);
   return new Proxy({} as Engine, {
+    // Not a thenable: an async function may return this engine (awaiting it must not call a
+    // refusing `then`, whose rejection nobody would handle).
     get: (_target, prop) =>
-      prop === "logs" || prop === "events"
-        ? () => ({
-            [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error()) }),
-          })
-        : () => Promise.reject(error()),
+      prop === "then" || typeof prop === "symbol"
+        ? undefined
+        : prop === "logs" || prop === "events"
+          ? () => ({
+              [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error()) }),
+            })
+          : () => Promise.reject(error()),
   });
 }

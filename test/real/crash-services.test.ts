@@ -330,7 +330,10 @@ describe("SIGKILL of the server while it deploys a service on local nodes", {
     assert.equal((await api("DELETE", clusterUri)).status, 202);
     await waitFor(
       "cluster Terminated",
-      async () => (await get<{ state: string }>(clusterUri)).state === "Terminated",
+      async () => {
+        if (child?.exitCode !== null) throw new Error(`the server exited (${child?.exitCode}): ${stderr}`);
+        return (await get<{ state: string }>(clusterUri)).state === "Terminated";
+      },
       60_000,
       200,
     );
