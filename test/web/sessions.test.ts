@@ -184,7 +184,15 @@ describe("sessions in Chromium", { skip: unavailable }, () => {
     await signInAs(page, "admin", ADMIN_PASSWORD);
     await page.goto(`/#/containers/${container.uuid}`);
     // The simulated engine has no terminal line discipline: the dashboard edits the line itself.
-    await page.getByLabel("TTY").uncheck();
+    // The page renders again once the container's live data arrives: uncheck once it has settled.
+    await page.getByRole("button", { name: "Open terminal" }).waitFor();
+    for (let attempt = 0; (await page.getByLabel("TTY").isChecked()) && attempt < 5; attempt++) {
+      await page
+        .getByLabel("TTY")
+        .uncheck({ timeout: 2_000 })
+        .catch(() => undefined);
+    }
+    assert.equal(await page.getByLabel("TTY").isChecked(), false, "line mode chosen");
     await page.getByRole("button", { name: "Open terminal" }).click();
     await page.locator(".terminal .log-status", { hasText: "connected" }).waitFor({ timeout: 20_000 });
     await page.locator(".xterm-helper-textarea").focus();
