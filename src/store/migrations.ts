@@ -446,16 +446,19 @@ export function specLinks(
  * Brings the schema to the latest version. Several replicas may start together against one
  * PostgreSQL: a session advisory lock, held on its own connection around the whole migrator
  * (Kysely creates its bookkeeping tables before taking its own lock), makes one of them migrate
- * while the others wait and then find nothing left to do.
+ * while the others wait and then find nothing left to do. The lock is per schema, so databases in
+ * other schemas of the same server (tests, several installations) never queue behind each other.
  */
 export async function migrateToLatest(db: AnyDb, dialect: Dialect): Promise<void> {
   if (dialect !== "postgres") return migrate(db, dialect);
   await db.connection().execute(async (conn) => {
-    await sql`select pg_advisory_lock(${sql.lit(MIGRATION_LOCK)})`.execute(conn);
+    await sql`select pg_advisory_lock(${sql.lit(MIGRATION_LOCK)}, hashtext(current_schema()))`.execute(conn);
     try {
       await migrate(db, dialect);
     } finally {
-      await sql`select pg_advisory_unlock(${sql.lit(MIGRATION_LOCK)})`.execute(conn);
+      await sql`select pg_advisory_unlock(${sql.lit(MIGRATION_LOCK)}, hashtext(current_schema()))`.execute(
+        conn,
+      );
     }
   });
 }
