@@ -21,7 +21,8 @@ import {
 let server: Server;
 let env: Record<string, string>;
 const ok = okWith(() => env);
-const widget = (body: { steps: number; stepMs: number; failAt?: number }) => widgetOf(server, body);
+const widget = (body: { steps: number; stepMs: number; failAt?: number }, id?: string) =>
+  widgetOf(server, body, id);
 const actionState = (uuid: string) => actionStateOf(server, uuid);
 
 before(async () => {
@@ -112,7 +113,9 @@ describe("actions and events", () => {
   });
 
   test("Ctrl-C on a synced command on a terminal asks, and 'y' cancels the action (exit 1, Canceled)", async () => {
-    const failed = await widget({ steps: 5, stepMs: 1000, failAt: 5 });
+    // Its own widget, so the retry does not queue behind the previous test's slow action, and ten
+    // steps, so the retry is still running when the answer arrives on a loaded machine.
+    const failed = await widget({ steps: 10, stepMs: 1000, failAt: 10 }, "w2");
     await waitFor("the widget to fail", async () => (await actionState(failed)) === "Failed", 30_000);
     // `script` gives berth a pseudo-terminal; typing Ctrl-C there sends it SIGINT.
     const shell = spawn(

@@ -254,8 +254,9 @@ export async function simulatedCluster(server: Server, name: string, nodes: numb
 export async function widget(
   server: Server,
   body: { steps: number; stepMs: number; failAt?: number },
+  id = "w1",
 ): Promise<string> {
-  const r = await api(server, "POST", "/api/app/v1/widget/w1/work/", body);
+  const r = await api(server, "POST", `/api/app/v1/widget/${id}/work/`, body);
   if (r.status !== 202) throw new Error(`widget: ${r.status}`);
   return r.body.action as string;
 }
