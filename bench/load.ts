@@ -28,27 +28,38 @@ const { parentPort, workerData } = require("node:worker_threads");
 const { url, headers, connections, durationMs, warmupMs } = workerData;
 const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
 const latencies = [];
-let errors = 0, bad = 0, bytes = 0, measuring = false, stop = false;
-function one() {
+let errors = 0, bad = 0, bytes = 0, lastEnd = 0, measuring = false, stop = false;
+function one(counted) {
   return new Promise((resolve) => {
     const t0 = process.hrtime.bigint();
     const req = http.get(url, { agent, headers }, (res) => {
       let n = 0;
       res.on("data", (c) => { n += c.length; });
       res.on("end", () => {
-        if (measuring) {
+        if (counted) {
           latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
           bytes += n;
+          lastEnd = Date.now();
           if (res.statusCode < 200 || res.statusCode >= 300) bad++;
         }
         resolve();
       });
-      res.on("error", () => { if (measuring) errors++; resolve(); });
+      res.on("error", () => { if (counted) errors++; resolve(); });
     });
-    req.on("error", () => { if (measuring) errors++; resolve(); });
+    req.on("error", () => { if (counted) errors++; resolve(); });
   });
 }
-async function loop() { while (!stop) await one(); }
+// A request counts when it was sent inside the window, even if its answer ends after it; a
+// connection whose requests all outlast the window sends one more, counted, so a slow answer
+// shows as its latency and a low rate, never as "0 req/s".
+async function loop() {
+  let measured = false;
+  while (!stop || !measured) {
+    const counted = measuring || stop;
+    await one(counted);
+    if (counted) measured = true;
+  }
+}
 const loops = Array.from({ length: connections }, loop);
 setTimeout(() => {
   measuring = true;
@@ -56,8 +67,9 @@ setTimeout(() => {
   setTimeout(async () => {
     measuring = false;
     stop = true;
-    const elapsed = Date.now() - startedAt;
     await Promise.all(loops);
+    // The window, or longer when answers to requests sent inside it ended after it.
+    const elapsed = Math.max(durationMs, lastEnd - startedAt);
     agent.destroy();
     parentPort.postMessage({ latencies, errors, bad, bytes, elapsed });
   }, durationMs);
