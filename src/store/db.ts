@@ -2,7 +2,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, type LogEvent, PostgresDialect, SqliteDialect } from "kysely";
+import {
+  type DatabaseIntrospector,
+  type DatabaseMetadata,
+  Kysely,
+  type LogEvent,
+  PostgresDialect,
+  type SchemaMetadata,
+  SqliteDialect,
+  sql,
+  type TableMetadata,
+} from "kysely";
 import pg from "pg";
 import type { Database } from "./schema.ts";
 
@@ -84,6 +94,49 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
   pool.on("error", () => undefined);
   // The same for a connection in use when the server goes away: its query fails with the error.
   pool.on("connect", (client) => client.on("error", () => undefined));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
+  const kysely = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }), log });
   return { kysely, dialect: "postgres", statements, close: () => kysely.destroy() };
+}
+
+/**
+ * Kysely's PostgreSQL introspection (which its migrator uses to see whether its own tables exist)
+ * reads every schema of the database and calls `has_schema_privilege(<name>)` on each: a schema
+ * dropped by someone else while that query runs (another installation or test in the same
+ * database) fails it with "schema … does not exist", and with it our migration. Berth only ever
+ * needs the schema it works in, so its introspection reads the catalogue for that schema alone,
+ * by oid, with no name lookups that a concurrent drop could break.
+ */
+class SchemaScopedPostgresDialect extends PostgresDialect {
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely's dialect interface is untyped here.
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new CurrentSchemaIntrospector(db);
+  }
+}
+
+class CurrentSchemaIntrospector implements DatabaseIntrospector {
+  // biome-ignore lint/suspicious/noExplicitAny: introspection reads the catalogue, not our schema.
+  constructor(private readonly db: Kysely<any>) {}
+
+  async getSchemas(): Promise<SchemaMetadata[]> {
+    const { rows } = await sql<{ name: string }>`select current_schema() as name`.execute(this.db);
+    return rows.filter((r) => r.name !== null);
+  }
+
+  async getTables(): Promise<TableMetadata[]> {
+    const { rows } = await sql<{ name: string; schema: string; kind: string }>`
+      select c.relname as name, n.nspname as schema, c.relkind as kind
+      from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = current_schema() and c.relkind in ('r', 'v', 'm', 'p')
+      order by c.relname`.execute(this.db);
+    return rows.map((r) => ({
+      name: r.name,
+      schema: r.schema,
+      isView: r.kind === "v" || r.kind === "m",
+      columns: [],
+    }));
+  }
+
+  async getMetadata(): Promise<DatabaseMetadata> {
+    return { tables: await this.getTables() };
+  }
 }

@@ -241,3 +241,45 @@ for (const target of targets) {
     });
   });
 }
+
+if (pgUrl) {
+  describe("one PostgreSQL shared with others", () => {
+    test("migrating and introspecting a schema never fails because other schemas are dropped meanwhile", async () => {
+      // Several installations (or test files) in one database: one drops its schema while another
+      // migrates. Kysely's stock introspection read every schema by name and failed with
+      // "schema … does not exist" in most of these rounds.
+      const admin = openDatabase(pgUrl);
+      const mine = `store_mine_${process.pid}`;
+      await admin.kysely.schema.createSchema(mine).ifNotExists().execute();
+      const url = new URL(pgUrl);
+      url.searchParams.set("options", `-c search_path=${mine}`);
+      const db = openDatabase(url.toString());
+      try {
+        for (let round = 0; round < 10; round++) {
+          const others = Array.from({ length: 4 }, (_, i) => `store_other_${process.pid}_${round}_${i}`);
+          for (const o of others) {
+            await admin.kysely.schema.createSchema(o).execute();
+            await admin.kysely.schema.createTable(`${o}.t`).addColumn("a", "integer").execute();
+          }
+          const drops = Promise.all(others.map((o) => admin.kysely.schema.dropSchema(o).cascade().execute()));
+          const work = Promise.all([
+            migrateToLatest(db.kysely, db.dialect),
+            db.kysely.introspection.getTables(),
+            db.kysely.introspection.getTables(),
+          ]);
+          const [, [, seen]] = await Promise.all([drops, work]);
+          assert.ok(
+            seen.every((t) => t.schema === mine),
+            "only the schema the database works in is introspected",
+          );
+        }
+        const tables = (await db.kysely.introspection.getTables()).map((t) => t.name);
+        assert.ok(tables.includes("services"), "the migration ran to its end");
+      } finally {
+        await db.close();
+        await admin.kysely.schema.dropSchema(mine).cascade().execute();
+        await admin.close();
+      }
+    });
+  });
+}
