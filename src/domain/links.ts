@@ -130,6 +130,20 @@ export function linkVariablesOf(
 }
 
 /**
+ * A container's `link_variables` field: the service's, applied to the single container (spec
+ * "Containers"): what it gives a client as `<SERVICE>_<n>_…`. Nothing while it has no address.
+ */
+export function containerLinkVariables(
+  serviceName: string,
+  self: LinkTarget | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  const [own] = self ? reachable([self]) : [];
+  if (own) variablesFor(`${envPrefix(serviceName)}_${own.number}`, own.target, undefined, out);
+  return out;
+}
+
+/**
  * A client container's `linked_to_container` items for one link: one per reachable target,
  * named like its variables' prefix (`DB_1`), with the address of every exposed port.
  */

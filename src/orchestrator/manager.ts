@@ -10,7 +10,12 @@ import {
   linkHosts,
 } from "../domain/container-spec.ts";
 import { conflict } from "../domain/errors.ts";
-import { type LinkTarget, linkedToContainer, linkVariablesOf } from "../domain/links.ts";
+import {
+  containerLinkVariables,
+  type LinkTarget,
+  linkedToContainer,
+  linkVariablesOf,
+} from "../domain/links.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import {
   applyUpdate,
@@ -47,6 +52,8 @@ export interface ManagerDeps {
 const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
   JSON.parse(row.spec) as ServiceSpec;
 const live = (c: ContainerRow) => c.state !== "Terminated";
+
+const isTargetState = (state: string) => (TARGET_STATES as readonly string[]).includes(state);
 
 export class ServiceManager {
   constructor(private readonly d: ManagerDeps) {}
@@ -268,9 +275,14 @@ export class ServiceManager {
       }
     }
     const targets = new Map<string, LinkTarget[]>();
-    const running = targetsOf.length
-      ? await store.services.containersOfServices(targetsOf, { states: TARGET_STATES })
-      : [];
+    // The page's own services' running containers are among the live ones just read; only the
+    // other services' are read again.
+    const read = new Set(opts.withContainers);
+    const others = [...new Set(targetsOf)].filter((uuid) => !read.has(uuid));
+    const running = [
+      ...[...live.values()].flatMap((list) => list.filter((c) => isTargetState(c.state))),
+      ...(others.length ? await store.services.containersOfServices(others, { states: TARGET_STATES }) : []),
+    ];
     const targetSpecs = new Map<string, ServiceSpec>();
     for (const c of running) {
       if (!services.has(c.service_uuid)) continue;
@@ -522,7 +534,10 @@ export class ServiceManager {
       autorestart: spec.autorestart,
       autodestroy: spec.autodestroy,
       roles: spec.roles,
-      link_variables: linkVariablesOf(service?.name ?? c.name, service ? targetsOf(service.uuid) : []),
+      link_variables: containerLinkVariables(
+        service?.name ?? c.name,
+        service ? targetsOf(service.uuid).find((t) => t.resource_uri === uri) : undefined,
+      ),
       privileged: spec.privileged,
       read_only: spec.read_only,
       net: spec.net,

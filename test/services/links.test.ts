@@ -125,8 +125,16 @@ describe("links", () => {
     assert.equal(lv.POSTGRES_2_PORT_5432_TCP, `tcp://${pg2.private_ip}:5432`);
     assert.equal(lv.POSTGRES_ENV_PASSWORD, "s3cret");
     assert.ok(!Object.keys(lv).some((k) => k.endsWith("_NAME")), "no client, so no NAME variables");
-    // A container of the target shows the same link_variables.
-    assert.deepEqual(pg1.link_variables, lv);
+    // A container shows the service's variables applied to itself alone (spec "Containers").
+    assert.deepEqual(pg1.link_variables, {
+      POSTGRES_1_PORT: `tcp://${pg1.private_ip}:5432`,
+      POSTGRES_1_PORT_5432_TCP: `tcp://${pg1.private_ip}:5432`,
+      POSTGRES_1_PORT_5432_TCP_ADDR: pg1.private_ip,
+      POSTGRES_1_PORT_5432_TCP_PORT: "5432",
+      POSTGRES_1_PORT_5432_TCP_PROTO: "tcp",
+      POSTGRES_1_ENV_PASSWORD: "s3cret",
+    });
+    assert.equal(pg2.link_variables.POSTGRES_2_PORT, `tcp://${pg2.private_ip}:5432`);
   });
 
   test("PLATFORM_* and DOCKERCLOUD_* are injected; PLATFORM_AUTH only into the engine", async () => {
