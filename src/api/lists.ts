@@ -28,8 +28,31 @@ export interface Envelope<T> {
   objects: T[];
 }
 
+/**
+ * A page's objects stop once their JSON passes this size (at least one object is always sent), so
+ * no caller can make the server build an answer of unbounded size: `meta.limit` then says how
+ * many objects this page holds and `next` continues right after them.
+ */
+export const MAX_PAGE_CHARS = 8 * 1024 * 1024;
+
+/** How many of `objects` fit in `maxChars` of JSON (at least one). */
+function fitting(objects: readonly unknown[], maxChars: number): number {
+  let chars = 0;
+  for (const [i, o] of objects.entries()) {
+    chars += JSON.stringify(o).length + 1;
+    if (chars > maxChars && i > 0) return i;
+  }
+  return objects.length;
+}
+
 /** Builds the envelope; `next`/`previous` are relative paths that keep every filter of the request. */
-export function envelope<T>(request: FastifyRequest, page: Page, total: number, objects: T[]): Envelope<T> {
+export function envelope<T>(
+  request: FastifyRequest,
+  page: Page,
+  total: number,
+  objects: T[],
+  maxChars = MAX_PAGE_CHARS,
+): Envelope<T> {
   const [rawPath, rawQuery = ""] = request.url.split("?", 2) as [string, string?];
   const path = rawPath.replace(/\/{2,}/g, "/").replace(/\/?$/, "/");
   const link = (offset: number) => {
@@ -38,9 +61,13 @@ export function envelope<T>(request: FastifyRequest, page: Page, total: number, 
     params.set("offset", String(offset));
     return `${path}?${params.toString()}`;
   };
-  const next = page.offset + page.limit < total ? link(page.offset + page.limit) : null;
+  const kept = fitting(objects, maxChars);
+  const shown = kept < objects.length ? objects.slice(0, kept) : objects;
+  const end = page.offset + (kept < objects.length ? kept : page.limit);
+  const next = end < total ? link(end) : null;
   const previous = page.offset > 0 ? link(Math.max(0, page.offset - page.limit)) : null;
-  return { meta: { limit: page.limit, offset: page.offset, total_count: total, next, previous }, objects };
+  const limit = kept < objects.length ? kept : page.limit;
+  return { meta: { limit, offset: page.offset, total_count: total, next, previous }, objects: shown };
 }
 
 export function listSchema(item: ReturnType<typeof Type.Object> | ReturnType<typeof Type.Any>) {
