@@ -9,6 +9,7 @@ import {
   type LogEvent,
   PostgresDialect,
   type SchemaMetadata,
+  type SqliteDatabase,
   SqliteDialect,
   sql,
   type TableMetadata,
@@ -71,7 +72,10 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
     sqlite.pragma("cache_size = -65536");
     sqlite.pragma("temp_store = MEMORY");
     if (file !== ":memory:") sqlite.pragma("mmap_size = 268435456");
-    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log });
+    const kysely = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: preparedOnce(sqlite) }),
+      log,
+    });
     return {
       kysely,
       dialect: "sqlite",
@@ -96,6 +100,31 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
   pool.on("connect", (client) => client.on("error", () => undefined));
   const kysely = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }), log });
   return { kysely, dialect: "postgres", statements, close: () => kysely.destroy() };
+}
+
+/**
+ * Kysely prepares every statement anew; this keeps the most recent prepared statements by their
+ * SQL text, so a query the server runs again (every request runs the same few) is only bound and
+ * stepped. Safe because Kysely runs one statement at a time on its single SQLite connection
+ * (a streamed query holds that connection until it ends).
+ */
+function preparedOnce(sqlite: SQLite.Database, capacity = 500): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(text: string) {
+      let statement = cache.get(text);
+      if (statement) {
+        // Most recently used last, so the first key is the one to evict.
+        cache.delete(text);
+      } else {
+        statement = sqlite.prepare(text);
+        if (cache.size >= capacity) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(text, statement);
+      return statement;
+    },
+  };
 }
 
 /**
