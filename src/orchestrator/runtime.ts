@@ -375,6 +375,11 @@ export class ContainerRuntime {
     }
     const now = this.d.clock.now();
     return this.patch(uuid, (r) => {
+      // What the engine said answers the record as it was read: if anything (an action marking
+      // it Starting or Stopping, another observation) wrote the record meanwhile, this
+      // observation is stale and is dropped; the next one reads both afresh. The write is
+      // version-checked, so this holds against a write that lands between this check and it.
+      if (r.version !== c.version) return undefined;
       if (!view) {
         if (r.desired === "terminated") return { state: "Terminated", destroyed_at: now };
         return r.state === "Stopped" && r.engine_id === null

@@ -257,3 +257,38 @@ describe("volumes on redeploy", () => {
     assert.equal(uuidOf(c.resource_uri), c.uuid);
   });
 });
+
+describe("observed state and actions", () => {
+  test("an observation read before an action wrote the container is dropped, never written over the action's state", async () => {
+    const svc = await runningService(s, { name: "observed" });
+    const [c] = await containersOf(s, svc);
+    const { engine, id } = await engineContainer(s, c.resource_uri);
+    // An observation reads the record, then the engine, and is slow to come back from the engine…
+    let answer!: () => void;
+    const slow = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const slowEngine = Object.create(engine) as typeof engine;
+    slowEngine.inspectContainer = async (cid: string) => {
+      const view = await engine.inspectContainer(cid);
+      await slow;
+      return view;
+    };
+    const observing = s.h.runtime.observe(uuidOf(c.resource_uri), { engine: slowEngine, id });
+    // …while a stop action marks the container Stopping (its engine stop is held meanwhile).
+    const release = engine.hold();
+    const stop = await call(s.h, s.alice, "POST", `${c.resource_uri}stop/`);
+    assert.equal(stop.status, 202);
+    await until(s, c.resource_uri, "Stopping");
+    answer();
+    await observing;
+    const row = await s.h.store.services.findContainer(uuidOf(c.resource_uri));
+    assert.equal(
+      row?.state,
+      "Stopping",
+      "the engine's earlier Running does not replace the action's Stopping",
+    );
+    release();
+    await until(s, c.resource_uri, "Stopped");
+  });
+});
