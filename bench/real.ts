@@ -47,6 +47,8 @@ export async function runRealDeploy(
           image: TEST_IMAGE,
           target_num_containers: opts.containers,
           container_ports: [],
+          // The attached engine carries no tags.
+          tags: [],
         }),
       ),
       "create",
@@ -61,6 +63,11 @@ export async function runRealDeploy(
       await sleep(5);
     }
     const berthMs = performance.now() - t0;
+    if (state !== "Success") {
+      const log = (await b.platform.store.actionLogTail(action, 5)).map((l) => l.line).join(" | ");
+      out(`real deploy: the start action ended ${state}: ${log}`);
+      return;
+    }
     const t1 = performance.now();
     await must(api(b, "POST", `/api/app/v1/service/${s.uuid}/stop/`), "stop");
     await b.platform.actions.idle(120_000);
