@@ -463,13 +463,12 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       (a) =>
         nodeRoutes(a, {
           store,
-          identity,
           actions,
           nodes,
           allowUserEngines: config.nodes.allowUserEngines,
           containersOnNodes: (uuids) => store.services.countLiveContainersOnNodes(uuids),
         }),
-      (a) => tokenRoutes(a, { identity, agents: agentNodes }),
+      (a) => tokenRoutes(a, { agents: agentNodes }),
       (a) =>
         agentRoutes(a, {
           agents: agentNodes,
@@ -477,10 +476,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           clock,
           bundle: new AgentBundle(path.join(config.dataDir, "agent", "berth-agent.mjs")),
         }),
-      (a) => serviceRoutes(a, { store, identity, actions, services }),
-      (a) => stackRoutes(a, { store, identity, actions, stacks }),
-      (a) => triggerRoutes(a, { store, identity, actions, triggers }),
-      (a) => registryRoutes(a, { store, identity, registries, webhookToken: nativeRegistry?.token }),
+      (a) => serviceRoutes(a, { store, actions, services }),
+      (a) => stackRoutes(a, { store, actions, stacks }),
+      (a) => triggerRoutes(a, { store, actions, triggers }),
+      (a) => registryRoutes(a, { store, registries, webhookToken: nativeRegistry?.token }),
       (a) =>
         streamRoutes(a, {
           store,

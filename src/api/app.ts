@@ -11,6 +11,7 @@ import type { Catalogue } from "../catalogue/catalogue.ts";
 import type { LogLevel } from "../config/index.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
+import { installAccess } from "./access.ts";
 import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts";
 import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.ts";
 import { clientRefusal, type EarlyRefusal, frameworkRefusal, installErrorHandling } from "./errors.ts";
@@ -222,6 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installInputRules(app);
   await app.register(cookie);
   installAuth(app, deps.identity, deps.bearer, deps.passwords, deps.sessions);
+  installAccess(app, deps.identity);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
 

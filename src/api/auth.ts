@@ -1,6 +1,6 @@
 // Authentication on every request, decided by the API area of the path (CONTRACT §2).
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { authorizeAccountsCall, type Scope } from "../accounts/scopes.ts";
+import { authorizeAccountsCall } from "../accounts/scopes.ts";
 import { unauthorized } from "../domain/errors.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import { queryCredentials } from "./compat.ts";
@@ -75,7 +75,7 @@ export function installAuth(
   app.addHook("onRequest", async (request) => {
     request.audit = {};
     request.area = areaOf(request.url.split("?")[0]!);
-    if (request.area === "public" || request.routeOptions.config?.auth === "none") return;
+    if (request.area === "public" || request.routeOptions.config?.access === "public") return;
     // Programs authenticate with what they send; a browser without credentials, with its session
     // cookie (and the CSRF defence, api/session.ts).
     const principal =
@@ -85,7 +85,7 @@ export function installAuth(
     if (!principal) throw unauthorized();
     request.principal = principal;
     // Scopes are checked on routes that exist; an unknown path or method keeps its 404 or 405.
-    const config = request.routeOptions.config as { scope?: Scope; fallback?: boolean } | undefined;
+    const config = request.routeOptions.config;
     if (request.area === "accounts" && !request.is404 && !config?.fallback)
       authorizeAccountsCall(principal, config?.scope);
   });

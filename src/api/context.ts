@@ -15,9 +15,25 @@ export interface AuditNote {
   failure?: string;
 }
 
+/**
+ * Who may call a route; every route declares it (`config.access`) and one hook checks it
+ * (api/access.ts), so handlers hold no permission checks of their own.
+ * - "public": no credentials; the route is public or checks its own secret (trigger calls, the
+ *   token endpoint, sign-in, the agent's token and node key).
+ * - "caller": any authenticated caller; which objects it may see is the object's own rule
+ *   (a profile, an organization's members, an action of a namespace it reads).
+ * - "namespace": the path's namespace (the caller's own without one) must be one the caller may
+ *   use, else 404 like a missing object (CONTRACT §3); handlers read it with `namespaceOf(req)`.
+ * - `{ admin }`: administrators only (a key limited to a namespace is not one): 403 `admin_only`
+ *   with `admin` as the sentence; with `namespace: true` the namespace is resolved first.
+ */
+export type Access = "public" | "caller" | "namespace" | { admin: string; namespace?: boolean };
+
 declare module "fastify" {
   interface FastifyRequest {
     principal?: Principal;
+    /** The namespace of a route declaring namespace access, set by the access hook. */
+    namespace?: string;
     area: Area;
     actionUuid?: string;
     audit: AuditNote;
@@ -25,8 +41,10 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** Readable action name recorded for non-GET calls, e.g. "Action Cancel". */
     action?: string;
-    /** "none": the route checks its own secret (trigger calls, token endpoint). */
-    auth?: "none";
+    /** Who may call the route (see `Access`); test/api/routes.test.ts fails on a route without one. */
+    access?: Access;
+    /** The 405 answers of api/routing.ts (not resources: no access or schemas of their own). */
+    fallback?: boolean;
     /** Accounts API: the scope a call needs (CONTRACT §11); accounts routes without one need Basic. */
     scope?: Scope;
     /** A route outside api/streams that accepts WebSocket upgrades (the agent's tunnel). */

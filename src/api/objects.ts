@@ -1,33 +1,32 @@
 // Helpers every resource route shares: finding the object a namespaced path addresses, and
 // recording an asynchronous operation on it under the call's action uuid.
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { Type } from "typebox";
+import { type TSchema, Type } from "typebox";
 import type { ActionEngine } from "../actions/engine.ts";
 import { notFound } from "../domain/errors.ts";
-import type { IdentityService } from "../identity/service.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 import { namespaceOf } from "./namespaces.ts";
 import { callMeta } from "./recorder.ts";
 import { nsPaths } from "./routing.ts";
 
-/** The `:uuid` of the path. */
-export function uuidParam(req: FastifyRequest): string {
-  return (req.params as { uuid: string }).uuid;
-}
+/** Path parameters of a list or create route in both forms (`/…/` and `/:namespace/…/`). */
+export const NsParams = Type.Object({ namespace: Type.Optional(Type.String()) });
+/** Path parameters of one object in both forms. */
+export const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
 
 /**
- * The object of a namespaced path: 404 when it is missing or lives in another namespace (the same
- * answer, so nothing leaks). Notes it as the object of the call's action.
+ * The object of a namespaced path (a route with namespace access): 404 when it is missing or
+ * lives in another namespace (the same answer, so nothing leaks). Notes it as the object of the
+ * call's action.
  */
-export async function ownObject<T extends { namespace: string }>(
+export function ownObject<T extends { namespace: string }>(
   req: FastifyRequest,
-  identity: IdentityService,
   found: T | undefined,
   what: string,
   uri: (t: T) => string,
-): Promise<T> {
-  const ns = await namespaceOf(req, identity);
-  if (!found || found.namespace !== ns) throw notFound(what);
+): T {
+  if (!found || found.namespace !== namespaceOf(req)) throw notFound(what);
   req.audit.object = uri(found);
   return found;
 }
@@ -52,13 +51,30 @@ export interface Operation {
   summary: string;
 }
 
+const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
+const DryRunQuery = Type.Object({
+  dry_run: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description: "answer the placement plan and its explanations (200) without changing anything",
+    }),
+  ),
+  target_num_containers: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 100,
+      description: "with dry_run: plan for this target instead of the service's own",
+    }),
+  ),
+});
+
 /**
  * Registers the operation routes of a resource (start, stop, redeploy…), in both path forms.
  * Each queues its kind with `{<param>: uuid}` (plus `reuse_volumes` for redeploy, CONTRACT:
  * default true) and answers 202 with the object in its new transitional state.
  */
 export function operationRoutes<T extends { uuid: string; namespace: string }>(
-  app: FastifyInstance,
+  untyped: FastifyInstance,
   opts: {
     /** e.g. "/api/app/v1/{ns}service/:uuid/" */
     path: string;
@@ -70,63 +86,82 @@ export function operationRoutes<T extends { uuid: string; namespace: string }>(
     operations: Operation[];
     store: Store;
     actions: ActionEngine;
-    find(req: FastifyRequest): Promise<T>;
+    /** The object of the path (`ownObject`): 404 when the caller's namespace does not hold it. */
+    find(req: FastifyRequest, uuid: string): Promise<T>;
     uri(t: T): string;
     /** The object as it reads after the call. */
     view(t: T): Promise<unknown>;
+    /** Schema of the object's answer (202). */
+    response?: TSchema;
     /**
      * Operations that take `?dry_run=true`: the plan is answered (200) and nothing is queued or
      * changed. `target` is `?target_num_containers=` when given.
      */
-    dryRun?: { operations: string[]; plan(t: T, op: string, target: number | undefined): Promise<unknown> };
+    dryRun?: {
+      operations: string[];
+      plan(t: T, op: string, target: number | undefined): Promise<unknown>;
+      response?: TSchema;
+    };
   },
 ): void {
-  const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
-  const ReuseQuery = Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) });
-  const DryRunQuery = Type.Object({
-    dry_run: Type.Optional(
-      Type.Boolean({
-        default: false,
-        description: "answer the placement plan and its explanations (200) without changing anything",
-      }),
-    ),
-    target_num_containers: Type.Optional(
-      Type.Integer({
-        minimum: 0,
-        maximum: 100,
-        description: "with dry_run: plan for this target instead of the service's own",
-      }),
-    ),
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
+  const answers = (r: Record<number, TSchema | undefined>) => {
+    const given = Object.entries(r).filter((e): e is [string, TSchema] => e[1] !== undefined);
+    return given.length ? { response: Object.fromEntries(given) } : {};
+  };
+  const config = (op: string) => ({
+    action: `${opts.name} ${op[0]!.toUpperCase()}${op.slice(1)}`,
+    access: "namespace" as const,
   });
+  const enqueue = async (req: FastifyRequest, t: T, kind: string, params: Record<string, unknown>) => {
+    await enqueueOperation(req, opts, { kind, params, namespace: t.namespace, object: opts.uri(t) });
+    return opts.view(t);
+  };
   for (const { op, kind, summary } of opts.operations) {
+    const dryRun = opts.dryRun?.operations.includes(op) ? opts.dryRun : undefined;
     for (const url of nsPaths(`${opts.path}${op}/`)) {
-      app.post(
-        url,
-        {
-          config: { action: `${opts.name} ${op[0]!.toUpperCase()}${op.slice(1)}` },
-          schema: {
-            tags: opts.tags,
-            summary,
-            params: UuidParams,
-            ...(op === "redeploy" ? { querystring: ReuseQuery } : {}),
-            ...(opts.dryRun?.operations.includes(op) ? { querystring: DryRunQuery } : {}),
+      const schema = { tags: opts.tags, summary, params: UuidParams };
+      if (dryRun) {
+        app.post(
+          url,
+          {
+            config: config(op),
+            schema: {
+              ...schema,
+              querystring: DryRunQuery,
+              ...answers({ 200: dryRun.response, 202: opts.response }),
+            },
           },
-        },
-        async (req, reply) => {
-          const t = await opts.find(req);
-          const q = req.query as { dry_run?: boolean; target_num_containers?: number } | undefined;
-          if (opts.dryRun?.operations.includes(op) && q?.dry_run === true) {
-            req.audit.object = opts.uri(t);
-            return reply.status(200).send(await opts.dryRun.plan(t, op, q.target_num_containers));
-          }
-          const params: Record<string, unknown> = { [opts.param]: t.uuid };
-          if (op === "redeploy") {
-            params.reuse_volumes = (req.query as { reuse_volumes?: boolean }).reuse_volumes !== false;
-          }
-          await enqueueOperation(req, opts, { kind, params, namespace: t.namespace, object: opts.uri(t) });
-          return reply.status(202).send(await opts.view(t));
-        },
-      );
+          async (req, reply) => {
+            const t = await opts.find(req, req.params.uuid);
+            if (req.query.dry_run === true)
+              return reply.status(200).send(await dryRun.plan(t, op, req.query.target_num_containers));
+            return reply.status(202).send(await enqueue(req, t, kind, { [opts.param]: t.uuid }));
+          },
+        );
+      } else if (op === "redeploy") {
+        app.post(
+          url,
+          {
+            config: config(op),
+            schema: { ...schema, querystring: ReuseQuery, ...answers({ 202: opts.response }) },
+          },
+          async (req, reply) => {
+            const t = await opts.find(req, req.params.uuid);
+            const params = { [opts.param]: t.uuid, reuse_volumes: req.query.reuse_volumes !== false };
+            return reply.status(202).send(await enqueue(req, t, kind, params));
+          },
+        );
+      } else {
+        app.post(
+          url,
+          { config: config(op), schema: { ...schema, ...answers({ 202: opts.response }) } },
+          async (req, reply) => {
+            const t = await opts.find(req, req.params.uuid);
+            return reply.status(202).send(await enqueue(req, t, kind, { [opts.param]: t.uuid }));
+          },
+        );
+      }
     }
   }
 }

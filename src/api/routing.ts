@@ -16,7 +16,7 @@ export class MethodTable {
 
   constructor(app: FastifyInstance) {
     app.addHook("onRoute", (route) => {
-      if (route.config && (route.config as { fallback?: boolean }).fallback) return;
+      if (route.config?.fallback) return;
       const set = this.methods.get(route.url) ?? new Set<string>();
       for (const m of Array.isArray(route.method) ? route.method : [route.method]) set.add(m);
       this.methods.set(route.url, set);
@@ -55,7 +55,7 @@ export class MethodTable {
         app.route({
           method: m,
           url,
-          config: { fallback: true } as never,
+          config: { fallback: true },
           schema: { hide: true },
           handler: (request, reply) => {
             reply.header("Allow", allow.join(", "));

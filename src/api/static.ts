@@ -4,7 +4,9 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "typebox";
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -66,10 +68,11 @@ function send(request: FastifyRequest, reply: FastifyReply, file: StaticFile, im
 
 /** Registers `/` and `/assets/*` from `dir`; without a build, `/` says how to make one. */
 export function staticRoutes(app: FastifyInstance, dir: string): void {
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const files = loadFiles(dir);
   const index = files.get("/index.html");
   const hide = { hide: true };
-  app.get("/", { schema: hide, config: { auth: "none" } }, async (request, reply) => {
+  app.get("/", { schema: hide, config: { access: "public" } }, async (request, reply) => {
     if (!index)
       return reply
         .status(503)
@@ -81,11 +84,16 @@ export function staticRoutes(app: FastifyInstance, dir: string): void {
       .header("Referrer-Policy", "no-referrer");
     return send(request, reply, index, false);
   });
-  app.get("/assets/*", { schema: hide, config: { auth: "none" } }, async (request, reply) => {
-    const name = (request.params as { "*": string })["*"];
-    const file = files.get(`/assets/${name}`);
-    if (!file)
-      return reply.status(404).send({ error: `No dashboard file at /assets/${name}.`, code: "not_found" });
-    return send(request, reply, file, true);
-  });
+  const AssetParams = Type.Object({ "*": Type.String() });
+  typed.get(
+    "/assets/*",
+    { schema: { ...hide, params: AssetParams }, config: { access: "public" } },
+    async (request, reply) => {
+      const name = request.params["*"];
+      const file = files.get(`/assets/${name}`);
+      if (!file)
+        return reply.status(404).send({ error: `No dashboard file at /assets/${name}.`, code: "not_found" });
+      return send(request, reply, file, true);
+    },
+  );
 }

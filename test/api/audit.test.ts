@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { namespaceOf } from "../../src/api/namespaces.ts";
@@ -20,8 +21,9 @@ const ACTION_URI =
  * Test-only resources: `gadget` and `gizmo` objects with a synchronous `poke` operation, so that
  * calls succeed with a known object URI. A gadget is related to the gizmo of the same id.
  */
-function pokeRoutes(identity: IdentityService) {
-  return (app: FastifyInstance) => {
+function pokeRoutes(_identity: IdentityService) {
+  return (untyped: FastifyInstance) => {
+    const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
     for (const [resource, name] of [
       ["gadget", "Gadget Poke"],
       ["gizmo", "Gizmo Poke"],
@@ -30,9 +32,10 @@ function pokeRoutes(identity: IdentityService) {
         app.post(
           url,
           {
-            config: { action: name },
+            config: { action: name, access: "namespace" },
             schema: {
               hide: true,
+              params: Type.Object({ id: Type.String(), namespace: Type.Optional(Type.String()) }),
               body: Type.Optional(
                 Type.Object({
                   level: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
@@ -42,8 +45,8 @@ function pokeRoutes(identity: IdentityService) {
             },
           },
           async (req) => {
-            const ns = await namespaceOf(req, identity);
-            const object = `/api/app/v1/${ns}/${resource}/${(req.params as { id: string }).id}/`;
+            const ns = namespaceOf(req);
+            const object = `/api/app/v1/${ns}/${resource}/${req.params.id}/`;
             req.audit.object = object;
             return { poked: object };
           },

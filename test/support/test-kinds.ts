@@ -1,5 +1,6 @@
 // An action kind and a route that only tests register: a "widget" whose "work" operation is a
 // configurable number of steps, so the action engine can be exercised without engines.
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../src/actions/engine.ts";
@@ -53,13 +54,16 @@ export function registerWidgetKind(actions: ActionEngine, maxSteps = 10): void {
 }
 
 export function widgetRoutes(deps: { actions: ActionEngine; identity: IdentityService; store: Store }) {
-  return (app: FastifyInstance) => {
+  return (untyped: FastifyInstance) => {
+    const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
     for (const url of ["/api/app/v1/widget/:id/work/", "/api/app/v1/:namespace/widget/:id/work/"]) {
       app.post(
         url,
         {
+          config: { access: "namespace" },
           schema: {
             hide: true,
+            params: Type.Object({ id: Type.String(), namespace: Type.Optional(Type.String()) }),
             body: Type.Object({
               steps: Type.Integer({ minimum: 0, maximum: 10 }),
               stepMs: Type.Integer({ minimum: 0 }),
@@ -69,14 +73,14 @@ export function widgetRoutes(deps: { actions: ActionEngine; identity: IdentitySe
           },
         },
         async (req, reply) => {
-          const ns = await namespaceOf(req, deps.identity);
-          const object = `/api/app/v1/${ns}/widget/${(req.params as { id: string }).id}/`;
+          const ns = namespaceOf(req);
+          const object = `/api/app/v1/${ns}/widget/${req.params.id}/`;
           req.audit.object = object;
           const action = await deps.store.transaction((tx) =>
             deps.actions.enqueue(tx, {
               uuid: req.actionUuid,
               kind: "test.widget.work",
-              params: req.body as WorkParams,
+              params: req.body,
               namespace: ns,
               object,
               meta: callMeta(req),

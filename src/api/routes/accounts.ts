@@ -2,6 +2,7 @@
 // verification, and the token endpoint. Each route declares its scope in `config.scope`; the auth
 // hook checks it. Avatars (the profile's avatar_url) are served here too.
 import { createHash } from "node:crypto";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { MailDeliveryError } from "../../accounts/outbox.ts";
@@ -45,6 +46,9 @@ const OAuthErrorBody = Type.Object({
 /** OpenAPI: Basic credentials, or a token holding `scope`. */
 const security = (scope: Scope): Record<string, string[]>[] => [{ basic: [] }, { oauth2: [scope] }];
 
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
 export interface AccountsRouteDeps {
   accounts: AccountsService;
   publicUrl: string;
@@ -73,16 +77,16 @@ async function withMailErrors<T>(request: FastifyRequest, reply: FastifyReply, f
   }
 }
 
-export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): void {
+export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { accounts, publicUrl } = deps;
-  const username = (req: FastifyRequest) => (req.params as { username: string }).username;
 
   // ---- profile -------------------------------------------------------------------------------
 
   app.get(
     "/api/v1.1/users/:username/",
     {
-      config: { scope: "profile_read" },
+      config: { access: "caller", scope: "profile_read" },
       schema: {
         tags,
         summary: "Get a user profile",
@@ -91,13 +95,13 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
         response: { 200: Profile },
       },
     },
-    async (req) => profileView(await accounts.getProfile(principalOf(req), username(req)), publicUrl),
+    async (req) => profileView(await accounts.getProfile(principalOf(req), req.params.username), publicUrl),
   );
 
   app.patch(
     "/api/v1.1/users/:username/",
     {
-      config: { scope: "profile_write" },
+      config: { access: "caller", scope: "profile_write" },
       schema: {
         tags,
         summary: "Update a profile: location, profile_url and company only",
@@ -113,8 +117,10 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
       },
     },
     async (req) => {
-      const body = req.body as Record<string, unknown>;
-      return profileView(await accounts.updateProfile(principalOf(req), username(req), body), publicUrl);
+      return profileView(
+        await accounts.updateProfile(principalOf(req), req.params.username, req.body),
+        publicUrl,
+      );
     },
   );
 
@@ -123,7 +129,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
   app.get(
     "/api/v1.1/users/:username/emails/",
     {
-      config: { scope: "email_read" },
+      config: { access: "caller", scope: "email_read" },
       schema: {
         tags,
         summary: "List a user's email addresses (a bare array, primary first)",
@@ -132,13 +138,13 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
         response: { 200: Type.Array(EmailRecord) },
       },
     },
-    async (req) => (await accounts.listEmails(principalOf(req), username(req))).map(emailView),
+    async (req) => (await accounts.listEmails(principalOf(req), req.params.username)).map(emailView),
   );
 
   app.post(
     "/api/v1.1/users/:username/emails/",
     {
-      config: { scope: "email_write" },
+      config: { access: "caller", scope: "email_write" },
       schema: {
         tags,
         summary: "Add an email address (unverified, not primary; no message is sent)",
@@ -149,8 +155,8 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
       },
     },
     async (req, reply) => {
-      const { email } = req.body as { email: string };
-      const row = await accounts.addEmail(principalOf(req), username(req), email);
+      const { email } = req.body;
+      const row = await accounts.addEmail(principalOf(req), req.params.username, email);
       return reply.status(201).send(emailView(row));
     },
   );
@@ -158,7 +164,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
   app.patch(
     "/api/v1.1/users/:username/emails/",
     {
-      config: { scope: "email_write" },
+      config: { access: "caller", scope: "email_write" },
       schema: {
         tags,
         summary: "Make a verified address the primary one (the profile's email follows)",
@@ -172,17 +178,17 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
       },
     },
     async (req) => {
-      const { email, primary } = req.body as { email: string; primary: boolean };
+      const { email, primary } = req.body;
       if (!primary)
         throw invalidField("primary", "can only be true; make another address primary to change it");
-      return emailView(await accounts.makePrimary(principalOf(req), username(req), email));
+      return emailView(await accounts.makePrimary(principalOf(req), req.params.username, email));
     },
   );
 
   app.delete(
     "/api/v1.1/users/:username/emails/",
     {
-      config: { scope: "email_write" },
+      config: { access: "caller", scope: "email_write" },
       // The address travels in the JSON body (accounts spec; see compat.keepsDeleteBody), or in
       // `?email=` for clients that cannot send a body with DELETE.
       preValidation: async (req) => {
@@ -200,9 +206,9 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
       },
     },
     async (req, reply) => {
-      const email = (req.body as { email?: string }).email ?? (req.query as { email?: string }).email;
+      const email = req.body.email ?? req.query.email;
       if (email === undefined) throw invalidField("email", "is required");
-      await accounts.deleteEmail(principalOf(req), username(req), email);
+      await accounts.deleteEmail(principalOf(req), req.params.username, email);
       return reply.status(204).send();
     },
   );
@@ -210,7 +216,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
   app.post(
     "/api/v1.1/users/:username/emails/verify/",
     {
-      config: { scope: "email_write" },
+      config: { access: "caller", scope: "email_write" },
       schema: {
         tags,
         summary: "Send a one-time confirmation token to an unverified address",
@@ -225,8 +231,8 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
     },
     async (req, reply) =>
       withMailErrors(req, reply, async () => {
-        const { email } = req.body as { email: string };
-        return emailView(await accounts.sendVerification(principalOf(req), username(req), email));
+        const { email } = req.body;
+        return emailView(await accounts.sendVerification(principalOf(req), req.params.username, email));
       }),
   );
 
@@ -234,7 +240,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
     "/api/v1.1/emails/confirm/",
     {
       // The token itself is the credential: whoever reads the mailbox may confirm it.
-      config: { auth: "none" },
+      config: { access: "public" },
       schema: {
         tags,
         summary: "Confirm an address with the token it received (single use)",
@@ -243,7 +249,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
         response: { 200: EmailRecord },
       },
     },
-    async (req) => emailView(await accounts.confirmEmail((req.body as { token: string }).token)),
+    async (req) => emailView(await accounts.confirmEmail(req.body.token)),
   );
 
   // ---- token endpoint ------------------------------------------------------------------------
@@ -251,7 +257,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
   app.post(
     "/oauth/token",
     {
-      config: { auth: "none" },
+      config: { access: "public" },
       // Token endpoint errors have the RFC 6749 §5.2 shape, including malformed bodies.
       errorHandler: (error: FastifyError, _req, reply) => {
         if (error instanceof OAuthError) return oauthError(reply, error.error, error.description);
@@ -290,10 +296,11 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
       },
     },
     async (req, reply) => {
-      const body = req.body;
-      if (typeof body !== "object" || body === null || Array.isArray(body))
+      // attachValidation: the body may be anything here, whatever its declared type says.
+      const body: unknown = req.body;
+      if (!isRecord(body))
         throw new OAuthError("invalid_request", "The body must be a form or a JSON object.");
-      const token = await accounts.issueToken(body as Record<string, unknown>, req.ip);
+      const token = await accounts.issueToken(body, req.ip);
       return reply.header("Cache-Control", "no-store").header("Pragma", "no-cache").send(token);
     },
   );
@@ -303,6 +310,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
   app.get(
     "/avatars/:file",
     {
+      config: { access: "public" },
       schema: {
         tags,
         summary: "A user's avatar (an SVG with the initial); public",
@@ -311,7 +319,7 @@ export function accountsRoutes(app: FastifyInstance, deps: AccountsRouteDeps): v
       },
     },
     async (req, reply) => {
-      const m = /^(.+)\.svg$/.exec((req.params as { file: string }).file);
+      const m = /^(.+)\.svg$/.exec(req.params.file);
       if (!m) throw new ApiError("not_found", "not_found", "No such avatar.");
       // Drawn from the name alone, for any name, so the URL says nothing about who exists.
       const name = m[1]!;

@@ -1,5 +1,6 @@
 // Audit API (spec "Actions"): list, get, cancel, retry.
-import type { FastifyInstance } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { ACTION_STATES, type ActionEngine } from "../../actions/engine.ts";
 import type { Relations } from "../../actions/relations.ts";
@@ -10,6 +11,7 @@ import type { IdentityService } from "../../identity/service.ts";
 import type { ActionRow, Store } from "../../store/store.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
+import { NsParams, UuidParams } from "../objects.ts";
 import { callMeta } from "../recorder.ts";
 import { nsPaths } from "../routing.ts";
 
@@ -66,20 +68,6 @@ const ListQuery = Type.Object({
   include_related: Type.Optional(Type.Boolean()),
   order_by: Type.Optional(Type.Union([Type.Literal("start_date"), Type.Literal("-start_date")])),
 });
-type ListQueryT = {
-  limit?: number;
-  offset?: number;
-  uuid?: string;
-  uuid__startswith?: string;
-  state?: string;
-  start_date__gte?: string;
-  start_date__lte?: string;
-  end_date__gte?: string;
-  end_date__lte?: string;
-  object?: string;
-  include_related?: boolean;
-  order_by?: "start_date" | "-start_date";
-};
 
 function dateFilter(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -99,14 +87,20 @@ interface Deps {
 }
 
 const tags = ["actions"];
-const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
 
-export function actionRoutes(app: FastifyInstance, deps: Deps): void {
+export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { store, identity, actions, relations } = deps;
 
-  /** An action visible to the caller (its namespace is one the caller may read), or 404. */
-  async function visibleAction(req: Parameters<typeof namespaceOf>[0]): Promise<ActionRow> {
-    const { uuid, namespace } = req.params as { uuid: string; namespace?: string };
+  /**
+   * An action visible to the caller (its namespace is one the caller may read), or 404. Without a
+   * namespace in the path that is any namespace the caller reads, not only its own: these routes
+   * declare caller access and this is the object's rule.
+   */
+  async function visibleAction(
+    req: FastifyRequest,
+    { uuid, namespace }: { uuid: string; namespace?: string },
+  ): Promise<ActionRow> {
     const a = await store.findAction(uuid);
     const readable = await identity.namespacesOf(principalOf(req));
     if (!a || !readable.includes(a.namespace) || (namespace !== undefined && namespace !== a.namespace)) {
@@ -120,16 +114,18 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "List actions, oldest first",
+          params: NsParams,
           querystring: ListQuery,
           response: { 200: listSchema(ActionSchema) },
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as ListQueryT;
+        const ns = namespaceOf(req);
+        const q = req.query;
         if (q.state !== undefined && !ACTION_STATES.includes(q.state as never)) {
           throw invalidField("state", `must be one of ${ACTION_STATES.join(", ")}`);
         }
@@ -176,8 +172,11 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
   for (const url of nsPaths("/api/audit/v1/{ns}action/:uuid/")) {
     app.get(
       url,
-      { schema: { tags, summary: "Get an action", params: UuidParams, response: { 200: ActionSchema } } },
-      async (req) => actionView(await visibleAction(req), actions),
+      {
+        config: { access: "caller" },
+        schema: { tags, summary: "Get an action", params: UuidParams, response: { 200: ActionSchema } },
+      },
+      async (req) => actionView(await visibleAction(req, req.params), actions),
     );
   }
 
@@ -185,7 +184,7 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Action Cancel" },
+        config: { action: "Action Cancel", access: "caller" },
         schema: {
           tags,
           summary: "Cancel a Pending or In progress action",
@@ -194,7 +193,7 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const a = await visibleAction(req);
+        const a = await visibleAction(req, req.params);
         req.audit.object = actionUri(a.uuid);
         return actionView(await actions.cancel(a.uuid), actions);
       },
@@ -205,7 +204,7 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Action Retry" },
+        config: { action: "Action Retry", access: "caller" },
         schema: {
           tags,
           summary: "Retry a finished action as a new action",
@@ -214,7 +213,7 @@ export function actionRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req, reply) => {
-        const a = await visibleAction(req);
+        const a = await visibleAction(req, req.params);
         req.audit.object = actionUri(a.uuid);
         if (!req.actionUuid) throw badRequest("retry needs an authenticated call");
         const created = await actions.retry(a.uuid, callMeta(req), req.actionUuid);

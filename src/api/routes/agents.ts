@@ -2,10 +2,11 @@
 // and the reverse tunnel through which Berth drives the node's engine. Neither takes user
 // credentials: the token, then the node key, are the credentials, checked before any upgrade.
 import { createReadStream } from "node:fs";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
-import type { AgentNodes, EngineFacts } from "../../nodes/agents.ts";
+import type { AgentNodes } from "../../nodes/agents.ts";
 import { nodeView } from "../../nodes/views.ts";
 import type { NodeRow } from "../../store/nodes.ts";
 
@@ -53,14 +54,15 @@ function bearer(req: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
-export function agentRoutes(app: FastifyInstance, deps: Deps): void {
+export function agentRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { agents, hub } = deps;
   const tags = ["berth agent"];
 
   app.post(
     AGENT_REGISTER_PATH,
     {
-      config: { auth: "none" },
+      config: { access: "public" },
       schema: {
         tags,
         summary:
@@ -70,13 +72,7 @@ export function agentRoutes(app: FastifyInstance, deps: Deps): void {
       },
     },
     async (req, reply) => {
-      const body = req.body as {
-        token: string;
-        engine: EngineFacts;
-        nickname?: string;
-        tags?: string[];
-        agent_version?: string;
-      };
+      const body = req.body;
       const { node, key } = await agents.register({
         token: body.token,
         facts: body.engine,
@@ -100,7 +96,7 @@ export function agentRoutes(app: FastifyInstance, deps: Deps): void {
   app.get(
     AGENT_DOWNLOAD_PATH,
     {
-      config: { auth: "none" },
+      config: { access: "public" },
       schema: {
         tags,
         summary:
@@ -121,7 +117,7 @@ export function agentRoutes(app: FastifyInstance, deps: Deps): void {
   app.route({
     method: "GET",
     url: AGENT_TUNNEL_PATH,
-    config: { auth: "none", websocket: true },
+    config: { access: "public", websocket: true },
     schema: {
       tags,
       summary:
@@ -130,7 +126,7 @@ export function agentRoutes(app: FastifyInstance, deps: Deps): void {
       security: [],
     },
     preHandler: async (req) => {
-      nodes.set(req, await agents.authenticate((req.params as { uuid: string }).uuid, bearer(req)));
+      nodes.set(req, await agents.authenticate(req.params.uuid, bearer(req)));
     },
     handler: async (req, reply) =>
       reply

@@ -67,6 +67,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/provider/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "List providers",
@@ -86,6 +87,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/provider/:name/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Get a provider",
@@ -104,6 +106,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/region/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "List regions",
@@ -127,6 +130,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/region/:provider/:name/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Get a region",
@@ -147,6 +151,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/az/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "List availability zones",
@@ -170,6 +175,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/az/:provider/:region/:name/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Get an availability zone",
@@ -190,6 +196,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/nodetype/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "List node types",
@@ -219,6 +226,7 @@ export function catalogueRoutes(untyped: FastifyInstance, catalogue: Catalogue):
   app.get(
     "/api/infra/v1/nodetype/:provider/:name/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Get a node type",

@@ -1,8 +1,9 @@
 // Users, API keys and organizations (CONTRACT §3, Berth extensions under the accounts prefix),
 // and `GET /auth/` (CONTRACT §2).
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import { forbidden, notFound } from "../../domain/errors.ts";
+import { notFound } from "../../domain/errors.ts";
 import { accountsTime } from "../../domain/time.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ApiKeyRow, Store, UserRow } from "../../store/store.ts";
@@ -37,12 +38,14 @@ interface Deps {
   publicUrl: string;
 }
 
-export function identityRoutes(app: FastifyInstance, deps: Deps): void {
+export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { store, identity, publicUrl } = deps;
 
   app.get(
     "/auth/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Check credentials",
@@ -58,6 +61,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   app.post(
     "/api/v1.1/users/",
     {
+      config: { access: { admin: "Only administrators can create users." } },
       schema: {
         tags,
         summary: "Create a user (admins)",
@@ -71,17 +75,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
       },
     },
     async (req, reply) => {
-      const p = principalOf(req);
-      if (!p.user.is_admin || p.namespaceLimit)
-        throw forbidden("Only administrators can create users.", "admin_only");
-      const body = req.body as {
-        username: string;
-        email: string;
-        password: string;
-        full_name?: string;
-        is_admin?: boolean;
-      };
-      const user = await identity.createUser(body);
+      const user = await identity.createUser(req.body);
       return reply.status(201).send(profileView(user, publicUrl));
     },
   );
@@ -90,12 +84,12 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
 
   app.get(
     "/api/v1.1/users/:username/apikeys/",
-    { schema: { tags, summary: "List a user's API keys (never their secrets)", params: UserParams } },
+    {
+      config: { access: "caller" },
+      schema: { tags, summary: "List a user's API keys (never their secrets)", params: UserParams },
+    },
     async (req) => {
-      const user = await identity.userForCaller(
-        principalOf(req),
-        (req.params as { username: string }).username,
-      );
+      const user = await identity.userForCaller(principalOf(req), req.params.username);
       const keys = await store.listApiKeys(user.id);
       return { objects: keys.filter((k) => k.service_uuid === null).map(keyView) };
     },
@@ -104,6 +98,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   app.post(
     "/api/v1.1/users/:username/apikeys/",
     {
+      config: { access: "caller" },
       // The body is optional (`{label?}`): a bare POST creates an unlabelled key.
       preValidation: async (req) => {
         if (req.body === undefined || req.body === null) req.body = {};
@@ -116,11 +111,8 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
       },
     },
     async (req, reply) => {
-      const user = await identity.userForCaller(
-        principalOf(req),
-        (req.params as { username: string }).username,
-      );
-      const label = (req.body as { label?: string } | undefined)?.label;
+      const user = await identity.userForCaller(principalOf(req), req.params.username);
+      const label = req.body?.label;
       const { row, key } = await identity.createApiKey(user, { label });
       return reply.status(201).send({ ...keyView(row), key });
     },
@@ -129,6 +121,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   app.delete(
     "/api/v1.1/users/:username/apikeys/:id/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Revoke an API key",
@@ -136,7 +129,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
       },
     },
     async (req, reply) => {
-      const { username, id } = req.params as { username: string; id: number };
+      const { username, id } = req.params;
       const user = await identity.userForCaller(principalOf(req), username);
       if (!(await identity.revokeApiKey(user, id))) throw notFound("API key");
       return reply.status(204).send();
@@ -146,6 +139,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   app.post(
     "/api/v1.1/orgs/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Create an organization; the caller becomes its owner",
@@ -154,7 +148,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
     },
     async (req, reply) => {
       const p = principalOf(req);
-      const { name } = req.body as { name: string };
+      const { name } = req.body;
       await identity.createOrg(p, name);
       return reply.status(201).send(await identity.getOrg(p, name));
     },
@@ -163,13 +157,14 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   const OrgParams = Type.Object({ org: Type.String() });
   app.get(
     "/api/v1.1/orgs/:org/",
-    { schema: { tags, summary: "Get an organization", params: OrgParams } },
-    async (req) => identity.getOrg(principalOf(req), (req.params as { org: string }).org),
+    { config: { access: "caller" }, schema: { tags, summary: "Get an organization", params: OrgParams } },
+    async (req) => identity.getOrg(principalOf(req), req.params.org),
   );
 
   app.post(
     "/api/v1.1/orgs/:org/members/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Add a member or change a member's role (owners)",
@@ -184,8 +179,8 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
     },
     async (req, reply) => {
       const p = principalOf(req);
-      const { org } = req.params as { org: string };
-      const body = req.body as { username: string; role?: "owner" | "member" };
+      const { org } = req.params;
+      const body = req.body;
       await identity.addMember(p, org, body.username, body.role ?? "member");
       return reply.status(201).send(await identity.getOrg(p, org));
     },
@@ -194,6 +189,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
   app.delete(
     "/api/v1.1/orgs/:org/members/:username/",
     {
+      config: { access: "caller" },
       schema: {
         tags,
         summary: "Remove a member (owners)",
@@ -201,7 +197,7 @@ export function identityRoutes(app: FastifyInstance, deps: Deps): void {
       },
     },
     async (req, reply) => {
-      const { org, username } = req.params as { org: string; username: string };
+      const { org, username } = req.params;
       await identity.removeMember(principalOf(req), org, username);
       return reply.status(204).send();
     },

@@ -1,8 +1,9 @@
 // Node clusters and nodes (spec "Node clusters", "Nodes").
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { forbidden, invalidField } from "../../domain/errors.ts";
+import { invalidField } from "../../domain/errors.ts";
 import {
   assertAllowed,
   CLUSTER_STATES,
@@ -11,15 +12,14 @@ import {
   type NodeState,
 } from "../../domain/states.ts";
 import { canonicalUri, lastSegment } from "../../domain/uri.ts";
-import type { IdentityService } from "../../identity/service.ts";
-import { type ClusterInput, type NodeService, tagNames } from "../../nodes/service.ts";
+import { type NodeService, tagNames } from "../../nodes/service.ts";
 import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
 import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
 import { ENGINE_UPGRADE_ALIASES, withNodeAliases } from "../compat.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
-import { namespaceOf, principalOf } from "../namespaces.ts";
-import { enqueueOperation, ownObject, uuidParam } from "../objects.ts";
+import { namespaceOf } from "../namespaces.ts";
+import { enqueueOperation, NsParams, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 const Tag = Type.Union([Type.Object({ name: Type.String() }), Type.String()]);
@@ -33,7 +33,12 @@ const ClusterCreate = Type.Object({
   nickname: Type.Optional(Type.String({ maxLength: 100 })),
   target_num_nodes: Type.Optional(Type.Integer()),
   tags: Type.Optional(Tags),
-  provider_options: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+  provider_options: Type.Optional(
+    Type.Union([
+      Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true })),
+      Type.Null(),
+    ]),
+  ),
 });
 const ClusterPatch = Type.Object({
   target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
@@ -50,11 +55,8 @@ const NodeAttach = Type.Object({
   tags: Type.Optional(Tags),
 });
 
-const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
-
 interface Deps {
   store: Store;
-  identity: IdentityService;
   actions: ActionEngine;
   nodes: NodeService;
   /** Non-admins may attach engines only when this is set. */
@@ -69,14 +71,15 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
   return value;
 }
 
-export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
-  const { store, identity, actions, nodes } = deps;
+export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
+  const { store, actions, nodes } = deps;
   const tags = ["node clusters and nodes"];
 
-  const clusterOf = async (req: FastifyRequest): Promise<ClusterRow> =>
-    ownObject(req, identity, await store.nodes.findCluster(uuidParam(req)), "node cluster", clusterUri);
-  const nodeOf = async (req: FastifyRequest): Promise<NodeRow> =>
-    ownObject(req, identity, await store.nodes.findNode(uuidParam(req)), "node", nodeUri);
+  const clusterOf = async (req: FastifyRequest, uuid: string): Promise<ClusterRow> =>
+    ownObject(req, await store.nodes.findCluster(uuid), "node cluster", clusterUri);
+  const nodeOf = async (req: FastifyRequest, uuid: string): Promise<NodeRow> =>
+    ownObject(req, await store.nodes.findNode(uuid), "node", nodeUri);
   // A page of clusters or nodes reads their nodes or container counts in one query.
   const showClusters = async (cs: ClusterRow[]) => {
     const byCluster = new Map<string, NodeRow[]>();
@@ -103,8 +106,10 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
+          params: NsParams,
           summary: "List node clusters (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
@@ -118,8 +123,8 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const ns = namespaceOf(req);
+        const q = req.query;
         const page = pageOf(q);
         const { rows, total } = await store.nodes.listClusters({
           namespace: ns,
@@ -137,12 +142,17 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Node Cluster Create" },
-        schema: { tags, summary: "Create a node cluster (not deployed yet)", body: ClusterCreate },
+        config: { action: "Node Cluster Create", access: "namespace" },
+        schema: {
+          tags,
+          summary: "Create a node cluster (not deployed yet)",
+          params: NsParams,
+          body: ClusterCreate,
+        },
       },
       async (req, reply) => {
-        const ns = await namespaceOf(req, identity);
-        const c = await nodes.createCluster(ns, req.body as ClusterInput);
+        const ns = namespaceOf(req);
+        const c = await nodes.createCluster(ns, req.body);
         req.audit.object = clusterUri(c);
         return reply.status(201).send(await showCluster(c));
       },
@@ -150,13 +160,18 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
   }
 
   for (const url of nsPaths("/api/infra/v1/{ns}nodecluster/:uuid/")) {
-    app.get(url, { schema: { tags, summary: "Get a node cluster", params: UuidParams } }, async (req) =>
-      showCluster(await clusterOf(req)),
+    app.get(
+      url,
+      {
+        config: { access: "namespace" },
+        schema: { tags, summary: "Get a node cluster", params: UuidParams },
+      },
+      async (req) => showCluster(await clusterOf(req, req.params.uuid)),
     );
     app.patch(
       url,
       {
-        config: { action: "Node Cluster Update" },
+        config: { action: "Node Cluster Update", access: "namespace" },
         schema: {
           tags,
           summary: "Scale (target_num_nodes) and/or replace the tags of a cluster and its nodes",
@@ -165,8 +180,8 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req, reply) => {
-        const c = await clusterOf(req);
-        const body = (req.body ?? {}) as { target_num_nodes?: number; tags?: ({ name: string } | string)[] };
+        const c = await clusterOf(req, req.params.uuid);
+        const body = req.body;
         if (body.tags !== undefined) {
           const names = JSON.stringify(tagNames(body.tags));
           await nodes.patchCluster(c.uuid, () => ({ tags: names }));
@@ -195,11 +210,11 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.delete(
       url,
       {
-        config: { action: "Node Cluster Terminate" },
+        config: { action: "Node Cluster Terminate", access: "namespace" },
         schema: { tags, summary: "Terminate all nodes and the cluster", params: UuidParams },
       },
       async (req, reply) => {
-        const c = await clusterOf(req);
+        const c = await clusterOf(req, req.params.uuid);
         await enqueue(req, "nodecluster.terminate", { cluster: c.uuid }, c.namespace, clusterUri(c));
         return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
       },
@@ -210,11 +225,11 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Node Cluster Deploy" },
+        config: { action: "Node Cluster Deploy", access: "namespace" },
         schema: { tags, summary: "Deploy a newly created cluster", params: UuidParams },
       },
       async (req, reply) => {
-        const c = await clusterOf(req);
+        const c = await clusterOf(req, req.params.uuid);
         await enqueue(req, "nodecluster.deploy", { cluster: c.uuid }, c.namespace, clusterUri(c));
         return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
       },
@@ -227,8 +242,10 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
+          params: NsParams,
           summary: "List nodes (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
@@ -243,8 +260,8 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const ns = namespaceOf(req);
+        const q = req.query;
         const page = pageOf(q);
         const { rows, total } = await store.nodes.listNodes({
           namespace: ns,
@@ -263,19 +280,25 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Node Attach" },
-        schema: { tags, summary: "Attach an existing Docker engine as a node (admins)", body: NodeAttach },
+        config: {
+          action: "Node Attach",
+          access: deps.allowUserEngines
+            ? "namespace"
+            : {
+                namespace: true,
+                admin:
+                  "Only administrators can attach engines: it makes Berth connect to an address you name.",
+              },
+        },
+        schema: {
+          tags,
+          summary: "Attach an existing Docker engine as a node (admins)",
+          params: NsParams,
+          body: NodeAttach,
+        },
       },
       async (req, reply) => {
-        const ns = await namespaceOf(req, identity);
-        const p = principalOf(req);
-        if (!deps.allowUserEngines && !p.user.is_admin) {
-          throw forbidden(
-            "Only administrators can attach engines: it makes Berth connect to an address you name.",
-            "admin_only",
-          );
-        }
-        const n = await nodes.attachEngine(ns, req.body as Parameters<NodeService["attachEngine"]>[1]);
+        const n = await nodes.attachEngine(namespaceOf(req), req.body);
         req.audit.object = nodeUri(n);
         return reply.status(201).send(await showNode(n));
       },
@@ -283,13 +306,15 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
   }
 
   for (const url of nsPaths("/api/infra/v1/{ns}node/:uuid/")) {
-    app.get(url, { schema: { tags, summary: "Get a node", params: UuidParams } }, async (req) =>
-      showNode(await nodeOf(req)),
+    app.get(
+      url,
+      { config: { access: "namespace" }, schema: { tags, summary: "Get a node", params: UuidParams } },
+      async (req) => showNode(await nodeOf(req, req.params.uuid)),
     );
     app.patch(
       url,
       {
-        config: { action: "Node Update" },
+        config: { action: "Node Update", access: "namespace" },
         schema: {
           tags,
           summary: "Rename a node and/or replace its tags",
@@ -298,8 +323,8 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const n = await nodeOf(req);
-        const body = (req.body ?? {}) as { nickname?: string; tags?: ({ name: string } | string)[] };
+        const n = await nodeOf(req, req.params.uuid);
+        const body = req.body;
         const patch: Partial<NodeRow> = {};
         if (body.nickname !== undefined) patch.nickname = body.nickname || n.external_fqdn;
         if (body.tags !== undefined) patch.tags = JSON.stringify(tagNames(body.tags));
@@ -310,11 +335,11 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.delete(
       url,
       {
-        config: { action: "Node Terminate" },
+        config: { action: "Node Terminate", access: "namespace" },
         schema: { tags, summary: "Terminate a node", params: UuidParams },
       },
       async (req, reply) => {
-        const n = await nodeOf(req);
+        const n = await nodeOf(req, req.params.uuid);
         await enqueue(req, "node.terminate", { node: n.uuid }, n.namespace, nodeUri(n));
         return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
       },
@@ -326,7 +351,7 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
       app.post(
         url,
         {
-          config: { action: "Node Engine Upgrade" },
+          config: { action: "Node Engine Upgrade", access: "namespace" },
           schema: {
             ...(op === "engine-upgrade" ? {} : { hide: true }),
             tags,
@@ -335,7 +360,7 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
           },
         },
         async (req, reply) => {
-          const n = await nodeOf(req);
+          const n = await nodeOf(req, req.params.uuid);
           await enqueue(req, "node.engine-upgrade", { node: n.uuid }, n.namespace, nodeUri(n));
           return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
         },
@@ -347,11 +372,11 @@ export function nodeRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Node Health Check" },
+        config: { action: "Node Health Check", access: "namespace" },
         schema: { tags, summary: "Test connectivity: Deployed or Unreachable", params: UuidParams },
       },
       async (req) => {
-        const n = await nodeOf(req);
+        const n = await nodeOf(req, req.params.uuid);
         assertAllowed(NODE_OPERATIONS, `node ${n.nickname || n.uuid}`, n.state as NodeState, "health-check");
         const r = await nodes.probe(n.uuid, { immediate: true });
         return showNode(r ?? n);

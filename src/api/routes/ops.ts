@@ -40,6 +40,7 @@ export function opsRoutes(app: FastifyInstance, deps: OpsDeps): void {
   app.get(
     "/healthz",
     {
+      config: { access: "public" },
       schema: {
         tags: ["operations"],
         summary: "Liveness: the process answers",
@@ -52,6 +53,7 @@ export function opsRoutes(app: FastifyInstance, deps: OpsDeps): void {
   app.get(
     "/readyz",
     {
+      config: { access: "public" },
       schema: {
         tags: ["operations"],
         summary: "Readiness: database reachable, migrations done, workers running",
@@ -70,6 +72,7 @@ export function opsRoutes(app: FastifyInstance, deps: OpsDeps): void {
   app.get(
     "/metrics",
     {
+      config: { access: "public" },
       schema: {
         tags: ["operations"],
         summary: "Metrics in the Prometheus text format",

@@ -5,11 +5,11 @@
 // is a wildcard route, in both the bare and the namespaced form. The 405 fallbacks of
 // routing.ts skip wildcard paths, so this file answers 405 for the methods they lack itself.
 import { timingSafeEqual } from "node:crypto";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { ApiError, notFound, unauthorized } from "../../domain/errors.ts";
 import { parseObjectUri } from "../../domain/uri.ts";
-import type { IdentityService } from "../../identity/service.ts";
 import type { RegistryService } from "../../registry/service.ts";
 import type { RepositoryRow } from "../../store/registries.ts";
 import type { Store } from "../../store/store.ts";
@@ -17,11 +17,11 @@ import { withRegistryAliases } from "../compat.ts";
 import { sendError } from "../errors.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf } from "../namespaces.ts";
+import { NsParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
   store: Store;
-  identity: IdentityService;
   registries: RegistryService;
   /** The token Berth's registry sends with its notifications; absent when Berth runs no registry. */
   webhookToken?: string;
@@ -59,7 +59,6 @@ const RepositoryPatch = Type.Object({
   password: Type.Optional(Type.String({ maxLength: 8192 })),
 });
 
-const NsParams = Type.Object({ namespace: Type.Optional(Type.String()) });
 const HostParams = Type.Object({ host: Type.String(), namespace: Type.Optional(Type.String()) });
 const NameParams = Type.Object({
   "*": Type.String({ description: "repository name: <registry host>/<path>" }),
@@ -72,14 +71,14 @@ function hostOfFilter(value: string): string {
   return uri?.subsystem === "repo" && uri.resource === "registry" ? uri.id : value;
 }
 
-export function registryRoutes(app: FastifyInstance, deps: Deps): void {
-  const { store, identity, registries } = deps;
+export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
+  const { store, registries } = deps;
   const tags = ["registries and repositories"];
 
-  async function repositoryOf(req: FastifyRequest): Promise<RepositoryRow> {
-    const ns = await namespaceOf(req, identity);
-    const name = (req.params as { "*": string })["*"].replace(/\/+$/, "");
-    const row = await store.registries.findRepository(ns, name);
+  /** The repository of the path; its name (`*`) is sent with raw slashes. */
+  async function repositoryOf(req: FastifyRequest, path: string): Promise<RepositoryRow> {
+    const row = await store.registries.findRepository(namespaceOf(req), path.replace(/\/+$/, ""));
     if (!row) throw notFound("repository");
     req.audit.object = (await registries.view(row)).resource_uri;
     return row;
@@ -91,6 +90,7 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "List registries: Berth's own and those of the namespace's repositories",
@@ -107,16 +107,8 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as {
-          limit?: number;
-          offset?: number;
-          uuid?: string;
-          uuid__startswith?: string;
-          name?: string;
-          host?: string;
-          is_native_registry?: boolean;
-        };
+        const ns = namespaceOf(req);
+        const q = req.query;
         const page = pageOf(q);
         const all = (await registries.registries(ns)).filter(
           (r) =>
@@ -136,6 +128,7 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "Get a registry by host (the host may include a port)",
@@ -144,8 +137,8 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const r = await registries.findRegistry(ns, (req.params as { host: string }).host);
+        const ns = namespaceOf(req);
+        const r = await registries.findRegistry(ns, req.params.host);
         if (!r) throw notFound("registry");
         return withRegistryAliases(r);
       },
@@ -158,6 +151,7 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "List external repositories",
@@ -171,8 +165,8 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as { limit?: number; offset?: number; name?: string; registry?: string };
+        const ns = namespaceOf(req);
+        const q = req.query;
         const page = pageOf(q);
         const { rows, total } = await store.registries.listRepositories({
           namespace: ns,
@@ -186,7 +180,7 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Repository Create" },
+        config: { action: "Repository Create", access: "namespace" },
         schema: {
           tags,
           summary: "Add a repository of a third-party registry; the credentials are checked against it",
@@ -196,11 +190,8 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req, reply) => {
-        const ns = await namespaceOf(req, identity);
-        const row = await registries.create(
-          ns,
-          req.body as { name: string; username?: string; password?: string },
-        );
+        const ns = namespaceOf(req);
+        const row = await registries.create(ns, req.body);
         const view = await registries.view(row);
         req.audit.object = view.resource_uri;
         return reply.status(201).send(view);
@@ -212,6 +203,7 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "Get an external repository; its name (host and path) is sent with raw slashes",
@@ -219,12 +211,12 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
           response: { 200: RepositorySchema },
         },
       },
-      async (req) => registries.view(await repositoryOf(req)),
+      async (req) => registries.view(await repositoryOf(req, req.params["*"])),
     );
     app.patch(
       url,
       {
-        config: { action: "Repository Update" },
+        config: { action: "Repository Update", access: "namespace" },
         schema: {
           tags,
           summary: "Update a repository's credentials; they are checked against the registry",
@@ -234,16 +226,14 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const row = await repositoryOf(req);
-        return registries.view(
-          await registries.update(row, (req.body ?? {}) as { username?: string; password?: string }),
-        );
+        const row = await repositoryOf(req, req.params["*"]);
+        return registries.view(await registries.update(row, req.body));
       },
     );
     app.delete(
       url,
       {
-        config: { action: "Repository Delete" },
+        config: { action: "Repository Delete", access: "namespace" },
         schema: {
           tags,
           summary: "Remove a repository from Berth (it stays on its registry)",
@@ -251,7 +241,7 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req, reply) => {
-        await registries.remove(await repositoryOf(req));
+        await registries.remove(await repositoryOf(req, req.params["*"]));
         return reply.status(204).send();
       },
     );
@@ -259,7 +249,7 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
       app.route({
         method,
         url,
-        config: { fallback: true } as never,
+        config: { fallback: true },
         schema: { hide: true },
         handler: (request: FastifyRequest, reply: FastifyReply) => {
           reply.header("Allow", "GET, PATCH, DELETE");
@@ -282,7 +272,8 @@ export function registryRoutes(app: FastifyInstance, deps: Deps): void {
   const token = deps.webhookToken;
   if (token === undefined) return;
   const expected = Buffer.from(`Bearer ${token}`);
-  app.post(REGISTRY_WEBHOOK_PATH, { schema: { hide: true } }, async (req) => {
+  // The registry's token is the credential (checked here, in constant time).
+  app.post(REGISTRY_WEBHOOK_PATH, { config: { access: "public" }, schema: { hide: true } }, async (req) => {
     const given = Buffer.from(req.headers.authorization ?? "");
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw unauthorized();
     const actions = await registries.onRegistryNotification(req.body);

@@ -7,24 +7,20 @@ import { ServiceCreateBody, ServiceUpdateBody } from "../../contract/service.ts"
 import { invalidField } from "../../domain/errors.ts";
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
 import { containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
-import type { IdentityService } from "../../identity/service.ts";
 import type { ServiceManager } from "../../orchestrator/manager.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
 import { withContainerAliases } from "../compat.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { enqueueOperation, operationRoutes, ownObject, uuidParam } from "../objects.ts";
+import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
   store: Store;
-  identity: IdentityService;
   actions: ActionEngine;
   services: ServiceManager;
 }
-
-const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
 
 /** The uuid inside a resource URI filter (with or without namespace), or the value itself. */
 function uuidOf(uri: string): string {
@@ -39,13 +35,13 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
 
 export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, identity, actions, services } = deps;
+  const { store, actions, services } = deps;
   const tags = ["services and containers"];
 
-  const serviceOf = async (req: FastifyRequest): Promise<ServiceRow> =>
-    ownObject(req, identity, await store.services.findService(uuidParam(req)), "service", serviceUri);
-  const containerOf = async (req: FastifyRequest): Promise<ContainerRow> =>
-    ownObject(req, identity, await store.services.findContainer(uuidParam(req)), "container", containerUri);
+  const serviceOf = async (req: FastifyRequest, uuid: string): Promise<ServiceRow> =>
+    ownObject(req, await store.services.findService(uuid), "service", serviceUri);
+  const containerOf = async (req: FastifyRequest, uuid: string): Promise<ContainerRow> =>
+    ownObject(req, await store.services.findContainer(uuid), "container", containerUri);
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
   const showContainer = async (c: ContainerRow) => withContainerAliases(await services.containerView(c));
@@ -56,8 +52,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
+          params: NsParams,
           summary: "List services (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
@@ -71,8 +69,8 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const ns = namespaceOf(req);
+        const q = req.query;
         const page = pageOf(q);
         const { rows, total } = await store.services.listServices({
           namespace: ns,
@@ -90,11 +88,16 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Service Create" },
-        schema: { tags, summary: "Create a service (not started)", body: ServiceCreateBody },
+        config: { action: "Service Create", access: "namespace" },
+        schema: {
+          tags,
+          summary: "Create a service (not started)",
+          params: NsParams,
+          body: ServiceCreateBody,
+        },
       },
       async (req, reply) => {
-        const ns = await namespaceOf(req, identity);
+        const ns = namespaceOf(req);
         const s = await services.create(ns, principalOf(req), req.body);
         req.audit.object = serviceUri(s);
         return reply.status(201).send(await services.serviceView(s));
@@ -103,13 +106,15 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
   }
 
   for (const url of nsPaths("/api/app/v1/{ns}service/:uuid/")) {
-    app.get(url, { schema: { tags, summary: "Get a service", params: UuidParams } }, async (req) =>
-      services.serviceView(await serviceOf(req)),
+    app.get(
+      url,
+      { config: { access: "namespace" }, schema: { tags, summary: "Get a service", params: UuidParams } },
+      async (req) => services.serviceView(await serviceOf(req, req.params.uuid)),
     );
     app.patch(
       url,
       {
-        config: { action: "Service Update" },
+        config: { action: "Service Update", access: "namespace" },
         schema: {
           tags,
           summary: "Update a service's definition",
@@ -118,21 +123,19 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const s = await serviceOf(req);
+        const s = await serviceOf(req, req.params.uuid);
         // The caller's principal: adding role global makes the service's PLATFORM_AUTH key from it.
-        return services.serviceView(
-          await services.update(s, (req.body ?? {}) as ServiceUpdateBody, principalOf(req)),
-        );
+        return services.serviceView(await services.update(s, req.body, principalOf(req)));
       },
     );
     app.delete(
       url,
       {
-        config: { action: "Service Terminate" },
+        config: { action: "Service Terminate", access: "namespace" },
         schema: { tags, summary: "Terminate a service and its containers", params: UuidParams },
       },
       async (req, reply) => {
-        const s = await serviceOf(req);
+        const s = await serviceOf(req, req.params.uuid);
         await enqueue(req, "service.terminate", { service: s.uuid }, s.namespace, serviceUri(s));
         return reply
           .status(202)
@@ -173,8 +176,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
+          params: NsParams,
           summary: "List containers (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
@@ -189,8 +194,8 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const ns = namespaceOf(req);
+        const q = req.query;
         const page = pageOf(q);
         const { rows, total } = await store.services.listContainers({
           namespace: ns,
@@ -209,17 +214,19 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
   }
 
   for (const url of nsPaths("/api/app/v1/{ns}container/:uuid/")) {
-    app.get(url, { schema: { tags, summary: "Get a container", params: UuidParams } }, async (req) =>
-      showContainer(await containerOf(req)),
+    app.get(
+      url,
+      { config: { access: "namespace" }, schema: { tags, summary: "Get a container", params: UuidParams } },
+      async (req) => showContainer(await containerOf(req, req.params.uuid)),
     );
     app.delete(
       url,
       {
-        config: { action: "Container Terminate" },
+        config: { action: "Container Terminate", access: "namespace" },
         schema: { tags, summary: "Terminate a container", params: UuidParams },
       },
       async (req, reply) => {
-        const c = await containerOf(req);
+        const c = await containerOf(req, req.params.uuid);
         await enqueue(req, "container.terminate", { container: c.uuid }, c.namespace, containerUri(c));
         return reply.status(202).send(await showContainer((await store.services.findContainer(c.uuid))!));
       },

@@ -1,7 +1,8 @@
 // Dashboard sign-in (issue 12): POST signs in with username and password and sets the session
 // cookie; GET tells the page who is signed in and the session's CSRF token; DELETE signs out.
 // Programs keep using API keys; these routes exist for browsers.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { SessionCheck, SessionService } from "../../accounts/sessions.ts";
 import { ApiError } from "../../domain/errors.ts";
@@ -44,7 +45,8 @@ export interface SessionRouteDeps {
 
 export const SESSION_PATH = "/api/session/";
 
-export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): void {
+export function sessionRoutes(untyped: FastifyInstance, deps: SessionRouteDeps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const view = async (p: Principal, s: { csrfToken: string; expiresMs: number }) => ({
     signed_in: true as const,
     username: p.user.username,
@@ -57,7 +59,7 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
   app.post(
     SESSION_PATH,
     {
-      config: { auth: "none" },
+      config: { access: "public" },
       schema: {
         tags,
         summary: "Sign in to the dashboard",
@@ -75,7 +77,7 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
       // A page of another site may not sign a browser into an account (login CSRF).
       if (req.headers.origin && !sameOrigin(req))
         throw new ApiError("forbidden", "csrf_refused", "Sign in from a page of this server.");
-      const body = req.body as { username: string; password: string };
+      const body = req.body;
       const signed = await deps.sessions.signIn({
         username: body.username,
         password: body.password,
@@ -91,7 +93,7 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
   app.get(
     SESSION_PATH,
     {
-      config: { auth: "none" },
+      config: { access: "public" },
       schema: {
         tags,
         summary: "The signed-in user of this browser and the session's CSRF token",
@@ -111,7 +113,7 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
   app.delete(
     SESSION_PATH,
     {
-      config: { auth: "none" },
+      config: { access: "public" },
       schema: {
         tags,
         summary: "Sign out: the session ends at once, on the API and on every stream",
@@ -119,7 +121,7 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
         security: [],
       },
     },
-    async (req: FastifyRequest, reply: FastifyReply) => {
+    async (req, reply) => {
       const token = sessionTokenOf(req);
       // Refuses (403) a sign-out without the CSRF token: another site may not end a session.
       if (token && (await sessionPrincipal(req, deps.sessions))) await deps.sessions.signOut(token);

@@ -7,36 +7,30 @@ import { StackCreateBody, StackUpdateBody } from "../../contract/stack.ts";
 import { invalidField } from "../../domain/errors.ts";
 import { STACK_STATES } from "../../domain/stack.ts";
 import { stackUri } from "../../domain/uri.ts";
-import type { IdentityService } from "../../identity/service.ts";
 import type { StackService } from "../../stacks/service.ts";
 import type { StackRow } from "../../store/stacks.ts";
 import type { Store } from "../../store/store.ts";
 import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { enqueueOperation, operationRoutes, ownObject, uuidParam } from "../objects.ts";
+import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
   store: Store;
-  identity: IdentityService;
   actions: ActionEngine;
   stacks: StackService;
 }
 
-const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
-
 export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, identity, actions, stacks } = deps;
+  const { store, actions, stacks } = deps;
   const tags = ["stacks"];
   // The top of a stack body is checked before its schema: a compose file's `version` or its
   // `services` mapping get a message saying what Berth takes instead.
   const checkBody = async (req: FastifyRequest) => stacks.checkBody(req.body);
 
-  const stackOf = async (req: FastifyRequest): Promise<StackRow> =>
-    ownObject(req, identity, await store.stacks.findStack(uuidParam(req)), "stack", (st) =>
-      stackUri(st.namespace, st.uuid),
-    );
+  const stackOf = async (req: FastifyRequest, uuid: string): Promise<StackRow> =>
+    ownObject(req, await store.stacks.findStack(uuid), "stack", (st) => stackUri(st.namespace, st.uuid));
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, st: StackRow) =>
     enqueueOperation(
       req,
@@ -49,8 +43,10 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
+          params: NsParams,
           summary: "List stacks (current and terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
@@ -62,8 +58,8 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const q = req.query as Record<string, string | undefined> & { limit?: number; offset?: number };
+        const ns = namespaceOf(req);
+        const q = req.query;
         if (q.state !== undefined && !(STACK_STATES as string[]).includes(q.state))
           throw invalidField("state", `must be one of ${STACK_STATES.join(", ")}`);
         const page = pageOf(q);
@@ -81,16 +77,17 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Stack Create" },
+        config: { action: "Stack Create", access: "namespace" },
         preValidation: checkBody,
         schema: {
           tags,
           summary: "Create a stack and its services (not started); services in either dialect",
+          params: NsParams,
           body: StackCreateBody,
         },
       },
       async (req, reply) => {
-        const ns = await namespaceOf(req, identity);
+        const ns = namespaceOf(req);
         const st = await stacks.create(ns, principalOf(req), req.body);
         req.audit.object = stackUri(st.namespace, st.uuid);
         return reply.status(201).send(await stacks.view(st));
@@ -99,13 +96,15 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
   }
 
   for (const url of nsPaths("/api/app/v1/{ns}stack/:uuid/")) {
-    app.get(url, { schema: { tags, summary: "Get a stack", params: UuidParams } }, async (req) =>
-      stacks.view(await stackOf(req)),
+    app.get(
+      url,
+      { config: { access: "namespace" }, schema: { tags, summary: "Get a stack", params: UuidParams } },
+      async (req) => stacks.view(await stackOf(req, req.params.uuid)),
     );
     app.patch(
       url,
       {
-        config: { action: "Stack Update" },
+        config: { action: "Stack Update", access: "namespace" },
         preValidation: checkBody,
         schema: {
           tags,
@@ -115,18 +114,18 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const st = await stackOf(req);
-        return stacks.view(await stacks.update(st, principalOf(req), (req.body ?? {}) as StackUpdateBody));
+        const st = await stackOf(req, req.params.uuid);
+        return stacks.view(await stacks.update(st, principalOf(req), req.body));
       },
     );
     app.delete(
       url,
       {
-        config: { action: "Stack Terminate" },
+        config: { action: "Stack Terminate", access: "namespace" },
         schema: { tags, summary: "Terminate every service of the stack, and the stack", params: UuidParams },
       },
       async (req, reply) => {
-        const st = await stackOf(req);
+        const st = await stackOf(req, req.params.uuid);
         await enqueue(req, "stack.terminate", { stack: st.uuid }, st);
         return reply.status(202).send(await fresh(st));
       },
@@ -137,13 +136,14 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "The stack as a stack file: {<service name>: {<stack-file keys>}}",
           params: UuidParams,
         },
       },
-      async (req) => stacks.exportStack(await stackOf(req)),
+      async (req) => stacks.exportStack(await stackOf(req, req.params.uuid)),
     );
   }
 

@@ -1,20 +1,19 @@
 // Node registration tokens (issue 15): `POST /api/infra/v1/[ns/]token/` is the historical CLI's
 // `node byo` call; it answers `{token, command, …}` once. Listing shows the tokens still usable
 // (never their secret); revoking deletes one.
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { notFound } from "../../domain/errors.ts";
 import { restTime } from "../../domain/time.ts";
-import type { IdentityService } from "../../identity/service.ts";
 import { type AgentNodes, tokenUri } from "../../nodes/agents.ts";
 import type { RegistrationTokenRow } from "../../store/agents.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
-import { uuidParam } from "../objects.ts";
+import { NsParams, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
-  identity: IdentityService;
   agents: AgentNodes;
 }
 
@@ -30,7 +29,6 @@ const CreatedTokenSchema = Type.Object({
   token: Type.String({ description: "the registration token; shown only in this answer" }),
   command: Type.String({ description: "what to run on the server that becomes a node" }),
 });
-const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
 
 function tokenView(t: RegistrationTokenRow) {
   return {
@@ -42,13 +40,13 @@ function tokenView(t: RegistrationTokenRow) {
   };
 }
 
-export function tokenRoutes(app: FastifyInstance, deps: Deps): void {
-  const { identity, agents } = deps;
+export function tokenRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
+  const { agents } = deps;
   const tags = ["node clusters and nodes"];
 
-  const tokenOf = async (req: FastifyRequest): Promise<RegistrationTokenRow> => {
-    const ns = await namespaceOf(req, identity);
-    const t = await agents.findUsableToken(ns, uuidParam(req));
+  const tokenOf = async (req: FastifyRequest, uuid: string): Promise<RegistrationTokenRow> => {
+    const t = await agents.findUsableToken(namespaceOf(req), uuid);
     if (!t) throw notFound("registration token");
     req.audit.object = tokenUri(t);
     return t;
@@ -58,16 +56,17 @@ export function tokenRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Token Create" },
+        config: { action: "Token Create", access: "namespace" },
         schema: {
           tags,
           summary:
             "Create a single-use, expiring token that registers a server as a node of this namespace (bring your own node); the answer holds the token and the command to run on the server, once",
+          params: NsParams,
           response: { 201: CreatedTokenSchema },
         },
       },
       async (req, reply) => {
-        const ns = await namespaceOf(req, identity);
+        const ns = namespaceOf(req);
         const { row, token } = await agents.createToken(ns, principalOf(req).user.username);
         req.audit.object = tokenUri(row);
         return reply.status(201).send({ ...tokenView(row), token, command: agents.command(token) });
@@ -76,16 +75,18 @@ export function tokenRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
+          params: NsParams,
           summary: "List the registration tokens that can still be used (never their secret)",
           querystring: Type.Object({ ...PAGE_QUERY }),
           response: { 200: listSchema(TokenSchema) },
         },
       },
       async (req) => {
-        const ns = await namespaceOf(req, identity);
-        const page = pageOf(req.query as { limit?: number; offset?: number });
+        const ns = namespaceOf(req);
+        const page = pageOf(req.query);
         const { rows, total } = await agents.listTokens(ns, page);
         return envelope(req, page, total, rows.map(tokenView));
       },
@@ -96,6 +97,7 @@ export function tokenRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "Get an unused registration token (not its secret)",
@@ -103,16 +105,16 @@ export function tokenRoutes(app: FastifyInstance, deps: Deps): void {
           response: { 200: TokenSchema },
         },
       },
-      async (req) => tokenView(await tokenOf(req)),
+      async (req) => tokenView(await tokenOf(req, req.params.uuid)),
     );
     app.delete(
       url,
       {
-        config: { action: "Token Revoke" },
+        config: { action: "Token Revoke", access: "namespace" },
         schema: { tags, summary: "Revoke an unused registration token", params: UuidParams },
       },
       async (req, reply) => {
-        await agents.revokeToken(await tokenOf(req));
+        await agents.revokeToken(await tokenOf(req, req.params.uuid));
         return reply.status(204).send();
       },
     );

@@ -1,24 +1,23 @@
 // Service triggers (issue 7): list, create, get and delete them like other objects, and call one
 // without credentials: the trigger's URL carries its secret.
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
 import { notFound } from "../../domain/errors.ts";
 import { actionUri, serviceUri } from "../../domain/uri.ts";
-import type { IdentityService } from "../../identity/service.ts";
 import type { ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
-import { TRIGGER_OPERATIONS, type TriggerOperation, type TriggerService } from "../../triggers/service.ts";
+import { TRIGGER_OPERATIONS, type TriggerService } from "../../triggers/service.ts";
 import { ACTION_URI_HEADERS } from "../compat.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { principalOf } from "../namespaces.ts";
-import { ownObject, uuidParam } from "../objects.ts";
+import { ownObject } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 import { ActionSchema, actionView } from "./actions.ts";
 
 interface Deps {
   store: Store;
-  identity: IdentityService;
   actions: ActionEngine;
   triggers: TriggerService;
 }
@@ -48,16 +47,17 @@ const TriggerParams = Type.Object({
   namespace: Type.Optional(Type.String()),
 });
 
-export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
-  const { store, identity, actions, triggers } = deps;
+export function triggerRoutes(untyped: FastifyInstance, deps: Deps): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
+  const { store, actions, triggers } = deps;
   const tags = ["services and containers"];
 
-  const serviceOf = async (req: FastifyRequest): Promise<ServiceRow> =>
-    ownObject(req, identity, await store.services.findService(uuidParam(req)), "service", serviceUri);
+  const serviceOf = async (req: FastifyRequest, uuid: string): Promise<ServiceRow> =>
+    ownObject(req, await store.services.findService(uuid), "service", serviceUri);
 
-  async function triggerOf(req: FastifyRequest) {
-    const s = await serviceOf(req);
-    const t = await triggers.find(s, (req.params as { trigger: string }).trigger);
+  async function triggerOf(req: FastifyRequest, p: { uuid: string; trigger: string }) {
+    const s = await serviceOf(req, p.uuid);
+    const t = await triggers.find(s, p.trigger);
     if (!t) throw notFound("trigger");
     req.audit.object = triggers.view(t).resource_uri;
     return t;
@@ -67,6 +67,7 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: {
           tags,
           summary: "List a service's triggers",
@@ -76,8 +77,8 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const s = await serviceOf(req);
-        const page = pageOf(req.query as { limit?: number; offset?: number });
+        const s = await serviceOf(req, req.params.uuid);
+        const page = pageOf(req.query);
         const { rows, total } = await triggers.list(s, page);
         return envelope(
           req,
@@ -90,7 +91,7 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
     app.post(
       url,
       {
-        config: { action: "Trigger Create" },
+        config: { action: "Trigger Create", access: "namespace" },
         schema: {
           tags,
           summary: "Create a trigger: a secret URL that redeploys the service or scales it up by one",
@@ -100,9 +101,8 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req, reply) => {
-        const s = await serviceOf(req);
-        const body = (req.body ?? {}) as { name?: string; operation?: TriggerOperation };
-        const t = await triggers.create(s, body, principalOf(req).user.username);
+        const s = await serviceOf(req, req.params.uuid);
+        const t = await triggers.create(s, req.body, principalOf(req).user.username);
         const view = triggers.view(t);
         req.audit.object = view.resource_uri;
         return reply.status(201).send(view);
@@ -114,14 +114,15 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
     app.get(
       url,
       {
+        config: { access: "namespace" },
         schema: { tags, summary: "Get a trigger", params: TriggerParams, response: { 200: TriggerSchema } },
       },
-      async (req) => triggers.view(await triggerOf(req)),
+      async (req) => triggers.view(await triggerOf(req, req.params)),
     );
     app.delete(
       url,
       {
-        config: { action: "Trigger Delete" },
+        config: { action: "Trigger Delete", access: "namespace" },
         schema: {
           tags,
           summary: "Delete a trigger; its URL answers 404 from now on",
@@ -130,7 +131,7 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req) => {
-        const t = await triggerOf(req);
+        const t = await triggerOf(req, req.params);
         await triggers.remove(t);
         return triggers.view(t);
       },
@@ -142,7 +143,7 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
       url,
       {
         // The URL is the credential: no Authorization header is needed (or looked at).
-        config: { auth: "none" },
+        config: { access: "public" },
         schema: {
           tags,
           summary: "Call a trigger (no authentication: the URL holds the secret); starts its operation",
@@ -153,12 +154,12 @@ export function triggerRoutes(app: FastifyInstance, deps: Deps): void {
         },
       },
       async (req, reply) => {
-        const p = req.params as { uuid: string; trigger: string; namespace?: string };
+        const p = req.params;
         const a = await triggers.call({
           serviceUuid: p.uuid,
           triggerUuid: p.trigger,
           namespace: p.namespace,
-          token: (req.query as { token?: string }).token,
+          token: req.query.token,
           meta: {
             method: req.method,
             path: req.url.split("?")[0]!,

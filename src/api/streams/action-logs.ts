@@ -3,14 +3,14 @@
 // until the action ends, and closes normally. Log lines are not in the change feed, so one
 // watcher reads new lines for every followed action together: one query per followed action
 // per tick, however many sockets follow it.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
 import { notFound } from "../../domain/errors.ts";
 import type { ActionRow, Store } from "../../store/store.ts";
 import { principalOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
-import { LogsQuery, type LogsQueryT } from "./logs-query.ts";
+import { LogsQuery } from "./logs-query.ts";
 import { type StreamContext, streamRoute } from "./route.ts";
 import { CLOSE, closeSocket, isOpen, sendJson } from "./sockets.ts";
 
@@ -132,21 +132,21 @@ interface ActionLogPlan {
 }
 
 export function actionLogRoutes(app: FastifyInstance, ctx: StreamContext): void {
-  streamRoute<ActionLogPlan>(app, ctx, {
+  streamRoute(app, ctx, {
     urls: nsPaths("/api/audit/v1/{ns}action/:uuid/logs/"),
     summary: "Action log stream",
     description:
       'Frames {"type":"log","log","timestamp"}: the last `tail` lines, then (with follow) new lines until the action ends; then the server closes normally.',
+    // The same visibility as GET of the action (routes/actions.ts): the object's own rule.
+    access: "caller",
     params: Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) }),
     querystring: LogsQuery,
-    async prepare(req: FastifyRequest): Promise<ActionLogPlan> {
-      const { uuid, namespace } = req.params as { uuid: string; namespace?: string };
+    async prepare(req, { params: { uuid, namespace }, query: q }): Promise<ActionLogPlan> {
       const readable = await ctx.identity.namespacesOf(principalOf(req));
       const action = await ctx.store.findAction(uuid);
       // The same visibility as GET of the action: another namespace's action is a 404.
       if (!action || !readable.includes(action.namespace) || (namespace && namespace !== action.namespace))
         throw notFound("action");
-      const q = req.query as LogsQueryT;
       return { action, tail: q.tail ?? 300, follow: q.follow ?? true };
     },
     namespace: (plan) => plan.action.namespace,

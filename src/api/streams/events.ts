@@ -2,7 +2,7 @@
 // frame per change of the objects the subscriber may read, filtered by type, object and parents,
 // resumable with `since=<revision>`. The socket stays open until the client leaves; only a dead
 // peer (no pong) or a subscriber too slow to keep up (1008) is dropped.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
 import { invalidField, notFound } from "../../domain/errors.ts";
@@ -224,24 +224,25 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
     await sub.catchUp(ctx.store, ctx.feed, since);
   }
 
-  streamRoute<EventsPlan>(app, ctx, {
+  streamRoute(app, ctx, {
     urls: [...nsPaths("/api/audit/v1/{ns}events/"), LEGACY_EVENTS_PATH],
     summary: "Events stream",
     description:
       "One JSON text frame per change: {type, action, parents, resource_uri, state, uuid, datetime, revision}. " +
       "Without a namespace in the path: every namespace the caller may read (its own and its organizations'). " +
       "A subscriber that lets more than BERTH_STREAM_MAX_BUFFERED_BYTES pile up is closed with 1008.",
+    // Without a namespace it reads every namespace of the caller, so it resolves its own.
+    access: "caller",
     params: Type.Object({ namespace: Type.Optional(Type.String()) }),
     querystring: EventsQuery,
-    async prepare(req: FastifyRequest): Promise<EventsPlan> {
+    async prepare(req, { params, query: q }): Promise<EventsPlan> {
       const principal = principalOf(req);
-      const requested = (req.params as { namespace?: string }).namespace;
+      const requested = params.namespace;
       // With a namespace the caller cannot use, the upgrade is a 404 (CONTRACT §2, §3).
       const namespaces =
         requested === undefined
           ? await ctx.identity.namespacesOf(principal)
           : [await ctx.identity.resolveNamespace(principal, requested)];
-      const q = req.query as EventsQueryT;
       return { principal, requested, namespaces, filter: parseEventFilter(q), since: q.since };
     },
     open: (ws, plan) => serve(ws, plan),
@@ -249,20 +250,20 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
 
   // One node's events (the Go SDK's `Node.Events`): the node itself and everything whose parents
   // include it, i.e. the containers on it and the actions on it. Same filters and resume as above.
-  streamRoute<EventsPlan>(app, ctx, {
+  streamRoute(app, ctx, {
     urls: nsPaths("/api/infra/v1/{ns}node/:uuid/events/"),
     summary: "Events of one node",
     description:
       "The events stream restricted to one node: its own changes and those of every object whose parents include it (its containers, its actions). " +
       "Frames, filters and `since` as on the events stream.",
+    access: "namespace",
     params: Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) }),
     querystring: EventsQuery,
-    async prepare(req: FastifyRequest): Promise<EventsPlan> {
+    async prepare(req, { params, query: q }): Promise<EventsPlan> {
       const principal = principalOf(req);
-      const ns = await namespaceOf(req, ctx.identity);
-      const node = await ctx.store.nodes.findNode((req.params as { uuid: string }).uuid);
+      const ns = namespaceOf(req);
+      const node = await ctx.store.nodes.findNode(params.uuid);
       if (!node || node.namespace !== ns) throw notFound("node");
-      const q = req.query as EventsQueryT;
       return {
         principal,
         requested: ns,

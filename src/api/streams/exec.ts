@@ -8,7 +8,7 @@
 // followed by a 1011 close. Exec needs a Running container: any other state is a 409 on the
 // upgrade, like the REST operations' state refusals, so no socket is opened for nothing.
 import { StringDecoder } from "node:string_decoder";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { RawData } from "ws";
 import { conflict, invalidField, notFound, stateConflict } from "../../domain/errors.ts";
@@ -60,13 +60,14 @@ function toBuffer(data: RawData): Buffer {
 }
 
 export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
-  streamRoute<ExecPlan>(app, ctx, {
+  streamRoute(app, ctx, {
     urls: nsPaths("/api/app/v1/{ns}container/:uuid/exec/"),
     summary: "Run a command in a container",
     description:
       'Runs `sh -c <command>` in a Running container (otherwise 409 on the upgrade). Client text frames are stdin; a frame "\\u0004" alone ends it. ' +
       'With tty=true the command runs on a terminal of rows × cols; a binary frame {"type":"resize","rows","cols"} resizes it (other binary frames are stdin). ' +
       'Server frames {"type":"exec","output","streamType"}; the server closes with 1000 and reason "exit_code=N" when the command exits; errors are {"type":"error","data":{"errorMessage"}} then 1011.',
+    access: "namespace",
     params: Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) }),
     querystring: Type.Object({
       command: Type.Optional(Type.String({ default: "sh", description: "shell command line (sh -c)" })),
@@ -84,16 +85,15 @@ export function execRoutes(app: FastifyInstance, ctx: StreamContext): void {
       ),
       token: Type.Optional(Type.String({ description: "API key, with user" })),
     }),
-    async prepare(req: FastifyRequest): Promise<ExecPlan> {
-      const ns = await namespaceOf(req, ctx.identity);
-      const c = await ctx.store.services.findContainer((req.params as { uuid: string }).uuid);
+    async prepare(req, { params, query }): Promise<ExecPlan> {
+      const ns = namespaceOf(req);
+      const c = await ctx.store.services.findContainer(params.uuid);
       if (!c || c.namespace !== ns) throw notFound("container");
       if (c.state !== "Running" || !c.engine_id)
         throw stateConflict(`container ${c.name}`, c.state, "exec", ["Running"]);
       const node = await ctx.store.nodes.findNode(c.node_uuid);
       if (!node || node.state === "Terminated")
         throw conflict(`the node of container ${c.name} is gone`, "invalid_state");
-      const query = req.query as { command?: string; tty?: boolean; rows?: number; cols?: number };
       const command = query.command ?? "sh";
       if (command.trim() === "") throw invalidField("command", "must not be empty");
       if ((query.rows === undefined) !== (query.cols === undefined))

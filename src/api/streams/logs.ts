@@ -8,7 +8,7 @@
 // yet is picked up — a scale adds one, a redeploy replaces one, a restart revives one. A container
 // stream ends when the container stops or is terminated; a service stream when the service is
 // terminated.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
 import { notFound } from "../../domain/errors.ts";
@@ -18,7 +18,7 @@ import type { ContainerRow } from "../../store/services.ts";
 import { namespaceOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
 import { type FeedEvent, uriKey } from "./feed.ts";
-import { LogsQuery, type LogsQueryT } from "./logs-query.ts";
+import { LogsQuery } from "./logs-query.ts";
 import { type StreamContext, streamRoute } from "./route.ts";
 import { CLOSE, closeSocket, drained, sendErrorFrame, sendJson } from "./sockets.ts";
 
@@ -338,11 +338,12 @@ function sleep(ms: number): Promise<void> {
 const UuidParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
 
 export function containerLogRoutes(app: FastifyInstance, ctx: StreamContext): void {
-  streamRoute<LogsPlan>(app, ctx, {
+  streamRoute(app, ctx, {
     urls: nsPaths("/api/app/v1/{ns}container/:uuid/logs/"),
     summary: "Container log stream",
     description:
       'Frames {"type":"log","log","streamType","timestamp"} from the engine: the last `tail` lines, then (with follow) new ones until the container stops.',
+    access: "namespace",
     params: UuidParams,
     querystring: Type.Object({
       ...LogsQuery.properties,
@@ -350,11 +351,9 @@ export function containerLogRoutes(app: FastifyInstance, ctx: StreamContext): vo
         Type.String({ description: "service resource URI; another service's container is a 404" }),
       ),
     }),
-    async prepare(req: FastifyRequest): Promise<LogsPlan> {
-      const ns = await namespaceOf(req, ctx.identity);
-      const c = await ctx.store.services.findContainer((req.params as { uuid: string }).uuid);
-      if (!c || c.namespace !== ns) throw notFound("container");
-      const q = req.query as LogsQueryT & { service?: string };
+    async prepare(req, { params, query: q }): Promise<LogsPlan> {
+      const c = await ctx.store.services.findContainer(params.uuid);
+      if (!c || c.namespace !== namespaceOf(req)) throw notFound("container");
       if (
         q.service !== undefined &&
         uriKey(q.service) !== uriKey(serviceUri({ namespace: c.namespace, uuid: c.service_uuid }))
@@ -372,18 +371,17 @@ export function containerLogRoutes(app: FastifyInstance, ctx: StreamContext): vo
     open: (ws, plan) => new RecordLogStream(ctx, ws, plan).run(),
   });
 
-  streamRoute<LogsPlan>(app, ctx, {
+  streamRoute(app, ctx, {
     urls: nsPaths("/api/app/v1/{ns}service/:uuid/logs/"),
     summary: "Service log stream",
     description:
       'Frames {"type":"log","source","log","streamType","timestamp"}: the last `tail` lines of all its containers by time, then (with follow) new lines, including containers that start later (scale, redeploy), until the service is terminated.',
+    access: "namespace",
     params: UuidParams,
     querystring: LogsQuery,
-    async prepare(req: FastifyRequest): Promise<LogsPlan> {
-      const ns = await namespaceOf(req, ctx.identity);
-      const s = await ctx.store.services.findService((req.params as { uuid: string }).uuid);
-      if (!s || s.namespace !== ns) throw notFound("service");
-      const q = req.query as LogsQueryT;
+    async prepare(req, { params, query: q }): Promise<LogsPlan> {
+      const s = await ctx.store.services.findService(params.uuid);
+      if (!s || s.namespace !== namespaceOf(req)) throw notFound("service");
       return {
         namespace: s.namespace,
         target: { kind: "service", uuid: s.uuid, name: s.name, key: uriKey(serviceUri(s)) },

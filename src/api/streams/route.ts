@@ -1,12 +1,14 @@
 // The shape of a stream route: checks before the upgrade, a handler on the accepted socket.
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { TSchema } from "typebox";
+import type { Static, TSchema } from "typebox";
 import type { WebSocket } from "ws";
 import type { Config } from "../../config/index.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ContainerIO } from "../../orchestrator/container-io.ts";
 import type { Store } from "../../store/store.ts";
 import { withUnprefixedStreamPaths } from "../compat.ts";
+import type { Access } from "../context.ts";
 import { principalOf } from "../namespaces.ts";
 import type { StreamAccessGuard } from "./access.ts";
 import type { ActionLogWatcher } from "./action-logs.ts";
@@ -37,17 +39,20 @@ export interface StreamContext extends StreamDeps {
   guard: StreamAccessGuard;
 }
 
-export interface StreamRoute<P> {
+export interface StreamRoute<P, TP extends TSchema, TQ extends TSchema> {
   urls: string[];
   summary: string;
   description: string;
-  params?: TSchema;
-  querystring?: TSchema;
+  /** Checked by the access hook before `prepare` (api/access.ts). */
+  access: Access;
+  params: TP;
+  querystring: TQ;
   /**
-   * Runs before the upgrade: authorizes, validates and looks objects up. Throwing a coded error
-   * answers the upgrade request with it (401, 404, 400, 409) and no socket is opened.
+   * Runs before the upgrade, with the validated path parameters and query: looks objects up.
+   * Throwing a coded error answers the upgrade request with it (401, 404, 400, 409) and no socket
+   * is opened.
    */
-  prepare(req: FastifyRequest): Promise<P>;
+  prepare(req: FastifyRequest, input: { params: Static<TP>; query: Static<TQ> }): Promise<P>;
   /**
    * The namespace the stream reads: when its caller may no longer read it (or the caller's key is
    * revoked) the stream closes with 1008. Routes that watch access themselves leave it out.
@@ -59,7 +64,12 @@ export interface StreamRoute<P> {
 
 const tags = ["streams"];
 
-export function streamRoute<P>(app: FastifyInstance, ctx: StreamContext, route: StreamRoute<P>): void {
+export function streamRoute<P, TP extends TSchema, TQ extends TSchema>(
+  untyped: FastifyInstance,
+  ctx: StreamContext,
+  route: StreamRoute<P, TP, TQ>,
+): void {
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   // prepare() runs in a preHandler hook; the socket handler picks its result up by request.
   const plans = new WeakMap<FastifyRequest, P>();
   // Every stream is also served without the `/api` prefix (compat); those copies stay out of the docs.
@@ -68,16 +78,20 @@ export function streamRoute<P>(app: FastifyInstance, ctx: StreamContext, route: 
     app.route({
       method: "GET",
       url,
+      config: { access: route.access },
       schema: {
         ...(route.urls.includes(url) ? {} : { hide: true }),
         tags,
         summary: route.summary,
         description: `WebSocket stream (send \`Connection: Upgrade\`, \`Upgrade: websocket\`). ${route.description}`,
-        ...(route.params ? { params: route.params } : {}),
-        ...(route.querystring ? { querystring: route.querystring } : {}),
+        params: route.params,
+        querystring: route.querystring,
       },
       preHandler: async (req) => {
-        plans.set(req, await route.prepare(req));
+        // The provider's type of a generic schema stays deferred here; at each call site it is
+        // Static<TP> / Static<TQ>, which is what these say.
+        const input = { params: req.params as Static<TP>, query: req.query as Static<TQ> };
+        plans.set(req, await route.prepare(req, input));
       },
       // A plain GET on a stream path is told how to connect (426 Upgrade Required).
       handler: async (req, reply) =>
