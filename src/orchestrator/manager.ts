@@ -243,13 +243,17 @@ export class ServiceManager {
      * are read with them (through `service_links`), and their running containers are link targets.
      */
     linksOf?: string[];
+    /** Service rows the caller already holds (the page's own). */
+    known?: ServiceRow[];
   }): Promise<ViewData> {
     const store = this.store;
-    const services = new Map<string, ServiceRow>();
-    for (const r of await store.services.servicesByUuid([...opts.targetsOf, ...opts.named], {
-      linkedFrom: opts.linksOf,
-    }))
-      services.set(r.uuid, r);
+    // The page's own rows are not read again; only the services they refer to.
+    const services = new Map<string, ServiceRow>((opts.known ?? []).map((r) => [r.uuid, r]));
+    const wanted = [...new Set([...opts.targetsOf, ...opts.named])].filter((uuid) => !services.has(uuid));
+    if (wanted.length || opts.linksOf?.length) {
+      for (const r of await store.services.servicesByUuid(wanted, { linkedFrom: opts.linksOf }))
+        services.set(r.uuid, r);
+    }
     const specs = new Map<string, ServiceSpec>();
     const currentSpec = (s: ServiceRow) => {
       let spec = specs.get(s.uuid);
@@ -327,6 +331,7 @@ export class ServiceManager {
       targetsOf: [...own, ...linked],
       named: bound,
       linkedFrom: own,
+      known: rows,
     });
     const out = [];
     for (const [i, s] of rows.entries()) {
