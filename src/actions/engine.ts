@@ -418,7 +418,33 @@ export class ActionEngine {
       params: (action.params ? JSON.parse(action.params) : null) as P,
       store: this.store,
       signal,
-      log: (line) => this.store.appendActionLog(action.uuid, this.opts.clock.now(), line),
+      log: this.logOf(action.uuid),
+    };
+  }
+
+  /**
+   * An action's log: lines written in the same turn of the event loop (a step working on many
+   * containers at once) go into one statement; each call resolves once its line is stored, and
+   * lines are stored in the order they were logged.
+   */
+  private logOf(uuid: string): (line: string) => Promise<void> {
+    let pending: { ts: number; line: string }[] = [];
+    let next: Promise<void> | undefined;
+    let previous: Promise<unknown> = Promise.resolve();
+    return (line) => {
+      pending.push({ ts: this.opts.clock.now(), line });
+      next ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        const lines = pending;
+        pending = [];
+        next = undefined;
+        const write = previous.then(
+          () => this.store.appendActionLogs(uuid, lines),
+          () => this.store.appendActionLogs(uuid, lines),
+        );
+        previous = write;
+        return write;
+      });
+      return next;
     };
   }
 

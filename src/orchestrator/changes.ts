@@ -3,6 +3,7 @@
 import type { ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import { clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
+import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import { offeredAddress } from "./links.ts";
@@ -42,22 +43,67 @@ export class AppChanges {
     });
   }
 
-  private async parentsOf(tx: Store, c: ContainerRow): Promise<string> {
+  /**
+   * Entries of many containers in one statement, their parents looked up together (a batch of
+   * placements or observations commits with its change-feed entries in one transaction).
+   */
+  async containers(
+    tx: Store,
+    entries: readonly { row: ContainerRow; action: ChangeAction }[],
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    const missing = entries.filter((e) => !this.parents.has(e.row.uuid)).map((e) => e.row);
+    if (missing.length) {
+      const services = new Map(
+        (await tx.services.servicesByUuid(missing.map((c) => c.service_uuid))).map((s) => [s.uuid, s]),
+      );
+      const nodes = new Map(
+        (await tx.nodes.nodesByUuid(missing.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+      );
+      for (const c of missing) this.remember(c, services.get(c.service_uuid), nodes.get(c.node_uuid));
+    }
+    const now = this.clock.now();
+    await tx.appendChanges(
+      entries.map(({ row: c, action }) => ({
+        namespace: c.namespace,
+        type: "container",
+        action,
+        resource_uri: containerUri(c),
+        state: c.state,
+        parents: this.parents.get(c.uuid) ?? this.parentsJson(c, undefined, undefined),
+        datetime: now,
+      })),
+    );
+  }
+
+  private parentsJson(
+    c: ContainerRow,
+    service: Pick<ServiceRow, "stack_uuid"> | undefined,
+    node: NodeRow | undefined,
+  ): string {
     const parents = [serviceUri({ namespace: c.namespace, uuid: c.service_uuid })];
-    const service = await tx.services.findService(c.service_uuid);
     if (service?.stack_uuid) parents.push(stackUri(c.namespace, service.stack_uuid));
-    const node = await tx.nodes.findNode(c.node_uuid);
     if (node) {
       parents.push(nodeUri(node));
       if (node.cluster_uuid) parents.push(clusterUri({ namespace: node.namespace, uuid: node.cluster_uuid }));
     }
-    const json = JSON.stringify(parents);
-    // Only complete answers are kept (a service or node not visible yet would be missing).
+    return JSON.stringify(parents);
+  }
+
+  /** Parents of a container; only complete answers are kept (a service or node not visible yet would be missing). */
+  private remember(c: ContainerRow, service: ServiceRow | undefined, node: NodeRow | undefined): string {
+    const json = this.parentsJson(c, service, node);
     if (service && node) {
       if (this.parents.size >= PARENTS_CACHE_MAX) this.parents.clear();
       this.parents.set(c.uuid, json);
     }
     return json;
+  }
+
+  private async parentsOf(tx: Store, c: ContainerRow): Promise<string> {
+    const service = await tx.services.findService(c.service_uuid);
+    const node = await tx.nodes.findNode(c.node_uuid);
+    return this.remember(c, service, node);
   }
 
   /**
@@ -89,9 +135,12 @@ export class AppChanges {
     }
     if (clients.size === 0) return;
     const self = new Set(moved.map((m) => m.after.uuid));
-    for (const c of await tx.services.containersOfServices([...clients])) {
-      if (!self.has(c.uuid)) await this.container(tx, c, "update");
-    }
+    await this.containers(
+      tx,
+      (await tx.services.containersOfServices([...clients]))
+        .filter((c) => !self.has(c.uuid))
+        .map((row) => ({ row, action: "update" as const })),
+    );
   }
 
   async stack(tx: Store, ns: string, uuid: string, state: string, action: ChangeAction): Promise<void> {

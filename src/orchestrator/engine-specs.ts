@@ -13,6 +13,7 @@ import type { ServiceSpec } from "../domain/service.ts";
 import { containerUri, nodeUri, serviceUri } from "../domain/uri.ts";
 import type { ContainerSpec } from "../drivers/engine.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
+import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import { followedLinks, linkedServices, linkTargetOf, TARGET_STATES } from "./links.ts";
@@ -54,7 +55,7 @@ export class EngineSpecs {
     const now = performance.now();
     const hit = this.nodeHosts.get(namespace);
     if (hit && hit.until > now) return hit.hosts;
-    const hosts = (await this.store.nodes.liveNodes({ namespace }))
+    const hosts = (await this.store.nodes.liveNodeSummaries(namespace))
       .filter((n) => n.public_ip && n.external_fqdn)
       .map((n) => `${n.external_fqdn}:${n.public_ip}`);
     this.nodeHosts.set(namespace, { hosts, until: now + NODE_HOSTS_TTL_MS });
@@ -93,9 +94,13 @@ export class EngineSpecs {
     return linkHosts(await this.links(c, specOf(service), service));
   }
 
-  async specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec> {
-    const service = (await this.store.services.findService(c.service_uuid))!;
-    const node = (await this.store.nodes.findNode(c.node_uuid))!;
+  /** `service` and `node`: the container's, when the caller has read them already (a batch). */
+  async specFor(
+    c: ContainerRow,
+    opts: { volumesFrom: string[]; service?: ServiceRow; node?: NodeRow },
+  ): Promise<ContainerSpec> {
+    const service = opts.service ?? (await this.store.services.findService(c.service_uuid))!;
+    const node = opts.node ?? (await this.store.nodes.findNode(c.node_uuid))!;
     const spec = specOf(c);
     const sourceIds = new Map<string, string[]>();
     for (const b of spec.bindings) {

@@ -22,6 +22,9 @@ import type { Orchestrator } from "./services.ts";
 /** Change-feed rows read per page. */
 const FEED_PAGE = 500;
 
+/** How long engine events gather in the queue before it is worked on. */
+const EVENT_BATCH_MS = 20;
+
 const SYSTEM = {
   method: "POST",
   path: "",
@@ -35,6 +38,7 @@ export class Reconciler {
   private readonly queue = new Set<string>();
   private readonly inFlight = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  private drainTimer: NodeJS.Timeout | undefined;
   private draining = false;
   private readonly watchers = new Map<string, AbortController>();
   private stopped = true;
@@ -84,6 +88,8 @@ export class Reconciler {
     this.unlistenFeed = undefined;
     this.feedRevision = undefined;
     if (this.timer) clearInterval(this.timer);
+    if (this.drainTimer) clearTimeout(this.drainTimer);
+    this.drainTimer = undefined;
     for (const w of this.watchers.values()) w.abort();
     this.watchers.clear();
   }
@@ -126,10 +132,19 @@ export class Reconciler {
     void this.drain();
   }
 
-  /** Queues a container for reconciliation. */
+  /**
+   * Queues a container for reconciliation. The queue is worked on a moment later
+   * (EVENT_BATCH_MS), so that a burst of engine events (a large deploy) is looked at in a few
+   * batches rather than one at a time.
+   */
   enqueue(containerUuid: string): void {
     this.queue.add(`c:${containerUuid}`);
-    void this.drain();
+    if (this.drainTimer) return;
+    this.drainTimer = setTimeout(() => {
+      this.drainTimer = undefined;
+      void this.drain();
+    }, EVENT_BATCH_MS);
+    this.drainTimer.unref();
   }
 
   /**
@@ -254,6 +269,14 @@ export class Reconciler {
     try {
       while (this.queue.size && !this.stopped) {
         const key = this.queue.values().next().value as string;
+        if (key.startsWith("l:")) {
+          await this.followLinksQueued();
+          continue;
+        }
+        if (key.startsWith("c:")) {
+          await this.reconcileContainersQueued();
+          continue;
+        }
         this.queue.delete(key);
         if (this.inFlight.has(key)) continue;
         this.inFlight.add(key);
@@ -286,6 +309,80 @@ export class Reconciler {
     else if (kind === "s") await this.reconcileService(uuid);
     else if (kind === "n") await this.sweepOrphans(uuid);
     else if (kind === "l") await this.followLinks(uuid);
+  }
+
+  /** Takes every queued key of one kind (`c:`, `l:`); those being worked on already are dropped, as in drain. */
+  private takeQueued(prefix: string): string[] {
+    const keys: string[] = [];
+    for (const k of [...this.queue]) {
+      if (!k.startsWith(prefix)) continue;
+      this.queue.delete(k);
+      if (this.inFlight.has(k)) continue;
+      this.inFlight.add(k);
+      keys.push(k);
+    }
+    return keys;
+  }
+
+  /**
+   * Every queued container at once: the records, their services and which of them (or their
+   * services, or the services' stacks) an action holds are read in three queries, so a burst of
+   * engine events during a large deploy costs a few statements; each container left to the
+   * reconciler is then reconciled on its own (reconcileContainer reads it afresh).
+   */
+  private async reconcileContainersQueued(): Promise<void> {
+    const keys = this.takeQueued("c:");
+    try {
+      const rows = await this.d.store.services.containersByUuid(keys.map((k) => k.slice(2)));
+      const services = new Map(
+        (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
+      );
+      const busy = await this.d.store.objectsWithActiveActions([
+        ...rows.map((c) => containerUri(c)),
+        ...[...services.values()].flatMap((s) => [
+          serviceUri(s),
+          ...(s.stack_uuid ? [stackUri(s.namespace, s.stack_uuid)] : []),
+        ]),
+      ]);
+      for (const c of rows) {
+        if (c.state === "Terminated") continue;
+        const s = services.get(c.service_uuid);
+        if (!s || busy.has(containerUri(c)) || busy.has(serviceUri(s))) continue;
+        if (s.stack_uuid && busy.has(stackUri(s.namespace, s.stack_uuid))) continue;
+        await this.reconcileContainer(c.uuid).catch((err: unknown) => this.d.onError?.(err));
+      }
+    } catch (err) {
+      this.d.onError?.(err);
+    } finally {
+      for (const k of keys) this.inFlight.delete(k);
+    }
+  }
+
+  /**
+   * Every queued link-host check at once: the containers and their services are read in two
+   * queries, and only containers that follow links (or hold entries) are looked at one by one.
+   */
+  private async followLinksQueued(): Promise<void> {
+    const keys = this.takeQueued("l:");
+    try {
+      const rows = await this.d.store.services.containersByUuid(keys.map((k) => k.slice(2)));
+      const services = new Map(
+        (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
+      );
+      for (const c of rows) {
+        if (c.state !== "Running" || !c.engine_id || c.link_hosts === null) continue;
+        const s = services.get(c.service_uuid);
+        if (!s) continue;
+        const spec = JSON.parse(s.spec) as ServiceSpec;
+        const followsNone = spec.linked_to_service.length === 0 && !spec.sequential_deployment;
+        if (followsNone && c.link_hosts === "[]") continue; // holds none and should hold none
+        await this.followLinks(c.uuid).catch((err: unknown) => this.d.onError?.(err));
+      }
+    } catch (err) {
+      this.d.onError?.(err);
+    } finally {
+      for (const k of keys) this.inFlight.delete(k);
+    }
   }
 
   /** A running container's link host entries follow its service's links (runtime.ensureLinkHosts). */

@@ -14,9 +14,10 @@ import {
   type RegistryAuth,
 } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
-import type { ContainerRow } from "../store/services.ts";
+import type { NodeRow } from "../store/nodes.ts";
+import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import type { AppChanges } from "./changes.ts";
+import type { AppChanges, ChangeAction } from "./changes.ts";
 import { sameEntries } from "./links.ts";
 
 export type Log = (line: string) => Promise<void>;
@@ -30,7 +31,10 @@ export interface RuntimeDeps {
   clock: Clock;
   changes: AppChanges;
   /** The engine spec of a container, from the definition it is deployed with. */
-  specFor(c: ContainerRow, opts: { volumesFrom: string[] }): Promise<ContainerSpec>;
+  specFor(
+    c: ContainerRow,
+    opts: { volumesFrom: string[]; service?: ServiceRow; node?: NodeRow },
+  ): Promise<ContainerSpec>;
   /** Registry credentials for an image pulled for a container of the namespace, when Berth knows some. */
   pullAuth?(image: string, namespace: string): Promise<RegistryAuth | undefined>;
   /**
@@ -72,6 +76,11 @@ function engineRecord(c: ContainerRow, view: ContainerView): Partial<ContainerRo
   };
 }
 
+/** Records written in one transaction by ensureRunningMany, at most. */
+const RECORD_BATCH_MAX = 250;
+/** How long a container the engine has started waits for others to share its record batch. */
+const RECORD_DELAY_MS = 50;
+
 export class ContainerRuntime {
   /** Engine containers (with the entries asked for) whose image could not rewrite its hosts. */
   private readonly hostsRefused = new Set<string>();
@@ -102,35 +111,255 @@ export class ContainerRuntime {
   }
 
   /**
-   * `patch` over many records in one transaction (the records are read in one query). Should
-   * another writer get in between (another replica), each record is patched on its own instead.
+   * `patch` over many records in one transaction (the records are read in one query, their
+   * change-feed entries written in one statement). Should another writer get in between (another
+   * replica), each record is patched on its own instead. Answers the records as they are now.
    */
   async patchMany(
     uuids: string[],
     fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
-  ): Promise<void> {
-    if (uuids.length === 0) return;
+  ): Promise<Map<string, ContainerRow>> {
+    const out = new Map<string, ContainerRow>();
+    if (uuids.length === 0) return out;
     try {
       await this.d.store.transaction(async (tx) => {
         const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
         const changed: { before: ContainerRow; after: ContainerRow }[] = [];
+        const entries: { row: ContainerRow; action: ChangeAction }[] = [];
         for (const uuid of uuids) {
           const c = rows.get(uuid);
           if (!c) continue;
           const p = fn(c);
-          if (!p || Object.keys(p).length === 0) continue;
+          if (!p || Object.keys(p).length === 0) {
+            out.set(uuid, c);
+            continue;
+          }
           const r = await tx.services.updateContainer(c, p);
+          out.set(uuid, r);
           if (r.state !== c.state || p.spec_version !== undefined) {
-            await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
+            entries.push({ row: r, action: r.state === "Terminated" ? "delete" : "update" });
           }
           changed.push({ before: c, after: r });
         }
+        await this.d.changes.containers(tx, entries);
         await this.d.changes.linkTargets(tx, changed);
       });
     } catch (err) {
       if (!(err instanceof VersionConflict)) throw err;
-      for (const uuid of uuids) await this.patch(uuid, fn);
+      out.clear();
+      for (const uuid of uuids) {
+        const r = await this.patch(uuid, fn);
+        if (r) out.set(uuid, r);
+      }
     }
+    return out;
+  }
+
+  /**
+   * `ensureRunning` over many records (a service's start or scale): the engine work runs in
+   * parallel, at most `limits.perNode` at a time on one node and `limits.total` in all, without a
+   * statement per container; what the engines report is recorded in batches (group commit), each
+   * batch one transaction with its change-feed entries. A batch is written as soon as every
+   * container in flight waits for it, when it holds RECORD_BATCH_MAX, or RECORD_DELAY_MS after its
+   * first entry. A record says Running only once its engine said so. Safe to repeat after a crash:
+   * an engine container made but not yet recorded is found again by its labels.
+   * Answers the errors of the containers that failed; the others run.
+   */
+  async ensureRunningMany(
+    rows: ContainerRow[],
+    opts: { limits: { perNode: number; total: number }; log: Log },
+  ): Promise<Error[]> {
+    const errors: Error[] = [];
+    if (rows.length === 0) return errors;
+    const nodes = new Map(
+      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+    );
+    const services = new Map(
+      (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
+    );
+    type Waiting = {
+      uuid: string;
+      version: number;
+      view: ContainerView | undefined;
+      done(row: ContainerRow | undefined): void;
+      fail(err: unknown): void;
+    };
+    let batch: Waiting[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    let running = 0;
+    let parked = 0;
+    const flush = () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      const items = batch;
+      batch = [];
+      if (items.length === 0) return;
+      this.recordObserved(items).then(
+        (written) => {
+          for (const w of items) w.done(written.get(w.uuid));
+        },
+        (err: unknown) => {
+          for (const w of items) w.fail(err);
+        },
+      );
+    };
+    const maybeFlush = () => {
+      if (batch.length === 0) return;
+      if (batch.length >= RECORD_BATCH_MAX || parked >= running) flush();
+      else timer ??= setTimeout(flush, RECORD_DELAY_MS);
+    };
+    const record = (c: ContainerRow, view: ContainerView | undefined) => {
+      parked += 1;
+      return new Promise<ContainerRow | undefined>((done, fail) => {
+        batch.push({ uuid: c.uuid, version: c.version, view, done, fail });
+        maybeFlush();
+      }).finally(() => {
+        parked -= 1;
+      });
+    };
+    const work = async (c: ContainerRow): Promise<void> => {
+      const node = nodes.get(c.node_uuid);
+      if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
+      const engine = this.d.engines.forNode(node);
+      const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, {
+        service: services.get(c.service_uuid),
+        node,
+      });
+      const row = await record(c, view);
+      if (row && row.state !== "Running" && row.state !== "Starting") {
+        const v = view ? await engine.inspectContainer(view.id) : undefined;
+        throw new Error(
+          `${c.name} did not stay running: ${v?.error || exitCodeMessage(v?.exitCode ?? null) || "unknown reason"}`,
+        );
+      }
+      // The previous containers' volumes are mounted by the new one now; the containers can go.
+      if (staleLeft.length) {
+        const { stale } = await this.engineContainers(c, engine);
+        for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
+      }
+    };
+    const queue = [...rows];
+    const active = new Map<string, number>();
+    await new Promise<void>((resolve) => {
+      const pump = () => {
+        for (let i = 0; i < queue.length && running < opts.limits.total; ) {
+          const c = queue[i]!;
+          const onNode = active.get(c.node_uuid) ?? 0;
+          if (onNode >= opts.limits.perNode) {
+            i++;
+            continue;
+          }
+          queue.splice(i, 1);
+          active.set(c.node_uuid, onNode + 1);
+          running += 1;
+          void work(c)
+            .catch((err: unknown) => {
+              errors.push(err instanceof Error ? err : new Error(String(err)));
+            })
+            .finally(() => {
+              active.set(c.node_uuid, (active.get(c.node_uuid) ?? 1) - 1);
+              running -= 1;
+              pump();
+              maybeFlush();
+              if (queue.length === 0 && running === 0) resolve();
+            });
+        }
+      };
+      pump();
+    });
+    return errors;
+  }
+
+  /**
+   * The engine's half of ensureRunning: finds or creates the engine container of the record's
+   * generation and starts it; writes nothing to the store (the caller records what it answers).
+   */
+  private async startOnEngine(
+    c: ContainerRow,
+    engine: Engine,
+    log: Log,
+    hints: { service?: ServiceRow; node?: NodeRow },
+  ): Promise<{ view: ContainerView | undefined; staleLeft: string[] }> {
+    const { current, stale } = await this.engineContainers(c, engine);
+    let view = current;
+    let staleLeft = stale;
+    if (!view) {
+      // Older generations keep their volumes for the new one (a redeploy's default).
+      for (const id of stale) {
+        await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
+      }
+      const spec = await this.d.specFor(c, { volumesFrom: stale, ...hints });
+      spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
+      spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
+      await this.ensureImage(engine, spec.image, log, { namespace: c.namespace });
+      const id = await engine.createContainer(spec);
+      view = await engine.inspectContainer(id);
+      if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
+      await log(`Created ${c.name}${stale.length ? " with the volumes of its previous container" : ""}`);
+      staleLeft = stale;
+    }
+    if (!view.running) {
+      await engine.startContainer(view.id);
+      await log(`Started ${c.name}`);
+      view = await engine.inspectContainer(view.id);
+    }
+    return { view, staleLeft };
+  }
+
+  /**
+   * `observe` over many records: their engines are asked in parallel (at most `perNode` at a time
+   * on one node), and what they report is written in one transaction. A record whose node cannot
+   * be reached, or whose engine answers with an error, is left as it is. Answers the records as
+   * they are now.
+   */
+  async observeMany(rows: ContainerRow[], opts: { perNode: number }): Promise<Map<string, ContainerRow>> {
+    const live = rows.filter((c) => c.state !== "Terminated");
+    const nodes = new Map(
+      (await this.d.store.nodes.nodesByUuid(live.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+    );
+    const seen: { uuid: string; version: number; view: ContainerView | undefined }[] = [];
+    const byNode = new Map<string, ContainerRow[]>();
+    for (const c of live) {
+      const list = byNode.get(c.node_uuid);
+      if (list) list.push(c);
+      else byNode.set(c.node_uuid, [c]);
+    }
+    await Promise.all(
+      [...byNode].map(async ([nodeUuid, list]) => {
+        const node = nodes.get(nodeUuid);
+        if (!node) return;
+        const engine = this.d.engines.forNode(node);
+        for (let i = 0; i < list.length; i += opts.perNode) {
+          await Promise.all(
+            list.slice(i, i + opts.perNode).map(async (c) => {
+              try {
+                seen.push({ uuid: c.uuid, version: c.version, view: await this.find(c, engine) });
+              } catch {
+                // unreachable or failing: the health watcher and the reconciler look again later
+              }
+            }),
+          );
+        }
+      }),
+    );
+    const out = new Map(rows.map((c) => [c.uuid, c]));
+    for (const [uuid, r] of await this.recordObserved(seen)) out.set(uuid, r);
+    return out;
+  }
+
+  /** What engines reported about many records, written in one transaction (see ensureRunningMany). */
+  private async recordObserved(
+    items: readonly { uuid: string; version: number; view: ContainerView | undefined }[],
+  ): Promise<Map<string, ContainerRow>> {
+    const now = this.d.clock.now();
+    const seen = new Map(items.map((i) => [i.uuid, i]));
+    // As in observe: a record written since it was read (before its engine was asked) is left
+    // alone, and the observation dropped.
+    return this.patchMany([...seen.keys()], (r) => {
+      const item = seen.get(r.uuid);
+      if (!item || r.state === "Terminated" || r.version !== item.version) return undefined;
+      return observedPatch(r, item.view, now);
+    });
   }
 
   async engineOf(c: Pick<ContainerRow, "node_uuid">): Promise<Engine> {
@@ -374,46 +603,54 @@ export class ContainerRuntime {
       throw err;
     }
     const now = this.d.clock.now();
-    return this.patch(uuid, (r) => {
-      // What the engine said answers the record as it was read: if anything (an action marking
-      // it Starting or Stopping, another observation) wrote the record meanwhile, this
-      // observation is stale and is dropped; the next one reads both afresh. The write is
-      // version-checked, so this holds against a write that lands between this check and it.
-      if (r.version !== c.version) return undefined;
-      if (!view) {
-        if (r.desired === "terminated") return { state: "Terminated", destroyed_at: now };
-        return r.state === "Stopped" && r.engine_id === null
-          ? undefined
-          : { state: "Stopped", engine_id: null, exit_code_msg: "The container is gone from its engine" };
-      }
-      const ports = Object.entries(view.ports).map(([key, outer]) => {
-        const [inner, protocol] = key.split("/");
-        return { inner_port: Number(inner), protocol, outer_port: outer };
-      });
-      const running = view.running || view.state === "restarting";
-      const patch: Partial<ContainerRow> = {
-        ...(view.id !== r.engine_id || r.environment === null ? engineRecord(r, view) : {}),
-        engine_id: view.id,
-        state: view.state === "restarting" ? "Starting" : running ? "Running" : "Stopped",
-        exit_code: running ? null : (view.exitCode ?? null),
-        exit_code_msg: running ? null : exitCodeMessage(view.exitCode ?? null),
-        private_ip: view.ipAddress ?? r.private_ip,
-        ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
-      };
-      // The engine's own restarts (restart policy) count too, even one that happened between two
-      // observations: the engine's start time moved while the record still said Running.
-      const restarted = view.startedAt !== undefined && view.startedAt !== r.started_at;
-      if (running && (r.state !== "Running" || restarted)) {
-        patch.started_at = view.startedAt ?? now;
-        // Every start gives the container the /etc/hosts of its create again: rewritten entries are gone.
-        patch.link_hosts = linkHostsFromEngine(view.labels);
-      }
-      // A stop passes through Stopping (set by the action), so any move to Stopped of a container
-      // that has run counts as its last stop, not only a move straight from Running.
-      if (!running && r.state !== "Stopped" && r.started_at !== null)
-        patch.stopped_at = view.finishedAt ?? now;
-      const changed = Object.entries(patch).some(([k, v]) => r[k as keyof ContainerRow] !== v);
-      return changed ? patch : undefined;
-    });
+    // What the engine said answers the record as it was read: if anything (an action marking
+    // it Starting or Stopping, another observation) wrote the record meanwhile, this
+    // observation is stale and is dropped; the next one reads both afresh. The write is
+    // version-checked, so this holds against a write that lands between this check and it.
+    return this.patch(uuid, (r) => (r.version !== c.version ? undefined : observedPatch(r, view, now)));
   }
+}
+
+/**
+ * What a record should say once its engine reported `view` (undefined: the engine has no
+ * container of the record's generation): the patch of `observe`, undefined when nothing changes.
+ */
+function observedPatch(
+  r: ContainerRow,
+  view: ContainerView | undefined,
+  now: number,
+): Partial<ContainerRow> | undefined {
+  if (!view) {
+    if (r.desired === "terminated") return { state: "Terminated", destroyed_at: now };
+    return r.state === "Stopped" && r.engine_id === null
+      ? undefined
+      : { state: "Stopped", engine_id: null, exit_code_msg: "The container is gone from its engine" };
+  }
+  const ports = Object.entries(view.ports).map(([key, outer]) => {
+    const [inner, protocol] = key.split("/");
+    return { inner_port: Number(inner), protocol, outer_port: outer };
+  });
+  const running = view.running || view.state === "restarting";
+  const patch: Partial<ContainerRow> = {
+    ...(view.id !== r.engine_id || r.environment === null ? engineRecord(r, view) : {}),
+    engine_id: view.id,
+    state: view.state === "restarting" ? "Starting" : running ? "Running" : "Stopped",
+    exit_code: running ? null : (view.exitCode ?? null),
+    exit_code_msg: running ? null : exitCodeMessage(view.exitCode ?? null),
+    private_ip: view.ipAddress ?? r.private_ip,
+    ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
+  };
+  // The engine's own restarts (restart policy) count too, even one that happened between two
+  // observations: the engine's start time moved while the record still said Running.
+  const restarted = view.startedAt !== undefined && view.startedAt !== r.started_at;
+  if (running && (r.state !== "Running" || restarted)) {
+    patch.started_at = view.startedAt ?? now;
+    // Every start gives the container the /etc/hosts of its create again: rewritten entries are gone.
+    patch.link_hosts = linkHostsFromEngine(view.labels);
+  }
+  // A stop passes through Stopping (set by the action), so any move to Stopped of a container
+  // that has run counts as its last stop, not only a move straight from Running.
+  if (!running && r.state !== "Stopped" && r.started_at !== null) patch.stopped_at = view.finishedAt ?? now;
+  const changed = Object.entries(patch).some(([k, v]) => r[k as keyof ContainerRow] !== v);
+  return changed ? patch : undefined;
 }

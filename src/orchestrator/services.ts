@@ -20,11 +20,10 @@ import {
   type Demand,
   nextContainerNumbers,
   type PlacementPlan,
-  planEveryNode,
-  planPlacement,
+  PlacementState,
   planRemoval,
 } from "../scheduler/index.ts";
-import type { ContainerRow, ServiceRow } from "../store/services.ts";
+import type { ContainerRow, NewContainer, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges } from "./changes.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
@@ -112,7 +111,21 @@ async function eachPerNode<T extends { node_uuid: string }>(
 /** Container operations in flight per action, over all of its nodes. */
 const ACTION_PARALLELISM = 32;
 
+/** A service waiting for its placements (see Orchestrator.place). */
+interface WaitingPlacement {
+  service: ServiceRow;
+  resolve(placed: Placed): void;
+  reject(err: unknown): void;
+}
+
+interface Placed {
+  plan: PlacementPlan;
+}
+
 export class Orchestrator {
+  /** Services waiting for placement, per namespace, while a batch of that namespace is being planned. */
+  private readonly placing = new Map<string, WaitingPlacement[]>();
+
   constructor(private readonly d: OrchestratorDeps) {}
 
   private get store() {
@@ -166,51 +179,12 @@ export class Orchestrator {
     });
   }
 
-  /** Container records for new placements, in state Starting, made from the current definition. */
-  private async addContainers(s: ServiceRow, nodes: string[]): Promise<void> {
-    if (!nodes.length) return;
-    await this.store.transaction(async (tx) => {
-      const live = (await tx.services.containersOfService(s.uuid)).filter((c) => c.state !== "Terminated");
-      const numbers = nextContainerNumbers(
-        live.map((c) => c.number),
-        nodes.length,
-      );
-      for (const [i, node] of nodes.entries()) {
-        const number = numbers[i]!;
-        const c = await tx.services.insertContainer({
-          uuid: randomUUID(),
-          namespace: s.namespace,
-          service_uuid: s.uuid,
-          node_uuid: node,
-          name: `${s.name}-${number}`,
-          number,
-          state: "Starting",
-          desired: "running",
-          engine_id: null,
-          exit_code: null,
-          exit_code_msg: null,
-          private_ip: "",
-          ports: "[]",
-          spec: s.spec,
-          spec_version: s.spec_version,
-          generation: randomUUID().slice(0, 16),
-          environment: null,
-          link_hosts: null,
-          deployed_at: this.d.clock.now(),
-          started_at: null,
-          stopped_at: null,
-          destroyed_at: null,
-          created: this.d.clock.now(),
-        });
-        await this.d.changes.container(tx, c, "create");
-      }
-    });
-  }
-
-  /** Plans placements to reach the target (or every eligible node); the plan explains refusals. */
-  async planFor(s: ServiceRow, wanted: number): Promise<PlacementPlan> {
-    const spec = specOf(s);
-    const nodes = (await this.store.nodes.liveNodes({ namespace: s.namespace })).map((n) => ({
+  /**
+   * What placement needs of a namespace, read once per plan: its live nodes, its live containers
+   * with what each claims (from its service's definition), counted into a PlacementState.
+   */
+  private async placementSnapshot(store: Store, namespace: string) {
+    const nodes = (await store.nodes.liveNodeSummaries(namespace)).map((n) => ({
       uuid: n.uuid,
       name: n.nickname || n.external_fqdn,
       state: n.state,
@@ -221,12 +195,9 @@ export class Orchestrator {
     // Only the columns placement needs; what a container claims comes from its service's
     // definition (one read of the namespace's live services per plan).
     const demands = new Map(
-      (await this.store.services.liveServices({ namespace: s.namespace })).map((x) => [
-        x.uuid,
-        demandOf(specOf(x)),
-      ]),
+      (await store.services.liveServices({ namespace })).map((x) => [x.uuid, demandOf(specOf(x))]),
     );
-    const containers = (await this.store.services.containerLoads(s.namespace)).map((c) => ({
+    const containers = (await store.services.containerLoads(namespace)).map((c) => ({
       uuid: c.uuid,
       node: c.node_uuid,
       service: c.service_uuid,
@@ -234,29 +205,138 @@ export class Orchestrator {
       number: c.number,
       demand: demands.get(c.service_uuid),
     }));
-    const base = { service: s.uuid, serviceTags: spec.tags, nodes, containers, demand: demandOf(spec) };
-    if (spec.deployment_strategy === "EVERY_NODE") return planEveryNode(base);
-    const live = containers.filter((c) => c.service === s.uuid).length;
-    return planPlacement({ ...base, strategy: spec.deployment_strategy, count: wanted - live });
+    const numbers = new Map<string, number[]>();
+    for (const c of containers) {
+      const list = numbers.get(c.service);
+      if (list) list.push(c.number);
+      else numbers.set(c.service, [c.number]);
+    }
+    return { state: new PlacementState(nodes, containers), numbers };
+  }
+
+  private static request(s: ServiceRow, live: number, wanted: number) {
+    const spec = specOf(s);
+    return {
+      service: s.uuid,
+      serviceTags: spec.tags,
+      demand: demandOf(spec),
+      strategy: spec.deployment_strategy,
+      count: wanted - live,
+    };
+  }
+
+  /** Plans placements to reach the target (or every eligible node); the plan explains refusals. */
+  async planFor(s: ServiceRow, wanted: number): Promise<PlacementPlan> {
+    const { state, numbers } = await this.placementSnapshot(this.store, s.namespace);
+    return state.plan(Orchestrator.request(s, numbers.get(s.uuid)?.length ?? 0, wanted));
   }
 
   /**
    * Creates the container records the service lacks; fails with the scheduler's explanation when
    * nothing fits (no record is made). When only some fit, those are made and the explanation of the
    * rest is returned: the caller starts what fits, then fails the action with it.
+   *
+   * Placements of one namespace are made by one plan at a time: the services asking meanwhile are
+   * planned together by the next one (one snapshot for all of them, each seeing the others'
+   * placements), and its records and change-feed entries are written in one transaction.
    */
   private async place(s: ServiceRow, log: Log): Promise<string[] | undefined> {
-    const plan = await this.planFor(s, s.target_num_containers);
-    if (!plan.ok) {
-      for (const line of plan.reasons) await log(line);
-      throw new Error(plan.reasons[0] ?? "no node can take the service's containers");
+    const result = await new Promise<Placed>((resolve, reject) => {
+      const waiting = this.placing.get(s.namespace);
+      if (waiting) waiting.push({ service: s, resolve, reject });
+      else {
+        this.placing.set(s.namespace, [{ service: s, resolve, reject }]);
+        void this.placeWaiting(s.namespace);
+      }
+    });
+    if (!result.plan.ok) {
+      for (const line of result.plan.reasons) await log(line);
+      throw new Error(result.plan.reasons[0] ?? "no node can take the service's containers");
     }
-    if (plan.placements.length) {
-      await log(`Placing ${plan.placements.length} container(s) of ${s.name}`);
-      await this.addContainers(s, plan.placements);
+    if (result.plan.placements.length) {
+      await log(`Placing ${result.plan.placements.length} container(s) of ${s.name}`);
     }
-    if (plan.shortfall) for (const line of plan.shortfall) await log(line);
-    return plan.shortfall;
+    if (result.plan.shortfall) for (const line of result.plan.shortfall) await log(line);
+    return result.plan.shortfall;
+  }
+
+  /** Plans (and records) the placements the namespace's services wait for, one batch after the other. */
+  private async placeWaiting(namespace: string): Promise<void> {
+    // Services started by the same burst of calls join this batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (;;) {
+      const waiting = this.placing.get(namespace) ?? [];
+      const batch = waiting.splice(0);
+      if (batch.length === 0) {
+        this.placing.delete(namespace);
+        return;
+      }
+      try {
+        const plans = await this.placeBatch(
+          namespace,
+          batch.map((w) => w.service),
+        );
+        for (const [i, w] of batch.entries()) w.resolve({ plan: plans[i]! });
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+      }
+    }
+  }
+
+  /**
+   * One plan for several services over one snapshot, read in the transaction that writes the
+   * container records (state Starting, made from each service's current definition) and their
+   * change-feed entries: a plan is never made against state another plan has changed meanwhile.
+   */
+  private async placeBatch(namespace: string, services: ServiceRow[]): Promise<PlacementPlan[]> {
+    return this.store.transaction(async (tx) => {
+      const { state, numbers } = await this.placementSnapshot(tx, namespace);
+      const plans: PlacementPlan[] = [];
+      const records: NewContainer[] = [];
+      const now = this.d.clock.now();
+      for (const s of services) {
+        const taken = numbers.get(s.uuid) ?? [];
+        const plan = state.plan(Orchestrator.request(s, taken.length, s.target_num_containers));
+        plans.push(plan);
+        if (!plan.ok || plan.placements.length === 0) continue;
+        const fresh = nextContainerNumbers(taken, plan.placements.length);
+        numbers.set(s.uuid, [...taken, ...fresh]);
+        for (const [i, node] of plan.placements.entries()) {
+          const number = fresh[i]!;
+          records.push({
+            uuid: randomUUID(),
+            namespace: s.namespace,
+            service_uuid: s.uuid,
+            node_uuid: node,
+            name: `${s.name}-${number}`,
+            number,
+            state: "Starting",
+            desired: "running",
+            engine_id: null,
+            exit_code: null,
+            exit_code_msg: null,
+            private_ip: "",
+            ports: "[]",
+            spec: s.spec,
+            spec_version: s.spec_version,
+            generation: randomUUID().slice(0, 16),
+            environment: null,
+            link_hosts: null,
+            deployed_at: now,
+            started_at: null,
+            stopped_at: null,
+            destroyed_at: null,
+            created: now,
+          });
+        }
+      }
+      const rows = await tx.services.insertContainers(records);
+      await this.d.changes.containers(
+        tx,
+        rows.map((row) => ({ row, action: "create" as const })),
+      );
+      return plans;
+    });
   }
 
   /** Fails the step (after what fits has started) when placement fell short. */
@@ -279,12 +359,17 @@ export class Orchestrator {
     return { perNode: this.d.parallelism ?? 4, total: ACTION_PARALLELISM };
   }
 
+  /** Starts every live container of the service (engine work in parallel, records written in batches). */
   private async startAll(s: ServiceRow, log: Log): Promise<void> {
     const containers = (await this.liveContainers(s.uuid)).filter((c) => c.desired !== "terminated");
-    await this.markDesired(containers, "running", "Starting");
-    const errors = await eachPerNode(containers, this.limit(s), async (c) => {
-      await this.d.runtime.ensureRunning((await this.store.services.findContainer(c.uuid))!, log);
-    });
+    const marked = await this.markDesired(containers, "running", "Starting");
+    const errors = await this.d.runtime.ensureRunningMany(
+      containers.flatMap((c) => {
+        const r = marked.get(c.uuid);
+        return r && r.state !== "Terminated" ? [r] : [];
+      }),
+      { limits: this.limit(s), log },
+    );
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
   }
 
@@ -292,8 +377,8 @@ export class Orchestrator {
     containers: ContainerRow[],
     desired: string,
     state?: ContainerState,
-  ): Promise<void> {
-    await this.d.runtime.patchMany(
+  ): Promise<Map<string, ContainerRow>> {
+    return this.d.runtime.patchMany(
       containers.map((c) => c.uuid),
       (r) => {
         const p: Partial<ContainerRow> = {};
@@ -414,20 +499,23 @@ export class Orchestrator {
 
   /** Containers left in a transitional state by a failed or canceled step are observed again, then the service settles. */
   private async settleAfter(serviceUuid: string, log?: Log): Promise<void> {
-    for (const c of await this.liveContainers(serviceUuid)) {
-      await this.d.runtime.observe(c.uuid).catch(() => undefined);
-      const r = await this.store.services.findContainer(c.uuid);
-      if (r && r.state !== "Terminated" && !r.engine_id) {
-        // Never created on its engine (its image could not be pulled, its node refused it): no record
-        // is kept of a container that never ran; the service's state follows from the others.
-        const now = this.d.clock.now();
-        await this.d.runtime.patch(c.uuid, () => ({
-          state: "Terminated",
-          desired: "terminated",
-          destroyed_at: now,
-        }));
+    const observed = await this.d.runtime.observeMany(await this.liveContainers(serviceUuid), {
+      perNode: this.parallel().perNode,
+    });
+    // Never created on its engine (its image could not be pulled, its node refused it): no record
+    // is kept of a container that never ran; the service's state follows from the others.
+    const never = [...observed.values()].filter((r) => r.state !== "Terminated" && !r.engine_id);
+    if (never.length) {
+      const now = this.d.clock.now();
+      await this.d.runtime.patchMany(
+        never.map((r) => r.uuid),
+        (r) =>
+          r.state !== "Terminated" && !r.engine_id
+            ? { state: "Terminated", desired: "terminated", destroyed_at: now }
+            : undefined,
+      );
+      for (const r of never)
         await log?.(`Container ${r.name} never reached its engine; its record is removed`);
-      }
     }
     await this.settleService(serviceUuid);
   }

@@ -9,7 +9,7 @@
 //   count × 1024 (Docker's own scale: 1024 is a full share). Without cpu_shares nothing is reserved.
 //   `cpuset` needs the node to have every CPU it names.
 // Every live container of the node counts, stopped ones too: they keep their claims and start again.
-import type { ContainerSnapshot, Demand, NodeSnapshot } from "./types.ts";
+import type { Demand, NodeSnapshot } from "./types.ts";
 
 export const SHARES_PER_CPU = 1024;
 
@@ -41,6 +41,26 @@ export class NodeUsage {
     this.cpuShares += demand.cpuShares;
   }
 
+  /** A copy to count tentative claims on. */
+  copy(): NodeUsage {
+    const c = new NodeUsage(this.node);
+    for (const p of this.ports) c.ports.add(p);
+    c.memoryMb = this.memoryMb;
+    c.cpuShares = this.cpuShares;
+    return c;
+  }
+
+  /** Whether the node can take a container with `demand` (`refusal` without building the reason). */
+  fits(demand: Demand): boolean {
+    for (const p of demand.ports) if (this.ports.has(`${p.port}/${p.protocol}`)) return false;
+    const memory = this.node.memoryMb ?? 0;
+    if (demand.memoryMb > 0 && memory > 0 && this.memoryMb + demand.memoryMb > memory) return false;
+    const cpus = this.node.cpus ?? 0;
+    if (demand.cpuShares > 0 && cpus > 0 && this.cpuShares + demand.cpuShares > cpus * SHARES_PER_CPU)
+      return false;
+    return !(demand.cpusetMax >= 0 && cpus > 0 && demand.cpusetMax >= cpus);
+  }
+
   /** Why the node cannot take a container with `demand`, or undefined when it can. */
   refusal(demand: Demand): string | undefined {
     const why: string[] = [];
@@ -63,18 +83,4 @@ export class NodeUsage {
       why.push(`cpuset names CPU ${demand.cpusetMax}, the node has ${cpus} CPU${cpus === 1 ? "" : "s"}`);
     return why.length ? why.join("; ") : undefined;
   }
-}
-
-/** The usage of each node by the live containers already on it. */
-export function usageOf(
-  nodes: NodeSnapshot[],
-  containers: ContainerSnapshot[],
-  isLive: (c: ContainerSnapshot) => boolean,
-): Map<string, NodeUsage> {
-  const usage = new Map(nodes.map((n) => [n.uuid, new NodeUsage(n)]));
-  for (const c of containers) {
-    if (!isLive(c) || !c.demand) continue;
-    usage.get(c.node)?.add(c.demand);
-  }
-  return usage;
 }

@@ -3,7 +3,7 @@
 export { cpusetMax, NO_DEMAND, SHARES_PER_CPU } from "./capacity.ts";
 export { filterNodes, isLive, NO_NODES_REASON, type NodeFilterResult } from "./filters.ts";
 export { nextContainerNumbers } from "./numbers.ts";
-export { planEveryNode, planPlacement } from "./placement.ts";
+export { PlacementState, planEveryNode, planPlacement } from "./placement.ts";
 export { planRemoval } from "./removal.ts";
 export type {
   ContainerSnapshot,

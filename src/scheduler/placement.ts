@@ -1,7 +1,12 @@
 // Placement strategies of the spec ("Service" → deployment strategies). Each new container is
 // placed against the counts as they will be after the earlier placements of the same plan, so a
 // request for several containers spreads them instead of piling them onto one node.
-import { NO_DEMAND, type NodeUsage, usageOf } from "./capacity.ts";
+//
+// A batch of requests (many services started at once) is planned over one snapshot: the nodes'
+// counts and claims are computed once (`PlacementState`), and each request's placements are
+// counted before the next request is planned. Choosing a node is a heap pop, so a plan costs
+// O(nodes + containers + placements × log nodes), never placements × nodes.
+import { NO_DEMAND, NodeUsage } from "./capacity.ts";
 import { explainNoFit, filterNodes, isLive } from "./filters.ts";
 import type { ContainerSnapshot, Demand, NodeSnapshot, PlacementPlan, PlacementRequest } from "./types.ts";
 
@@ -22,60 +27,169 @@ interface Load {
 
 const RUNNING = new Set(["Running", "Starting"]);
 
-function loadsOf(nodes: NodeSnapshot[], containers: ContainerSnapshot[], service: string): Load[] {
-  const loads = nodes.map((node, order) => ({ node, order, total: 0, own: 0, ownLive: 0 }));
-  const byUuid = new Map(loads.map((load) => [load.node.uuid, load]));
-  for (const container of containers) {
-    if (!isLive(container)) continue;
-    const load = byUuid.get(container.node);
-    if (!load) continue;
-    const running = RUNNING.has(container.state);
-    if (running) load.total += 1;
-    if (container.service === service) {
-      load.ownLive += 1;
-      if (running) load.own += 1;
-    }
-  }
-  return loads;
-}
-
 /** Negative when `a` should receive the next container before `b`. */
 type Preference = (a: Load, b: Load) => number;
 
 const emptiestNode: Preference = (a, b) => a.total - b.total || a.order - b.order;
 const highAvailability: Preference = (a, b) => a.own - b.own || emptiestNode(a, b);
 
-/**
- * Places up to `count` containers, each on the preferred node that still has room for it; stops
- * early when no node has room. Returns the placements and, for a shortfall, each node's reason.
- */
-function place(
-  loads: Load[],
-  count: number,
-  prefer: Preference,
-  usage: Map<string, NodeUsage>,
-  demand: Demand,
-): { placements: string[]; refusals: string[] } {
-  const placements: string[] = [];
-  for (let i = 0; i < count; i++) {
-    let best: Load | undefined;
-    for (const load of loads) {
-      if (usage.get(load.node.uuid)?.refusal(demand) !== undefined) continue;
-      if (!best || prefer(load, best) < 0) best = load;
-    }
-    if (!best) {
-      const refusals = loads.map(
-        (load) => `node ${load.node.name} (${load.node.uuid}): ${usage.get(load.node.uuid)?.refusal(demand)}`,
-      );
-      return { placements, refusals };
-    }
-    placements.push(best.node.uuid);
-    usage.get(best.node.uuid)?.add(demand);
-    best.total += 1;
-    best.own += 1;
-    best.ownLive += 1;
+/** A binary min-heap under `before` (a total order: the input position breaks every tie). */
+class Heap<T> {
+  private readonly items: T[] = [];
+  constructor(private readonly before: (a: T, b: T) => number) {}
+  get size(): number {
+    return this.items.length;
   }
-  return { placements, refusals: [] };
+  push(item: T): void {
+    const a = this.items;
+    a.push(item);
+    let i = a.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (this.before(a[i]!, a[parent]!) >= 0) break;
+      [a[i], a[parent]] = [a[parent]!, a[i]!];
+      i = parent;
+    }
+  }
+  pop(): T | undefined {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length === 0 || last === undefined) return top;
+    a[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < a.length && this.before(a[l]!, a[m]!) < 0) m = l;
+      if (r < a.length && this.before(a[r]!, a[m]!) < 0) m = r;
+      if (m === i) break;
+      [a[i], a[m]] = [a[m]!, a[i]!];
+      i = m;
+    }
+    return top;
+  }
+}
+
+/**
+ * A namespace's nodes and live containers, counted once, with every placement planned on it
+ * counted as it is made: requests planned one after the other see each other's containers, as
+ * they would after being written.
+ */
+export class PlacementState {
+  private readonly usage = new Map<string, NodeUsage>();
+  /** Running (or starting) containers per node, of every service. */
+  private readonly totals = new Map<string, number>();
+  /** Per service: running and live containers per node. */
+  private readonly own = new Map<string, Map<string, { running: number; live: number }>>();
+
+  constructor(
+    readonly nodes: NodeSnapshot[],
+    containers: ContainerSnapshot[],
+  ) {
+    for (const n of nodes) this.usage.set(n.uuid, new NodeUsage(n));
+    for (const c of containers) {
+      if (!isLive(c)) continue;
+      this.count(c.service, c.node, RUNNING.has(c.state), c.demand);
+    }
+  }
+
+  private count(service: string, node: string, running: boolean, demand: Demand | undefined): void {
+    const usage = this.usage.get(node);
+    if (!usage) return; // a node that is gone or not live: not a candidate
+    if (demand) usage.add(demand);
+    if (running) this.totals.set(node, (this.totals.get(node) ?? 0) + 1);
+    let mine = this.own.get(service);
+    if (!mine) {
+      mine = new Map();
+      this.own.set(service, mine);
+    }
+    const o = mine.get(node) ?? { running: 0, live: 0 };
+    o.live += 1;
+    if (running) o.running += 1;
+    mine.set(node, o);
+  }
+
+  private loads(eligible: NodeSnapshot[], service: string): Load[] {
+    const mine = this.own.get(service);
+    return eligible.map((node, order) => {
+      const o = mine?.get(node.uuid);
+      return {
+        node,
+        order,
+        total: this.totals.get(node.uuid) ?? 0,
+        own: o?.running ?? 0,
+        ownLive: o?.live ?? 0,
+      };
+    });
+  }
+
+  /** Plans one request against the state and counts its placements (new containers start). */
+  plan(req: Omit<PlacementRequest, "nodes" | "containers">): PlacementPlan {
+    const plan = req.strategy === "EVERY_NODE" ? this.everyNode(req) : this.spread(req);
+    if (plan.ok) for (const node of plan.placements) this.count(req.service, node, true, req.demand);
+    return plan;
+  }
+
+  private spread(req: Omit<PlacementRequest, "nodes" | "containers">): PlacementPlan {
+    if (req.count <= 0) return { ok: true, placements: [] };
+    const { eligible, rejections } = filterNodes(this.nodes, req.serviceTags);
+    if (eligible.length === 0)
+      return { ok: false, reasons: explainNoFit(this.nodes, req.serviceTags, rejections) };
+    const prefer = req.strategy === "HIGH_AVAILABILITY" ? highAvailability : emptiestNode;
+    const demand = req.demand ?? NO_DEMAND;
+    const loads = this.loads(eligible, req.service);
+    // Claims only grow while a plan is made: a node without room now never gets room in this plan.
+    const heap = new Heap<Load>(prefer);
+    for (const load of loads) if (this.usage.get(load.node.uuid)!.fits(demand)) heap.push(load);
+    const placements: string[] = [];
+    const claimed = new Map<string, NodeUsage>();
+    while (placements.length < req.count) {
+      const best = heap.pop();
+      if (!best) break;
+      // What this plan already put there counts (the state is updated once the plan is made).
+      let usage = claimed.get(best.node.uuid);
+      if (!usage) {
+        usage = this.usage.get(best.node.uuid)!.copy();
+        claimed.set(best.node.uuid, usage);
+      }
+      if (!usage.fits(demand)) continue;
+      placements.push(best.node.uuid);
+      usage.add(demand);
+      best.total += 1;
+      best.own += 1;
+      best.ownLive += 1;
+      heap.push(best);
+    }
+    if (placements.length === req.count) return { ok: true, placements };
+    const refusals = loads.map(
+      (load) =>
+        `node ${load.node.name} (${load.node.uuid}): ${(claimed.get(load.node.uuid) ?? this.usage.get(load.node.uuid)!).refusal(demand)}`,
+    );
+    if (placements.length === 0)
+      return { ok: false, reasons: shortfallOf(0, req.count, [...refusals, ...rejections]) };
+    return { ok: true, placements, shortfall: shortfallOf(placements.length, req.count, refusals) };
+  }
+
+  private everyNode(req: Omit<PlacementRequest, "nodes" | "containers" | "count">): PlacementPlan {
+    const { eligible, rejections } = filterNodes(this.nodes, req.serviceTags);
+    if (eligible.length === 0)
+      return { ok: false, reasons: explainNoFit(this.nodes, req.serviceTags, rejections) };
+    const demand = req.demand ?? NO_DEMAND;
+    const placements: string[] = [];
+    const refusals: string[] = [];
+    for (const load of this.loads(eligible, req.service)) {
+      if (load.ownLive > 0) continue;
+      const why = this.usage.get(load.node.uuid)!.refusal(demand);
+      if (why) refusals.push(`node ${load.node.name} (${load.node.uuid}): ${why}`);
+      else placements.push(load.node.uuid);
+    }
+    if (refusals.length === 0) return { ok: true, placements };
+    const wanted = placements.length + refusals.length;
+    if (placements.length === 0) return { ok: false, reasons: shortfallOf(0, wanted, refusals) };
+    return { ok: true, placements, shortfall: shortfallOf(placements.length, wanted, refusals) };
+  }
 }
 
 /** The summary of a shortfall: how many fit, and why the rest do not. */
@@ -89,32 +203,7 @@ function shortfallOf(placed: number, wanted: number, refusals: string[]): string
 
 /** Where `req.count` new containers of `req.service` go, or why none can be placed. */
 export function planPlacement(req: PlacementRequest): PlacementPlan {
-  if (req.strategy === "EVERY_NODE") {
-    return planEveryNode({
-      service: req.service,
-      serviceTags: req.serviceTags,
-      nodes: req.nodes,
-      containers: req.containers,
-    });
-  }
-  if (req.count <= 0) return { ok: true, placements: [] };
-  const { eligible, rejections } = filterNodes(req.nodes, req.serviceTags);
-  if (eligible.length === 0)
-    return { ok: false, reasons: explainNoFit(req.nodes, req.serviceTags, rejections) };
-  const prefer = req.strategy === "HIGH_AVAILABILITY" ? highAvailability : emptiestNode;
-  const usage = usageOf(eligible, req.containers, isLive);
-  const { placements, refusals } = place(
-    loadsOf(eligible, req.containers, req.service),
-    req.count,
-    prefer,
-    usage,
-    req.demand ?? NO_DEMAND,
-  );
-  if (placements.length === 0)
-    return { ok: false, reasons: shortfallOf(0, req.count, [...refusals, ...rejections]) };
-  if (placements.length < req.count)
-    return { ok: true, placements, shortfall: shortfallOf(placements.length, req.count, refusals) };
-  return { ok: true, placements };
+  return new PlacementState(req.nodes, req.containers).plan(req);
 }
 
 /**
@@ -123,21 +212,5 @@ export function planPlacement(req: PlacementRequest): PlacementPlan {
  * their container automatically.
  */
 export function planEveryNode(req: Omit<PlacementRequest, "count" | "strategy">): PlacementPlan {
-  const { eligible, rejections } = filterNodes(req.nodes, req.serviceTags);
-  if (eligible.length === 0)
-    return { ok: false, reasons: explainNoFit(req.nodes, req.serviceTags, rejections) };
-  const usage = usageOf(eligible, req.containers, isLive);
-  const demand = req.demand ?? NO_DEMAND;
-  const placements: string[] = [];
-  const refusals: string[] = [];
-  for (const load of loadsOf(eligible, req.containers, req.service)) {
-    if (load.ownLive > 0) continue;
-    const why = usage.get(load.node.uuid)?.refusal(demand);
-    if (why) refusals.push(`node ${load.node.name} (${load.node.uuid}): ${why}`);
-    else placements.push(load.node.uuid);
-  }
-  if (refusals.length === 0) return { ok: true, placements };
-  const wanted = placements.length + refusals.length;
-  if (placements.length === 0) return { ok: false, reasons: shortfallOf(0, wanted, refusals) };
-  return { ok: true, placements, shortfall: shortfallOf(placements.length, wanted, refusals) };
+  return new PlacementState(req.nodes, req.containers).plan({ ...req, strategy: "EVERY_NODE", count: 0 });
 }

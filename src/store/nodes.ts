@@ -153,6 +153,17 @@ export class NodeStore {
   }
 
   /** Nodes that are not Terminated, of every namespace (health watcher, scheduler, routes). */
+  /** What placement and engine specs need of a namespace's live nodes (no secrets, no engine details). */
+  async liveNodeSummaries(namespace: string) {
+    return this.s.db
+      .selectFrom("nodes")
+      .select(["uuid", "nickname", "external_fqdn", "public_ip", "state", "tags", "memory", "cpu"])
+      .where("state", "!=", "Terminated")
+      .where("namespace", "=", namespace)
+      .orderBy("id")
+      .execute();
+  }
+
   async liveNodes(filter: { provider?: string; namespace?: string } = {}): Promise<NodeRow[]> {
     let q = this.s.db.selectFrom("nodes").selectAll().where("state", "!=", "Terminated");
     if (filter.provider !== undefined) q = q.where("provider", "=", filter.provider);

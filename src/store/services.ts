@@ -45,6 +45,12 @@ export function chunks<T>(items: readonly T[]): T[][] {
   return out;
 }
 
+/**
+ * Rows of one multi-row INSERT: well within SQLite's (32,766) and PostgreSQL's (65,535) limits on
+ * bound parameters for the widest table (containers, 26 columns).
+ */
+export const ROWS_PER_INSERT = 500;
+
 /** A link of another service's definition that points at a service (`linked_from_service`). */
 export interface IncomingLink {
   namespace: string;
@@ -258,6 +264,22 @@ export class ServiceStore {
       .values({ ...r, version: 1 })
       .returningAll()
       .executeTakeFirstOrThrow();
+  }
+
+  /** Many container records in one statement per ROWS_PER_INSERT, answered in the given order. */
+  async insertContainers(rs: readonly NewContainer[]): Promise<ContainerRow[]> {
+    const out: ContainerRow[] = [];
+    for (let i = 0; i < rs.length; i += ROWS_PER_INSERT) {
+      const part = rs.slice(i, i + ROWS_PER_INSERT);
+      const rows = await this.s.db
+        .insertInto("containers")
+        .values(part.map((r) => ({ ...r, version: 1 })))
+        .returningAll()
+        .execute();
+      const byUuid = new Map(rows.map((r) => [r.uuid, r]));
+      for (const r of part) out.push(byUuid.get(r.uuid)!);
+    }
+    return out;
   }
 
   async findContainer(uuid: string): Promise<ContainerRow | undefined> {

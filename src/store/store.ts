@@ -10,7 +10,7 @@ import { NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
-import { ServiceStore } from "./services.ts";
+import { chunks, ROWS_PER_INSERT, ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
 
 export type UserRow = Omit<UserTable, "id"> & { id: number };
@@ -426,6 +426,22 @@ export class Store {
   }
 
   /** The action currently holding the object (In progress or Canceling), if any. */
+  /** Which of `objects` an action works on now (one statement per chunk of objects). */
+  async objectsWithActiveActions(objects: readonly string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const part of chunks(objects)) {
+      const rows = await this.db
+        .selectFrom("actions")
+        .select("object")
+        .where("object", "in", part)
+        .where("kind", "is not", null)
+        .where("state", "in", ACTIVE_STATES)
+        .execute();
+      for (const r of rows) out.add(r.object);
+    }
+    return out;
+  }
+
   async activeActionOn(object: string): Promise<ActionRow | undefined> {
     return this.db
       .selectFrom("actions")
@@ -512,6 +528,20 @@ export class Store {
     await this.db.insertInto("action_logs").values({ action_uuid: actionUuid, ts, line }).execute();
   }
 
+  /** Several lines of one action's log in one statement, in order. */
+  async appendActionLogs(actionUuid: string, lines: readonly { ts: number; line: string }[]): Promise<void> {
+    for (let i = 0; i < lines.length; i += ROWS_PER_INSERT) {
+      await this.db
+        .insertInto("action_logs")
+        .values(
+          lines
+            .slice(i, i + ROWS_PER_INSERT)
+            .map((l) => ({ action_uuid: actionUuid, ts: l.ts, line: l.line })),
+        )
+        .execute();
+    }
+  }
+
   /** The last `tail` lines of an action's log, oldest first, with ids for following. */
   async actionLogTail(actionUuid: string, tail: number) {
     const rows = await this.db
@@ -551,6 +581,30 @@ export class Store {
     const row = await this.db.insertInto("changes").values(c).returning("revision").executeTakeFirstOrThrow();
     this.committed(() => this.notifier.notify(c.type));
     return row.revision;
+  }
+
+  /**
+   * Appends several changes in one statement (per ROWS_PER_INSERT), in order, inside the caller's
+   * transaction: a batch of container records and its change-feed entries commit together.
+   */
+  async appendChanges(cs: readonly Omit<ChangeRow, "revision">[]): Promise<void> {
+    if (cs.length === 0) return;
+    if (this.dialect === "postgres") {
+      const payload = `${this.notifier.origin} ${cs[0]!.type} ${cs[0]!.datetime}`;
+      await sql`select pg_advisory_xact_lock(7340071), pg_notify(${CHANGE_CHANNEL}, ${payload})`.execute(
+        this.db,
+      );
+    }
+    for (let i = 0; i < cs.length; i += ROWS_PER_INSERT) {
+      await this.db
+        .insertInto("changes")
+        .values(cs.slice(i, i + ROWS_PER_INSERT))
+        .execute();
+    }
+    const types = new Set(cs.map((c) => c.type));
+    this.committed(() => {
+      for (const type of types) this.notifier.notify(type);
+    });
   }
 
   async changesSince(revision: number, limit: number): Promise<ChangeRow[]> {

@@ -190,6 +190,57 @@ function defaultPrograms(config: ImageConfig): Set<string> {
   return new Set(program ? [basename(program)] : []);
 }
 
+/**
+ * Extra-hosts lists, shared by every fake container given the same entries. A simulated cluster
+ * gives each container a hosts entry per node of its namespace (CONTRACT §13); a real engine keeps
+ * them on its own disk, so the fake keeps one frozen copy per distinct list rather than one per
+ * container (at 1,000 nodes, that was most of a simulation's memory). Lists are only ever replaced,
+ * never changed in place.
+ */
+const hostLists = new Map<string, readonly string[]>();
+const HOST_LISTS_MAX = 256;
+
+/** The list shared last: a burst of creates mostly repeats it, and comparing is cheaper than a key. */
+let lastHosts: readonly string[] = [];
+
+function sharedHosts(hosts: readonly string[] | undefined): string[] {
+  if (!hosts?.length) return [];
+  if (hosts === lastHosts) return hosts as string[];
+  if (hosts.length === lastHosts.length && hosts.every((h, i) => h === lastHosts[i])) {
+    return lastHosts as string[];
+  }
+  const key = hosts.join("\n");
+  let list = hostLists.get(key);
+  if (!list) {
+    if (hostLists.size >= HOST_LISTS_MAX) hostLists.clear();
+    list = Object.freeze([...hosts]);
+    hostLists.set(key, list);
+  }
+  lastHosts = list;
+  return list as string[];
+}
+
+/**
+ * The engine's own copy of a create request (the caller may change its object afterwards): plain
+ * data copied deeply, the extra hosts shared (see sharedHosts). Unlike structuredClone it keeps the
+ * strings themselves, which are immutable, so the copy costs no memory per string.
+ */
+function copySpec(spec: ContainerSpec): ContainerSpec {
+  const copy = <T>(v: T): T => {
+    if (Array.isArray(v)) return v.map(copy) as T;
+    if (v !== null && typeof v === "object") {
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) out[k] = copy(x);
+      return out as T;
+    }
+    return v;
+  };
+  const { extraHosts, ...rest } = spec;
+  const out: ContainerSpec = copy(rest);
+  if (extraHosts !== undefined) out.extraHosts = sharedHosts(extraHosts);
+  return out;
+}
+
 export class FakeEngine implements Engine {
   private reachable = true;
   private readonly images = new Map<string, StoredImage>();
@@ -529,11 +580,11 @@ export class FakeEngine implements Engine {
     const container: FakeContainer = {
       id,
       name,
-      spec: structuredClone(spec),
+      spec: copySpec(spec),
       image,
       env: { ...envToRecord(image.config.Env), ...spec.env },
       hostname,
-      hosts: [...(spec.extraHosts ?? [])],
+      hosts: sharedHosts(spec.extraHosts),
       createdAt: this.now(),
       state: "created",
       exitCode: undefined,
@@ -595,7 +646,7 @@ export class FakeEngine implements Engine {
       const ports = this.allocatePorts(container);
       container.ipAddress = this.allocateAddress();
       // Docker builds /etc/hosts afresh at every start, from the extra hosts given at create.
-      container.hosts = [...(container.spec.extraHosts ?? [])];
+      container.hosts = sharedHosts(container.spec.extraHosts);
       container.ports = ports;
     }
     container.error = "";
