@@ -26,7 +26,7 @@ async function attachDefaultEngine(p: Platform): Promise<void> {
   const admin = await p.store.firstAdmin();
   if (!admin || (await p.store.nodes.countNodes(admin.username)) > 0) return;
   try {
-    const node = await p.nodes.attachEngine(admin.username, {
+    const node = await p.attachedEngines.attach(admin.username, {
       engine_url: p.config.nodes.dockerHost,
       nickname: "this host",
     });

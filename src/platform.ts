@@ -34,12 +34,16 @@ import { LocalProvider } from "./drivers/local/index.ts";
 import { TunnelHub } from "./drivers/tunnel/hub.ts";
 import { SecretBox } from "./identity/secret-box.ts";
 import { IdentityService } from "./identity/service.ts";
+import { registerNodeActionKinds } from "./nodes/action-kinds.ts";
 import { AgentNodes, ByonProvisioner } from "./nodes/agents.ts";
+import { AttachedEngines } from "./nodes/attach.ts";
+import { NodeClusters } from "./nodes/clusters.ts";
 import { Engines, type FakeNodeFacts } from "./nodes/engines.ts";
 import { HealthWatcher } from "./nodes/health.ts";
 import { LocalProvisioner } from "./nodes/local.ts";
+import { NodeProbe } from "./nodes/probe.ts";
 import { AttachedProvisioner, type Provisioner, SimulatedProvisioner } from "./nodes/provisioners.ts";
-import { NodeService } from "./nodes/service.ts";
+import { NodeRecords } from "./nodes/records.ts";
 import { clusterUri, nodeUri } from "./nodes/views.ts";
 import { RESTORED_FACT } from "./ops/backup.ts";
 import { Metrics } from "./ops/metrics.ts";
@@ -91,7 +95,14 @@ export interface Platform {
   catalogue: Catalogue;
   engines: Engines;
   local: LocalProvider;
-  nodes: NodeService;
+  /** Node and cluster records: each write with its change-feed entry. */
+  nodeRecords: NodeRecords;
+  /** Asks node engines who they are; records Deployed or Unreachable. */
+  nodeProbe: NodeProbe;
+  /** Node clusters: create rules and the work of their operations. */
+  clusters: NodeClusters;
+  /** Engines attached by address as nodes (byon). */
+  attachedEngines: AttachedEngines;
   /** Agent nodes: registration tokens, node keys, tunnel states. */
   agents: AgentNodes;
   /** Live agent tunnels, one per connected agent node. */
@@ -221,22 +232,36 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       dropEngine: (uuid) => engines.dropFake(uuid),
     });
   }
-  const nodes = new NodeService({
+  const nodeRecords = new NodeRecords(store, clock);
+  const nodeProbe = new NodeProbe({
     store,
-    catalogue,
-    provisioners,
+    records: nodeRecords,
     engines,
     clock,
-    actions,
     unreachableGraceMs: config.nodes.unreachableGraceMs,
+  });
+  const clusters = new NodeClusters({
+    store,
+    records: nodeRecords,
+    probe: nodeProbe,
+    catalogue,
+    provisioners,
+    clock,
+  });
+  const attachedEngines = new AttachedEngines({
+    store,
+    records: nodeRecords,
+    probe: nodeProbe,
+    clock,
     sealSecret: (plain) => box.seal(plain),
   });
-  nodes.register(actions);
+  registerNodeActionKinds(actions, { store, records: nodeRecords, probe: nodeProbe, clusters, clock });
   agents = new AgentNodes({
     store,
     clock,
     actions,
-    nodes,
+    records: nodeRecords,
+    probe: nodeProbe,
     hub: tunnels,
     publicUrl: config.publicUrl,
     tokenTtlS: config.nodes.agentTokenTtlS,
@@ -253,7 +278,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   );
   const health = new HealthWatcher({
     store,
-    nodes,
+    probe: nodeProbe,
     intervalMs: config.nodes.healthIntervalMs,
     duties,
     onError: onError("node health watcher"),
@@ -464,7 +489,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         nodeRoutes(a, {
           store,
           actions,
-          nodes,
+          records: nodeRecords,
+          probe: nodeProbe,
+          clusters,
+          attachedEngines,
           allowUserEngines: config.nodes.allowUserEngines,
           containersOnNodes: (uuids) => store.services.countLiveContainersOnNodes(uuids),
         }),
@@ -531,7 +559,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     catalogue,
     engines,
     local,
-    nodes,
+    nodeRecords,
+    nodeProbe,
+    clusters,
+    attachedEngines,
     agents: agentNodes,
     tunnels,
     health,

@@ -10,8 +10,9 @@ import type { AgentMessage, TunnelHub } from "../drivers/tunnel/hub.ts";
 import type { RegistrationTokenRow } from "../store/agents.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
+import type { NodeProbe } from "./probe.ts";
 import type { ProvisionContext, Provisioned, Provisioner } from "./provisioners.ts";
-import { type NodeService, tagNames } from "./service.ts";
+import { type NodeRecords, newNodeRow, nodeFqdn, tagNames } from "./records.ts";
 import { nodeUri } from "./views.ts";
 
 /** Engine URL of a node reached through its agent's tunnel. */
@@ -34,7 +35,8 @@ export interface AgentNodesOptions {
   store: Store;
   clock: Clock;
   actions: ActionEngine;
-  nodes: NodeService;
+  records: NodeRecords;
+  probe: NodeProbe;
   hub: TunnelHub;
   publicUrl: string;
   tokenTtlS: number;
@@ -154,38 +156,30 @@ export class AgentNodes {
           "token_used",
           "That registration token was just used by another registration.",
         );
-      const fqdn = `${uuid.slice(0, 8)}.${t.namespace}.node.berth.internal`;
-      const n = await tx.nodes.insertNode({
-        uuid,
-        namespace: t.namespace,
-        cluster_uuid: null,
-        provider: "byon",
-        region: "/api/infra/v1/region/byon/byon/",
-        node_type: "/api/infra/v1/nodetype/byon/byon/",
-        availability_zone: null,
-        state: "Deploying",
-        external_fqdn: fqdn,
-        nickname: input.nickname || input.facts.name || fqdn,
-        engine_url: `${TUNNEL_SCHEME}${uuid}`,
-        engine_tls: null,
-        engine_id: input.facts.id,
-        engine_execdriver: input.facts.exec_driver || "native",
-        engine_graphdriver: input.facts.storage_driver,
-        engine_version: input.facts.version,
-        cpu: input.facts.cpus,
-        memory: input.facts.memory_mb,
-        disk: Math.round(input.facts.disk_gb ?? 0),
-        public_ip: input.meta.ip,
-        tunnel: this.tunnelUrl(uuid),
-        private_subnet: "",
-        slot: 0,
-        last_seen: null,
-        unreachable_since: null,
-        deployed_at: null,
-        destroyed_at: null,
-        tags: JSON.stringify(tags),
-        created: now,
-      });
+      const n = await tx.nodes.insertNode(
+        newNodeRow({
+          uuid,
+          namespace: t.namespace,
+          cluster_uuid: null,
+          provider: "byon",
+          region: "/api/infra/v1/region/byon/byon/",
+          node_type: "/api/infra/v1/nodetype/byon/byon/",
+          state: "Deploying",
+          nickname: input.nickname || input.facts.name || nodeFqdn(uuid, t.namespace),
+          engine_url: `${TUNNEL_SCHEME}${uuid}`,
+          engine_id: input.facts.id,
+          engine_execdriver: input.facts.exec_driver || "native",
+          engine_graphdriver: input.facts.storage_driver,
+          engine_version: input.facts.version,
+          cpu: input.facts.cpus,
+          memory: input.facts.memory_mb,
+          disk: Math.round(input.facts.disk_gb ?? 0),
+          public_ip: input.meta.ip,
+          tunnel: this.tunnelUrl(uuid),
+          tags: JSON.stringify(tags),
+          created: now,
+        }),
+      );
       await tx.agents.insertKey({
         node_uuid: uuid,
         namespace: t.namespace,
@@ -193,7 +187,7 @@ export class AgentNodes {
         created: now,
         revoked_at: null,
       });
-      await this.o.nodes.emitNode(tx, n, "create");
+      await this.o.records.emitNode(tx, n, "create");
       return n;
     });
     await this.o.actions.recordSync({
@@ -238,13 +232,13 @@ export class AgentNodes {
     this.dropTimers.delete(nodeUuid);
     if (connected) {
       const session = this.o.hub.session(nodeUuid);
-      void this.o.nodes
+      void this.o.records
         .patchNode(nodeUuid, (n) =>
           session && (n.public_ip !== session.remoteAddress || n.tunnel !== this.tunnelUrl(nodeUuid))
             ? { public_ip: session.remoteAddress, tunnel: this.tunnelUrl(nodeUuid) }
             : undefined,
         )
-        .then(() => this.o.nodes.probe(nodeUuid, { immediate: true }))
+        .then(() => this.o.probe.probe(nodeUuid, { immediate: true }))
         .catch((err) => this.o.onError?.(err));
       return;
     }
@@ -252,7 +246,7 @@ export class AgentNodes {
     const timer = setTimeout(() => {
       this.dropTimers.delete(nodeUuid);
       if (this.o.hub.isConnected(nodeUuid)) return;
-      void this.o.nodes.probe(nodeUuid, { immediate: true }).catch((err) => this.o.onError?.(err));
+      void this.o.probe.probe(nodeUuid, { immediate: true }).catch((err) => this.o.onError?.(err));
     }, this.o.reconnectGraceMs);
     timer.unref();
     this.dropTimers.set(nodeUuid, timer);

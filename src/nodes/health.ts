@@ -1,10 +1,10 @@
 // The node health watcher: pings every node's engine on an interval. `last_seen` moves while it
 // answers; a node silent for longer than the grace becomes Unreachable; one that answers again
-// is Deployed again. Each state change goes through the change feed (NodeService.patchNode).
+// is Deployed again. Each state change goes through the change feed (NodeRecords.patchNode).
 // With several replicas, each pings only the nodes it owns (Duties, ops/replicas.ts).
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import type { Store } from "../store/store.ts";
-import type { NodeService } from "./service.ts";
+import type { NodeProbe } from "./probe.ts";
 
 export class HealthWatcher {
   private timer: NodeJS.Timeout | undefined;
@@ -13,7 +13,7 @@ export class HealthWatcher {
   constructor(
     private readonly opts: {
       store: Store;
-      nodes: NodeService;
+      probe: NodeProbe;
       intervalMs: number;
       duties?: Duties;
       onError?(err: unknown): void;
@@ -36,7 +36,7 @@ export class HealthWatcher {
   async probeNow(uuids: string[]): Promise<void> {
     await Promise.all(
       uuids.map((u) =>
-        this.opts.nodes.probe(u, { immediate: false }).catch((err) => this.opts.onError?.(err)),
+        this.opts.probe.probe(u, { immediate: false }).catch((err) => this.opts.onError?.(err)),
       ),
     );
   }
@@ -57,7 +57,7 @@ export class HealthWatcher {
       );
       await Promise.all(
         nodes.map((n) =>
-          this.opts.nodes.probe(n.uuid, { immediate: false }).catch((err) => this.opts.onError?.(err)),
+          this.opts.probe.probe(n.uuid, { immediate: false }).catch((err) => this.opts.onError?.(err)),
         ),
       );
     } catch (err) {

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { systemClock } from "../../src/domain/time.ts";
-import { NodeService } from "../../src/nodes/service.ts";
+import { NodeProbe } from "../../src/nodes/probe.ts";
+import { NodeRecords } from "../../src/nodes/records.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 
 let h: Harness;
@@ -86,6 +87,19 @@ describe("node cluster create validation", () => {
       { name: "x", ...DO, provider_options: { vpc: { id: "v" } } },
       "provider_options",
     ],
+    [
+      "provider_options names only known options",
+      { name: "x", ...AWS, provider_options: { vpn: { id: "v" } } },
+      "provider_options.vpn",
+    ],
+    [
+      "vpc.subnets is a list of strings",
+      { name: "x", ...AWS, provider_options: { vpc: { id: "v", subnets: [7] } } },
+      "provider_options.vpc.subnets",
+    ],
+    ["target_num_nodes is at most 100", { name: "x", ...AWS, target_num_nodes: 101 }, "target_num_nodes"],
+    ["target_num_nodes is not negative", { name: "x", ...AWS, target_num_nodes: -1 }, "target_num_nodes"],
+    ["disk is at least 1 GB", { name: "x", ...AWS, disk: 0 }, "disk"],
     ["tags are objects with a name", { name: "x", ...AWS, tags: [{ nom: "a" }] }, "tags"],
     [
       "target_num_nodes must be an integer",
@@ -288,13 +302,11 @@ describe("node health", () => {
       .set({ last_seen: Date.now() - 3_600_000 })
       .where("uuid", "=", uuid)
       .execute();
-    const fresh = new NodeService({
+    const fresh = new NodeProbe({
       store: h.store,
-      catalogue: h.catalogue,
-      provisioners: {},
+      records: new NodeRecords(h.store, systemClock),
       engines: h.engines,
       clock: systemClock,
-      actions: h.actions,
       unreachableGraceMs: 60_000,
     });
     const fake = h.engines.forNode((await h.store.nodes.findNode(uuid))!) as unknown as {

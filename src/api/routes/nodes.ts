@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
+import { CLUSTER_LIMITS, ProviderOptions } from "../../contract/nodes.ts";
 import { invalidField } from "../../domain/errors.ts";
 import {
   assertAllowed,
@@ -12,7 +13,10 @@ import {
   type NodeState,
 } from "../../domain/states.ts";
 import { canonicalUri, lastSegment } from "../../domain/uri.ts";
-import { type NodeService, tagNames } from "../../nodes/service.ts";
+import type { AttachedEngines } from "../../nodes/attach.ts";
+import type { NodeClusters } from "../../nodes/clusters.ts";
+import type { NodeProbe } from "../../nodes/probe.ts";
+import { type NodeRecords, tagNames } from "../../nodes/records.ts";
 import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
 import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
@@ -29,19 +33,14 @@ const ClusterCreate = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100 }),
   node_type: Type.String(),
   region: Type.String(),
-  disk: Type.Optional(Type.Integer()),
+  disk: Type.Optional(Type.Integer({ minimum: CLUSTER_LIMITS.diskMinGb, maximum: CLUSTER_LIMITS.diskMaxGb })),
   nickname: Type.Optional(Type.String({ maxLength: 100 })),
-  target_num_nodes: Type.Optional(Type.Integer()),
+  target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: CLUSTER_LIMITS.maxNodes })),
   tags: Type.Optional(Tags),
-  provider_options: Type.Optional(
-    Type.Union([
-      Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true })),
-      Type.Null(),
-    ]),
-  ),
+  provider_options: Type.Optional(Type.Union([ProviderOptions, Type.Null()])),
 });
 const ClusterPatch = Type.Object({
-  target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+  target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: CLUSTER_LIMITS.maxNodes })),
   tags: Type.Optional(Tags),
 });
 const NodePatch = Type.Object({
@@ -58,7 +57,10 @@ const NodeAttach = Type.Object({
 interface Deps {
   store: Store;
   actions: ActionEngine;
-  nodes: NodeService;
+  records: NodeRecords;
+  probe: NodeProbe;
+  clusters: NodeClusters;
+  attachedEngines: AttachedEngines;
   /** Non-admins may attach engines only when this is set. */
   allowUserEngines: boolean;
   /** Live containers on each of the nodes (one query for a page). */
@@ -73,7 +75,7 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
 
 export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, actions, nodes } = deps;
+  const { store, actions, records, probe, clusters, attachedEngines } = deps;
   const tags = ["node clusters and nodes"];
 
   const clusterOf = async (req: FastifyRequest, uuid: string): Promise<ClusterRow> =>
@@ -152,7 +154,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const ns = namespaceOf(req);
-        const c = await nodes.createCluster(ns, req.body);
+        const c = await clusters.create(ns, req.body);
         req.audit.object = clusterUri(c);
         return reply.status(201).send(await showCluster(c));
       },
@@ -184,15 +186,15 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const body = req.body;
         if (body.tags !== undefined) {
           const names = JSON.stringify(tagNames(body.tags));
-          await nodes.patchCluster(c.uuid, () => ({ tags: names }));
+          await records.patchCluster(c.uuid, () => ({ tags: names }));
           for (const n of await store.nodes.nodesOfCluster(c.uuid)) {
-            if (n.state !== "Terminated") await nodes.patchNode(n.uuid, () => ({ tags: names }));
+            if (n.state !== "Terminated") await records.patchNode(n.uuid, () => ({ tags: names }));
           }
         }
         const current = (await store.nodes.findCluster(c.uuid))!;
         if (body.target_num_nodes !== undefined && body.target_num_nodes !== current.target_num_nodes) {
           if (current.state === "Init") {
-            const r = await nodes.patchCluster(c.uuid, () => ({ target_num_nodes: body.target_num_nodes }));
+            const r = await records.patchCluster(c.uuid, () => ({ target_num_nodes: body.target_num_nodes }));
             return showCluster(r!);
           }
           await enqueue(
@@ -298,7 +300,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         },
       },
       async (req, reply) => {
-        const n = await nodes.attachEngine(namespaceOf(req), req.body);
+        const n = await attachedEngines.attach(namespaceOf(req), req.body);
         req.audit.object = nodeUri(n);
         return reply.status(201).send(await showNode(n));
       },
@@ -328,7 +330,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const patch: Partial<NodeRow> = {};
         if (body.nickname !== undefined) patch.nickname = body.nickname || n.external_fqdn;
         if (body.tags !== undefined) patch.tags = JSON.stringify(tagNames(body.tags));
-        const r = await nodes.patchNode(n.uuid, () => (Object.keys(patch).length ? patch : undefined));
+        const r = await records.patchNode(n.uuid, () => (Object.keys(patch).length ? patch : undefined));
         return showNode(r!);
       },
     );
@@ -378,7 +380,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const n = await nodeOf(req, req.params.uuid);
         assertAllowed(NODE_OPERATIONS, `node ${n.nickname || n.uuid}`, n.state as NodeState, "health-check");
-        const r = await nodes.probe(n.uuid, { immediate: true });
+        const r = await probe.probe(n.uuid, { immediate: true });
         return showNode(r ?? n);
       },
     );
