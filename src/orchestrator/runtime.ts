@@ -19,6 +19,7 @@ import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges, ChangeAction } from "./changes.ts";
 import { sameEntries } from "./links.ts";
+import { eachPerNode, type Limits } from "./per-node.ts";
 
 export type Log = (line: string) => Promise<void>;
 
@@ -165,12 +166,8 @@ export class ContainerRuntime {
    * an engine container made but not yet recorded is found again by its labels.
    * Answers the errors of the containers that failed; the others run.
    */
-  async ensureRunningMany(
-    rows: ContainerRow[],
-    opts: { limits: { perNode: number; total: number }; log: Log },
-  ): Promise<Error[]> {
-    const errors: Error[] = [];
-    if (rows.length === 0) return errors;
+  async ensureRunningMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
+    if (rows.length === 0) return [];
     const nodes = new Map(
       (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
     );
@@ -186,7 +183,7 @@ export class ContainerRuntime {
     };
     let batch: Waiting[] = [];
     let timer: NodeJS.Timeout | undefined;
-    let running = 0;
+    const progress = { running: 0 };
     let parked = 0;
     const flush = () => {
       if (timer) clearTimeout(timer);
@@ -205,7 +202,7 @@ export class ContainerRuntime {
     };
     const maybeFlush = () => {
       if (batch.length === 0) return;
-      if (batch.length >= RECORD_BATCH_MAX || parked >= running) flush();
+      if (batch.length >= RECORD_BATCH_MAX || parked >= progress.running) flush();
       else timer ??= setTimeout(flush, RECORD_DELAY_MS);
     };
     const record = (c: ContainerRow, view: ContainerView | undefined) => {
@@ -238,36 +235,7 @@ export class ContainerRuntime {
         for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
       }
     };
-    const queue = [...rows];
-    const active = new Map<string, number>();
-    await new Promise<void>((resolve) => {
-      const pump = () => {
-        for (let i = 0; i < queue.length && running < opts.limits.total; ) {
-          const c = queue[i]!;
-          const onNode = active.get(c.node_uuid) ?? 0;
-          if (onNode >= opts.limits.perNode) {
-            i++;
-            continue;
-          }
-          queue.splice(i, 1);
-          active.set(c.node_uuid, onNode + 1);
-          running += 1;
-          void work(c)
-            .catch((err: unknown) => {
-              errors.push(err instanceof Error ? err : new Error(String(err)));
-            })
-            .finally(() => {
-              active.set(c.node_uuid, (active.get(c.node_uuid) ?? 1) - 1);
-              running -= 1;
-              pump();
-              maybeFlush();
-              if (queue.length === 0 && running === 0) resolve();
-            });
-        }
-      };
-      pump();
-    });
-    return errors;
+    return eachPerNode(rows, opts.limits, work, { progress, afterEach: maybeFlush });
   }
 
   /**

@@ -26,6 +26,7 @@ import {
 import type { ContainerRow, NewContainer, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges } from "./changes.ts";
+import { eachPerNode } from "./per-node.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
 
 export interface OrchestratorDeps {
@@ -64,48 +65,6 @@ export function demandOf(spec: ServiceSpec): Demand {
     cpuShares: spec.cpu_shares ?? 0,
     cpusetMax: spec.cpuset ? cpusetMax(spec.cpuset) : -1,
   };
-}
-
-/**
- * Runs `fn` over containers, at most `perNode` at a time on any one node and `total` at a time in
- * all: a large service works on many nodes at once without piling onto one engine.
- */
-async function eachPerNode<T extends { node_uuid: string }>(
-  items: T[],
-  limits: { perNode: number; total: number },
-  fn: (item: T) => Promise<void>,
-): Promise<Error[]> {
-  const errors: Error[] = [];
-  const queue = [...items];
-  const active = new Map<string, number>();
-  let running = 0;
-  await new Promise<void>((resolve) => {
-    const pump = () => {
-      if (queue.length === 0 && running === 0) return resolve();
-      for (let i = 0; i < queue.length && running < limits.total; ) {
-        const item = queue[i]!;
-        const onNode = active.get(item.node_uuid) ?? 0;
-        if (onNode >= limits.perNode) {
-          i++;
-          continue;
-        }
-        queue.splice(i, 1);
-        active.set(item.node_uuid, onNode + 1);
-        running++;
-        void fn(item)
-          .catch((err: unknown) => {
-            errors.push(err instanceof Error ? err : new Error(String(err)));
-          })
-          .finally(() => {
-            active.set(item.node_uuid, (active.get(item.node_uuid) ?? 1) - 1);
-            running--;
-            pump();
-          });
-      }
-    };
-    pump();
-  });
-  return errors;
 }
 
 /** Container operations in flight per action, over all of its nodes. */

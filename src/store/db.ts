@@ -26,18 +26,25 @@ export type Dialect = "sqlite" | "postgres";
  */
 export class StatementCounter {
   private n = 0;
+  private tx = 0;
   get count(): number {
     return this.n;
   }
+  /** Transactions begun (each counts among the statements too). */
+  get transactions(): number {
+    return this.tx;
+  }
   /** Counted by the database's query log (see openDatabase). */
-  record(_event: LogEvent): void {
+  record(event: LogEvent): void {
     this.n += 1;
+    if (/^begin\b/i.test(event.query.sql)) this.tx += 1;
   }
   /** Statements run while `fn` ran (other work of the process in that time counts too). */
-  async during<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
+  async during<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number; transactions: number }> {
     const before = this.n;
+    const tx = this.tx;
     const result = await fn();
-    return { result, statements: this.n - before };
+    return { result, statements: this.n - before, transactions: this.tx - tx };
   }
 }
 
