@@ -1,8 +1,12 @@
 // Placement at scale: `services` services of `perService` containers each, started at once on
 // `nodes` simulated nodes (fake engines, no delay). Reported: placements per second from the
 // first start call until every container runs and every action has ended, with the actions'
-// outcomes; and the list latency and memory once everything runs. A time cap reports how far
-// it got instead of waiting forever.
+// outcomes; the SQL statements and transactions it took; and the list latency and memory once
+// everything runs. A time cap reports how far it got instead of waiting forever.
+// Memory: the simulated engines live in this process. Each fake container keeps its spec, its
+// state and a sleeping fake process; identical extra-hosts lists (one entry per node of the
+// namespace, CONTRACT §13) are shared between fake containers, as a real engine keeps them on
+// its own disk. What remains is mostly Berth's (records read in batches, caches, Fastify).
 import { formatLoad, runLoad } from "./load.ts";
 import { ADMIN_AUTH, api, must, rssMb, SERVICE_BODY, seedNodes, sleep, startBerth } from "./support.ts";
 
@@ -32,6 +36,8 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     }
     const total = opts.services * opts.perService;
     const rss0 = rssMb();
+    const statements0 = b.platform.db.statements.count;
+    const transactions0 = b.platform.db.statements.transactions;
     const t0 = performance.now();
     const actions: string[] = [];
     for (const uuid of services) {
@@ -59,6 +65,9 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
       await sleep(200);
     }
     const elapsedS = (performance.now() - t0) / 1000;
+    // The store's work of the whole run (the bench's own polling included: a few statements a poll).
+    const statements = b.platform.db.statements.count - statements0;
+    const transactions = b.platform.db.statements.transactions - transactions0;
     const counts = new Map<string, number>();
     for (const state of ended) counts.set(state, (counts.get(state) ?? 0) + 1);
     const outcome = [...counts].map(([state, n]) => `${n} ${state}`).join(", ");
@@ -67,6 +76,9 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     );
     out(
       `  ${running} Running after ${elapsedS.toFixed(1)} s: ${Math.round(running / elapsedS)} placements/s; start calls answered in ${answeredMs.toFixed(0)} ms; actions: ${outcome || "none ended"}${ended.length < actions.length ? ` (cap of ${opts.capMs / 1000} s reached, ${actions.length - ended.length} still running)` : ""}`,
+    );
+    out(
+      `  store: ${statements} SQL statements (${(statements / total).toFixed(2)} per container), ${transactions} transactions (${(transactions / total).toFixed(3)} per container)`,
     );
     out(`  RSS ${rss0} MB before, ${rssMb()} MB after`);
     const list = await runLoad({
