@@ -333,7 +333,7 @@ export class Reconciler {
   private async reconcileContainersQueued(): Promise<void> {
     const keys = this.takeQueued("c:");
     try {
-      const rows = await this.d.store.services.containersByUuid(keys.map((k) => k.slice(2)));
+      const rows = await this.d.store.services.containerHeads(keys.map((k) => k.slice(2)));
       const services = new Map(
         (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
       );
@@ -365,7 +365,7 @@ export class Reconciler {
   private async followLinksQueued(): Promise<void> {
     const keys = this.takeQueued("l:");
     try {
-      const rows = await this.d.store.services.containersByUuid(keys.map((k) => k.slice(2)));
+      const rows = await this.d.store.services.containerHeads(keys.map((k) => k.slice(2)));
       const services = new Map(
         (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
       );

@@ -127,16 +127,18 @@ export class ContainerRuntime {
         const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
         const changed: { before: ContainerRow; after: ContainerRow }[] = [];
         const entries: { row: ContainerRow; action: ChangeAction }[] = [];
-        for (const uuid of uuids) {
+        const todo: { row: ContainerRow; patch: Partial<ContainerRow> }[] = [];
+        for (const uuid of new Set(uuids)) {
           const c = rows.get(uuid);
           if (!c) continue;
           const p = fn(c);
-          if (!p || Object.keys(p).length === 0) {
-            out.set(uuid, c);
-            continue;
-          }
-          const r = await tx.services.updateContainer(c, p);
-          out.set(uuid, r);
+          if (!p || Object.keys(p).length === 0) out.set(uuid, c);
+          else todo.push({ row: c, patch: p });
+        }
+        const written = await tx.services.updateContainers(todo);
+        for (const [i, r] of written.entries()) {
+          const { row: c, patch: p } = todo[i]!;
+          out.set(r.uuid, r);
           if (r.state !== c.state || p.spec_version !== undefined) {
             entries.push({ row: r, action: r.state === "Terminated" ? "delete" : "update" });
           }

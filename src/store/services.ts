@@ -1,4 +1,5 @@
 // Queries of services and containers.
+import { type RawBuilder, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
 import { specLinks } from "./migrations.ts";
 import type { ContainerTable, ServiceTable } from "./schema.ts";
@@ -50,6 +51,21 @@ export function chunks<T>(items: readonly T[]): T[][] {
  * bound parameters for the widest table (containers, 26 columns).
  */
 export const ROWS_PER_INSERT = 500;
+
+/** Records of one multi-row UPDATE (two parameters per record and column, two more per record). */
+const UPDATE_ROWS = 100;
+
+/** Integer columns of containers (a CASE of parameters needs their type on PostgreSQL). */
+const INTEGER_COLUMNS = new Set<string>([
+  "number",
+  "exit_code",
+  "spec_version",
+  "deployed_at",
+  "started_at",
+  "stopped_at",
+  "destroyed_at",
+  "created",
+]);
 
 /** A link of another service's definition that points at a service (`linked_from_service`). */
 export interface IncomingLink {
@@ -241,6 +257,27 @@ export class ServiceStore {
     return out;
   }
 
+  /**
+   * What the reconciler sorts queued containers by (no definitions or environments): a burst of
+   * engine events during a large deploy reads a few columns of each record, not the whole row.
+   */
+  async containerHeads(uuids: readonly string[]) {
+    const out: Pick<
+      ContainerRow,
+      "uuid" | "namespace" | "service_uuid" | "node_uuid" | "state" | "engine_id" | "link_hosts"
+    >[] = [];
+    for (const part of chunks(uuids)) {
+      out.push(
+        ...(await this.s.db
+          .selectFrom("containers")
+          .select(["uuid", "namespace", "service_uuid", "node_uuid", "state", "engine_id", "link_hosts"])
+          .where("uuid", "in", part)
+          .execute()),
+      );
+    }
+    return out;
+  }
+
   /** Services of several stacks, ordered by stack and age. */
   async servicesOfStacks(stackUuids: readonly string[]): Promise<ServiceRow[]> {
     const out: ServiceRow[] = [];
@@ -299,6 +336,63 @@ export class ServiceStore {
       .executeTakeFirst();
     if (!row) throw new VersionConflict(`container ${r.uuid}`);
     return row;
+  }
+
+  /**
+   * `updateContainer` over many records in one statement per UPDATE_ROWS records that change the
+   * same columns (each column set to a CASE over the uuids), each version-checked: when any record
+   * moved on since it was read, VersionConflict is thrown (the caller's transaction rolls back).
+   * Answers the records as written, in the given order.
+   */
+  async updateContainers(
+    items: readonly { row: Pick<ContainerRow, "uuid" | "version">; patch: Partial<ContainerRow> }[],
+  ): Promise<ContainerRow[]> {
+    const written = new Map<string, ContainerRow>();
+    const groups = new Map<string, (typeof items)[number][]>();
+    for (const item of items) {
+      const key = Object.keys(item.patch).sort().join(",");
+      const group = groups.get(key);
+      if (group) group.push(item);
+      else groups.set(key, [item]);
+    }
+    for (const [key, group] of groups) {
+      const columns = key.split(",") as (keyof ContainerRow)[];
+      for (let i = 0; i < group.length; i += UPDATE_ROWS) {
+        const part = group.slice(i, i + UPDATE_ROWS);
+        if (part.length === 1) {
+          const r = await this.updateContainer(part[0]!.row, part[0]!.patch);
+          written.set(r.uuid, r);
+          continue;
+        }
+        const set: Record<string, RawBuilder<unknown>> = { version: sql`${sql.ref("version")} + 1` };
+        for (const column of columns) {
+          const cases = part.map(({ row, patch }) => {
+            const v = patch[column];
+            // PostgreSQL types a CASE of bare parameters as text: integer columns get a cast.
+            const value = INTEGER_COLUMNS.has(column) ? sql`cast(${v} as bigint)` : sql`${v}`;
+            return sql`when ${row.uuid} then ${value}`;
+          });
+          set[column] = sql`case ${sql.ref("uuid")} ${sql.join(cases, sql` `)} end`;
+        }
+        const rows = await this.s.db
+          .updateTable("containers")
+          .set(set as never)
+          .where((eb) =>
+            eb.or(
+              part.map(({ row }) => eb.and([eb("uuid", "=", row.uuid), eb("version", "=", row.version)])),
+            ),
+          )
+          .returningAll()
+          .execute();
+        if (rows.length !== part.length) {
+          throw new VersionConflict(
+            `containers (${part.length - rows.length} of ${part.length} changed meanwhile)`,
+          );
+        }
+        for (const r of rows) written.set(r.uuid, r);
+      }
+    }
+    return items.map((item) => written.get(item.row.uuid)!);
   }
 
   async containersOfService(serviceUuid: string): Promise<ContainerRow[]> {

@@ -239,6 +239,72 @@ for (const target of targets) {
         ["line 12"],
       );
     });
+
+    test("containers in batches: multi-row inserts and version-checked multi-row updates, in order", async () => {
+      const now = Date.now();
+      const rows = await store.services.insertContainers(
+        Array.from({ length: 7 }, (_, i) => ({
+          uuid: `batch-${i}`,
+          namespace: "batchns",
+          service_uuid: "batch-svc",
+          node_uuid: `node-${i % 2}`,
+          name: `web-${i + 1}`,
+          number: i + 1,
+          state: "Starting",
+          desired: "running",
+          engine_id: null,
+          exit_code: null,
+          exit_code_msg: null,
+          private_ip: "",
+          ports: "[]",
+          spec: "{}",
+          spec_version: 1,
+          generation: `g${i}`,
+          environment: null,
+          link_hosts: null,
+          deployed_at: now,
+          started_at: null,
+          stopped_at: null,
+          destroyed_at: null,
+          created: now,
+        })),
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.uuid, r.version]),
+        Array.from({ length: 7 }, (_, i) => [`batch-${i}`, 1]),
+      );
+      // Integers, text and nulls in one statement (PostgreSQL types a CASE of parameters as text).
+      const updated = await store.services.updateContainers(
+        rows.map((r, i) => ({
+          row: r,
+          patch:
+            i === 6
+              ? { state: "Stopped", exit_code: 1 }
+              : { state: "Running", engine_id: `e${i}`, started_at: now + i, exit_code: null },
+        })),
+      );
+      assert.deepEqual(
+        updated.map((r) => [r.uuid, r.state, r.engine_id, r.started_at, r.exit_code, r.version]),
+        [
+          ...Array.from({ length: 6 }, (_, i) => [`batch-${i}`, "Running", `e${i}`, now + i, null, 2]),
+          ["batch-6", "Stopped", null, null, 1, 2],
+        ],
+      );
+      assert.equal(typeof updated[0]!.started_at, "number");
+      // One record moved on meanwhile: the batch is refused as a whole.
+      await assert.rejects(
+        store.transaction((tx) =>
+          tx.services.updateContainers(
+            rows.slice(0, 3).map((r) => ({ row: r, patch: { state: "Stopping" } })),
+          ),
+        ),
+        VersionConflict,
+      );
+      assert.deepEqual(
+        (await store.services.containersByUuid(["batch-0", "batch-1", "batch-2"])).map((r) => r.state),
+        ["Running", "Running", "Running"],
+      );
+    });
   });
 }
 
