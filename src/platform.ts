@@ -83,6 +83,8 @@ export interface PlatformOptions {
   resolveRegistryHost?: HostLookup;
   /** Where the server log goes instead of stdout (tests read it). */
   logStream?: NodeJS.WritableStream;
+  /** Check every answer against its route's response schema (tests). */
+  checkAnswers?: boolean;
 }
 
 export interface Platform {
@@ -471,6 +473,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     publicUrl: config.publicUrl,
     logLevel: config.logLevel,
     logStream: opts.logStream,
+    checkAnswers: opts.checkAnswers,
     replicaId,
     bearer: accounts,
     passwords: logins,

@@ -1,8 +1,8 @@
 // Route permissions (issue 17): each route declares `config.access` (api/context.ts) and this one
 // hook checks it after validation, before the handler: the same order of answers as when handlers
 // checked for themselves (a malformed body is still a 400 before a foreign namespace is a 404).
-// A route that does not declare its access, or the schema of its path parameters, cannot be
-// registered: the app refuses to build (test/api/routes.test.ts).
+// A route that does not declare its access, the schema of its path parameters or of its answers
+// cannot be registered: the app refuses to build (test/api/routes.test.ts).
 import type { FastifyInstance, FastifyRequest, RouteOptions } from "fastify";
 import { forbidden } from "../domain/errors.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
@@ -27,6 +27,7 @@ export function undeclared(route: Pick<RouteOptions, "url" | "config" | "schema"
   const problems: string[] = [];
   if (route.config?.access === undefined) problems.push("config.access");
   if (/[:*]/.test(route.url) && route.schema?.params === undefined) problems.push("schema.params");
+  if (route.schema?.response === undefined) problems.push("schema.response");
   return problems;
 }
 

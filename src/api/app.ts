@@ -12,6 +12,7 @@ import type { LogLevel } from "../config/index.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
 import { installAccess } from "./access.ts";
+import { installAnswerCheck } from "./answers.ts";
 import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts";
 import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.ts";
 import { clientRefusal, type EarlyRefusal, frameworkRefusal, installErrorHandling } from "./errors.ts";
@@ -46,6 +47,8 @@ export interface AppDeps {
   sessions?: SessionVerifier;
   /** Folder of the built dashboard (web/build.ts), served at `/`. */
   webDir?: string;
+  /** Check every answer against its route's response schema (tests; api/answers.ts). */
+  checkAnswers?: boolean;
   /** Extra routes (later resources, or test fixtures); registered before the 405 fallbacks. */
   routes?: ((app: FastifyInstance) => void)[];
 }
@@ -224,6 +227,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(cookie);
   installAuth(app, deps.identity, deps.bearer, deps.passwords, deps.sessions);
   installAccess(app, deps.identity);
+  if (deps.checkAnswers) installAnswerCheck(app);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
 

@@ -1,6 +1,6 @@
 // The list envelope of the platform API (CONTRACT §5).
 import type { FastifyRequest } from "fastify";
-import { Type } from "typebox";
+import { type TSchema, Type } from "typebox";
 
 /** Offsets beyond this are refused (400) rather than handed to the database as out-of-range numbers. */
 export const MAX_OFFSET = 2147483647;
@@ -70,7 +70,7 @@ export function envelope<T>(
   return { meta: { limit, offset: page.offset, total_count: total, next, previous }, objects: shown };
 }
 
-export function listSchema(item: ReturnType<typeof Type.Object> | ReturnType<typeof Type.Any>) {
+export function listSchema<T extends TSchema>(item: T) {
   return Type.Object({
     meta: Type.Object({
       limit: Type.Integer(),

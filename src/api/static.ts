@@ -7,6 +7,10 @@ import path from "node:path";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
+import { ErrorView } from "../contract/common.ts";
+
+/** A built file (a buffer): never serialized. */
+const FileBody = Type.Unsafe<Buffer>({ type: "string" });
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -71,7 +75,8 @@ export function staticRoutes(app: FastifyInstance, dir: string): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const files = loadFiles(dir);
   const index = files.get("/index.html");
-  const hide = { hide: true };
+  // HTML, scripts, styles: never serialized as JSON (strings and buffers pass as they are).
+  const hide = { hide: true, response: { 200: Type.String(), 503: Type.String() } };
   app.get("/", { schema: hide, config: { access: "public" } }, async (request, reply) => {
     if (!index)
       return reply
@@ -87,7 +92,10 @@ export function staticRoutes(app: FastifyInstance, dir: string): void {
   const AssetParams = Type.Object({ "*": Type.String() });
   typed.get(
     "/assets/*",
-    { schema: { ...hide, params: AssetParams }, config: { access: "public" } },
+    {
+      schema: { ...hide, params: AssetParams, response: { 200: FileBody, 404: ErrorView } },
+      config: { access: "public" },
+    },
     async (request, reply) => {
       const name = request.params["*"];
       const file = files.get(`/assets/${name}`);

@@ -1,7 +1,8 @@
-// TypeBox schemas of node-cluster request parts that carry rules of their own (spec "Node
-// cluster"): the provider options and the bounds of a cluster. Rules that need the catalogue
-// (regions, node types, which providers take options or a disk) stay in nodes/clusters.ts.
+// TypeBox schemas of node clusters and nodes (spec "Node cluster", "Node"): the request parts that
+// carry rules of their own (the provider options and the bounds of a cluster; rules that need the
+// catalogue stay in nodes/clusters.ts), and the answers.
 import { type Static, Type } from "typebox";
+import { Nullable, TagView, Time, Uri, View } from "./common.ts";
 
 export const CLUSTER_LIMITS = {
   maxNodes: 100,
@@ -48,3 +49,73 @@ export const ProviderOptions = Type.Object(
   },
 );
 export type ProviderOptions = Static<typeof ProviderOptions>;
+
+// ---- answers ----------------------------------------------------------------------------------
+
+export const NodeClusterView = View(
+  {
+    uuid: Type.String(),
+    resource_uri: Uri,
+    name: Type.String(),
+    nickname: Type.String(),
+    state: Type.String(),
+    node_type: Uri,
+    region: Uri,
+    disk: Nullable(Type.Number({ description: "GB" })),
+    nodes: Type.Array(Uri),
+    target_num_nodes: Type.Integer(),
+    current_num_nodes: Type.Integer(),
+    deployed_datetime: Time,
+    destroyed_datetime: Time,
+    tags: Type.Array(TagView),
+    provider_options: Nullable(Type.Object({}, { additionalProperties: true })),
+  },
+  "a node cluster (spec Node cluster)",
+);
+export type NodeCluster = Static<typeof NodeClusterView>;
+
+const nodeFields = {
+  uuid: Type.String(),
+  resource_uri: Uri,
+  state: Type.String(),
+  availability_zone: Nullable(Type.String()),
+  node_cluster: Nullable(Uri),
+  node_type: Type.String(),
+  region: Type.String(),
+  external_fqdn: Type.String(),
+  nickname: Type.String(),
+  engine_execdriver: Type.String(),
+  engine_graphdriver: Type.String(),
+  engine_version: Type.String(),
+  cpu: Type.Number(),
+  disk: Type.Number({ description: "GB" }),
+  memory: Type.Number({ description: "MB" }),
+  current_num_containers: Type.Integer(),
+  last_seen: Time,
+  public_ip: Type.String(),
+  tunnel: Nullable(Type.String()),
+  deployed_datetime: Time,
+  destroyed_datetime: Time,
+  tags: Type.Array(TagView),
+};
+
+/** A node as the agent's registration answers it (no compat aliases). */
+export const RegisteredNodeView = View(
+  {
+    ...nodeFields,
+    namespace: Type.String(),
+    node_key: Type.String({ description: "the node's key for its tunnel; shown only in this answer" }),
+  },
+  "the registered node and its key",
+);
+
+export const NodeView = View(
+  {
+    ...nodeFields,
+    docker_version: Type.String({ description: "historical name of engine_version" }),
+    docker_execdriver: Type.String({ description: "historical name of engine_execdriver" }),
+    docker_graphdriver: Type.String({ description: "historical name of engine_graphdriver" }),
+  },
+  "a node (spec Node)",
+);
+export type Node = Static<typeof NodeView>;

@@ -15,6 +15,21 @@
 // - Ranges are stated here for the OpenAPI document; domain/service-spec.ts checks them again,
 //   because stacks feed it bodies that never went through this schema.
 import { type Static, Type } from "typebox";
+import {
+  BindingView,
+  CalculatedEnvVarView,
+  DefinitionFields,
+  EnvVarView,
+  Nullable,
+  PortView,
+  ResourceFields,
+  ServiceLinkView,
+  StringMap,
+  TagView,
+  Time,
+  Uri,
+  View,
+} from "./common.ts";
 import { SERVICE_LIMITS as L } from "./limits.ts";
 
 const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"] as const;
@@ -275,3 +290,63 @@ export type EnvVarBody = Static<typeof EnvVarBody>;
 export type ServiceLinkBody = Static<typeof ServiceLinkBody>;
 export type ServiceBindingBody = Static<typeof ServiceBindingBody>;
 export type TagBody = Static<typeof TagBody>;
+
+// ---- answers ----------------------------------------------------------------------------------
+
+/** A service as the API shows it (spec "Service"). */
+export const ServiceView = View(
+  {
+    uuid: Type.String(),
+    resource_uri: Uri,
+    image_name: Type.String(),
+    name: Type.String(),
+    nickname: Type.String(),
+    public_dns: Type.String(),
+    state: Type.String(),
+    net: Type.String(),
+    pid: Type.String(),
+    synchronized: Type.Boolean(),
+    deployed_datetime: Time,
+    started_datetime: Time,
+    stopped_datetime: Time,
+    destroyed_datetime: Time,
+    target_num_containers: Type.Integer(),
+    current_num_containers: Type.Integer(),
+    running_num_containers: Type.Integer(),
+    stopped_num_containers: Type.Integer(),
+    stack: Nullable(Uri),
+    containers: Type.Array(Uri),
+    container_ports: Type.Array(PortView),
+    container_envvars: Type.Array(EnvVarView),
+    calculated_envvars: Type.Array(CalculatedEnvVarView),
+    ...DefinitionFields,
+    sequential_deployment: Type.Boolean(),
+    ...ResourceFields,
+    linked_from_service: Type.Array(ServiceLinkView),
+    linked_to_service: Type.Array(ServiceLinkView),
+    bindings: Type.Array(BindingView),
+    autorestart: Type.String(),
+    autodestroy: Type.String(),
+    roles: Type.Array(Type.String()),
+    link_variables: StringMap,
+    privileged: Type.Boolean(),
+    read_only: Type.Boolean(),
+    deployment_strategy: Type.String(),
+    tags: Type.Array(TagView),
+    autoredeploy: Type.Boolean(),
+  },
+  "a service (spec Service)",
+);
+export type Service = Static<typeof ServiceView>;
+
+/** `POST …/service/<uuid>/start|scale/?dry_run=true`: the placement plan, nothing changed. */
+export const ServicePlanView = View({
+  dry_run: Type.Literal(true),
+  operation: Type.String(),
+  service: Uri,
+  target_num_containers: Type.Integer(),
+  fits: Type.Boolean(),
+  placements: Type.Array(View({ node: Uri, node_name: Type.String() })),
+  explanation: Type.Array(Type.String()),
+});
+export type ServicePlan = Static<typeof ServicePlanView>;

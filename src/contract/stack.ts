@@ -4,6 +4,7 @@
 // Create/Update service, or stack-file keys, even mixed), which domain/stackfile.ts converts and
 // checks key by key so that every problem names the service (`services.web.ports[1]`).
 import { type Static, Type } from "typebox";
+import { Time, Uri, View } from "./common.ts";
 import { SERVICE_LIMITS as L } from "./limits.ts";
 
 const ServiceItem = Type.Record(Type.String(), Type.Unknown(), {
@@ -42,3 +43,26 @@ export const StackUpdateBody = Type.Object(
   { additionalProperties: false, description: "Update stack" },
 );
 export type StackUpdateBody = Static<typeof StackUpdateBody>;
+
+// ---- answers ----------------------------------------------------------------------------------
+
+export const StackView = View(
+  {
+    uuid: Type.String(),
+    resource_uri: Uri,
+    name: Type.String(),
+    nickname: Type.String(),
+    state: Type.String(),
+    synchronized: Type.Boolean(),
+    services: Type.Array(Uri),
+    deployed_datetime: Time,
+    destroyed_datetime: Time,
+  },
+  "a stack (spec Stack)",
+);
+export type Stack = Static<typeof StackView>;
+
+/** `GET …/stack/<uuid>/export/`: `{<service name>: {<stack-file keys>}}`. */
+export const StackFileView = Type.Record(Type.String(), Type.Object({}, { additionalProperties: true }), {
+  description: "the stack as a stack file: service name → its stack-file keys (defaults left out)",
+});

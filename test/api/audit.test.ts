@@ -36,6 +36,7 @@ function pokeRoutes(_identity: IdentityService) {
             schema: {
               hide: true,
               params: Type.Object({ id: Type.String(), namespace: Type.Optional(Type.String()) }),
+              response: { 200: Type.Object({ poked: Type.String() }) },
               body: Type.Optional(
                 Type.Object({
                   level: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),

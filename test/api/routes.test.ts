@@ -20,16 +20,22 @@ function sourceFiles(dir: string): string[] {
 describe("route declarations", () => {
   // Every app the tests build (test/support/harness.ts, scripts/openapi.ts) installs the same rule,
   // so a platform route that leaves a declaration out fails every test that starts Berth.
-  test("a route without an access declaration or a params schema cannot be registered", async () => {
+  test("a route without an access declaration, a params or a response schema cannot be registered", async () => {
     const app = Fastify();
     requireDeclarations(app);
     assert.throws(
       () => app.get("/api/app/v1/gadget/:id/", async () => ({})),
-      /GET \/api\/app\/v1\/gadget\/:id\/ must declare config\.access and schema\.params/,
+      /GET \/api\/app\/v1\/gadget\/:id\/ must declare config\.access and schema\.params and schema\.response/,
     );
     app.get(
       "/api/app/v1/gadget/:id/",
-      { config: { access: "caller" }, schema: { params: Type.Object({ id: Type.String() }) } },
+      {
+        config: { access: "caller" },
+        schema: {
+          params: Type.Object({ id: Type.String() }),
+          response: { 200: Type.Object({ ok: Type.Boolean() }) },
+        },
+      },
       async () => ({ ok: true }),
     );
     const res = await app.inject({ method: "GET", url: "/api/app/v1/gadget/7/" });

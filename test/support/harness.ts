@@ -71,7 +71,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     BERTH_AUTO_ATTACH_ENGINE: "false",
     ...opts.env,
   });
-  const platform = await assemblePlatform(config, opts);
+  // Every answer of every test is checked against its route's response schema (api/answers.ts).
+  const platform = await assemblePlatform(config, { checkAnswers: true, ...opts });
   await platform.app.ready();
   await platform.start();
   const boot = await platform.identity.bootstrapAdmin({

@@ -64,6 +64,9 @@ export function widgetRoutes(deps: { actions: ActionEngine; identity: IdentitySe
           schema: {
             hide: true,
             params: Type.Object({ id: Type.String(), namespace: Type.Optional(Type.String()) }),
+            response: {
+              202: Type.Object({ object: Type.String(), action: Type.String(), state: Type.String() }),
+            },
             body: Type.Object({
               steps: Type.Integer({ minimum: 0, maximum: 10 }),
               stepMs: Type.Integer({ minimum: 0 }),

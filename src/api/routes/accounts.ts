@@ -8,6 +8,8 @@ import { Type } from "typebox";
 import { MailDeliveryError } from "../../accounts/outbox.ts";
 import type { Scope } from "../../accounts/scopes.ts";
 import { type AccountsService, emailView, OAuthError } from "../../accounts/service.ts";
+import { EmailView, ProfileView } from "../../contract/account.ts";
+import { NoContent } from "../../contract/common.ts";
 import { ApiError, invalidField } from "../../domain/errors.ts";
 import { principalOf } from "../namespaces.ts";
 import { profileView } from "./identity.ts";
@@ -15,25 +17,6 @@ import { profileView } from "./identity.ts";
 const tags = ["accounts"];
 
 const UserParams = Type.Object({ username: Type.String() });
-
-const Profile = Type.Object({
-  id: Type.Integer(),
-  username: Type.String(),
-  url: Type.String({ description: "absolute URL of this profile" }),
-  date_joined: Type.String({
-    description: "ISO 8601 UTC with microseconds, e.g. 2026-11-22T03:17:08.123456Z",
-  }),
-  type: Type.String(),
-  full_name: Type.String(),
-  location: Type.String(),
-  company: Type.String(),
-  profile_url: Type.String(),
-  avatar_url: Type.String(),
-  email: Type.String({ description: "the primary address" }),
-  is_active: Type.Boolean(),
-});
-
-const EmailRecord = Type.Object({ email: Type.String(), verified: Type.Boolean(), primary: Type.Boolean() });
 
 const Address = Type.Object({ email: Type.String({ maxLength: 320 }) });
 
@@ -92,7 +75,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         summary: "Get a user profile",
         security: security("profile_read"),
         params: UserParams,
-        response: { 200: Profile },
+        response: { 200: ProfileView },
       },
     },
     async (req) => profileView(await accounts.getProfile(principalOf(req), req.params.username), publicUrl),
@@ -113,7 +96,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
           profile_url: Type.Optional(Type.String({ maxLength: 2048, description: "http(s) URL, or empty" })),
           company: Type.Optional(Type.String({ maxLength: 255 })),
         }),
-        response: { 200: Profile },
+        response: { 200: ProfileView },
       },
     },
     async (req) => {
@@ -135,7 +118,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         summary: "List a user's email addresses (a bare array, primary first)",
         security: security("email_read"),
         params: UserParams,
-        response: { 200: Type.Array(EmailRecord) },
+        response: { 200: Type.Array(EmailView) },
       },
     },
     async (req) => (await accounts.listEmails(principalOf(req), req.params.username)).map(emailView),
@@ -151,7 +134,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         security: security("email_write"),
         params: UserParams,
         body: Address,
-        response: { 201: EmailRecord },
+        response: { 201: EmailView },
       },
     },
     async (req, reply) => {
@@ -174,7 +157,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
           { email: Type.String({ maxLength: 320 }), primary: Type.Boolean() },
           { additionalProperties: false },
         ),
-        response: { 200: EmailRecord },
+        response: { 200: EmailView },
       },
     },
     async (req) => {
@@ -203,6 +186,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         params: UserParams,
         querystring: Type.Object({ email: Type.Optional(Type.String()) }),
         body: Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) }),
+        response: { 204: NoContent },
       },
     },
     async (req, reply) => {
@@ -226,7 +210,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         security: security("email_write"),
         params: UserParams,
         body: Address,
-        response: { 200: EmailRecord },
+        response: { 200: EmailView },
       },
     },
     async (req, reply) =>
@@ -246,7 +230,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         summary: "Confirm an address with the token it received (single use)",
         security: [],
         body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }),
-        response: { 200: EmailRecord },
+        response: { 200: EmailView },
       },
     },
     async (req) => emailView(await accounts.confirmEmail(req.body.token)),
@@ -316,6 +300,7 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         summary: "A user's avatar (an SVG with the initial); public",
         security: [],
         params: Type.Object({ file: Type.String() }),
+        response: { 200: Type.String({ description: "image/svg+xml" }) },
       },
     },
     async (req, reply) => {

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { ACTION_STATES, type ActionEngine } from "../../actions/engine.ts";
 import type { Relations } from "../../actions/relations.ts";
+import { type Action, ActionView } from "../../contract/action.ts";
 import { badRequest, invalidField, notFound } from "../../domain/errors.ts";
 import { parseDateFilter, restTime } from "../../domain/time.ts";
 import { actionUri, canonicalUri, parseObjectUri } from "../../domain/uri.ts";
@@ -15,26 +16,7 @@ import { NsParams, UuidParams } from "../objects.ts";
 import { callMeta } from "../recorder.ts";
 import { nsPaths } from "../routing.ts";
 
-export const ActionSchema = Type.Object({
-  resource_uri: Type.String(),
-  uuid: Type.String(),
-  object: Type.String(),
-  action: Type.String(),
-  method: Type.String(),
-  path: Type.String(),
-  user: Type.String(),
-  user_agent: Type.String(),
-  start_date: Type.Union([Type.String(), Type.Null()]),
-  end_date: Type.Union([Type.String(), Type.Null()]),
-  state: Type.String(),
-  ip: Type.String(),
-  location: Type.String(),
-  is_user_action: Type.Boolean(),
-  can_be_canceled: Type.Boolean(),
-  can_be_retried: Type.Boolean(),
-});
-
-export function actionView(a: ActionRow, engine: ActionEngine) {
+export function actionView(a: ActionRow, engine: ActionEngine): Action {
   return {
     resource_uri: actionUri(a.uuid),
     uuid: a.uuid,
@@ -120,7 +102,7 @@ export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "List actions, oldest first",
           params: NsParams,
           querystring: ListQuery,
-          response: { 200: listSchema(ActionSchema) },
+          response: { 200: listSchema(ActionView) },
         },
       },
       async (req) => {
@@ -174,7 +156,7 @@ export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { access: "caller" },
-        schema: { tags, summary: "Get an action", params: UuidParams, response: { 200: ActionSchema } },
+        schema: { tags, summary: "Get an action", params: UuidParams, response: { 200: ActionView } },
       },
       async (req) => actionView(await visibleAction(req, req.params), actions),
     );
@@ -189,7 +171,7 @@ export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Cancel a Pending or In progress action",
           params: UuidParams,
-          response: { 200: ActionSchema },
+          response: { 200: ActionView },
         },
       },
       async (req) => {
@@ -209,7 +191,7 @@ export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Retry a finished action as a new action",
           params: UuidParams,
-          response: { 202: ActionSchema },
+          response: { 202: ActionView },
         },
       },
       async (req, reply) => {

@@ -6,6 +6,8 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
+import { ErrorView } from "../../contract/common.ts";
+import { RegisteredNodeView } from "../../contract/nodes.ts";
 import type { AgentNodes } from "../../nodes/agents.ts";
 import { nodeView } from "../../nodes/views.ts";
 import type { NodeRow } from "../../store/nodes.ts";
@@ -46,6 +48,9 @@ const RegisterBody = Type.Object({
   agent_version: Type.Optional(Text(64)),
 });
 
+/** A file sent as it is (a stream): never serialized. */
+const FileBody = Type.Unsafe<NodeJS.ReadableStream>({ type: "string", description: "text/javascript" });
+
 const TunnelParams = Type.Object({ uuid: Type.String({ format: "uuid" }) });
 
 /** `Authorization: Bearer <node key>`. */
@@ -69,6 +74,7 @@ export function agentRoutes(untyped: FastifyInstance, deps: Deps): void {
           "Register the agent's host as a node of the token's namespace; answers the node's identity and its node key, once",
         body: RegisterBody,
         security: [],
+        response: { 201: RegisteredNodeView },
       },
     },
     async (req, reply) => {
@@ -102,6 +108,7 @@ export function agentRoutes(untyped: FastifyInstance, deps: Deps): void {
         summary:
           "The Berth agent as one file for Node 20 (no other install needed); run it on the server with --url and --token",
         security: [],
+        response: { 200: FileBody },
       },
     },
     async (_req, reply) => {
@@ -124,6 +131,7 @@ export function agentRoutes(untyped: FastifyInstance, deps: Deps): void {
         "The agent's reverse tunnel (WebSocket, Authorization: Bearer <node key>): Berth opens streams to the node's engine through it",
       params: TunnelParams,
       security: [],
+      response: { 426: ErrorView },
     },
     preHandler: async (req) => {
       nodes.set(req, await agents.authenticate(req.params.uuid, bearer(req)));

@@ -3,6 +3,8 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import { ApiKeyView, CreatedApiKeyView, OrganizationView, ProfileView } from "../../contract/account.ts";
+import { NoContent } from "../../contract/common.ts";
 import { notFound } from "../../domain/errors.ts";
 import { accountsTime } from "../../domain/time.ts";
 import type { IdentityService } from "../../identity/service.ts";
@@ -72,6 +74,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
           full_name: Type.Optional(Type.String()),
           is_admin: Type.Optional(Type.Boolean()),
         }),
+        response: { 201: ProfileView },
       },
     },
     async (req, reply) => {
@@ -86,7 +89,12 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
     "/api/v1.1/users/:username/apikeys/",
     {
       config: { access: "caller" },
-      schema: { tags, summary: "List a user's API keys (never their secrets)", params: UserParams },
+      schema: {
+        tags,
+        summary: "List a user's API keys (never their secrets)",
+        params: UserParams,
+        response: { 200: Type.Object({ objects: Type.Array(ApiKeyView) }) },
+      },
     },
     async (req) => {
       const user = await identity.userForCaller(principalOf(req), req.params.username);
@@ -108,6 +116,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
         summary: "Create an API key; the key is shown only in this response",
         params: UserParams,
         body: Type.Optional(Type.Object({ label: Type.Optional(Type.String({ maxLength: 200 })) })),
+        response: { 201: CreatedApiKeyView },
       },
     },
     async (req, reply) => {
@@ -126,6 +135,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
         tags,
         summary: "Revoke an API key",
         params: Type.Object({ username: Type.String(), id: Type.Integer() }),
+        response: { 204: NoContent },
       },
     },
     async (req, reply) => {
@@ -144,6 +154,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
         tags,
         summary: "Create an organization; the caller becomes its owner",
         body: Type.Object({ name: Type.String() }),
+        response: { 201: OrganizationView },
       },
     },
     async (req, reply) => {
@@ -157,7 +168,15 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
   const OrgParams = Type.Object({ org: Type.String() });
   app.get(
     "/api/v1.1/orgs/:org/",
-    { config: { access: "caller" }, schema: { tags, summary: "Get an organization", params: OrgParams } },
+    {
+      config: { access: "caller" },
+      schema: {
+        tags,
+        summary: "Get an organization",
+        params: OrgParams,
+        response: { 200: OrganizationView },
+      },
+    },
     async (req) => identity.getOrg(principalOf(req), req.params.org),
   );
 
@@ -175,6 +194,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
             Type.Union([Type.Literal("owner"), Type.Literal("member")], { default: "member" }),
           ),
         }),
+        response: { 201: OrganizationView },
       },
     },
     async (req, reply) => {
@@ -194,6 +214,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
         tags,
         summary: "Remove a member (owners)",
         params: Type.Object({ org: Type.String(), username: Type.String() }),
+        response: { 204: NoContent },
       },
     },
     async (req, reply) => {

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { CLUSTER_LIMITS, ProviderOptions } from "../../contract/nodes.ts";
+import { CLUSTER_LIMITS, NodeClusterView, NodeView, ProviderOptions } from "../../contract/nodes.ts";
 import { invalidField } from "../../domain/errors.ts";
 import {
   assertAllowed,
@@ -21,7 +21,7 @@ import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts
 import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
 import { ENGINE_UPGRADE_ALIASES, withNodeAliases } from "../compat.ts";
-import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
@@ -122,6 +122,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             region: Type.Optional(Type.String()),
             node_type: Type.Optional(Type.String()),
           }),
+          response: { 200: listSchema(NodeClusterView) },
         },
       },
       async (req) => {
@@ -150,6 +151,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Create a node cluster (not deployed yet)",
           params: NsParams,
           body: ClusterCreate,
+          response: { 201: NodeClusterView },
         },
       },
       async (req, reply) => {
@@ -166,7 +168,12 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { access: "namespace" },
-        schema: { tags, summary: "Get a node cluster", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Get a node cluster",
+          params: UuidParams,
+          response: { 200: NodeClusterView },
+        },
       },
       async (req) => showCluster(await clusterOf(req, req.params.uuid)),
     );
@@ -179,6 +186,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Scale (target_num_nodes) and/or replace the tags of a cluster and its nodes",
           params: UuidParams,
           body: ClusterPatch,
+          response: { 200: NodeClusterView, 202: NodeClusterView },
         },
       },
       async (req, reply) => {
@@ -213,7 +221,12 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Node Cluster Terminate", access: "namespace" },
-        schema: { tags, summary: "Terminate all nodes and the cluster", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Terminate all nodes and the cluster",
+          params: UuidParams,
+          response: { 202: NodeClusterView },
+        },
       },
       async (req, reply) => {
         const c = await clusterOf(req, req.params.uuid);
@@ -228,7 +241,12 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Node Cluster Deploy", access: "namespace" },
-        schema: { tags, summary: "Deploy a newly created cluster", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Deploy a newly created cluster",
+          params: UuidParams,
+          response: { 202: NodeClusterView },
+        },
       },
       async (req, reply) => {
         const c = await clusterOf(req, req.params.uuid);
@@ -259,6 +277,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             region: Type.Optional(Type.String()),
             engine_version: Type.Optional(Type.String()),
           }),
+          response: { 200: listSchema(NodeView) },
         },
       },
       async (req) => {
@@ -297,6 +316,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Attach an existing Docker engine as a node (admins)",
           params: NsParams,
           body: NodeAttach,
+          response: { 201: NodeView },
         },
       },
       async (req, reply) => {
@@ -310,7 +330,10 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
   for (const url of nsPaths("/api/infra/v1/{ns}node/:uuid/")) {
     app.get(
       url,
-      { config: { access: "namespace" }, schema: { tags, summary: "Get a node", params: UuidParams } },
+      {
+        config: { access: "namespace" },
+        schema: { tags, summary: "Get a node", params: UuidParams, response: { 200: NodeView } },
+      },
       async (req) => showNode(await nodeOf(req, req.params.uuid)),
     );
     app.patch(
@@ -322,6 +345,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Rename a node and/or replace its tags",
           params: UuidParams,
           body: NodePatch,
+          response: { 200: NodeView },
         },
       },
       async (req) => {
@@ -338,7 +362,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Node Terminate", access: "namespace" },
-        schema: { tags, summary: "Terminate a node", params: UuidParams },
+        schema: { tags, summary: "Terminate a node", params: UuidParams, response: { 202: NodeView } },
       },
       async (req, reply) => {
         const n = await nodeOf(req, req.params.uuid);
@@ -359,6 +383,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             tags,
             summary: "Upgrade (restart) the node's engine",
             params: UuidParams,
+            response: { 202: NodeView },
           },
         },
         async (req, reply) => {
@@ -375,7 +400,12 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Node Health Check", access: "namespace" },
-        schema: { tags, summary: "Test connectivity: Deployed or Unreachable", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Test connectivity: Deployed or Unreachable",
+          params: UuidParams,
+          response: { 200: NodeView },
+        },
       },
       async (req) => {
         const n = await nodeOf(req, req.params.uuid);

@@ -8,6 +8,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
+import { NoContent, View } from "../../contract/common.ts";
 import { ApiError, notFound, unauthorized } from "../../domain/errors.ts";
 import { parseObjectUri } from "../../domain/uri.ts";
 import type { RegistryService } from "../../registry/service.ts";
@@ -238,6 +239,7 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Remove a repository from Berth (it stays on its registry)",
           params: NameParams,
+          response: { 204: NoContent },
         },
       },
       async (req, reply) => {
@@ -273,11 +275,18 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
   if (token === undefined) return;
   const expected = Buffer.from(`Bearer ${token}`);
   // The registry's token is the credential (checked here, in constant time).
-  app.post(REGISTRY_WEBHOOK_PATH, { config: { access: "public" }, schema: { hide: true } }, async (req) => {
-    const given = Buffer.from(req.headers.authorization ?? "");
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw unauthorized();
-    const actions = await registries.onRegistryNotification(req.body);
-    if (actions.length) req.log.info(`registry push: started ${actions.length} autoredeploy action(s)`);
-    return { redeploys: actions.length };
-  });
+  app.post(
+    REGISTRY_WEBHOOK_PATH,
+    {
+      config: { access: "public" },
+      schema: { hide: true, response: { 200: View({ redeploys: Type.Integer() }) } },
+    },
+    async (req) => {
+      const given = Buffer.from(req.headers.authorization ?? "");
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw unauthorized();
+      const actions = await registries.onRegistryNotification(req.body);
+      if (actions.length) req.log.info(`registry push: started ${actions.length} autoredeploy action(s)`);
+      return { redeploys: actions.length };
+    },
+  );
 }

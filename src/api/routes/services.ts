@@ -3,7 +3,13 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { ServiceCreateBody, ServiceUpdateBody } from "../../contract/service.ts";
+import { ContainerView } from "../../contract/container.ts";
+import {
+  ServiceCreateBody,
+  ServicePlanView,
+  ServiceUpdateBody,
+  ServiceView,
+} from "../../contract/service.ts";
 import { invalidField } from "../../domain/errors.ts";
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
 import { containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
@@ -11,7 +17,7 @@ import type { ServiceManager } from "../../orchestrator/manager.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
 import { withContainerAliases } from "../compat.ts";
-import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
@@ -66,6 +72,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             stack: Type.Optional(Type.String({ description: "stack resource URI" })),
             stack__name: Type.Optional(Type.String()),
           }),
+          response: { 200: listSchema(ServiceView) },
         },
       },
       async (req) => {
@@ -94,6 +101,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Create a service (not started)",
           params: NsParams,
           body: ServiceCreateBody,
+          response: { 201: ServiceView },
         },
       },
       async (req, reply) => {
@@ -108,7 +116,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
   for (const url of nsPaths("/api/app/v1/{ns}service/:uuid/")) {
     app.get(
       url,
-      { config: { access: "namespace" }, schema: { tags, summary: "Get a service", params: UuidParams } },
+      {
+        config: { access: "namespace" },
+        schema: { tags, summary: "Get a service", params: UuidParams, response: { 200: ServiceView } },
+      },
       async (req) => services.serviceView(await serviceOf(req, req.params.uuid)),
     );
     app.patch(
@@ -120,6 +131,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Update a service's definition",
           params: UuidParams,
           body: ServiceUpdateBody,
+          response: { 200: ServiceView },
         },
       },
       async (req) => {
@@ -132,7 +144,12 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Service Terminate", access: "namespace" },
-        schema: { tags, summary: "Terminate a service and its containers", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Terminate a service and its containers",
+          params: UuidParams,
+          response: { 202: ServiceView },
+        },
       },
       async (req, reply) => {
         const s = await serviceOf(req, req.params.uuid);
@@ -154,8 +171,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     find: serviceOf,
     uri: (s) => serviceUri(s),
     view: async (s) => services.serviceView((await store.services.findService(s.uuid))!),
+    response: ServiceView,
     dryRun: {
       operations: ["start", "scale"],
+      response: ServicePlanView,
       plan: (s, op, target) => services.planDryRun(s, op, target ?? s.target_num_containers),
     },
     operations: [
@@ -191,6 +210,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             node: Type.Optional(Type.String({ description: "node resource URI" })),
             service__stack__name: Type.Optional(Type.String()),
           }),
+          response: { 200: listSchema(ContainerView) },
         },
       },
       async (req) => {
@@ -216,14 +236,22 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
   for (const url of nsPaths("/api/app/v1/{ns}container/:uuid/")) {
     app.get(
       url,
-      { config: { access: "namespace" }, schema: { tags, summary: "Get a container", params: UuidParams } },
+      {
+        config: { access: "namespace" },
+        schema: { tags, summary: "Get a container", params: UuidParams, response: { 200: ContainerView } },
+      },
       async (req) => showContainer(await containerOf(req, req.params.uuid)),
     );
     app.delete(
       url,
       {
         config: { action: "Container Terminate", access: "namespace" },
-        schema: { tags, summary: "Terminate a container", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Terminate a container",
+          params: UuidParams,
+          response: { 202: ContainerView },
+        },
       },
       async (req, reply) => {
         const c = await containerOf(req, req.params.uuid);
@@ -242,6 +270,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     actions,
     find: containerOf,
     uri: containerUri,
+    response: ContainerView,
     view: async (c) => showContainer((await store.services.findContainer(c.uuid))!),
     operations: [
       { op: "start", kind: "container.start", summary: "Start a stopped container" },

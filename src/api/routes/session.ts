@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { SessionCheck, SessionService } from "../../accounts/sessions.ts";
+import { NoContent } from "../../contract/common.ts";
 import { ApiError } from "../../domain/errors.ts";
 import type { IdentityService, Principal } from "../../identity/service.ts";
 import {
@@ -119,6 +120,7 @@ export function sessionRoutes(untyped: FastifyInstance, deps: SessionRouteDeps):
         summary: "Sign out: the session ends at once, on the API and on every stream",
         description: "Needs X-CSRF-Token like every change made with the cookie. 204, the cookie is cleared.",
         security: [],
+        response: { 204: NoContent },
       },
     },
     async (req, reply) => {

@@ -3,14 +3,14 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { StackCreateBody, StackUpdateBody } from "../../contract/stack.ts";
+import { StackCreateBody, StackFileView, StackUpdateBody, StackView } from "../../contract/stack.ts";
 import { invalidField } from "../../domain/errors.ts";
 import { STACK_STATES } from "../../domain/stack.ts";
 import { stackUri } from "../../domain/uri.ts";
 import type { StackService } from "../../stacks/service.ts";
 import type { StackRow } from "../../store/stacks.ts";
 import type { Store } from "../../store/store.ts";
-import { envelope, PAGE_QUERY, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
@@ -55,6 +55,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: Type.Optional(Type.String()),
             state: Type.Optional(Type.String()),
           }),
+          response: { 200: listSchema(StackView) },
         },
       },
       async (req) => {
@@ -84,6 +85,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Create a stack and its services (not started); services in either dialect",
           params: NsParams,
           body: StackCreateBody,
+          response: { 201: StackView },
         },
       },
       async (req, reply) => {
@@ -98,7 +100,10 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
   for (const url of nsPaths("/api/app/v1/{ns}stack/:uuid/")) {
     app.get(
       url,
-      { config: { access: "namespace" }, schema: { tags, summary: "Get a stack", params: UuidParams } },
+      {
+        config: { access: "namespace" },
+        schema: { tags, summary: "Get a stack", params: UuidParams, response: { 200: StackView } },
+      },
       async (req) => stacks.view(await stackOf(req, req.params.uuid)),
     );
     app.patch(
@@ -111,6 +116,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "Update the listed services of a stack (matched by name) and add new ones",
           params: UuidParams,
           body: StackUpdateBody,
+          response: { 200: StackView },
         },
       },
       async (req) => {
@@ -122,7 +128,12 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Stack Terminate", access: "namespace" },
-        schema: { tags, summary: "Terminate every service of the stack, and the stack", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Terminate every service of the stack, and the stack",
+          params: UuidParams,
+          response: { 202: StackView },
+        },
       },
       async (req, reply) => {
         const st = await stackOf(req, req.params.uuid);
@@ -141,6 +152,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "The stack as a stack file: {<service name>: {<stack-file keys>}}",
           params: UuidParams,
+          response: { 200: StackFileView },
         },
       },
       async (req) => stacks.exportStack(await stackOf(req, req.params.uuid)),
@@ -157,6 +169,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
     find: stackOf,
     uri: (st) => stackUri(st.namespace, st.uuid),
     view: fresh,
+    response: StackView,
     operations: [
       {
         op: "start",

@@ -4,6 +4,7 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
+import { NoContent } from "../../contract/common.ts";
 import { notFound } from "../../domain/errors.ts";
 import { restTime } from "../../domain/time.ts";
 import { type AgentNodes, tokenUri } from "../../nodes/agents.ts";
@@ -111,7 +112,12 @@ export function tokenRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Token Revoke", access: "namespace" },
-        schema: { tags, summary: "Revoke an unused registration token", params: UuidParams },
+        schema: {
+          tags,
+          summary: "Revoke an unused registration token",
+          params: UuidParams,
+          response: { 204: NoContent },
+        },
       },
       async (req, reply) => {
         await agents.revokeToken(await tokenOf(req, req.params.uuid));

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
+import { ActionView } from "../../contract/action.ts";
 import { notFound } from "../../domain/errors.ts";
 import { actionUri, serviceUri } from "../../domain/uri.ts";
 import type { ServiceRow } from "../../store/services.ts";
@@ -14,7 +15,7 @@ import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { principalOf } from "../namespaces.ts";
 import { ownObject } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
-import { ActionSchema, actionView } from "./actions.ts";
+import { actionView } from "./actions.ts";
 
 interface Deps {
   store: Store;
@@ -150,7 +151,7 @@ export function triggerRoutes(untyped: FastifyInstance, deps: Deps): void {
           params: TriggerParams,
           querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) }),
           security: [],
-          response: { 202: ActionSchema },
+          response: { 202: ActionView },
         },
       },
       async (req, reply) => {

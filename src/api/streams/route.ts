@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Static, TSchema } from "typebox";
 import type { WebSocket } from "ws";
 import type { Config } from "../../config/index.ts";
+import { ErrorView } from "../../contract/common.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ContainerIO } from "../../orchestrator/container-io.ts";
 import type { Store } from "../../store/store.ts";
@@ -86,6 +87,8 @@ export function streamRoute<P, TP extends TSchema, TQ extends TSchema>(
         description: `WebSocket stream (send \`Connection: Upgrade\`, \`Upgrade: websocket\`). ${route.description}`,
         params: route.params,
         querystring: route.querystring,
+        // The upgrade answers 101; a plain GET is told how to connect.
+        response: { 426: ErrorView },
       },
       preHandler: async (req) => {
         // The provider's type of a generic schema stays deferred here; at each call site it is

@@ -1,0 +1,46 @@
+// Answer schemas of users, API keys, organizations and email addresses (accounts API, CONTRACT §3, §11).
+import { type Static, Type } from "typebox";
+import { View } from "./common.ts";
+
+export const ProfileView = Type.Object({
+  id: Type.Integer(),
+  username: Type.String(),
+  url: Type.String({ description: "absolute URL of this profile" }),
+  date_joined: Type.String({
+    description: "ISO 8601 UTC with microseconds, e.g. 2026-11-22T03:17:08.123456Z",
+  }),
+  type: Type.String(),
+  full_name: Type.String(),
+  location: Type.String(),
+  company: Type.String(),
+  profile_url: Type.String(),
+  avatar_url: Type.String(),
+  email: Type.String({ description: "the primary address" }),
+  is_active: Type.Boolean(),
+});
+export type Profile = Static<typeof ProfileView>;
+
+export const EmailView = Type.Object({
+  email: Type.String(),
+  verified: Type.Boolean(),
+  primary: Type.Boolean(),
+});
+
+/** An API key as listed: never its secret. */
+export const ApiKeyView = View({
+  id: Type.Integer(),
+  label: Type.String(),
+  created: Type.String({ description: "ISO 8601 UTC with microseconds" }),
+});
+
+export const CreatedApiKeyView = View({
+  ...ApiKeyView.properties,
+  key: Type.String({ description: "the key; shown only in this answer" }),
+});
+
+export const OrganizationView = View({
+  name: Type.String(),
+  members: Type.Array(
+    View({ username: Type.String(), role: Type.String({ description: "owner or member" }) }),
+  ),
+});
