@@ -53,6 +53,24 @@ export interface AppDeps {
   routes?: ((app: FastifyInstance) => void)[];
 }
 
+/** The schema with only the path parameters `url` has (`:name`, or `*`). */
+function withPathParamsOf<S extends { params?: unknown } | undefined>(url: string, schema: S): S {
+  const params = schema?.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+  if (!schema || !params?.properties) return schema;
+  const inUrl = (name: string) => (name === "*" ? url.includes("*") : url.includes(`:${name}`));
+  const names = Object.keys(params.properties);
+  if (names.every(inUrl)) return schema;
+  const kept = names.filter(inUrl);
+  return {
+    ...schema,
+    params: {
+      ...params,
+      properties: Object.fromEntries(kept.map((n) => [n, params.properties![n]])),
+      required: (params.required ?? []).filter(inUrl),
+    },
+  };
+}
+
 /** Never log secrets: stream credentials may ride in the query string. */
 function redactUrl(url: string): string {
   return url.replace(/([?&](token|password)=)[^&]*/gi, "$1***");
@@ -216,6 +234,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
       security: [{ basic: [] }],
     },
+    // Both path forms share one params schema (`namespace` optional); each form documents only
+    // the parameters its path has.
+    transform: ({ schema, url }) => ({ schema: withPathParamsOf(url, schema), url }),
   });
 
   // Before any route: the plugin's onRoute hook turns routes with a wsHandler into streams.

@@ -57,7 +57,6 @@ before(async () => {
         dns: ["10.0.0.2"],
         extra_hosts: ["cache:10.0.0.3"],
         working_dir: "/srv",
-        entrypoint: "/bin/sh -c",
       },
     ],
   });
@@ -66,10 +65,15 @@ before(async () => {
   assert.equal((await call(h, alice, "POST", `${stackUri}start/`)).status, 202);
   for (const s of created.body.services as string[]) {
     const state = await inState(h, alice, s, "Running").catch(async (err) => {
-      const actions = await call(h, alice, "GET", `/api/audit/v1/action/?object=${s}`);
-      throw new Error(
-        `${err}: ${JSON.stringify(actions.body.objects.map((a: { state: string }) => a.state))}`,
+      const sv = await call(h, alice, "GET", s);
+      const all = await h.store.listActions({ namespaces: ["alice"], limit: 50, offset: 0 });
+      const logs = await Promise.all(
+        all.rows.map(
+          async (a) =>
+            `${a.action} ${a.state}: ${(await h.store.actionLogTail(a.uuid, 20)).map((r) => r.line).join(" | ")}`,
+        ),
       );
+      throw new Error(`${err}: service=${sv.body.state} ${logs.join("; ")}`);
     });
     assert.equal(state.state, "Running");
   }
