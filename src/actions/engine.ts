@@ -423,27 +423,27 @@ export class ActionEngine {
   }
 
   /**
-   * An action's log: lines written in the same turn of the event loop (a step working on many
-   * containers at once) go into one statement; each call resolves once its line is stored, and
-   * lines are stored in the order they were logged.
+   * An action's log: lines are stored in the order they were logged, each call resolving once its
+   * line is. A write starts at once (in a microtask, never behind a timer or I/O turn, so a step's
+   * last line cannot lose a race with its own timeout); lines logged while a write is under way
+   * (a step working on many containers at once) go together into the next statement.
    */
   private logOf(uuid: string): (line: string) => Promise<void> {
     let pending: { ts: number; line: string }[] = [];
+    let last: Promise<void> = Promise.resolve();
     let next: Promise<void> | undefined;
-    let previous: Promise<unknown> = Promise.resolve();
+    const write = () => {
+      const lines = pending;
+      pending = [];
+      next = undefined;
+      return this.store.appendActionLogs(uuid, lines);
+    };
     return (line) => {
       pending.push({ ts: this.opts.clock.now(), line });
-      next ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        const lines = pending;
-        pending = [];
-        next = undefined;
-        const write = previous.then(
-          () => this.store.appendActionLogs(uuid, lines),
-          () => this.store.appendActionLogs(uuid, lines),
-        );
-        previous = write;
-        return write;
-      });
+      if (!next) {
+        next = last.then(write, write);
+        last = next;
+      }
       return next;
     };
   }
@@ -509,14 +509,23 @@ export class ActionEngine {
       const onAbort = () => stepAbort.abort(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });
       let timer: NodeJS.Timeout | undefined;
+      let finished = false;
       try {
         await Promise.race([
-          step.run({ ...ctx, signal: stepAbort.signal }),
+          step.run({ ...ctx, signal: stepAbort.signal }).finally(() => {
+            finished = true;
+          }),
           new Promise<never>((_, reject) => {
             timer = setTimeout(() => {
-              const err = new StepTimeout(`Step "${step.name}" timed out after ${formatMs(timeoutMs)}`);
-              stepAbort.abort(err);
-              reject(err);
+              // On a loaded machine this timer can come due together with the step's own last
+              // timer: the work the step queued in that turn (its log, batched per turn) runs
+              // first, and a step that ends there has not timed out.
+              setImmediate(() => {
+                if (finished) return;
+                const err = new StepTimeout(`Step "${step.name}" timed out after ${formatMs(timeoutMs)}`);
+                stepAbort.abort(err);
+                reject(err);
+              });
             }, timeoutMs);
           }),
         ]);
