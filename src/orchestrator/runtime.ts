@@ -229,15 +229,10 @@ export class ContainerRuntime {
    */
   async ensureRunningMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
     if (rows.length === 0) return [];
-    const nodes = new Map(
-      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-    );
     const services = new Map(
       (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
     );
-    const commit = new RecordBatches((uuids, fn) => this.patchMany(uuids, fn));
-    const work = async (c: ContainerRow): Promise<void> => {
-      const node = nodes.get(c.node_uuid);
+    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
       const engine = this.d.engines.forNode(node);
       const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, {
@@ -261,8 +256,24 @@ export class ContainerRuntime {
         const { stale } = await this.engineContainers(c, engine);
         for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
       }
-    };
-    return eachPerNode(rows, opts.limits, work, commit.hooks);
+    });
+  }
+
+  /**
+   * Runs `work` over the records in parallel (per-node limit) with their nodes, read in one query,
+   * and one group commit for what they record.
+   */
+  private async eachWithCommit(
+    rows: ContainerRow[],
+    limits: Limits,
+    work: (c: ContainerRow, node: NodeRow | undefined, commit: RecordBatches) => Promise<void>,
+  ): Promise<Error[]> {
+    if (rows.length === 0) return [];
+    const nodes = new Map(
+      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+    );
+    const commit = new RecordBatches((uuids, fn) => this.patchMany(uuids, fn));
+    return eachPerNode(rows, limits, (c) => work(c, nodes.get(c.node_uuid), commit), commit.hooks);
   }
 
   /**
@@ -270,31 +281,20 @@ export class ContainerRuntime {
    * limit), what they report then recorded in group-committed batches (see ensureRunningMany).
    */
   async ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
-    if (rows.length === 0) return [];
-    const nodes = new Map(
-      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-    );
-    const commit = new RecordBatches((uuids, fn) => this.patchMany(uuids, fn));
-    return eachPerNode(
-      rows,
-      opts.limits,
-      async (c) => {
-        const node = nodes.get(c.node_uuid);
-        if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
-        const engine = this.d.engines.forNode(node);
-        let view = await this.find(c, engine);
-        if (view?.running || view?.state === "restarting") {
-          await engine.stopContainer(view.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
-          await opts.log(`Stopped ${c.name}`);
-          view = await engine.inspectContainer(view.id);
-        }
-        const now = this.d.clock.now();
-        await commit.record(c.uuid, (r) =>
-          r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
-        );
-      },
-      commit.hooks,
-    );
+    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+      if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
+      const engine = this.d.engines.forNode(node);
+      let view = await this.find(c, engine);
+      if (view?.running || view?.state === "restarting") {
+        await engine.stopContainer(view.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
+        await opts.log(`Stopped ${c.name}`);
+        view = await engine.inspectContainer(view.id);
+      }
+      const now = this.d.clock.now();
+      await commit.record(c.uuid, (r) =>
+        r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
+      );
+    });
   }
 
   /**
@@ -305,26 +305,15 @@ export class ContainerRuntime {
     rows: ContainerRow[],
     opts: { limits: Limits; log: Log; removeVolumes: boolean },
   ): Promise<Error[]> {
-    if (rows.length === 0) return [];
-    const nodes = new Map(
-      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-    );
-    const commit = new RecordBatches((uuids, fn) => this.patchMany(uuids, fn));
-    return eachPerNode(
-      rows,
-      opts.limits,
-      async (c) => {
-        const node = nodes.get(c.node_uuid);
-        if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts);
-        const now = this.d.clock.now();
-        await commit.record(c.uuid, (r) =>
-          r.state === "Terminated"
-            ? undefined
-            : { state: "Terminated", desired: "terminated", destroyed_at: now },
-        );
-      },
-      commit.hooks,
-    );
+    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+      if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts);
+      const now = this.d.clock.now();
+      await commit.record(c.uuid, (r) =>
+        r.state === "Terminated"
+          ? undefined
+          : { state: "Terminated", desired: "terminated", destroyed_at: now },
+      );
+    });
   }
 
   /** The engine's half of ensureRemoved: every engine container of the record goes. */
