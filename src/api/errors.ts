@@ -1,6 +1,6 @@
 // One place that maps errors to HTTP: coded ApiErrors, schema validation, body parsing, size.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, type ErrorKind, type FieldProblem } from "../domain/errors.ts";
+import { ApiError, type ErrorKind, type FieldProblem, VersionConflict } from "../domain/errors.ts";
 import { isDashboardCall } from "./session.ts";
 
 const STATUS: Record<ErrorKind, number> = {
@@ -84,6 +84,14 @@ export interface ErrorHandlingOptions {
 export function installErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions = {}): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ApiError) return sendError(request, reply, error);
+    // A version check still lost after its retries: the object keeps changing under the call.
+    if (error instanceof VersionConflict) {
+      return sendError(
+        request,
+        reply,
+        new ApiError("conflict", "changed_concurrently", `${error.message}; send the request again`),
+      );
+    }
     if (error.validation) {
       const where = error.validationContext === "querystring" ? "query parameter" : error.validationContext;
       const details = usefulErrors(error.validation as AjvError[]).map(problemOf);

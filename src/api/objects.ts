@@ -37,7 +37,9 @@ export async function enqueueOperation(
   deps: { store: Store; actions: ActionEngine },
   op: { kind: string; params: unknown; namespace: string; object: string },
 ): Promise<ActionRow> {
-  const a = await deps.store.transaction((tx) =>
+  // The kind's prepare checks and moves the object's state under its version: when another
+  // writer (a settling action, the reconciler) changed the object meanwhile, it is decided again.
+  const a = await deps.store.retrying((tx) =>
     deps.actions.enqueue(tx, { uuid: req.actionUuid, ...op, meta: callMeta(req) }),
   );
   req.audit.recorded = true;

@@ -125,6 +125,21 @@ export class Store {
   }
 
   /** Runs fn in one transaction; nested calls join the outer one. */
+  /**
+   * A transaction that is run again from the start when a version check inside it fails (a
+   * concurrent writer won): `fn` re-reads what it decides on each time. Outside a transaction only.
+   */
+  async retrying<T>(fn: (tx: Store) => Promise<T>, attempts = 5): Promise<T> {
+    if (this.inTransaction) throw new Error("retrying() starts its own transaction");
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transaction(fn);
+      } catch (err) {
+        if (!(err instanceof VersionConflict) || attempt >= attempts) throw err;
+      }
+    }
+  }
+
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.inTransaction) return fn(this);
     const pending: (() => void)[] = [];

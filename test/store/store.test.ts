@@ -137,6 +137,34 @@ for (const target of targets) {
       assert.equal((await store.findAction("v-1"))?.state, "Success");
     });
 
+    test("retrying: a transaction whose version check lost runs again from the start; the lost attempt leaves nothing", async () => {
+      const a = await store.insertAction(action("r-1", "/api/app/v1/alice/widget/r/"));
+      let attempts = 0;
+      const result = await store.retrying(async (tx) => {
+        attempts++;
+        await tx.createOrg(`retry-${attempts}`, "alice", Date.now());
+        const current = (await tx.findAction("r-1"))!;
+        // The first attempt decides on a stale read, as if another writer had won meanwhile.
+        return tx.updateAction(attempts === 1 ? a : current, { state: "Success" }).then(async (r) => {
+          if (attempts === 1) throw new VersionConflict("action r-1");
+          return r;
+        });
+      });
+      assert.equal(attempts, 2);
+      assert.equal(result.state, "Success");
+      assert.equal(await store.namespaceExists("retry-1"), false, "the lost attempt's writes are gone");
+      assert.equal(await store.namespaceExists("retry-2"), true);
+      let tries = 0;
+      await assert.rejects(
+        store.retrying(async () => {
+          tries++;
+          throw new VersionConflict("always");
+        }, 3),
+        VersionConflict,
+      );
+      assert.equal(tries, 3, "it gives up after its attempts");
+    });
+
     test("mutate: concurrent writers on one row all land, each with its change entry", async () => {
       await store.insertAction(action("m-1", "/o/m/"));
       const start = await store.latestRevision();
