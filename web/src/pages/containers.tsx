@@ -1,6 +1,7 @@
 // Containers: the list (server pagination, filters) and one container with its logs and a terminal.
 
 import { useState } from "preact/hooks";
+import type { Container as ContainerView } from "../../../src/contract/container.ts";
 import { CONTAINER_OPERATIONS, CONTAINER_STATES } from "../../../src/domain/states.ts";
 import { nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
@@ -20,27 +21,7 @@ import {
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 
-interface Container extends Resource {
-  uuid: string;
-  name: string;
-  state: string;
-  image_name: string;
-  node: string | null;
-  service: string;
-  private_ip: string;
-  public_dns: string;
-  exit_code: number | null;
-  exit_code_msg: string | null;
-  container_ports: {
-    protocol: string;
-    inner_port: number;
-    outer_port: number | null;
-    endpoint_uri: string | null;
-  }[];
-  synchronized: boolean;
-  started_datetime: string | null;
-  deployed_datetime: string | null;
-}
+type Container = ContainerView & Resource;
 
 const PAGE = 100;
 
@@ -88,7 +69,8 @@ export function ContainerList() {
           { label: "Image", render: (c) => c.image_name },
           {
             label: "Service",
-            render: (c) => <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a>,
+            render: (c) =>
+              c.service ? <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a> : "",
           },
           {
             label: "Node",
@@ -118,7 +100,7 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
       <Facts
         items={[
           ["Image", c.image_name],
-          ["Service", <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a>],
+          ["Service", c.service ? <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a> : ""],
           ["Node", c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""],
           ["Private IP", c.private_ip],
           ["Public DNS", c.public_dns],

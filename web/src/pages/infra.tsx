@@ -3,6 +3,7 @@
 // health-check, engine-upgrade, nickname and tags, terminate).
 
 import { useEffect, useState } from "preact/hooks";
+import type { Node as NodeView } from "../../../src/contract/nodes.ts";
 import {
   CLUSTER_OPERATIONS,
   CLUSTER_STATES,
@@ -49,26 +50,7 @@ interface Cluster extends Resource {
   provider_options: Record<string, unknown> | null;
 }
 
-interface Node extends Resource {
-  uuid: string;
-  state: string;
-  nickname: string;
-  external_fqdn: string;
-  node_cluster: string | null;
-  node_type: string;
-  region: string;
-  public_ip: string;
-  engine_version: string;
-  engine_execdriver: string;
-  engine_graphdriver: string;
-  cpu: number;
-  memory: number;
-  disk: number;
-  current_num_containers: number;
-  last_seen: string | null;
-  tags: { name: string }[];
-  deployed_datetime: string | null;
-}
+type Node = NodeView & Resource;
 
 interface Provider {
   resource_uri: string;

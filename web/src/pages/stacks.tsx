@@ -2,6 +2,7 @@
 // start, stop, redeploy and terminate, with the services turning state live.
 
 import { useState } from "preact/hooks";
+import type { Stack as StackView } from "../../../src/contract/stack.ts";
 import { STACK_OPERATIONS } from "../../../src/domain/stack.ts";
 import { call, get, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
@@ -23,15 +24,7 @@ import {
 import { ActionsOf } from "./actions.tsx";
 import type { Service } from "./service-model.ts";
 
-interface Stack extends Resource {
-  uuid: string;
-  name: string;
-  nickname: string;
-  state: string;
-  synchronized: boolean;
-  services: string[];
-  deployed_datetime: string | null;
-}
+type Stack = StackView & Resource;
 
 const PAGE = 50;
 
