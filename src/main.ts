@@ -12,6 +12,9 @@ export async function startServer(config: Config, opts: PlatformOptions = {}): P
       `\nBerth created the administrator account:\n  username: ${boot.username}\n  password: ${boot.password}\n  API key:  ${boot.apiKey}\nKeep them now; they are not shown again.\n\n`,
     );
   }
+  // The HTTP app compiles its routes' validators and serializers first: that is CPU work that
+  // would otherwise stall the steps of actions the workers resume at start.
+  await platform.app.ready();
   await platform.start();
   await platform.app.listen({ host: config.listen.host, port: config.listen.port });
   if (config.nodes.autoAttach) await attachDefaultEngine(platform);
