@@ -38,7 +38,7 @@ const NODE_HOSTS_TTL_MS = 5000;
 
 export class EngineSpecs {
   /** Hosts entries of each namespace's nodes (every container gets them): read once per burst. */
-  private readonly nodeHosts = new Map<string, { hosts: string[]; until: number }>();
+  private readonly nodeHosts = new Map<string, { hosts: Promise<string[]>; until: number }>();
 
   constructor(private readonly d: EngineSpecDeps) {
     d.store.onChange((type) => {
@@ -50,15 +50,25 @@ export class EngineSpecs {
     return this.d.store;
   }
 
-  /** `<fqdn>:<address>` of every live node of the namespace that has an address. */
-  private async nodeHostsOf(namespace: string): Promise<string[]> {
+  /**
+   * `<fqdn>:<address>` of every live node of the namespace that has an address. The specs of a
+   * burst of containers built at once share one read (the first caller's), not one each.
+   */
+  private nodeHostsOf(namespace: string): Promise<string[]> {
     const now = performance.now();
     const hit = this.nodeHosts.get(namespace);
     if (hit && hit.until > now) return hit.hosts;
-    const hosts = (await this.store.nodes.liveNodeSummaries(namespace))
-      .filter((n) => n.public_ip && n.external_fqdn)
-      .map((n) => `${n.external_fqdn}:${n.public_ip}`);
-    this.nodeHosts.set(namespace, { hosts, until: now + NODE_HOSTS_TTL_MS });
+    const hosts = this.store.nodes
+      .liveNodeSummaries(namespace)
+      .then((nodes) =>
+        nodes.filter((n) => n.public_ip && n.external_fqdn).map((n) => `${n.external_fqdn}:${n.public_ip}`),
+      );
+    const entry = { hosts, until: now + NODE_HOSTS_TTL_MS };
+    this.nodeHosts.set(namespace, entry);
+    // A failed read is not kept: the next spec reads again.
+    hosts.catch(() => {
+      if (this.nodeHosts.get(namespace) === entry) this.nodeHosts.delete(namespace);
+    });
     return hosts;
   }
 
