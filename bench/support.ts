@@ -2,6 +2,7 @@
 // BERTH_BENCH_DATABASE_URL) listening on loopback, with an admin key; simulated nodes written
 // straight into the store (their engines are the in-memory fake engine, as simulated clusters'
 // are); services created through the API; a bare Fastify that serves fixed bodies as a baseline.
+
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -10,6 +11,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { loadConfig } from "../src/config/index.ts";
 import { assemblePlatform, type Platform } from "../src/platform.ts";
 import type { NodeRow } from "../src/store/nodes.ts";
+import { newContainerRow } from "../src/store/services.ts";
 
 export const ADMIN_KEY = "bench-admin-key-0123456789abcdef";
 export const ADMIN_AUTH = `Basic ${Buffer.from(`admin:${ADMIN_KEY}`).toString("base64")}`;
@@ -164,31 +166,15 @@ export async function seedContainers(
       for (let i = start; i < Math.min(count, start + 1000); i++) {
         const number = firstNumber + i;
         const node = nodes[i % nodes.length]!;
-        await tx.services.insertContainer({
-          uuid: randomUUID(),
-          namespace: s.namespace,
-          service_uuid: s.uuid,
-          node_uuid: node.uuid,
-          name: `${s.name}-${number}`,
-          number,
-          state: "Running",
-          desired: "running",
-          engine_id: randomUUID().replace(/-/g, ""),
-          exit_code: null,
-          exit_code_msg: null,
-          private_ip: `172.17.${(i >> 8) & 255}.${i & 255}`,
-          ports: JSON.stringify([{ inner_port: 80, protocol: "tcp", outer_port: 32768 + (i % 20000) }]),
-          spec: s.spec,
-          spec_version: s.spec_version,
-          generation: randomUUID().slice(0, 16),
-          environment: null,
-          link_hosts: null,
-          deployed_at: now,
-          started_at: now,
-          stopped_at: null,
-          destroyed_at: null,
-          created: now,
-        });
+        await tx.services.insertContainer(
+          newContainerRow(s, node.uuid, number, now, {
+            state: "Running",
+            engine_id: randomUUID().replace(/-/g, ""),
+            private_ip: `172.17.${(i >> 8) & 255}.${i & 255}`,
+            ports: JSON.stringify([{ inner_port: 80, protocol: "tcp", outer_port: 32768 + (i % 20000) }]),
+            started_at: now,
+          }),
+        );
       }
     });
   }

@@ -1,6 +1,5 @@
 // Services and containers: the asynchronous operations as action kinds made of idempotent
 // steps, placement through the scheduler, and state derived from the containers.
-import { randomUUID } from "node:crypto";
 import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
 import { conflict, notFound } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
@@ -23,7 +22,7 @@ import {
   PlacementState,
   planRemoval,
 } from "../scheduler/index.ts";
-import type { ContainerRow, NewContainer, ServiceRow } from "../store/services.ts";
+import { type ContainerRow, type NewContainer, newContainerRow, type ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { AppChanges } from "./changes.ts";
 import { eachPerNode } from "./per-node.ts";
@@ -262,31 +261,7 @@ export class Orchestrator {
         numbers.set(s.uuid, [...taken, ...fresh]);
         for (const [i, node] of plan.placements.entries()) {
           const number = fresh[i]!;
-          records.push({
-            uuid: randomUUID(),
-            namespace: s.namespace,
-            service_uuid: s.uuid,
-            node_uuid: node,
-            name: `${s.name}-${number}`,
-            number,
-            state: "Starting",
-            desired: "running",
-            engine_id: null,
-            exit_code: null,
-            exit_code_msg: null,
-            private_ip: "",
-            ports: "[]",
-            spec: s.spec,
-            spec_version: s.spec_version,
-            generation: randomUUID().slice(0, 16),
-            environment: null,
-            link_hosts: null,
-            deployed_at: now,
-            started_at: null,
-            stopped_at: null,
-            destroyed_at: null,
-            created: now,
-          });
+          records.push(newContainerRow(s, node, number, now));
         }
       }
       const rows = await tx.services.insertContainers(records);

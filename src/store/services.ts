@@ -1,4 +1,5 @@
 // Queries of services and containers.
+import { randomUUID } from "node:crypto";
 import { type RawBuilder, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
 import { specLinks } from "./migrations.ts";
@@ -9,6 +10,45 @@ export type ServiceRow = Omit<ServiceTable, "id"> & { id: number };
 export type ContainerRow = Omit<ContainerTable, "id"> & { id: number };
 export type NewService = Omit<ServiceRow, "id" | "version">;
 export type NewContainer = Omit<ContainerRow, "id" | "version">;
+
+/**
+ * A new container record of `service` numbered `number` on `node`: Starting, wanted running, with
+ * no engine container yet; `fields` overrides any of that (tests and benchmarks seed other states).
+ */
+export function newContainerRow(
+  service: Pick<ServiceRow, "namespace" | "uuid" | "name" | "spec" | "spec_version">,
+  node: string,
+  number: number,
+  now: number,
+  fields: Partial<NewContainer> = {},
+): NewContainer {
+  return {
+    uuid: randomUUID(),
+    namespace: service.namespace,
+    service_uuid: service.uuid,
+    node_uuid: node,
+    name: `${service.name}-${number}`,
+    number,
+    state: "Starting",
+    desired: "running",
+    engine_id: null,
+    exit_code: null,
+    exit_code_msg: null,
+    private_ip: "",
+    ports: "[]",
+    spec: service.spec,
+    spec_version: service.spec_version,
+    generation: randomUUID().slice(0, 16),
+    environment: null,
+    link_hosts: null,
+    deployed_at: now,
+    started_at: null,
+    stopped_at: null,
+    destroyed_at: null,
+    created: now,
+    ...fields,
+  };
+}
 
 export interface ServiceQuery {
   namespace: string;

@@ -2,10 +2,12 @@
 // number of SQL statements whether its page holds 2 rows or 60, and whether the namespace holds
 // 5 services or 45 with links, shared volumes and many containers; a single GET runs a small,
 // fixed number. Counted through the store's statement counter, with background workers stopped.
+
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { NodeRow } from "../../src/store/nodes.ts";
+import { newContainerRow } from "../../src/store/services.ts";
 import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 
 describe("statements per request", () => {
@@ -76,31 +78,14 @@ describe("statements per request", () => {
     const s = (await h.store.services.findService(res.body.uuid))!;
     await h.store.transaction(async (tx) => {
       for (let n = 1; n <= containers; n++) {
-        await tx.services.insertContainer({
-          uuid: randomUUID(),
-          namespace: "alice",
-          service_uuid: s.uuid,
-          node_uuid: nodes[n % nodes.length]!.uuid,
-          name: `${s.name}-${n}`,
-          number: n,
-          state: n % 3 === 0 ? "Stopped" : "Running",
-          desired: "running",
-          engine_id: randomUUID(),
-          exit_code: null,
-          exit_code_msg: null,
-          private_ip: `172.17.0.${n + 1}`,
-          ports: "[]",
-          spec: s.spec,
-          spec_version: s.spec_version,
-          generation: randomUUID().slice(0, 16),
-          environment: null,
-          link_hosts: null,
-          deployed_at: Date.now(),
-          started_at: Date.now(),
-          stopped_at: null,
-          destroyed_at: null,
-          created: Date.now(),
-        });
+        await tx.services.insertContainer(
+          newContainerRow(s, nodes[n % nodes.length]!.uuid, n, Date.now(), {
+            state: n % 3 === 0 ? "Stopped" : "Running",
+            engine_id: randomUUID(),
+            private_ip: `172.17.0.${n + 1}`,
+            started_at: Date.now(),
+          }),
+        );
       }
     });
   }
