@@ -522,7 +522,9 @@ describe("services on local nodes: real containers on real engines", { skip: una
       "the engine to restart the killed container",
       async () => {
         const now = await docker.getContainer(record.engine_id!).inspect();
-        return now.State.Running && now.State.Pid !== before.State.Pid ? now : undefined;
+        // While the engine waits out its restart back-off it says Running and Restarting, with pid 0.
+        const up = now.State.Running && !now.State.Restarting && now.State.Pid > 0;
+        return up && now.State.Pid !== before.State.Pid ? now : undefined;
       },
       15_000,
       100,
@@ -534,7 +536,9 @@ describe("services on local nodes: real containers on real engines", { skip: una
       async () => {
         const v = await get<ContainerView>(c.resource_uri);
         const r = await h.store.services.findContainer(c.uuid);
-        return v.state === "Running" && r?.started_at && r.started_at >= killedAtMs - 1000 ? v : undefined;
+        // The restart Berth has seen: the record's start is the engine's new one, after the kill.
+        const restartedAt = Date.parse(back.State.StartedAt.replace(/(\.\d{3})\d+/, "$1"));
+        return v.state === "Running" && r?.started_at && r.started_at >= restartedAt ? v : undefined;
       },
       10_000,
       100,
