@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { waitFor } from "../support/harness.ts";
 import {
   actionState as actionStateOf,
+  api,
   BIN,
   berth,
   cleanEnv,
@@ -113,14 +114,15 @@ describe("actions and events", () => {
   });
 
   test("Ctrl-C on a synced command on a terminal asks, and 'y' cancels the action (exit 1, Canceled)", async () => {
-    // Its own widget, so the retry does not queue behind the previous test's slow action, and ten
-    // steps, so the retry is still running when the answer arrives on a loaded machine.
-    const failed = await widget({ steps: 10, stepMs: 1000, failAt: 10 }, "w2");
-    await waitFor("the widget to fail", async () => (await actionState(failed)) === "Failed", 30_000);
+    // Its own widget, canceled at once: its retry runs 30 one-second steps, so it is still running
+    // when the answer arrives however loaded the machine is.
+    const canceled = await widget({ steps: 30, stepMs: 1000 }, "w2");
+    assert.equal((await api(server, "POST", `/api/audit/v1/action/${canceled}/cancel/`)).status, 200);
+    await waitFor("the widget to be canceled", async () => (await actionState(canceled)) === "Canceled");
     // `script` gives berth a pseudo-terminal; typing Ctrl-C there sends it SIGINT.
     const shell = spawn(
       "script",
-      ["-qfec", `${process.execPath} ${BIN} action retry ${failed} --sync`, "/dev/null"],
+      ["-qfec", `${process.execPath} ${BIN} action retry ${canceled} --sync`, "/dev/null"],
       {
         env: cleanEnv({ ...env, TERM: "xterm" }),
         stdio: ["pipe", "pipe", "pipe"],
@@ -140,8 +142,12 @@ describe("actions and events", () => {
     );
     shell.stdin.write("y\r");
     assert.equal(await exited, 1, output);
-    assert.match(output, /Widget Work .*Canceled/);
-    assert.match(output, /ended Canceled/);
+    // The spinner redraws its line with \r, so a line of the output is anything but a newline.
+    assert.match(output, /Widget Work[^\n]*Canceled/, output);
+    assert.match(output, /ended Canceled/, output);
+    const retried = /action Widget Work ([0-9a-f-]{36}) ended Canceled/.exec(output)?.[1];
+    assert.ok(retried && retried !== canceled, output);
+    assert.equal(await actionState(retried), "Canceled");
   });
 
   test("event prints one line per event, or JSON lines; --type filters", async () => {

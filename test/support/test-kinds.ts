@@ -19,6 +19,9 @@ export interface WorkParams {
   stepTimeoutMs?: number;
 }
 
+/** The most steps a widget can be asked for (the route refuses more). */
+export const MAX_STEPS = 30;
+
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const t = setTimeout(resolve, ms);
@@ -34,7 +37,7 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** Steps of the kind are created up to a maximum; `params.steps` decides how many do work. */
-export function registerWidgetKind(actions: ActionEngine, maxSteps = 10): void {
+export function registerWidgetKind(actions: ActionEngine, maxSteps = MAX_STEPS): void {
   actions.register<WorkParams>({
     kind: "test.widget.work",
     name: "Widget Work",
@@ -68,7 +71,7 @@ export function widgetRoutes(deps: { actions: ActionEngine; identity: IdentitySe
               202: Type.Object({ object: Type.String(), action: Type.String(), state: Type.String() }),
             },
             body: Type.Object({
-              steps: Type.Integer({ minimum: 0, maximum: 10 }),
+              steps: Type.Integer({ minimum: 0, maximum: MAX_STEPS }),
               stepMs: Type.Integer({ minimum: 0 }),
               failAt: Type.Optional(Type.Integer()),
               hangAt: Type.Optional(Type.Integer()),
