@@ -225,13 +225,35 @@ describe("action engine", () => {
       h.actions.start();
     }
   });
+});
+
+// The reservation holds for one lease of the recording worker; the file's 600 ms lease (short for the
+// resume tests) can lapse on a loaded machine and turn this into a take-over test. So its own server,
+// with leases that outlast any stall.
+describe("action reservation", () => {
+  let saved: [Harness, Caller];
+  before(async () => {
+    saved = [h, alice];
+    h = await startHarness({
+      leaseMs: 5000,
+      extend: ({ actions, store, identity }) => {
+        registerWidgetKind(actions);
+        return { routes: [widgetRoutes({ actions, store, identity })] };
+      },
+    });
+    alice = await createUser(h, "alice");
+  });
+  after(async () => {
+    await h.close();
+    [h, alice] = saved;
+  });
 
   test("the worker that recorded an action runs it; another worker on the database leaves it alone", async () => {
     const ranElsewhere: string[] = [];
     const other = new ActionEngine({
       store: h.store,
       clock: systemClock,
-      leaseMs: 600,
+      leaseMs: 5000,
       stepTimeoutMs: 5000,
       pollMs: 20,
       maxAttempts: 5,
