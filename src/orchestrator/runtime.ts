@@ -82,6 +82,65 @@ const RECORD_BATCH_MAX = 250;
 /** How long a container the engine has started waits for others to share its record batch. */
 const RECORD_DELAY_MS = 50;
 
+/**
+ * Group commit of record patches: each caller parks its patch and waits; a batch is written (one
+ * patchMany: one transaction) as soon as every item in flight is parked, when it holds
+ * RECORD_BATCH_MAX, or RECORD_DELAY_MS after its first patch. `hooks` go to eachPerNode, which
+ * keeps `progress.running` and calls `afterEach` when an item ends.
+ */
+class RecordBatches {
+  private batch: {
+    uuid: string;
+    fn: (r: ContainerRow) => Partial<ContainerRow> | undefined;
+    done(row: ContainerRow | undefined): void;
+    fail(err: unknown): void;
+  }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private parked = 0;
+  readonly hooks = { progress: { running: 0 }, afterEach: () => this.maybeFlush() };
+
+  constructor(
+    private readonly write: (
+      uuids: string[],
+      fn: (r: ContainerRow) => Partial<ContainerRow> | undefined,
+    ) => Promise<Map<string, ContainerRow>>,
+  ) {}
+
+  /** Patches the record in the next batch; answers the record as it is after the batch. */
+  record(uuid: string, fn: (r: ContainerRow) => Partial<ContainerRow> | undefined) {
+    this.parked += 1;
+    return new Promise<ContainerRow | undefined>((done, fail) => {
+      this.batch.push({ uuid, fn, done, fail });
+      this.maybeFlush();
+    }).finally(() => {
+      this.parked -= 1;
+    });
+  }
+
+  private maybeFlush(): void {
+    if (this.batch.length === 0) return;
+    if (this.batch.length >= RECORD_BATCH_MAX || this.parked >= this.hooks.progress.running) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), RECORD_DELAY_MS);
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const items = this.batch;
+    this.batch = [];
+    if (items.length === 0) return;
+    const fns = new Map(items.map((i) => [i.uuid, i.fn]));
+    this.write([...fns.keys()], (r) => fns.get(r.uuid)?.(r)).then(
+      (written) => {
+        for (const w of items) w.done(written.get(w.uuid));
+      },
+      (err: unknown) => {
+        for (const w of items) w.fail(err);
+      },
+    );
+  }
+}
+
 export class ContainerRuntime {
   /** Engine containers (with the entries asked for) whose image could not rewrite its hosts. */
   private readonly hostsRefused = new Set<string>();
@@ -170,61 +229,22 @@ export class ContainerRuntime {
    */
   async ensureRunningMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
     if (rows.length === 0) return [];
-    const nodes = new Map(
-      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-    );
     const services = new Map(
       (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
     );
-    type Waiting = {
-      uuid: string;
-      version: number;
-      view: ContainerView | undefined;
-      done(row: ContainerRow | undefined): void;
-      fail(err: unknown): void;
-    };
-    let batch: Waiting[] = [];
-    let timer: NodeJS.Timeout | undefined;
-    const progress = { running: 0 };
-    let parked = 0;
-    const flush = () => {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      const items = batch;
-      batch = [];
-      if (items.length === 0) return;
-      this.recordObserved(items).then(
-        (written) => {
-          for (const w of items) w.done(written.get(w.uuid));
-        },
-        (err: unknown) => {
-          for (const w of items) w.fail(err);
-        },
-      );
-    };
-    const maybeFlush = () => {
-      if (batch.length === 0) return;
-      if (batch.length >= RECORD_BATCH_MAX || parked >= progress.running) flush();
-      else timer ??= setTimeout(flush, RECORD_DELAY_MS);
-    };
-    const record = (c: ContainerRow, view: ContainerView | undefined) => {
-      parked += 1;
-      return new Promise<ContainerRow | undefined>((done, fail) => {
-        batch.push({ uuid: c.uuid, version: c.version, view, done, fail });
-        maybeFlush();
-      }).finally(() => {
-        parked -= 1;
-      });
-    };
-    const work = async (c: ContainerRow): Promise<void> => {
-      const node = nodes.get(c.node_uuid);
+    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
       const engine = this.d.engines.forNode(node);
       const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, {
         service: services.get(c.service_uuid),
         node,
       });
-      const row = await record(c, view);
+      const now = this.d.clock.now();
+      // As in observe: a record written since it was read (before its engine was asked) is left
+      // alone, and the observation dropped.
+      const row = await commit.record(c.uuid, (r) =>
+        r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
+      );
       if (row && row.state !== "Running" && row.state !== "Starting") {
         const v = view ? await engine.inspectContainer(view.id) : undefined;
         throw new Error(
@@ -236,8 +256,87 @@ export class ContainerRuntime {
         const { stale } = await this.engineContainers(c, engine);
         for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
       }
-    };
-    return eachPerNode(rows, opts.limits, work, { progress, afterEach: maybeFlush });
+    });
+  }
+
+  /**
+   * Runs `work` over the records in parallel (per-node limit) with their nodes, read in one query,
+   * and one group commit for what they record.
+   */
+  private async eachWithCommit(
+    rows: ContainerRow[],
+    limits: Limits,
+    work: (c: ContainerRow, node: NodeRow | undefined, commit: RecordBatches) => Promise<void>,
+  ): Promise<Error[]> {
+    if (rows.length === 0) return [];
+    const nodes = new Map(
+      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+    );
+    const commit = new RecordBatches((uuids, fn) => this.patchMany(uuids, fn));
+    return eachPerNode(rows, limits, (c) => work(c, nodes.get(c.node_uuid), commit), commit.hooks);
+  }
+
+  /**
+   * `ensureStopped` over many records (a service's stop): engines stopped in parallel (per-node
+   * limit), what they report then recorded in group-committed batches (see ensureRunningMany).
+   */
+  async ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
+    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+      if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
+      const engine = this.d.engines.forNode(node);
+      let view = await this.find(c, engine);
+      if (view?.running || view?.state === "restarting") {
+        await engine.stopContainer(view.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
+        await opts.log(`Stopped ${c.name}`);
+        view = await engine.inspectContainer(view.id);
+      }
+      const now = this.d.clock.now();
+      await commit.record(c.uuid, (r) =>
+        r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
+      );
+    });
+  }
+
+  /**
+   * `ensureRemoved` over many records (a service's terminate, a scale down): engine containers
+   * removed in parallel (per-node limit), the records marked Terminated in group-committed batches.
+   */
+  async ensureRemovedMany(
+    rows: ContainerRow[],
+    opts: { limits: Limits; log: Log; removeVolumes: boolean },
+  ): Promise<Error[]> {
+    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+      if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts);
+      const now = this.d.clock.now();
+      await commit.record(c.uuid, (r) =>
+        r.state === "Terminated"
+          ? undefined
+          : { state: "Terminated", desired: "terminated", destroyed_at: now },
+      );
+    });
+  }
+
+  /** The engine's half of ensureRemoved: every engine container of the record goes. */
+  private async removeFromEngine(
+    c: ContainerRow,
+    node: NodeRow,
+    opts: { log: Log; removeVolumes: boolean },
+  ): Promise<void> {
+    const engine = this.d.engines.forNode(node);
+    try {
+      const { current, stale } = await this.engineContainers(c, engine);
+      for (const id of [...(current ? [current.id] : []), ...stale]) {
+        await engine.removeContainer(id, { force: true, removeVolumes: opts.removeVolumes });
+      }
+      if (current) await opts.log(`Removed ${c.name}`);
+    } catch (err) {
+      // An engine that cannot be reached cannot be cleaned now; the orphan sweep removes leftovers
+      // when the node answers again, since nothing on it carries a live record any more.
+      if (!isEngineError(err, "unreachable")) throw err;
+      await opts.log(
+        `Node of ${c.name} is unreachable; its engine container will be removed when it answers again`,
+      );
+    }
   }
 
   /**
@@ -467,23 +566,7 @@ export class ContainerRuntime {
   /** Removes the engine containers (and their anonymous volumes when asked) and marks the record Terminated. */
   async ensureRemoved(c: ContainerRow, log: Log, opts: { removeVolumes: boolean }): Promise<ContainerRow> {
     const node = await this.d.store.nodes.findNode(c.node_uuid);
-    if (node && node.state !== "Terminated") {
-      const engine = this.d.engines.forNode(node);
-      try {
-        const { current, stale } = await this.engineContainers(c, engine);
-        for (const id of [...(current ? [current.id] : []), ...stale]) {
-          await engine.removeContainer(id, { force: true, removeVolumes: opts.removeVolumes });
-        }
-        if (current) await log(`Removed ${c.name}`);
-      } catch (err) {
-        // An engine that cannot be reached cannot be cleaned now; the orphan sweep removes leftovers
-        // when the node answers again, since nothing on it carries a live record any more.
-        if (!isEngineError(err, "unreachable")) throw err;
-        await log(
-          `Node of ${c.name} is unreachable; its engine container will be removed when it answers again`,
-        );
-      }
-    }
+    if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, { log, ...opts });
     const now = this.d.clock.now();
     return (await this.patch(c.uuid, (r) =>
       r.state === "Terminated"

@@ -297,14 +297,19 @@ export class Orchestrator {
   private async startAll(s: ServiceRow, log: Log): Promise<void> {
     const containers = (await this.liveContainers(s.uuid)).filter((c) => c.desired !== "terminated");
     const marked = await this.markDesired(containers, "running", "Starting");
-    const errors = await this.d.runtime.ensureRunningMany(
-      containers.flatMap((c) => {
-        const r = marked.get(c.uuid);
-        return r && r.state !== "Terminated" ? [r] : [];
-      }),
-      { limits: this.limit(s), log },
-    );
+    const errors = await this.d.runtime.ensureRunningMany(Orchestrator.liveOf(containers, marked), {
+      limits: this.limit(s),
+      log,
+    });
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
+  }
+
+  /** The records as marked, in the order listed, without those that ended meanwhile. */
+  private static liveOf(listed: ContainerRow[], marked: Map<string, ContainerRow>): ContainerRow[] {
+    return listed.flatMap((c) => {
+      const r = marked.get(c.uuid);
+      return r && r.state !== "Terminated" ? [r] : [];
+    });
   }
 
   private async markDesired(
@@ -544,9 +549,10 @@ export class Orchestrator {
 
   private async stopSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
     const containers = await this.liveContainers(s.uuid);
-    await this.markDesired(containers, "stopped", "Stopping");
-    const errors = await eachPerNode(containers, this.parallel(), async (c) => {
-      await this.d.runtime.ensureStopped((await this.store.services.findContainer(c.uuid))!, ctx.log);
+    const marked = await this.markDesired(containers, "stopped", "Stopping");
+    const errors = await this.d.runtime.ensureStoppedMany(Orchestrator.liveOf(containers, marked), {
+      limits: this.parallel(),
+      log: ctx.log,
     });
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
   }
@@ -556,7 +562,7 @@ export class Orchestrator {
     // EVERY_NODE services record a target of 0: they only ever grow onto new nodes here.
     const everyNode = specOf(s).deployment_strategy === "EVERY_NODE";
     if (!everyNode && live.length > s.target_num_containers) {
-      const nodes = (await this.store.nodes.liveNodes({ namespace: s.namespace })).map((n) => ({
+      const nodes = (await this.store.nodes.liveNodeSummaries(s.namespace)).map((n) => ({
         uuid: n.uuid,
         name: n.nickname,
         state: n.state,
@@ -575,11 +581,16 @@ export class Orchestrator {
         })),
       });
       await ctx.log(`Removing ${doomed.length} container(s) of ${s.name}`);
-      for (const uuid of doomed) {
-        const c = (await this.store.services.findContainer(uuid))!;
-        await this.d.runtime.patch(uuid, () => ({ desired: "terminated", state: "Terminating" }));
-        await this.d.runtime.ensureRemoved(c, ctx.log, { removeVolumes: true });
-      }
+      const marked = await this.d.runtime.patchMany(doomed, () => ({
+        desired: "terminated",
+        state: "Terminating",
+      }));
+      const errors = await this.d.runtime.ensureRemovedMany([...marked.values()], {
+        limits: this.parallel(),
+        log: ctx.log,
+        removeVolumes: true,
+      });
+      if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
       return;
     }
     // New containers run only if the service runs; a stopped service gets them at its next start.
@@ -644,11 +655,11 @@ export class Orchestrator {
 
   private async removeAll(serviceUuid: string, log: Log): Promise<void> {
     const containers = await this.liveContainers(serviceUuid);
-    await this.markDesired(containers, "terminated", "Terminating");
-    const errors = await eachPerNode(containers, this.parallel(), async (c) => {
-      await this.d.runtime.ensureRemoved((await this.store.services.findContainer(c.uuid))!, log, {
-        removeVolumes: true,
-      });
+    const marked = await this.markDesired(containers, "terminated", "Terminating");
+    const errors = await this.d.runtime.ensureRemovedMany(Orchestrator.liveOf(containers, marked), {
+      limits: this.parallel(),
+      log,
+      removeVolumes: true,
     });
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
   }

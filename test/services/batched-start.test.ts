@@ -1,6 +1,6 @@
 // Starting a service places its containers in one plan and records them in batches: the store
-// work of a start grows with the number of batches, not with a transaction (and a few dozen
-// statements) per container. And a batch that never got written (the server died between the
+// work of a start (and of a stop or terminate) grows with the number of batches, not with a
+// transaction (and a few dozen statements) per container. And a batch that never got written (the server died between the
 // engine's work and the commit) is repaired by running the step again: the engine containers
 // already made are found by their labels and recorded, none is made twice.
 import assert from "node:assert/strict";
@@ -27,7 +27,21 @@ describe("starting a service of many containers", () => {
   });
   after(() => s.close());
 
-  /** Statements and transactions from the start call until its action ended and the reconciler is idle. */
+  const made = new Map<number, { uuid: string; resource_uri: string }>();
+
+  /** Statements and transactions from the call until its action ended and the reconciler is idle. */
+  async function cost(uri: string, method: "POST" | "DELETE") {
+    const { result, statements, transactions } = await s.h.db.statements.during(async () => {
+      const res = await call(s.h, s.alice, method, uri);
+      assert.equal(res.status, 202, res.raw);
+      const a = await finished(s, res);
+      await s.h.reconciler.settle();
+      return a;
+    });
+    assert.equal(result.state, "Success", result.log.join("\n"));
+    return { statements, transactions };
+  }
+
   async function startCost(containers: number) {
     const svc = await createService(s, {
       name: `many-${containers}`,
@@ -35,39 +49,47 @@ describe("starting a service of many containers", () => {
       run_command: "sleep 100000",
       target_num_containers: containers,
     });
-    const { result, statements, transactions } = await s.h.db.statements.during(async () => {
-      const res = await call(s.h, s.alice, "POST", `${svc.resource_uri}start/`);
-      assert.equal(res.status, 202, res.raw);
-      const a = await finished(s, res);
-      await s.h.reconciler.settle();
-      return a;
-    });
-    assert.equal(result.state, "Success", result.log.join("\n"));
+    made.set(containers, svc);
+    const spent = await cost(`${svc.resource_uri}start/`, "POST");
     const running = (await s.h.store.services.containersOfService(svc.uuid)).filter(
       (c) => c.state === "Running",
     );
     assert.equal(running.length, containers, "every container runs");
-    return { statements, transactions };
+    return spent;
   }
 
-  test("costs a bounded number of transactions and statements per container, not a transaction each", async () => {
-    const small = await startCost(8);
-    const large = await startCost(72);
+  function assertPerContainer(
+    what: string,
+    small: { statements: number; transactions: number },
+    large: { statements: number; transactions: number },
+    opts: { statements: boolean } = { statements: true },
+  ) {
     const extra = 72 - 8;
-    const perContainer = {
-      statements: (large.statements - small.statements) / extra,
-      transactions: (large.transactions - small.transactions) / extra,
-    };
+    const statements = (large.statements - small.statements) / extra;
+    const transactions = (large.transactions - small.transactions) / extra;
     // Before batching: about 29 statements and 2 transactions per container; now under 2 and
     // one transaction per batch of containers in flight (bounds with room for a loaded machine).
     assert.ok(
-      perContainer.transactions <= 0.5,
-      `each extra container cost ${perContainer.transactions.toFixed(2)} transactions (${small.transactions} for 8, ${large.transactions} for 72)`,
+      transactions <= 0.5,
+      `${what}: each extra container cost ${transactions.toFixed(2)} transactions (${small.transactions} for 8, ${large.transactions} for 72)`,
     );
     assert.ok(
-      perContainer.statements <= 4,
-      `each extra container cost ${perContainer.statements.toFixed(2)} statements (${small.statements} for 8, ${large.statements} for 72)`,
+      !opts.statements || statements <= 4,
+      `${what}: each extra container cost ${statements.toFixed(2)} statements (${small.statements} for 8, ${large.statements} for 72)`,
     );
+  }
+
+  test("costs a bounded number of transactions and statements per container, not a transaction each", async () => {
+    assertPerContainer("start", await startCost(8), await startCost(72));
+  });
+
+  test("so do stopping and terminating it", async () => {
+    const stop = async (n: number) => cost(`${made.get(n)!.resource_uri}stop/`, "POST");
+    // A stop waits for the engine's stop timeout, so the statements of waiting (the action's
+    // heartbeat, this test's polling) grow with its duration: only transactions are compared.
+    assertPerContainer("stop", await stop(8), await stop(72), { statements: false });
+    const terminate = async (n: number) => cost(made.get(n)!.resource_uri, "DELETE");
+    assertPerContainer("terminate", await terminate(8), await terminate(72));
   });
 
   test("a start whose records were never written finds the engine containers it made, and makes none twice", async () => {
