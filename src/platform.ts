@@ -200,17 +200,15 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   };
   const box = SecretBox.open({ secret: config.secretKey, dataDir: config.dataDir });
   const labPrefix = `tcp://${config.nodes.localLabRange.split(".").slice(0, 2).join(".")}.`;
-  // Agent nodes' tunnels; their state changes reach the node records through `agents` (late-bound).
-  let agents: AgentNodes | undefined;
+  // Agent nodes' tunnels; `AgentNodes` listens to the hub for their state changes.
   const graceMs = config.nodes.unreachableGraceMs;
   const tunnels = new TunnelHub({
     pingIntervalMs: Math.max(200, Math.min(5000, Math.floor(graceMs / 3))),
-    onChange: (uuid, connected, why) => {
-      log?.info(`node ${uuid}: agent tunnel ${connected ? "up" : "down"}: ${why}`);
-      agents?.tunnelChanged(uuid, connected);
-    },
-    onMessage: (uuid, message) => agents?.agentSaid(uuid, message),
     onError: onError("agent tunnel"),
+  });
+  tunnels.listen({
+    changed: (uuid, connected, why) =>
+      log?.info(`node ${uuid}: agent tunnel ${connected ? "up" : "down"}: ${why}`),
   });
   const engines = new Engines(
     opts.makeFakeEngine ?? simulatedEngine,
@@ -220,9 +218,29 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     (node, operation, seconds, ok) =>
       metrics.engineCalls.observe({ node, operation, result: ok ? "ok" : "error" }, seconds),
   );
+  const nodeRecords = new NodeRecords(store, clock);
+  const nodeProbe = new NodeProbe({
+    store,
+    records: nodeRecords,
+    engines,
+    clock,
+    unreachableGraceMs: config.nodes.unreachableGraceMs,
+  });
+  const agentNodes = new AgentNodes({
+    store,
+    clock,
+    actions,
+    records: nodeRecords,
+    probe: nodeProbe,
+    hub: tunnels,
+    publicUrl: config.publicUrl,
+    tokenTtlS: config.nodes.agentTokenTtlS,
+    reconnectGraceMs: Math.max(100, Math.min(5000, Math.floor(graceMs / 2))),
+    onError: onError("agent nodes"),
+  });
   const provisioners: Record<string, Provisioner> = {
     local: localProvisioner,
-    byon: new ByonProvisioner(new AttachedProvisioner(), () => agents!),
+    byon: new ByonProvisioner(new AttachedProvisioner(), agentNodes),
   };
   for (const p of catalogue.listProviders()) {
     const data = catalogue.providerData(p.name)!;
@@ -234,14 +252,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       dropEngine: (uuid) => engines.dropFake(uuid),
     });
   }
-  const nodeRecords = new NodeRecords(store, clock);
-  const nodeProbe = new NodeProbe({
-    store,
-    records: nodeRecords,
-    engines,
-    clock,
-    unreachableGraceMs: config.nodes.unreachableGraceMs,
-  });
   const clusters = new NodeClusters({
     store,
     records: nodeRecords,
@@ -258,19 +268,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     sealSecret: (plain) => box.seal(plain),
   });
   registerNodeActionKinds(actions, { store, records: nodeRecords, probe: nodeProbe, clusters, clock });
-  agents = new AgentNodes({
-    store,
-    clock,
-    actions,
-    records: nodeRecords,
-    probe: nodeProbe,
-    hub: tunnels,
-    publicUrl: config.publicUrl,
-    tokenTtlS: config.nodes.agentTokenTtlS,
-    reconnectGraceMs: Math.max(100, Math.min(5000, Math.floor(graceMs / 2))),
-    onError: onError("agent nodes"),
-  });
-  const agentNodes = agents;
   relations.register("node", async (s, _uri, parsed) => {
     const n = await s.nodes.findNode(parsed.id);
     return n?.cluster_uuid ? [clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })] : [];

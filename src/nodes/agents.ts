@@ -57,7 +57,13 @@ export class AgentNodes {
   private readonly dropTimers = new Map<string, NodeJS.Timeout>();
   private readonly terminations = new Map<string, (m: AgentMessage) => void>();
 
-  constructor(private readonly o: AgentNodesOptions) {}
+  constructor(private readonly o: AgentNodesOptions) {
+    // The hub tells the node records what happens to tunnels; it never needs to know who listens.
+    o.hub.listen({
+      changed: (uuid, connected) => this.tunnelChanged(uuid, connected),
+      said: (uuid, message) => this.agentSaid(uuid, message),
+    });
+  }
 
   /** The command a user runs on the server (the token is part of it, so it is shown once too). */
   command(token: string): string {
@@ -309,7 +315,7 @@ export class AgentNodes {
 export class ByonProvisioner implements Provisioner {
   constructor(
     private readonly attached: Provisioner,
-    private readonly agents: () => AgentNodes,
+    private readonly agents: AgentNodes,
   ) {}
 
   availability() {
@@ -321,7 +327,7 @@ export class ByonProvisioner implements Provisioner {
   }
 
   terminateNode(ctx: ProvisionContext): Promise<void> {
-    return isAgentNode(ctx.node) ? this.agents().terminate(ctx) : this.attached.terminateNode(ctx);
+    return isAgentNode(ctx.node) ? this.agents.terminate(ctx) : this.attached.terminateNode(ctx);
   }
 
   restartEngine(ctx: ProvisionContext): Promise<void> {

@@ -49,18 +49,39 @@ export interface TunnelSession {
 export interface TunnelHubOptions {
   /** How often Berth pings each agent; one missed answer and the tunnel is closed. */
   pingIntervalMs: number;
-  /** Told whenever a node's tunnel comes up or goes down. */
-  onChange?(nodeUuid: string, connected: boolean, why: string): void;
-  /** Told of each control message an agent sends. */
-  onMessage?(nodeUuid: string, message: AgentMessage): void;
   onError?(err: unknown): void;
+}
+
+/** What a listener of the hub is told (see `TunnelHub.listen`). */
+export interface TunnelListener {
+  /** A node's tunnel came up or went down. */
+  changed?(nodeUuid: string, connected: boolean, why: string): void;
+  /** An agent sent a control message. */
+  said?(nodeUuid: string, message: AgentMessage): void;
 }
 
 export class TunnelHub {
   private readonly sessions = new Map<string, TunnelSession>();
   private readonly engines = new Map<string, Engine>();
+  private readonly listeners = new Set<TunnelListener>();
 
   constructor(private readonly opts: TunnelHubOptions) {}
+
+  /** Tells `listener` of every tunnel change and agent message from now on; returns its removal. */
+  listen(listener: TunnelListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private tell(fn: (l: TunnelListener) => void): void {
+    for (const l of this.listeners) {
+      try {
+        fn(l);
+      } catch (err) {
+        this.opts.onError?.(err);
+      }
+    }
+  }
 
   isConnected(nodeUuid: string): boolean {
     return this.sessions.has(nodeUuid);
@@ -146,11 +167,7 @@ export class TunnelHub {
         mux.close("protocol error: malformed control message");
         return;
       }
-      try {
-        this.opts.onMessage?.(nodeUuid, message);
-      } catch (err) {
-        this.opts.onError?.(err);
-      }
+      this.tell((l) => l.said?.(nodeUuid, message));
     });
     ws.on("error", (err) => this.opts.onError?.(err));
     ws.once("close", (code, reason) => {
@@ -160,11 +177,11 @@ export class TunnelHub {
       mux.close(why);
       if (this.sessions.get(nodeUuid) === session) {
         this.sessions.delete(nodeUuid);
-        this.opts.onChange?.(nodeUuid, false, why);
+        this.tell((l) => l.changed?.(nodeUuid, false, why));
       }
     });
     this.sessions.set(nodeUuid, session);
-    this.opts.onChange?.(nodeUuid, true, `connected from ${remoteAddress}`);
+    this.tell((l) => l.changed?.(nodeUuid, true, `connected from ${remoteAddress}`));
     return session;
   }
 
