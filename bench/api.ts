@@ -29,7 +29,7 @@ export interface ApiOptions {
   connections: number[];
 }
 
-async function seed(b: Bench) {
+export async function seedApi(b: Bench) {
   const nodes = await seedNodes(b, "admin", 5);
   const db = await must(
     api<{ uuid: string }>(b, "POST", "/api/app/v1/service/", SERVICE_BODY("db")),
@@ -62,7 +62,7 @@ async function seed(b: Bench) {
 export async function runApi(opts: ApiOptions, out: (line: string) => void): Promise<void> {
   const b = await startBerth();
   try {
-    const { web } = await seed(b);
+    const { web } = await seedApi(b);
     const one = `/api/app/v1/service/${web.uuid}/`;
     const list = "/api/app/v1/container/?limit=100";
     const bodies: Record<string, unknown> = {

@@ -56,6 +56,7 @@ import { ServiceManager } from "./orchestrator/manager.ts";
 import { Reconciler } from "./orchestrator/reconciler.ts";
 import { ContainerRuntime } from "./orchestrator/runtime.ts";
 import { Orchestrator } from "./orchestrator/services.ts";
+import { Views } from "./orchestrator/views.ts";
 import { NativeRegistry } from "./registry/native.ts";
 import type { HostLookup } from "./registry/outbound.ts";
 import { RegistryService } from "./registry/service.ts";
@@ -113,6 +114,8 @@ export interface Platform {
   runtime: ContainerRuntime;
   orchestrator: Orchestrator;
   services: ServiceManager;
+  /** The wire views of services and containers. */
+  views: Views;
   stacks: StackService;
   reconciler: Reconciler;
   registries: RegistryService;
@@ -338,8 +341,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     identity,
     box,
     orchestrator,
-    publicUrl: config.publicUrl,
   });
+  const views = new Views({ store, publicUrl: config.publicUrl });
   // The stack follower's poll only covers other replicas' commits: rare on SQLite, where there are none.
   const stacks = new StackService({
     store,
@@ -504,7 +507,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           clock,
           bundle: new AgentBundle(path.join(config.dataDir, "agent", "berth-agent.mjs")),
         }),
-      (a) => serviceRoutes(a, { store, actions, services }),
+      (a) => serviceRoutes(a, { store, actions, services, views }),
       (a) => stackRoutes(a, { store, actions, stacks }),
       (a) => triggerRoutes(a, { store, actions, triggers }),
       (a) => registryRoutes(a, { store, registries, webhookToken: nativeRegistry?.token }),
@@ -569,6 +572,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     runtime,
     orchestrator,
     services,
+    views,
     stacks,
     reconciler,
     registries,

@@ -91,11 +91,11 @@ describe("answers keep every field of the view", () => {
     const rows = await h.store.services.servicesOfStack(uuidOf(stackUri));
     assert.equal(rows.length, 2);
     for (const row of rows) {
-      const view = await h.services.serviceView(row);
+      const view = await h.views.serviceView(row);
       const answer = await call(h, alice, "GET", view.resource_uri);
       sameAsView(answer.body, view, ServiceView);
     }
-    const web = (await h.services.serviceViews(rows)).find((s) => s.name === "web")!;
+    const web = (await h.views.serviceViews(rows)).find((s) => s.name === "web")!;
     assert.equal(web.linked_to_service.length, 1);
     const list = await call(h, alice, "GET", "/api/app/v1/service/?name=web");
     assert.deepEqual(list.body.objects, [json(web)]);
@@ -105,12 +105,12 @@ describe("answers keep every field of the view", () => {
     const { rows } = await h.store.services.listContainers({ namespace: "alice", limit: 10, offset: 0 });
     assert.equal(rows.length, 3);
     for (const row of rows) {
-      const view = withContainerAliases(await h.services.containerView(row));
+      const view = withContainerAliases(await h.views.containerView(row));
       const answer = await call(h, alice, "GET", view.resource_uri);
       sameAsView(answer.body, view, ContainerView);
     }
     const web = rows.find((c) => c.name === "web-1")!;
-    const view = withContainerAliases(await h.services.containerView(web));
+    const view = withContainerAliases(await h.views.containerView(web));
     assert.ok(view.linked_to_container.length > 0 && view.container_ports.length > 0);
   });
 

@@ -14,9 +14,9 @@ import { invalidField } from "../../domain/errors.ts";
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
 import { containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
 import type { ServiceManager } from "../../orchestrator/manager.ts";
+import type { Views } from "../../orchestrator/views.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
-import { withContainerAliases } from "../compat.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
@@ -26,6 +26,7 @@ interface Deps {
   store: Store;
   actions: ActionEngine;
   services: ServiceManager;
+  views: Views;
 }
 
 /** The uuid inside a resource URI filter (with or without namespace), or the value itself. */
@@ -41,7 +42,7 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
 
 export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, actions, services } = deps;
+  const { store, actions, services, views } = deps;
   const tags = ["services and containers"];
 
   const serviceOf = async (req: FastifyRequest, uuid: string): Promise<ServiceRow> =>
@@ -50,7 +51,6 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     ownObject(req, await store.services.findContainer(uuid), "container", containerUri);
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
-  const showContainer = async (c: ContainerRow) => withContainerAliases(await services.containerView(c));
 
   // ---- services -----------------------------------------------------------------------------------
 
@@ -89,7 +89,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           stackName: q.stack__name,
           ...page,
         });
-        return envelope(req, page, total, await services.serviceViews(rows));
+        return envelope(req, page, total, await views.serviceViews(rows));
       },
     );
     app.post(
@@ -108,7 +108,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         const ns = namespaceOf(req);
         const s = await services.create(ns, principalOf(req), req.body);
         req.audit.object = serviceUri(s);
-        return reply.status(201).send(await services.serviceView(s));
+        return reply.status(201).send(await views.serviceView(s));
       },
     );
   }
@@ -120,7 +120,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         config: { access: "namespace" },
         schema: { tags, summary: "Get a service", params: UuidParams, response: { 200: ServiceView } },
       },
-      async (req) => services.serviceView(await serviceOf(req, req.params.uuid)),
+      async (req) => views.serviceView(await serviceOf(req, req.params.uuid)),
     );
     app.patch(
       url,
@@ -137,7 +137,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const s = await serviceOf(req, req.params.uuid);
         // The caller's principal: adding role global makes the service's PLATFORM_AUTH key from it.
-        return services.serviceView(await services.update(s, req.body, principalOf(req)));
+        return views.serviceView(await services.update(s, req.body, principalOf(req)));
       },
     );
     app.delete(
@@ -154,9 +154,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const s = await serviceOf(req, req.params.uuid);
         await enqueue(req, "service.terminate", { service: s.uuid }, s.namespace, serviceUri(s));
-        return reply
-          .status(202)
-          .send(await services.serviceView((await store.services.findService(s.uuid))!));
+        return reply.status(202).send(await views.serviceView((await store.services.findService(s.uuid))!));
       },
     );
   }
@@ -170,7 +168,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     actions,
     find: serviceOf,
     uri: (s) => serviceUri(s),
-    view: async (s) => services.serviceView((await store.services.findService(s.uuid))!),
+    view: async (s) => views.serviceView((await store.services.findService(s.uuid))!),
     response: ServiceView,
     dryRun: {
       operations: ["start", "scale"],
@@ -228,7 +226,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           serviceStackName: q.service__stack__name,
           ...page,
         });
-        return envelope(req, page, total, (await services.containerViews(rows)).map(withContainerAliases));
+        return envelope(req, page, total, await views.containerViews(rows));
       },
     );
   }
@@ -240,7 +238,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         config: { access: "namespace" },
         schema: { tags, summary: "Get a container", params: UuidParams, response: { 200: ContainerView } },
       },
-      async (req) => showContainer(await containerOf(req, req.params.uuid)),
+      async (req) => views.containerView(await containerOf(req, req.params.uuid)),
     );
     app.delete(
       url,
@@ -256,7 +254,9 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const c = await containerOf(req, req.params.uuid);
         await enqueue(req, "container.terminate", { container: c.uuid }, c.namespace, containerUri(c));
-        return reply.status(202).send(await showContainer((await store.services.findContainer(c.uuid))!));
+        return reply
+          .status(202)
+          .send(await views.containerView((await store.services.findContainer(c.uuid))!));
       },
     );
   }
@@ -271,7 +271,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     find: containerOf,
     uri: containerUri,
     response: ContainerView,
-    view: async (c) => showContainer((await store.services.findContainer(c.uuid))!),
+    view: async (c) => views.containerView((await store.services.findContainer(c.uuid))!),
     operations: [
       { op: "start", kind: "container.start", summary: "Start a stopped container" },
       { op: "stop", kind: "container.stop", summary: "Stop a running container" },

@@ -1,0 +1,421 @@
+// The wire views of services and containers (spec "Service", "Container"; schemas in
+// src/contract/): pure functions from rows to views, and the batched reads a page of them needs.
+//
+// A page of views is built from a fixed number of queries, whatever its length and whatever else
+// the namespace holds: the rows' own containers, the services and nodes they name, the running
+// containers of linked services and the links pointing at them are each read once for the page
+// (ViewData), then every view is assembled in memory. Long pages yield to the event loop now and
+// then, so one large list never holds up other callers for long.
+
+import type { Container } from "../contract/container.ts";
+import type { Service } from "../contract/service.ts";
+import {
+  type CalculatedEnvVar,
+  calculatedEnvvars,
+  type LinkTargets,
+  linkEnvironmentCurrent,
+  linkHosts,
+} from "../domain/container-spec.ts";
+import {
+  containerLinkVariables,
+  type LinkTarget,
+  linkedToContainer,
+  linkVariablesOf,
+} from "../domain/links.ts";
+import type { ServiceSpec } from "../domain/service.ts";
+import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domain/service-spec.ts";
+import { restTime } from "../domain/time.ts";
+import { containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
+import type { NodeRow } from "../store/nodes.ts";
+import type { ContainerRow, IncomingLink, ServiceRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+import { platformHosts } from "./engine-specs.ts";
+import { followedLinks, linkedServices, linkTargetOf, sameEntries, TARGET_STATES } from "./links.ts";
+
+type PlatformHosts = ReturnType<typeof platformHosts>;
+
+const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
+  JSON.parse(row.spec) as ServiceSpec;
+
+const isTargetState = (state: string) => (TARGET_STATES as readonly string[]).includes(state);
+
+/** What a page of views reads, once for the page (readViewData). */
+export interface ViewData {
+  /** Services the page names, by uuid, in any state. */
+  services: Map<string, ServiceRow>;
+  nodes: Map<string, NodeRow>;
+  /** Live containers of the page's services, by service. */
+  live: Map<string, ContainerRow[]>;
+  /** Running and starting containers as link targets, by service. */
+  targets: Map<string, LinkTarget[]>;
+  /** Links of live services pointing at the page's services, by target. */
+  incoming: Map<string, IncomingLink[]>;
+  /** A service's current definition (parsed once per page). */
+  currentSpec(s: ServiceRow): ServiceSpec;
+}
+
+/**
+ * Whether a container is what its service's definition and links would make now: the same
+ * definition version, the link variables it was created with still the ones its links give (a
+ * running container's environment cannot change: new ones need a redeploy), and the link host
+ * entries written into it the current ones.
+ */
+function synchronizedWith(c: ContainerRow, service: ServiceRow, links: readonly LinkTargets[]): boolean {
+  if (c.spec_version !== service.spec_version) return false;
+  if (c.environment === null || c.state === "Terminated") return true;
+  const recorded = JSON.parse(c.environment) as CalculatedEnvVar[];
+  const userEnvvars = (JSON.parse(c.spec) as ServiceSpec).container_envvars;
+  if (!linkEnvironmentCurrent(recorded, links, { name: c.name, userEnvvars })) return false;
+  return sameEntries(JSON.parse(c.link_hosts ?? "[]") as string[], linkHosts(links));
+}
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** The rows a page of views refers to, read in a fixed number of batched queries. */
+export async function readViewData(
+  store: Store,
+  opts: {
+    /** Services whose live containers the views count and list. */
+    withContainers?: string[];
+    /** Services whose running containers are link targets (own and linked services). */
+    targetsOf: string[];
+    /** Further services the views name (bindings, links, a container's service). */
+    named: string[];
+    nodes?: string[];
+    /** Services whose incoming links the views list. */
+    linkedFrom?: string[];
+    /**
+     * Services (among `targetsOf`) whose current links the views follow: the services they link to
+     * are read with them (through `service_links`), and their running containers are link targets.
+     */
+    linksOf?: string[];
+    /** Service rows the caller already holds (the page's own). */
+    known?: ServiceRow[];
+  },
+): Promise<ViewData> {
+  // The page's own rows are not read again; only the services they refer to.
+  const services = new Map<string, ServiceRow>((opts.known ?? []).map((r) => [r.uuid, r]));
+  const wanted = [...new Set([...opts.targetsOf, ...opts.named])].filter((uuid) => !services.has(uuid));
+  if (wanted.length || opts.linksOf?.length) {
+    for (const r of await store.services.servicesByUuid(wanted, { linkedFrom: opts.linksOf }))
+      services.set(r.uuid, r);
+  }
+  const specs = new Map<string, ServiceSpec>();
+  const currentSpec = (s: ServiceRow) => {
+    let spec = specs.get(s.uuid);
+    if (!spec) {
+      spec = specOf(s);
+      specs.set(s.uuid, spec);
+    }
+    return spec;
+  };
+  const targetsOf = [...opts.targetsOf];
+  for (const uuid of opts.linksOf ?? []) {
+    const s = services.get(uuid);
+    if (s) targetsOf.push(...linkedServices(currentSpec(s), s.uuid));
+  }
+  const nodes = new Map<string, NodeRow>();
+  if (opts.nodes?.length) for (const n of await store.nodes.nodesByUuid(opts.nodes)) nodes.set(n.uuid, n);
+  const live = new Map<string, ContainerRow[]>();
+  if (opts.withContainers?.length) {
+    for (const c of await store.services.containersOfServices(opts.withContainers)) {
+      const list = live.get(c.service_uuid);
+      if (list) list.push(c);
+      else live.set(c.service_uuid, [c]);
+    }
+  }
+  const targets = new Map<string, LinkTarget[]>();
+  // The page's own services' running containers are among the live ones just read; only the
+  // other services' are read again.
+  const read = new Set(opts.withContainers);
+  const others = [...new Set(targetsOf)].filter((uuid) => !read.has(uuid));
+  const running = [
+    ...[...live.values()].flatMap((list) => list.filter((c) => isTargetState(c.state))),
+    ...(others.length ? await store.services.containersOfServices(others, { states: TARGET_STATES }) : []),
+  ];
+  const targetSpecs = new Map<string, ServiceSpec>();
+  for (const c of running) {
+    if (!services.has(c.service_uuid)) continue;
+    const list = targets.get(c.service_uuid);
+    if (list) list.push(linkTargetOf(c, targetSpecs));
+    else targets.set(c.service_uuid, [linkTargetOf(c, targetSpecs)]);
+  }
+  const incoming = new Map<string, IncomingLink[]>();
+  if (opts.linkedFrom?.length) {
+    for (const l of await store.services.linksTo(opts.linkedFrom)) {
+      const list = incoming.get(l.to_uuid);
+      if (list) list.push(l);
+      else incoming.set(l.to_uuid, [l]);
+    }
+  }
+  return { services, nodes, live, targets, incoming, currentSpec };
+}
+
+/** A service reference's name and URI, as the namespace's live services resolve it. */
+function lookupIn(data: ViewData, namespace: string) {
+  return (uuid: string) => {
+    const s = data.services.get(uuid);
+    return s && s.state !== "Terminated" && s.namespace === namespace
+      ? { resource_uri: serviceUri(s), name: s.name }
+      : undefined;
+  };
+}
+
+/** The view of one service, from its row, its parsed definition and the page's data. */
+export function serviceView(
+  s: ServiceRow,
+  spec: ServiceSpec,
+  data: ViewData,
+  platform: PlatformHosts,
+): Service {
+  const liveOnes = data.live.get(s.uuid) ?? [];
+  const uri = serviceUri(s);
+  const refs = serviceUriFields(spec, { resourceUri: uri, lookup: lookupIn(data, s.namespace) });
+  const publicDns = serviceFqdn(s.name, s.namespace);
+  const targetsOf = (uuid: string) => (data.services.has(uuid) ? (data.targets.get(uuid) ?? []) : []);
+  const synchronized = liveOnes.every((c) =>
+    synchronizedWith(
+      c,
+      s,
+      followedLinks(spec, { serviceUuid: s.uuid, serviceName: s.name, number: c.number }, targetsOf),
+    ),
+  );
+  const linkedFrom = (data.incoming.get(s.uuid) ?? [])
+    .filter((l) => l.namespace === s.namespace)
+    .map((l) => ({
+      name: l.name,
+      from_service: serviceUri({ namespace: l.namespace, uuid: l.from_uuid }),
+      to_service: uri,
+    }));
+  return {
+    uuid: s.uuid,
+    resource_uri: uri,
+    image_name: spec.image_name,
+    name: s.name,
+    nickname: s.nickname,
+    public_dns: publicDns,
+    state: s.state,
+    net: spec.net,
+    pid: spec.pid,
+    synchronized,
+    deployed_datetime: restTime(s.deployed_at),
+    started_datetime: restTime(s.started_at),
+    stopped_datetime: restTime(s.stopped_at),
+    destroyed_datetime: restTime(s.destroyed_at),
+    target_num_containers:
+      spec.deployment_strategy === "EVERY_NODE" ? liveOnes.length : s.target_num_containers,
+    current_num_containers: liveOnes.length,
+    running_num_containers: liveOnes.filter((c) => c.state === "Running").length,
+    stopped_num_containers: liveOnes.filter((c) => c.state === "Stopped").length,
+    stack: s.stack_uuid ? stackUri(s.namespace, s.stack_uuid) : null,
+    containers: liveOnes.map(containerUri),
+    container_ports: spec.container_ports.map((p) => {
+      const { uri_protocol: _omit, ...view } = portView(p, {
+        serviceName: s.name,
+        endpointHost: publicDns,
+      });
+      return view;
+    }),
+    container_envvars: spec.container_envvars,
+    calculated_envvars: calculatedEnvvars(
+      {
+        spec,
+        service: { uuid: s.uuid, name: s.name, resource_uri: uri, namespace: s.namespace },
+        links: spec.linked_to_service.map((l) => ({ alias: l.name, targets: targetsOf(l.to_service) })),
+        platform,
+      },
+      { includeSecrets: false },
+    ),
+    labels: spec.labels,
+    working_dir: spec.working_dir,
+    user: spec.user,
+    hostname: spec.hostname,
+    domainname: spec.domainname,
+    mac_address: spec.mac_address,
+    cgroup_name: spec.cgroup_parent,
+    cgroup_parent: spec.cgroup_parent,
+    tty: spec.tty,
+    stdin_open: spec.stdin_open,
+    dns: spec.dns,
+    dns_search: spec.dns_search,
+    cap_add: spec.cap_add,
+    cap_drop: spec.cap_drop,
+    devices: spec.devices,
+    extra_hosts: spec.extra_hosts,
+    security_opt: spec.security_opt,
+    secuirty_opt: spec.security_opt,
+    entrypoint: spec.entrypoint ?? "",
+    run_command: spec.run_command ?? "",
+    sequential_deployment: spec.sequential_deployment,
+    cpu_shares: spec.cpu_shares,
+    cpuset: spec.cpuset,
+    memory: spec.memory,
+    memory_swap: spec.memory_swap,
+    linked_from_service: linkedFrom,
+    linked_to_service: refs.linked_to_service,
+    bindings: refs.bindings,
+    autorestart: spec.autorestart,
+    autodestroy: spec.autodestroy,
+    roles: spec.roles,
+    link_variables: linkVariablesOf(s.name, targetsOf(s.uuid)),
+    privileged: spec.privileged,
+    read_only: spec.read_only,
+    deployment_strategy: spec.deployment_strategy,
+    tags: spec.tags.map((name) => ({ name })),
+    autoredeploy: spec.autoredeploy,
+  };
+}
+
+/** The view of one container, from its row, its deployed definition and the page's data. */
+export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData): Container {
+  const service = data.services.get(c.service_uuid);
+  const node = data.nodes.get(c.node_uuid);
+  const uri = containerUri(c);
+  const reported = JSON.parse(c.ports) as { inner_port: number; protocol: string; outer_port: number }[];
+  const targetsOf = (uuid: string) => (data.services.has(uuid) ? (data.targets.get(uuid) ?? []) : []);
+  // The links it follows now: its service's current ones, to the targets' live containers.
+  const serviceSpec = service && c.state !== "Terminated" ? data.currentSpec(service) : undefined;
+  const followed =
+    service && serviceSpec
+      ? followedLinks(
+          serviceSpec,
+          { serviceUuid: service.uuid, serviceName: service.name, number: c.number },
+          targetsOf,
+        )
+      : [];
+  const links = followed.slice(0, serviceSpec?.linked_to_service.length ?? 0);
+  const refs = serviceUriFields(spec, {
+    resourceUri: service ? serviceUri(service) : "",
+    lookup: lookupIn(data, c.namespace),
+  });
+  return {
+    uuid: c.uuid,
+    resource_uri: uri,
+    image_name: spec.image_name,
+    name: c.name,
+    public_dns: containerFqdn(c.name, c.namespace),
+    state: c.state,
+    synchronized: service ? synchronizedWith(c, service, followed) : true,
+    deployed_datetime: restTime(c.deployed_at),
+    started_datetime: restTime(c.started_at),
+    stopped_datetime: restTime(c.stopped_at),
+    destroyed_datetime: restTime(c.destroyed_at),
+    node: node ? nodeUri(node) : null,
+    service: service ? serviceUri(service) : null,
+    exit_code: c.exit_code,
+    exit_code_msg: c.exit_code_msg,
+    exit_code_message: c.exit_code_msg,
+    private_ip: c.private_ip,
+    container_ports: spec.container_ports.map((p) =>
+      portView(p, {
+        serviceName: service?.name ?? c.name,
+        endpointHost: node?.external_fqdn,
+        reportedOuterPort:
+          c.state === "Terminated"
+            ? undefined
+            : reported.find((r) => r.inner_port === p.inner_port && r.protocol === p.protocol)?.outer_port,
+      }),
+    ),
+    container_envvars: spec.container_envvars,
+    // Exactly what its engine container was created with, as the engine reports it (none before).
+    calculated_envvars: c.environment ? (JSON.parse(c.environment) as CalculatedEnvVar[]) : [],
+    labels: spec.labels,
+    working_dir: spec.working_dir,
+    user: spec.user,
+    hostname: spec.hostname || c.name,
+    domainname: spec.domainname,
+    mac_address: spec.mac_address,
+    cgroup_name: spec.cgroup_parent,
+    cgroup_parent: spec.cgroup_parent,
+    tty: spec.tty,
+    stdin_open: spec.stdin_open,
+    dns: spec.dns,
+    dns_search: spec.dns_search,
+    cap_add: spec.cap_add,
+    cap_drop: spec.cap_drop,
+    devices: spec.devices,
+    extra_hosts: spec.extra_hosts,
+    security_opt: spec.security_opt,
+    secuirty_opt: spec.security_opt,
+    entrypoint: spec.entrypoint ?? "",
+    run_command: spec.run_command ?? "",
+    cpu_shares: spec.cpu_shares,
+    cpuset: spec.cpuset,
+    memory: spec.memory,
+    memory_swap: spec.memory_swap,
+    autorestart: spec.autorestart,
+    autodestroy: spec.autodestroy,
+    roles: spec.roles,
+    link_variables: containerLinkVariables(
+      service?.name ?? c.name,
+      service ? targetsOf(service.uuid).find((t) => t.resource_uri === uri) : undefined,
+    ),
+    privileged: spec.privileged,
+    read_only: spec.read_only,
+    net: spec.net,
+    pid: spec.pid,
+    bindings: refs.bindings.map((b) => ({ volume: null, ...b })),
+    linked_to_container: links.flatMap((l) => linkedToContainer(uri, l.alias, l.targets)),
+  };
+}
+
+/**
+ * The wire views of services and containers: one page of rows in, their views out, from a fixed
+ * number of batched reads (readViewData) whatever the page's length or the namespace's size.
+ */
+export class Views {
+  private readonly platform: PlatformHosts;
+
+  constructor(private readonly d: { store: Store; publicUrl: string }) {
+    this.platform = platformHosts(d.publicUrl);
+  }
+
+  async serviceView(s: ServiceRow): Promise<Service> {
+    return (await this.serviceViews([s]))[0]!;
+  }
+
+  /** Views of a page of services, in their order. */
+  async serviceViews(rows: ServiceRow[]): Promise<Service[]> {
+    const specs = rows.map(specOf);
+    const linked = specs.flatMap((spec) => spec.linked_to_service.map((l) => l.to_service));
+    const bound = specs.flatMap((spec) =>
+      spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : [])),
+    );
+    const own = rows.map((s) => s.uuid);
+    const data = await readViewData(this.d.store, {
+      withContainers: own,
+      targetsOf: [...own, ...linked],
+      named: bound,
+      linkedFrom: own,
+      known: rows,
+    });
+    const out = [];
+    for (const [i, s] of rows.entries()) {
+      out.push(serviceView(s, specs[i]!, data, this.platform));
+      if (i % 50 === 49) await yieldToEventLoop();
+    }
+    return out;
+  }
+
+  async containerView(c: ContainerRow): Promise<Container> {
+    return (await this.containerViews([c]))[0]!;
+  }
+
+  /** Views of a page of containers, in their order. */
+  async containerViews(rows: ContainerRow[]): Promise<Container[]> {
+    const specs = rows.map(specOf);
+    const data = await readViewData(this.d.store, {
+      targetsOf: rows.map((c) => c.service_uuid),
+      // linked_to_container follows the service's current links (not the deployed definition's).
+      linksOf: rows.map((c) => c.service_uuid),
+      named: specs.flatMap((spec) => spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : []))),
+      nodes: rows.map((c) => c.node_uuid),
+    });
+    const out = [];
+    for (const [i, c] of rows.entries()) {
+      out.push(containerView(c, specs[i]!, data));
+      if (i % 50 === 49) await yieldToEventLoop();
+    }
+    return out;
+  }
+}
