@@ -14,7 +14,16 @@
 //
 // Both checks run in one preValidation step per route, after the route's own hooks (which may
 // explain a body better, as stack files do); a new route gets them by declaring its schema.
-import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } from "fastify";
+import type {
+  FastifyInstance,
+  FastifyRequest,
+  FastifySchemaCompiler,
+  preValidationAsyncHookHandler,
+} from "fastify";
+import type { TSchema } from "typebox";
+import { Compile } from "typebox/compile";
+import { Value } from "typebox/value";
+import { bodyCheck } from "../contract/check.ts";
 import { ApiError, type FieldProblem, invalidField } from "../domain/errors.ts";
 import { booleanQueryKeys, parseQueryBoolean } from "./compat.ts";
 
@@ -221,3 +230,30 @@ function strictBody(request: FastifyRequest): void {
   const problems = checkBodyTypes(schema, request.body);
   if (problems.length) throw typeError(problems);
 }
+
+/**
+ * The validator of routes whose body is a contract body with one compiled check shared with other
+ * callers (contract/check.ts: Create and Update service, which stack items go through too): the
+ * body is checked by that very check, so both refuse the same bodies with the same problems. Path
+ * and query parameters are compiled with TypeBox too, converted as Fastify's own validator would.
+ */
+export const contractValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+  if (httpPart === "body") {
+    const check = bodyCheck(schema);
+    return (value: unknown) => {
+      const problems = check.problems(value);
+      return problems.length ? { error: typeError(problems) } : { value };
+    };
+  }
+  const compiled = Compile(schema);
+  const where = httpPart === "querystring" ? "query parameter" : (httpPart ?? "request");
+  return (value: unknown) => {
+    const converted = Value.Convert(schema, value);
+    if (compiled.Check(converted)) return { value: converted };
+    const first = [...compiled.Errors(converted)][0];
+    const field = first?.instancePath.split("/").filter(Boolean).join(".") || where;
+    return {
+      error: invalidField(field, `${first?.message ?? "is invalid"} (${where})`),
+    };
+  };
+};

@@ -2,6 +2,10 @@
 // document states them) and for domain/service-spec.ts (so stack items, which arrive as open
 // objects, are held to exactly the same limits as bodies of /service/).
 export const SERVICE_LIMITS = {
+  /** A service name is a DNS label that leaves room for the `-100` of its containers' names. */
+  nameMaxLength: 59,
+  /** A link name is a host name (one DNS label). */
+  linkNameMaxLength: 63,
   nicknameMaxLength: 200,
   imageMaxLength: 512,
   /** run_command and entrypoint. */

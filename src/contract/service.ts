@@ -12,8 +12,10 @@
 //   naming it rather than silently ignored). Items of the lists accept extra keys, because clients
 //   echo the read-only fields of a GET back (`port_name`, `endpoint_uri`, `uri_protocol`,
 //   `from_service`); they are ignored.
-// - Ranges are stated here for the OpenAPI document; domain/service-spec.ts checks them again,
-//   because stacks feed it bodies that never went through this schema.
+// - Every type, enumeration, length and bound is stated here, explicitly (api/input.ts adds no
+//   default bound to these schemas: test/domain/service-contract.test.ts): the one compiled check of
+//   contract/check.ts holds them for /service/ and for stack items alike, and domain/service-spec.ts
+//   keeps only the rules a schema cannot say (forms, references, duplicates, rules across fields).
 import { type Static, Type } from "typebox";
 import {
   BindingView,
@@ -79,7 +81,7 @@ export const ServiceLinkBody = Type.Object(
       description: "resource URI of the target service, in the same namespace",
     }),
     name: Type.Optional(
-      Type.String({
+      Type.Union([Type.Null(), Type.String({ maxLength: L.linkNameMaxLength })], {
         description: "link name (host name and variable prefix); defaults to the target's name",
       }),
     ),
@@ -90,18 +92,18 @@ export const ServiceLinkBody = Type.Object(
 export const ServiceBindingBody = Type.Object(
   {
     host_path: Type.Optional(
-      Type.Union([Type.Null(), Type.String()], {
+      Type.Union([Type.Null(), Type.String({ maxLength: L.textMaxLength })], {
         description: "absolute host path to mount; null or empty: a volume owned by the container",
       }),
     ),
     container_path: Type.Optional(
-      Type.Union([Type.Null(), Type.String()], {
+      Type.Union([Type.Null(), Type.String({ maxLength: L.textMaxLength })], {
         description: "absolute mount path in the container; required unless volumes_from is given",
       }),
     ),
     rewritable: Type.Optional(Type.Boolean({ default: true, description: "writable (false: read-only)" })),
     volumes_from: Type.Optional(
-      Type.Union([Type.Null(), Type.String()], {
+      Type.Union([Type.Null(), Type.String({ maxLength: L.textMaxLength })], {
         description: "resource URI of a service whose volumes are mounted; replaces container_path",
       }),
     ),
@@ -121,7 +123,10 @@ export const TagBody = Type.Union(
 );
 
 const StringList = (description: string) =>
-  Type.Array(Type.String({ maxLength: L.textMaxLength }), { maxItems: L.maxListItems, description });
+  Type.Array(Type.String({ minLength: 1, maxLength: L.textMaxLength }), {
+    maxItems: L.maxListItems,
+    description,
+  });
 
 /** Fields that both bodies take, with the same types and meaning. */
 const commonFields = {
@@ -217,6 +222,7 @@ export const ServiceCreateBody = Type.Object(
     }),
     name: Type.Optional(
       Type.String({
+        maxLength: L.nameMaxLength,
         description: "lower-case DNS label; inherited by containers (`web-1`); defaults from the image",
       }),
     ),
@@ -232,7 +238,12 @@ export const ServiceCreateBody = Type.Object(
         description: "memory plus swap in MB; -1: unlimited swap",
       }),
     ),
-    cpuset: Type.Optional(Type.String({ description: "CPUs the containers may use, for example 0-1,3" })),
+    cpuset: Type.Optional(
+      Type.String({
+        maxLength: L.textMaxLength,
+        description: "CPUs the containers may use, for example 0-1,3",
+      }),
+    ),
     dns: Type.Optional(StringList("DNS server addresses")),
     dns_search: Type.Optional(StringList("DNS search domains")),
     cap_add: Type.Optional(StringList("capabilities added, for example NET_ADMIN")),
@@ -251,15 +262,32 @@ export const ServiceCreateBody = Type.Object(
         },
       ),
     ),
-    user: Type.Optional(Type.String({ description: "user the command runs as (default: the image's)" })),
-    hostname: Type.Optional(
-      Type.String({ description: "container host name (default: the container name)" }),
+    user: Type.Optional(
+      Type.String({
+        maxLength: L.textMaxLength,
+        description: "user the command runs as (default: the image's)",
+      }),
     ),
-    domainname: Type.Optional(Type.String({ description: "container domain name" })),
-    mac_address: Type.Optional(Type.String({ description: "container MAC address" })),
-    cgroup_parent: Type.Optional(Type.String({ description: "parent cgroup of the containers" })),
+    hostname: Type.Optional(
+      Type.String({
+        maxLength: L.textMaxLength,
+        description: "container host name (default: the container name)",
+      }),
+    ),
+    domainname: Type.Optional(
+      Type.String({ maxLength: L.textMaxLength, description: "container domain name" }),
+    ),
+    mac_address: Type.Optional(
+      Type.String({ maxLength: L.textMaxLength, description: "container MAC address" }),
+    ),
+    cgroup_parent: Type.Optional(
+      Type.String({ maxLength: L.textMaxLength, description: "parent cgroup of the containers" }),
+    ),
     cgroup_name: Type.Optional(
-      Type.String({ description: "alias of cgroup_parent (the spec's attribute list)" }),
+      Type.String({
+        maxLength: L.textMaxLength,
+        description: "alias of cgroup_parent (the spec's attribute list)",
+      }),
     ),
     tty: Type.Optional(Type.Boolean({ description: "allocate a pseudo-terminal (default false)" })),
     stdin_open: Type.Optional(Type.Boolean({ description: "keep stdin open (default false)" })),

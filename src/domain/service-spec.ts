@@ -2,19 +2,28 @@
 // stored spec back to the wire views of its references and ports. Pure functions: whatever needs
 // the store (does this service URI exist?) comes in through a small context.
 //
-// Validation collects every problem of a body and throws one 400 (`code: invalid_field`) whose
-// `details` name each field, so a client fixes a body in one round trip. Field names carry
-// `fieldPrefix`, so stacks report `services.web.container_ports[0].inner_port`.
+// A body's types, enumerations, lengths and bounds are its schema's (contract/service.ts), held by
+// one compiled check (contract/check.ts): the route's validator for /service/, `parseCreate` and
+// `parseUpdate` for stack items. The rules here collect every remaining problem of a body and
+// throw one 400 (`code: invalid_field`) whose `details` name each field, so a client fixes a body
+// in one round trip. Field names carry `fieldPrefix`, so stacks report
+// `services.web.container_ports[0].inner_port`.
 import { isIP } from "node:net";
+import { type BodyCheck, serviceCreateCheck, serviceUpdateCheck } from "../contract/check.ts";
 import { SERVICE_LIMITS as L } from "../contract/limits.ts";
-import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
+import type {
+  EnvVarBody,
+  ServiceBindingBody,
+  ServiceCreateBody,
+  ServiceLinkBody,
+  ServicePortBody,
+  ServiceUpdateBody,
+  TagBody,
+} from "../contract/service.ts";
 import { ApiError, type FieldProblem, invalidField } from "./errors.ts";
 import { envPrefix } from "./links.ts";
 import {
-  AUTODESTROY,
-  AUTORESTART,
   DEFAULT_SPEC,
-  type DeploymentStrategy,
   type EnvVar,
   nameFromImage,
   type Protocol,
@@ -22,7 +31,6 @@ import {
   type ServiceLink,
   type ServicePort,
   type ServiceSpec,
-  STRATEGIES,
   withTag,
 } from "./service.ts";
 
@@ -69,6 +77,11 @@ export interface UpdatedService {
 
 // ---------------------------------------------------------------------------------------------
 // Rules shared by create and update
+//
+// Types, enumerations, lengths and bounds are the schema's (contract/service.ts), checked by its
+// one compiled check (contract/check.ts) before these functions see a body: what follows are the
+// rules a schema cannot say — forms (names, paths, commands), references to other services,
+// duplicates within a list, and rules across fields.
 
 /**
  * Service names are lower-case DNS labels: they become host names (`web-1`), FQDN labels and the
@@ -76,7 +89,7 @@ export interface UpdatedService {
  * (up to `-100`, the scale limit) still fits the 63 characters of a DNS label.
  */
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,57}[a-z0-9])?$/;
-export const NAME_MAX_LENGTH = 59;
+export const NAME_MAX_LENGTH = L.nameMaxLength;
 const NAME_PROBLEM =
   "must be a lower-case DNS label of at most 59 characters (a-z, 0-9 and '-', not starting or ending with '-'): it names the containers' hosts (web-1) and prefixes link variables";
 /** Link names become host names and variable prefixes (`DB_PORT`); Docker also allows `_`. */
@@ -88,9 +101,8 @@ const MAC_RE = /^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$/;
 const HOST_NAME_RE =
   /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 const DEVICE_PERMISSIONS_RE = /^[rwm]{1,3}$/;
-/** Docker refuses smaller memory limits. */
+/** Docker refuses smaller memory limits (0 means none). */
 const MIN_MEMORY_MB = 6;
-const MAX_CPU_SHARES = L.cpuSharesMax;
 export const MAX_CONTAINERS = 100;
 export const ROLES = ["global"] as const;
 
@@ -125,107 +137,25 @@ class Problems {
   }
 }
 
-const isString = (v: unknown): v is string => typeof v === "string";
-
-function bool(p: Problems, field: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== "boolean") {
-    p.add(field, "must be true or false");
-    return fallback;
-  }
-  return value;
+/** The schema's problems of a body that did not go through a route's validator (stack items). */
+function schemaProblems(check: BodyCheck<unknown>, body: unknown, fieldPrefix: string): void {
+  const p = new Problems("");
+  for (const { field, problem } of check.problems(body))
+    p.add(field === "body" ? fieldPrefix.replace(/\.$/, "") || "body" : fieldPrefix + field, problem);
+  p.throwIfAny();
 }
 
-function text(
-  p: Problems,
-  field: string,
-  value: unknown,
-  fallback: string,
-  max: number = L.textMaxLength,
-): string {
-  if (value === undefined || value === null) return fallback;
-  if (!isString(value)) {
-    p.add(field, "must be a string");
-    return fallback;
-  }
-  if (value.length > max) {
-    p.add(field, `must be at most ${max} characters`);
-    return fallback;
-  }
-  return value;
-}
-
-function oneOf<T extends string>(
-  p: Problems,
-  field: string,
-  value: unknown,
-  allowed: readonly T[],
-  fallback: T,
-): T {
-  if (value === undefined) return fallback;
-  if (allowed.includes(value as T)) return value as T;
-  p.add(field, `must be one of ${allowed.join(", ")}`);
-  return fallback;
-}
-
-/** A list field: undefined → fallback; anything but an array, or a longer one than `max`, is a problem. */
-function list(
-  p: Problems,
-  field: string,
-  value: unknown,
-  max: number = L.maxListItems,
-): unknown[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value)) {
-    p.add(field, "must be a list");
-    return undefined;
-  }
-  if (value.length > max) {
-    p.add(field, `must have at most ${max} items`);
-    return undefined;
-  }
-  return value;
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** Stacks hand over items of a user's list, which may be anything. */
-function assertObject(body: unknown, fieldPrefix: string): void {
-  if (!isObject(body)) throw invalidField(fieldPrefix.replace(/\.$/, "") || "body", "must be an object");
-}
-
-function image(p: Problems, value: unknown): string {
-  if (!isString(value) || value.trim() === "" || /\s/.test(value) || value.length > L.imageMaxLength) {
-    p.add(
-      "image",
-      `must be an image name such as nginx or registry.example.com/team/app:1.2 (no spaces, at most ${L.imageMaxLength} characters)`,
-    );
+function image(p: Problems, value: string): string {
+  if (/\s/.test(value) || value.trim() === "") {
+    p.add("image", "must be an image name such as nginx or registry.example.com/team/app:1.2 (no spaces)");
     return "";
   }
   return withTag(value);
 }
 
-function targetNum(p: Problems, value: unknown): number {
-  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_CONTAINERS) {
-    p.add("target_num_containers", `must be an integer between 0 and ${MAX_CONTAINERS}`);
-    return 1;
-  }
-  return value as number;
-}
-
 /** `run_command` and `entrypoint`: "" means unset (the image's), and the text must split. */
-function command(p: Problems, field: string, value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (!isString(value)) {
-    p.add(field, "must be a string");
-    return null;
-  }
-  if (value.length > L.commandMaxLength) {
-    p.add(field, `must be at most ${L.commandMaxLength} characters`);
-    return null;
-  }
-  if (value.trim() === "") return null;
+function command(p: Problems, field: string, value: string | null | undefined): string | null {
+  if (value === undefined || value === null || value.trim() === "") return null;
   try {
     splitShellWords(value);
   } catch (error) {
@@ -234,42 +164,23 @@ function command(p: Problems, field: string, value: unknown): string | null {
   return value;
 }
 
-function ports(p: Problems, value: unknown): ServicePort[] {
-  const items = list(p, "container_ports", value, L.maxPorts);
-  if (!items) return [];
+function ports(p: Problems, items: ServicePortBody[] | undefined): ServicePort[] {
   const out: ServicePort[] = [];
   const inner = new Map<string, number>();
   const outer = new Map<string, number>();
-  items.forEach((item, i) => {
+  (items ?? []).forEach((item, i) => {
     const f = `container_ports[${i}]`;
-    if (!isObject(item)) {
-      p.add(f, "must be an object {protocol, inner_port, outer_port, published}");
-      return;
-    }
-    const protocol = oneOf<Protocol>(p, `${f}.protocol`, item.protocol ?? "", ["tcp", "udp"], "tcp");
-    const innerPort = item.inner_port;
-    if (!Number.isInteger(innerPort) || (innerPort as number) < 1 || (innerPort as number) > 65535) {
-      p.add(`${f}.inner_port`, "must be an integer between 1 and 65535");
-      return;
-    }
+    const protocol = item.protocol as Protocol;
     // 0 and null both mean "no fixed port" (CONTRACT §12).
-    let outerPort: number | null = null;
-    if (item.outer_port !== undefined && item.outer_port !== null && item.outer_port !== 0) {
-      const o = item.outer_port;
-      if (!Number.isInteger(o) || (o as number) < 1 || (o as number) > 65535) {
-        p.add(`${f}.outer_port`, "must be an integer between 1 and 65535, or 0 or null for a dynamic port");
-        return;
-      }
-      outerPort = o as number;
-    }
-    const published = bool(p, `${f}.published`, item.published, false);
+    const outerPort = item.outer_port || null;
+    const published = item.published ?? false;
     if (!published && outerPort !== null) {
       p.add(
         `${f}.outer_port`,
         "is only used for a published port: set published to true or leave outer_port out",
       );
     }
-    const key = `${innerPort}/${protocol}`;
+    const key = `${item.inner_port}/${protocol}`;
     const seen = inner.get(key);
     if (seen !== undefined) p.add(`${f}.inner_port`, `${key} is already listed in container_ports[${seen}]`);
     else inner.set(key, i);
@@ -280,32 +191,18 @@ function ports(p: Problems, value: unknown): ServicePort[] {
         p.add(`${f}.outer_port`, `${outerKey} is already published by container_ports[${taken}]`);
       else outer.set(outerKey, i);
     }
-    out.push({ protocol, inner_port: innerPort as number, outer_port: outerPort, published });
+    out.push({ protocol, inner_port: item.inner_port, outer_port: outerPort, published });
   });
   return out;
 }
 
-function envvars(p: Problems, value: unknown): EnvVar[] {
-  const items = list(p, "container_envvars", value, L.maxEnvVars);
-  if (!items) return [];
+function envvars(p: Problems, items: EnvVarBody[] | undefined): EnvVar[] {
   const out: EnvVar[] = [];
   const seen = new Map<string, number>();
-  items.forEach((item, i) => {
+  (items ?? []).forEach(({ key, value }, i) => {
     const f = `container_envvars[${i}]`;
-    if (!isObject(item)) {
-      p.add(f, "must be an object {key, value}");
-      return;
-    }
-    const { key, value: v } = item;
-    if (!isString(key) || !ENV_KEY_RE.test(key) || key.length > L.envKeyMaxLength) {
-      p.add(
-        `${f}.key`,
-        `must be a variable name of at most ${L.envKeyMaxLength} characters: letters, digits and _, not starting with a digit`,
-      );
-      return;
-    }
-    if (!isString(v) || v.length > L.envValueMaxLength) {
-      p.add(`${f}.value`, `must be a string of at most ${L.envValueMaxLength} characters`);
+    if (!ENV_KEY_RE.test(key)) {
+      p.add(`${f}.key`, "must be a variable name: letters, digits and _, not starting with a digit");
       return;
     }
     const first = seen.get(key);
@@ -314,18 +211,14 @@ function envvars(p: Problems, value: unknown): EnvVar[] {
       return;
     }
     seen.set(key, i);
-    out.push({ key, value: v });
+    out.push({ key, value });
   });
   return out;
 }
 
 /** Resolves a service reference, naming the field when it does not resolve. */
-function reference(p: Problems, field: string, ref: unknown, ctx: SpecContext): ResolvedService | undefined {
-  if (!isString(ref) || ref === "" || ref.length > L.textMaxLength) {
-    p.add(field, "must be the resource URI of a service");
-    return undefined;
-  }
-  const target = ctx.resolveService(ref);
+function reference(p: Problems, field: string, ref: string, ctx: SpecContext): ResolvedService | undefined {
+  const target = ref === "" ? undefined : ctx.resolveService(ref);
   if (!target) {
     p.add(field, "no such service in this namespace");
     return undefined;
@@ -337,21 +230,15 @@ function reference(p: Problems, field: string, ref: unknown, ctx: SpecContext): 
   return target;
 }
 
-function links(p: Problems, value: unknown, ctx: SpecContext): ServiceLink[] {
-  const items = list(p, "linked_to_service", value, L.maxLinks);
-  if (!items) return [];
+function links(p: Problems, items: ServiceLinkBody[] | undefined, ctx: SpecContext): ServiceLink[] {
   const out: ServiceLink[] = [];
   const prefixes = new Map<string, number>();
-  items.forEach((item, i) => {
+  (items ?? []).forEach((item, i) => {
     const f = `linked_to_service[${i}]`;
-    if (!isObject(item)) {
-      p.add(f, "must be an object {to_service, name}");
-      return;
-    }
     const target = reference(p, `${f}.to_service`, item.to_service, ctx);
     if (!target) return;
-    const name = item.name === undefined || item.name === null || item.name === "" ? target.name : item.name;
-    if (!isString(name) || !LINK_NAME_RE.test(name)) {
+    const name = item.name || target.name;
+    if (!LINK_NAME_RE.test(name)) {
       p.add(
         `${f}.name`,
         "must be a host name of at most 63 characters: letters, digits, '-' and '_', starting and ending with a letter or digit",
@@ -371,24 +258,16 @@ function links(p: Problems, value: unknown, ctx: SpecContext): ServiceLink[] {
   return out;
 }
 
-/** "" means unset (CONTRACT §12). */
-const optionalPath = (v: unknown): unknown => (v === "" || v === undefined ? null : v);
-
-function bindings(p: Problems, value: unknown, ctx: SpecContext): ServiceBinding[] {
-  const items = list(p, "bindings", value, L.maxBindings);
-  if (!items) return [];
+function bindings(p: Problems, items: ServiceBindingBody[] | undefined, ctx: SpecContext): ServiceBinding[] {
   const out: ServiceBinding[] = [];
   const mounted = new Map<string, number>();
-  items.forEach((item, i) => {
+  (items ?? []).forEach((item, i) => {
     const f = `bindings[${i}]`;
-    if (!isObject(item)) {
-      p.add(f, "must be an object {host_path, container_path, rewritable, volumes_from}");
-      return;
-    }
-    const hostPath = optionalPath(item.host_path);
-    const containerPath = optionalPath(item.container_path);
-    const volumesFrom = optionalPath(item.volumes_from);
-    const rewritable = bool(p, `${f}.rewritable`, item.rewritable, true);
+    // "" means unset (CONTRACT §12).
+    const hostPath = item.host_path || null;
+    const containerPath = item.container_path || null;
+    const volumesFrom = item.volumes_from || null;
+    const rewritable = item.rewritable ?? true;
     let ok = true;
     // Paths end up in Docker bind strings `host:container[:ro]`, so they may not hold ':'.
     for (const [name, path] of [
@@ -396,11 +275,8 @@ function bindings(p: Problems, value: unknown, ctx: SpecContext): ServiceBinding
       ["container_path", containerPath],
     ] as const) {
       if (path === null) continue;
-      if (!isString(path) || !path.startsWith("/") || path.includes(":") || path.length > L.textMaxLength) {
-        p.add(
-          `${f}.${name}`,
-          `must be an absolute path without ':', of at most ${L.textMaxLength} characters`,
-        );
+      if (!path.startsWith("/") || path.includes(":")) {
+        p.add(`${f}.${name}`, "must be an absolute path without ':'");
         ok = false;
       } else if (name === "container_path" && path.replace(/\/+$/, "") === "") {
         p.add(`${f}.container_path`, "cannot be / (the container's root)");
@@ -432,91 +308,40 @@ function bindings(p: Problems, value: unknown, ctx: SpecContext): ServiceBinding
       return;
     }
     if (!ok) return;
-    const path = (containerPath as string).replace(/(.)\/+$/, "$1");
+    const path = containerPath.replace(/(.)\/+$/, "$1");
     const first = mounted.get(path);
     if (first !== undefined) {
       p.add(`${f}.container_path`, `${path} is already mounted by bindings[${first}]`);
       return;
     }
     mounted.set(path, i);
-    out.push({
-      host_path: hostPath as string | null,
-      container_path: containerPath as string,
-      rewritable,
-      volumes_from: null,
-    });
+    out.push({ host_path: hostPath, container_path: containerPath, rewritable, volumes_from: null });
   });
   return out;
 }
 
-function roles(p: Problems, value: unknown): string[] {
-  const items = list(p, "roles", value);
-  if (!items) return [];
-  const out: string[] = [];
-  items.forEach((role, i) => {
-    if (!ROLES.includes(role as (typeof ROLES)[number])) {
-      p.add(`roles[${i}]`, "must be global (the only platform API role)");
-    } else if (!out.includes(role as string)) out.push(role as string);
+const unique = <T>(items: readonly T[]): T[] => [...new Set(items)];
+
+function tags(p: Problems, items: TagBody[] | undefined): string[] {
+  const names = (items ?? []).map((tag, i) => {
+    const name = typeof tag === "string" ? tag : tag.name;
+    if (name.trim() === "") p.add(`tags[${i}]`, "must be a tag {name} with a name that is not blank");
+    return name;
   });
-  return out;
+  return unique(names.filter((n) => n.trim() !== ""));
 }
 
-function tags(p: Problems, value: unknown): string[] {
-  const items = list(p, "tags", value, L.maxTags);
-  if (!items) return [];
-  const out: string[] = [];
-  items.forEach((tag, i) => {
-    const name = isString(tag) ? tag : isObject(tag) ? tag.name : undefined;
-    if (!isString(name) || name.trim() === "" || name.length > L.tagMaxLength) {
-      p.add(
-        `tags[${i}]`,
-        `must be a tag {name} with a non-empty name of at most ${L.tagMaxLength} characters`,
-      );
-    } else if (!out.includes(name)) out.push(name);
-  });
-  return out;
-}
-
-function workingDir(p: Problems, value: unknown): string {
-  const dir = text(p, "working_dir", value, DEFAULT_SPEC.working_dir);
-  if (dir === "") return DEFAULT_SPEC.working_dir;
+function workingDir(p: Problems, dir: string | undefined): string {
+  if (dir === undefined || dir === "") return DEFAULT_SPEC.working_dir;
   if (!dir.startsWith("/")) p.add("working_dir", "must be an absolute path");
   return dir;
 }
 
-/** A resource number: null, undefined and 0 mean "the engine's default" and are stored as null. */
-function resource(
-  p: Problems,
-  field: string,
-  value: unknown,
-  options: { min: number; max?: number; problem: string },
-): number | null {
-  if (value === undefined || value === null || value === 0) return null;
-  if (
-    !Number.isInteger(value) ||
-    (value as number) < options.min ||
-    (value as number) > (options.max ?? Infinity)
-  ) {
-    p.add(field, options.problem);
-    return null;
-  }
-  return value as number;
-}
+/** null, undefined and 0 mean "the engine's default" and are stored as null. */
+const resource = (value: number | null | undefined): number | null => value || null;
 
-function cpuShares(p: Problems, value: unknown): number | null {
-  return resource(p, "cpu_shares", value, {
-    min: 0,
-    max: MAX_CPU_SHARES,
-    problem: `must be an integer between 0 and ${MAX_CPU_SHARES}`,
-  });
-}
-
-function memory(p: Problems, value: unknown): number | null {
-  const mb = resource(p, "memory", value, {
-    min: 0,
-    max: L.memoryMaxMb,
-    problem: `must be a positive integer (MB) of at most ${L.memoryMaxMb}`,
-  });
+function memory(p: Problems, value: number | null | undefined): number | null {
+  const mb = resource(value);
   if (mb !== null && mb < MIN_MEMORY_MB) {
     p.add("memory", `must be at least ${MIN_MEMORY_MB} (MB), the engine's smallest limit`);
     return null;
@@ -524,30 +349,17 @@ function memory(p: Problems, value: unknown): number | null {
   return mb;
 }
 
-/** MB of memory plus swap; -1 is Docker's "unlimited swap". */
-function memorySwap(p: Problems, value: unknown): number | null {
-  if (value === -1) return -1;
-  return resource(p, "memory_swap", value, {
-    min: 0,
-    max: 2 * L.memoryMaxMb,
-    problem: `must be a positive integer (MB) of at most ${2 * L.memoryMaxMb}, or -1 for unlimited swap`,
-  });
-}
-
-/** Each item a non-empty string passing `check`. */
+/** Each item passing `check`. */
 function strings(
   p: Problems,
   field: string,
-  value: unknown,
+  items: string[] | undefined,
   check: (s: string) => boolean,
   problem: string,
 ): string[] {
-  const items = list(p, field, value);
-  if (!items) return [];
   const out: string[] = [];
-  items.forEach((item, i) => {
-    if (!isString(item) || item === "" || item.length > L.textMaxLength || !check(item))
-      p.add(`${field}[${i}]`, problem);
+  (items ?? []).forEach((item, i) => {
+    if (!check(item)) p.add(`${field}[${i}]`, problem);
     else out.push(item);
   });
   return out;
@@ -588,30 +400,29 @@ function aliased<T>(
   return value ?? alias;
 }
 
-function labels(p: Problems, value: unknown): Record<string, string> {
-  if (value === undefined || value === null) return {};
-  if (!isObject(value)) {
-    p.add("labels", "must be an object of strings");
-    return {};
-  }
-  if (Object.keys(value).length > L.maxLabels) {
-    p.add("labels", `must have at most ${L.maxLabels} labels`);
-    return {};
-  }
+function labels(p: Problems, value: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [key, v] of Object.entries(value)) {
+  for (const [key, v] of Object.entries(value ?? {})) {
     if (key === "") p.add("labels", "label names cannot be empty");
     else if (key.length > L.labelKeyMaxLength)
       p.add("labels", `label names must be at most ${L.labelKeyMaxLength} characters`);
-    else if (isString(v) && v.length > L.labelValueMaxLength)
-      p.add(`labels.${key}`, `must be at most ${L.labelValueMaxLength} characters`);
     else if (key.startsWith("io.berth.")) {
       // Berth proves it owns an engine object by these labels; users may not forge them.
       p.add(`labels.${key}`, "the io.berth. prefix is reserved for the labels Berth sets");
-    } else if (!isString(v)) p.add(`labels.${key}`, "must be a string");
-    else out[key] = v;
+    } else out[key] = v;
   }
   return out;
+}
+
+/** Forms of single fields, checked on the resulting spec. */
+function formChecks(p: Problems, spec: ServiceSpec): void {
+  if (spec.cpuset !== "" && !CPUSET_RE.test(spec.cpuset)) p.add("cpuset", "must list CPUs such as 0-2,4");
+  if (spec.hostname !== "" && (!HOST_NAME_RE.test(spec.hostname) || spec.hostname.length > 63))
+    p.add("hostname", "must be a host name of at most 63 characters (letters, digits, '-' and '.')");
+  if (spec.domainname !== "" && !HOST_NAME_RE.test(spec.domainname))
+    p.add("domainname", "must be a domain name (letters, digits, '-' and '.')");
+  if (spec.mac_address !== "" && !MAC_RE.test(spec.mac_address))
+    p.add("mac_address", "must be a MAC address such as 02:42:ac:11:00:02");
 }
 
 /** Rules between fields, checked on the resulting spec. `field` says whom to blame. */
@@ -629,43 +440,50 @@ function crossChecks(p: Problems, spec: ServiceSpec, blame: (field: keyof Servic
 // ---------------------------------------------------------------------------------------------
 // Create and update
 
-/** Validates a Create service body and applies the defaults (spec "Create service"). */
+/**
+ * Checks a Create service body that did not go through the route's validator (a stack item) with
+ * the same compiled schema check, then applies the rules and defaults (`normalizeCreate`).
+ */
+export function parseCreate(input: unknown, ctx: SpecContext, fieldPrefix = ""): NormalizedService {
+  schemaProblems(serviceCreateCheck, input, fieldPrefix);
+  return normalizeCreate(input as ServiceCreateBody, ctx, fieldPrefix);
+}
+
+/** `parseCreate` for Update service bodies. */
+export function parseUpdate(
+  current: ServiceSpec,
+  currentName: string,
+  input: unknown,
+  ctx: SpecContext,
+  fieldPrefix = "",
+): UpdatedService {
+  schemaProblems(serviceUpdateCheck, input, fieldPrefix);
+  return applyUpdate(current, currentName, input as ServiceUpdateBody, ctx, fieldPrefix);
+}
+
+/** Applies the rules and defaults to a Create service body its schema accepted (spec "Create service"). */
 export function normalizeCreate(
   body: ServiceCreateBody,
   ctx: SpecContext,
   fieldPrefix = "",
 ): NormalizedService {
-  assertObject(body, fieldPrefix);
   const p = new Problems(fieldPrefix);
   const image_name = image(p, body.image);
 
   let name: string;
-  if (body.name === undefined || body.name === null || body.name === "") {
+  if (body.name === undefined || body.name === "") {
     // The default must itself be a valid name, whatever the image is called.
     name =
       nameFromImage(image_name)
         .slice(0, NAME_MAX_LENGTH)
         .replace(/^-+|-+$/g, "") || "service";
   } else {
-    name = text(p, "name", body.name, "");
-    if (name !== "" && !NAME_RE.test(name)) p.add("name", NAME_PROBLEM);
+    name = body.name;
+    if (!NAME_RE.test(name)) p.add("name", NAME_PROBLEM);
   }
 
-  const deployment_strategy = oneOf<DeploymentStrategy>(
-    p,
-    "deployment_strategy",
-    body.deployment_strategy,
-    STRATEGIES,
-    DEFAULT_SPEC.deployment_strategy,
-  );
-  const target_num_containers =
-    deployment_strategy === "EVERY_NODE"
-      ? 0
-      : body.target_num_containers === undefined
-        ? 1
-        : targetNum(p, body.target_num_containers);
-
-  const nickname = text(p, "nickname", body.nickname, "", L.nicknameMaxLength) || name;
+  const deployment_strategy = body.deployment_strategy ?? DEFAULT_SPEC.deployment_strategy;
+  const target_num_containers = deployment_strategy === "EVERY_NODE" ? 0 : (body.target_num_containers ?? 1);
 
   const spec: ServiceSpec = {
     ...DEFAULT_SPEC,
@@ -676,29 +494,24 @@ export function normalizeCreate(
     container_envvars: envvars(p, body.container_envvars),
     linked_to_service: links(p, body.linked_to_service, ctx),
     bindings: bindings(p, body.bindings, ctx),
-    autorestart: oneOf(p, "autorestart", body.autorestart, AUTORESTART, DEFAULT_SPEC.autorestart),
-    autodestroy: oneOf(p, "autodestroy", body.autodestroy, AUTODESTROY, DEFAULT_SPEC.autodestroy),
-    sequential_deployment: bool(p, "sequential_deployment", body.sequential_deployment, false),
-    roles: roles(p, body.roles),
-    privileged: bool(p, "privileged", body.privileged, false),
+    autorestart: body.autorestart ?? DEFAULT_SPEC.autorestart,
+    autodestroy: body.autodestroy ?? DEFAULT_SPEC.autodestroy,
+    sequential_deployment: body.sequential_deployment ?? false,
+    roles: unique(body.roles ?? []),
+    privileged: body.privileged ?? false,
     deployment_strategy,
     tags: tags(p, body.tags),
-    autoredeploy: bool(p, "autoredeploy", body.autoredeploy, false),
-    net: oneOf(p, "net", body.net, ["bridge", "host"], DEFAULT_SPEC.net),
-    pid: oneOf(p, "pid", body.pid, ["none", "host"], DEFAULT_SPEC.pid),
+    autoredeploy: body.autoredeploy ?? false,
+    net: body.net ?? DEFAULT_SPEC.net,
+    pid: body.pid ?? DEFAULT_SPEC.pid,
     working_dir: workingDir(p, body.working_dir),
-    user: text(p, "user", body.user, ""),
-    hostname: text(p, "hostname", body.hostname, ""),
-    domainname: text(p, "domainname", body.domainname, ""),
-    mac_address: text(p, "mac_address", body.mac_address, ""),
-    cgroup_parent: text(
-      p,
-      body.cgroup_parent === undefined ? "cgroup_name" : "cgroup_parent",
-      aliased(p, body.cgroup_parent, body.cgroup_name, ["cgroup_parent", "cgroup_name"]),
-      "",
-    ),
-    tty: bool(p, "tty", body.tty, false),
-    stdin_open: bool(p, "stdin_open", body.stdin_open, false),
+    user: body.user ?? "",
+    hostname: body.hostname ?? "",
+    domainname: body.domainname ?? "",
+    mac_address: body.mac_address ?? "",
+    cgroup_parent: aliased(p, body.cgroup_parent, body.cgroup_name, ["cgroup_parent", "cgroup_name"]) ?? "",
+    tty: body.tty ?? false,
+    stdin_open: body.stdin_open ?? false,
     dns: strings(p, "dns", body.dns, (s) => isIP(s) !== 0, "must be an IP address"),
     dns_search: strings(
       p,
@@ -735,35 +548,25 @@ export function normalizeCreate(
       isExtraHost,
       "must be <host name>:<ip>, for example db.example:10.0.0.5",
     ),
-    security_opt: strings(
-      p,
-      body.security_opt === undefined && body.secuirty_opt !== undefined ? "secuirty_opt" : "security_opt",
-      aliased(p, body.security_opt, body.secuirty_opt, ["security_opt", "secuirty_opt"]),
-      () => true,
-      "must be a non-empty string",
-    ),
-    cpu_shares: cpuShares(p, body.cpu_shares),
-    cpuset: text(p, "cpuset", body.cpuset, ""),
+    security_opt: aliased(p, body.security_opt, body.secuirty_opt, ["security_opt", "secuirty_opt"]) ?? [],
+    cpu_shares: resource(body.cpu_shares),
+    cpuset: body.cpuset ?? "",
     memory: memory(p, body.memory),
-    memory_swap: memorySwap(p, body.memory_swap),
+    // -1 is Docker's "unlimited swap".
+    memory_swap: body.memory_swap === -1 ? -1 : resource(body.memory_swap),
     labels: labels(p, body.labels),
-    read_only: bool(p, "read_only", body.read_only, false),
+    read_only: body.read_only ?? false,
   };
-  if (spec.cpuset !== "" && !CPUSET_RE.test(spec.cpuset)) p.add("cpuset", "must list CPUs such as 0-2,4");
-  if (spec.hostname !== "" && (!HOST_NAME_RE.test(spec.hostname) || spec.hostname.length > 63))
-    p.add("hostname", "must be a host name of at most 63 characters (letters, digits, '-' and '.')");
-  if (spec.domainname !== "" && !HOST_NAME_RE.test(spec.domainname))
-    p.add("domainname", "must be a domain name (letters, digits, '-' and '.')");
-  if (spec.mac_address !== "" && !MAC_RE.test(spec.mac_address))
-    p.add("mac_address", "must be a MAC address such as 02:42:ac:11:00:02");
+  formChecks(p, spec);
   crossChecks(p, spec, (field) => field);
   p.throwIfAny();
-  return { name, nickname, target_num_containers, spec };
+  return { name, nickname: body.nickname || name, target_num_containers, spec };
 }
 
 /**
- * Applies an Update service body (spec "Update service") to the current definition. Lists
- * (ports, variables, links, tags) replace the current ones; an image without a tag means latest.
+ * Applies an Update service body its schema accepted (spec "Update service") to the current
+ * definition. Lists (ports, variables, links, tags) replace the current ones; an image without a
+ * tag means latest.
  */
 export function applyUpdate(
   current: ServiceSpec,
@@ -772,20 +575,13 @@ export function applyUpdate(
   ctx: SpecContext,
   fieldPrefix = "",
 ): UpdatedService {
-  assertObject(body, fieldPrefix);
   const p = new Problems(fieldPrefix);
   const spec: ServiceSpec = structuredClone(current);
   const result: UpdatedService = { spec, changed: false };
 
   if (body.image !== undefined) spec.image_name = image(p, body.image);
-  if (body.deployment_strategy !== undefined) {
-    const next = oneOf(
-      p,
-      "deployment_strategy",
-      body.deployment_strategy,
-      STRATEGIES,
-      current.deployment_strategy,
-    );
+  const next = body.deployment_strategy;
+  if (next !== undefined) {
     if (
       next !== current.deployment_strategy &&
       (next === "EVERY_NODE" || current.deployment_strategy === "EVERY_NODE")
@@ -801,36 +597,25 @@ export function applyUpdate(
         "target_num_containers",
         "an EVERY_NODE service runs one container per node and cannot be scaled",
       );
-    } else result.target_num_containers = targetNum(p, body.target_num_containers);
+    } else result.target_num_containers = body.target_num_containers;
   }
-  if (body.nickname !== undefined)
-    result.nickname = text(p, "nickname", body.nickname, "", L.nicknameMaxLength) || currentName;
+  if (body.nickname !== undefined) result.nickname = body.nickname || currentName;
   if (body.run_command !== undefined) spec.run_command = command(p, "run_command", body.run_command);
   if (body.entrypoint !== undefined) spec.entrypoint = command(p, "entrypoint", body.entrypoint);
   if (body.container_ports !== undefined) spec.container_ports = ports(p, body.container_ports);
   if (body.container_envvars !== undefined) spec.container_envvars = envvars(p, body.container_envvars);
   if (body.linked_to_service !== undefined) spec.linked_to_service = links(p, body.linked_to_service, ctx);
-  if (body.autorestart !== undefined)
-    spec.autorestart = oneOf(p, "autorestart", body.autorestart, AUTORESTART, current.autorestart);
-  if (body.autodestroy !== undefined)
-    spec.autodestroy = oneOf(p, "autodestroy", body.autodestroy, AUTODESTROY, current.autodestroy);
-  if (body.sequential_deployment !== undefined)
-    spec.sequential_deployment = bool(
-      p,
-      "sequential_deployment",
-      body.sequential_deployment,
-      current.sequential_deployment,
-    );
-  if (body.roles !== undefined) spec.roles = roles(p, body.roles);
-  if (body.privileged !== undefined)
-    spec.privileged = bool(p, "privileged", body.privileged, current.privileged);
+  if (body.autorestart !== undefined) spec.autorestart = body.autorestart;
+  if (body.autodestroy !== undefined) spec.autodestroy = body.autodestroy;
+  if (body.sequential_deployment !== undefined) spec.sequential_deployment = body.sequential_deployment;
+  if (body.roles !== undefined) spec.roles = unique(body.roles);
+  if (body.privileged !== undefined) spec.privileged = body.privileged;
   if (body.tags !== undefined) spec.tags = tags(p, body.tags);
-  if (body.autoredeploy !== undefined)
-    spec.autoredeploy = bool(p, "autoredeploy", body.autoredeploy, current.autoredeploy);
-  if (body.net !== undefined) spec.net = oneOf(p, "net", body.net, ["bridge", "host"], current.net);
-  if (body.pid !== undefined) spec.pid = oneOf(p, "pid", body.pid, ["none", "host"], current.pid);
+  if (body.autoredeploy !== undefined) spec.autoredeploy = body.autoredeploy;
+  if (body.net !== undefined) spec.net = body.net;
+  if (body.pid !== undefined) spec.pid = body.pid;
   if (body.working_dir !== undefined) spec.working_dir = workingDir(p, body.working_dir);
-  if (body.cpu_shares !== undefined) spec.cpu_shares = cpuShares(p, body.cpu_shares);
+  if (body.cpu_shares !== undefined) spec.cpu_shares = resource(body.cpu_shares);
   if (body.memory !== undefined) spec.memory = memory(p, body.memory);
 
   // An update cannot send memory_swap or mac_address, so blame the field it did send.
@@ -852,6 +637,9 @@ export function definitionChanged(a: ServiceSpec, b: ServiceSpec): boolean {
   }
   return false;
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Structural equality; object key order does not matter, array order does. */
 function sameValue(a: unknown, b: unknown): boolean {

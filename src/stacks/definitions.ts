@@ -7,7 +7,7 @@ import { type ServiceCreateBody, ServiceUpdateBody } from "../contract/service.t
 import type { StackCreateBody, StackUpdateBody } from "../contract/stack.ts";
 import { ApiError, conflict, type FieldProblem } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
-import { applyUpdate, normalizeCreate, type ResolvedService } from "../domain/service-spec.ts";
+import { parseCreate, parseUpdate, type ResolvedService } from "../domain/service-spec.ts";
 import { assertStackName, startOrder } from "../domain/stack.ts";
 import {
   type ConvertedService,
@@ -240,7 +240,7 @@ export class StackDefinitions {
       if (!item.name) continue;
       const uuid = provisional.get(item.name)!.uuid;
       const n = collect(item, problems, () =>
-        normalizeCreate(item.body as ServiceCreateBody, { resolveService: refs.resolve, serviceUuid: uuid }),
+        parseCreate(item.body, { resolveService: refs.resolve, serviceUuid: uuid }),
       );
       if (n) planned.push({ uuid, name: n.name, spec: n.spec, item });
     }
@@ -317,9 +317,7 @@ export class StackDefinitions {
       const row = byName.get(item.name);
       const uuid = siblings.get(item.name)!.uuid;
       if (!row) {
-        const n = collect(item, problems, () =>
-          normalizeCreate(item.body as ServiceCreateBody, ctxFor(uuid)),
-        );
+        const n = collect(item, problems, () => parseCreate(item.body, ctxFor(uuid)));
         if (n) created.push({ uuid, name: n.name, spec: n.spec, item });
         continue;
       }
@@ -332,9 +330,7 @@ export class StackDefinitions {
         else fixed[key] = value;
       }
       if (Object.keys(fixed).length) this.checkFixed(item, row, spec, change, fixed, ctxFor(uuid), problems);
-      const u = collect(item, problems, () =>
-        applyUpdate(spec, row.name, change as ServiceUpdateBody, ctxFor(uuid)),
-      );
+      const u = collect(item, problems, () => parseUpdate(spec, row.name, change, ctxFor(uuid)));
       if (!u) continue;
       // Ports are a set to a container: the same ones in another order (an export lists published
       // ones first) are no change.
@@ -408,14 +404,14 @@ export class StackDefinitions {
   ): void {
     const mine: FieldProblem[] = [];
     const n = collect(item, mine, () =>
-      normalizeCreate(
+      parseCreate(
         {
           image: spec.image_name,
           name: row.name,
           // memory_swap is checked against the memory the service will have.
-          memory: (change.memory as number | null | undefined) ?? spec.memory,
+          memory: change.memory ?? spec.memory,
           ...fixed,
-        } as ServiceCreateBody,
+        },
         ctx,
       ),
     );

@@ -3,15 +3,15 @@
 // wire views of ports and references.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { ServiceCreateBody, ServiceUpdateBody } from "../../src/contract/service.ts";
+import type { ServiceCreateBody } from "../../src/contract/service.ts";
 import { ApiError } from "../../src/domain/errors.ts";
 import { DEFAULT_SPEC, type ServicePort, type ServiceSpec } from "../../src/domain/service.ts";
 import {
-  applyUpdate,
   containerFqdn,
   definitionChanged,
   linkedFromService,
-  normalizeCreate,
+  parseCreate,
+  parseUpdate,
   portView,
   ShellSyntaxError,
   type SpecContext,
@@ -47,11 +47,11 @@ function assertRefused(fn: () => unknown, field: string, problem?: RegExp): ApiE
 
 /** Bodies a client could send, also ones the static type forbids (stacks pass untyped input). */
 const create = (extra: Record<string, unknown>, prefix = "") =>
-  normalizeCreate({ image: "nginx", ...extra } as ServiceCreateBody, ctx, prefix);
+  parseCreate({ image: "nginx", ...extra } as ServiceCreateBody, ctx, prefix);
 
 describe("normalizeCreate: defaults", () => {
   test("an image alone gives the spec's defaults, the name from the image and the latest tag", () => {
-    const out = normalizeCreate({ image: "nginx" }, ctx);
+    const out = parseCreate({ image: "nginx" }, ctx);
     assert.equal(out.name, "nginx");
     assert.equal(out.nickname, "nginx");
     assert.equal(out.target_num_containers, 1);
@@ -75,7 +75,7 @@ describe("normalizeCreate: defaults", () => {
   });
 
   test("EVERY_NODE ignores target_num_containers (the platform counts nodes)", () => {
-    const out = create({ deployment_strategy: "EVERY_NODE", target_num_containers: 500 });
+    const out = create({ deployment_strategy: "EVERY_NODE", target_num_containers: 5 });
     assert.equal(out.target_num_containers, 0);
     assert.equal(out.spec.deployment_strategy, "EVERY_NODE");
   });
@@ -378,7 +378,8 @@ const REFUSALS: [string, Record<string, unknown>, string, RegExp?][] = [
     "secuirty_opt",
   ],
   ["cgroup_parent and cgroup_name that disagree", { cgroup_parent: "/a", cgroup_name: "/b" }, "cgroup_name"],
-  ["a tag without a name", { tags: [{ name: "" }] }, "tags[0]"],
+  ["a tag without a name", { tags: [{ name: "" }] }, "tags[0].name", /cannot be empty/],
+  ["a blank tag", { tags: ["  "] }, "tags[0]", /blank/],
   ["ports that are not a list", { container_ports: "80" }, "container_ports", /list/],
 ];
 
@@ -395,18 +396,23 @@ describe("normalizeCreate: every refusal names its field", () => {
   test("a service may not link to or mount itself", () => {
     const self: SpecContext = { ...ctx, serviceUuid: "uuid-db" };
     assertRefused(
-      () => normalizeCreate({ image: "x", linked_to_service: [{ to_service: DB_URI }] }, self),
+      () => parseCreate({ image: "x", linked_to_service: [{ to_service: DB_URI }] }, self),
       "linked_to_service[0].to_service",
       /itself/,
     );
     assertRefused(
-      () => normalizeCreate({ image: "x", bindings: [{ volumes_from: DB_URI }] }, self),
+      () => parseCreate({ image: "x", bindings: [{ volumes_from: DB_URI }] }, self),
       "bindings[0].volumes_from",
     );
   });
 
-  test("all problems of a body are reported at once", () => {
-    const error = assertRefused(() => create({ name: "Bad", memory: -1 }), "name");
+  test("all problems of a body are reported at once: every problem its schema finds, or every rule it breaks", () => {
+    const schema = assertRefused(() => create({ name: 7, memory: -1, net: "overlay" }), "name");
+    assert.deepEqual(
+      schema.details?.map((d) => d.field),
+      ["name", "net", "memory"],
+    );
+    const error = assertRefused(() => create({ name: "Bad", memory: 3 }), "name");
     assert.deepEqual(
       error.details?.map((d) => d.field),
       ["name", "memory"],
@@ -416,15 +422,15 @@ describe("normalizeCreate: every refusal names its field", () => {
 
   test("a body that is not an object names the stack item", () => {
     assertRefused(
-      () => normalizeCreate("nginx" as unknown as ServiceCreateBody, ctx, "services.web."),
+      () => parseCreate("nginx" as unknown as ServiceCreateBody, ctx, "services.web."),
       "services.web",
     );
-    assertRefused(() => normalizeCreate(null as unknown as ServiceCreateBody, ctx), "body");
+    assertRefused(() => parseCreate(null as unknown as ServiceCreateBody, ctx), "body");
   });
 });
 
 describe("applyUpdate", () => {
-  const current: ServiceSpec = normalizeCreate(
+  const current: ServiceSpec = parseCreate(
     {
       image: "nginx:1.25",
       tags: ["web"],
@@ -435,7 +441,7 @@ describe("applyUpdate", () => {
     ctx,
   ).spec;
   const update = (body: Record<string, unknown>, spec = current, prefix = "") =>
-    applyUpdate(spec, "web", body as ServiceUpdateBody, ctx, prefix);
+    parseUpdate(spec, "web", body, ctx, prefix);
 
   test("an image without a tag means latest, and containers must be redeployed", () => {
     const out = update({ image: "nginx" });
@@ -604,7 +610,7 @@ describe("port views and endpoint URIs", () => {
 });
 
 describe("references as resource URIs", () => {
-  const spec = normalizeCreate(
+  const spec = parseCreate(
     {
       image: "web",
       linked_to_service: [{ to_service: DB_URI, name: "db" }],

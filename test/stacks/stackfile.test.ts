@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import type { ServiceCreateBody } from "../../src/contract/service.ts";
 import { ApiError, type FieldProblem } from "../../src/domain/errors.ts";
 import { DEFAULT_SPEC, type ServiceSpec } from "../../src/domain/service.ts";
-import { normalizeCreate } from "../../src/domain/service-spec.ts";
+import { parseCreate } from "../../src/domain/service-spec.ts";
 import { settledStackState, startOrder } from "../../src/domain/stack.ts";
 import {
   type ConvertedService,
@@ -43,7 +43,7 @@ const SERVICES: Record<string, { uuid: string; name: string }> = {
 };
 const resolveService = (ref: string) => SERVICES[ref];
 const specOf = (body: Record<string, unknown>): ServiceSpec =>
-  normalizeCreate(body as ServiceCreateBody, { resolveService, serviceUuid: "uuid-web" }).spec;
+  parseCreate(body as ServiceCreateBody, { resolveService, serviceUuid: "uuid-web" }).spec;
 
 describe("stack-file keys", () => {
   test("ports: container port, host:container, protocols, numbers; 0 as host port means unset", () => {
@@ -234,7 +234,7 @@ describe("stack-file keys", () => {
       nickname: "The front",
       cgroup_parent: "berth",
     });
-    const n = normalizeCreate(body as ServiceCreateBody, { resolveService });
+    const n = parseCreate(body as ServiceCreateBody, { resolveService });
     assert.equal(n.target_num_containers, 3);
     assert.equal(n.nickname, "The front");
     assert.deepEqual(n.spec, {
@@ -284,7 +284,7 @@ describe("stack-file keys", () => {
       deployment_strategy: "EVERY_NODE",
       run_command: "sleep 1",
     });
-    const n = normalizeCreate(body as ServiceCreateBody, { resolveService });
+    const n = parseCreate(body as ServiceCreateBody, { resolveService });
     assert.equal(n.spec.cpu_shares, 100);
     assert.equal(n.spec.memory, 128);
     assert.equal(n.spec.memory_swap, 256);
@@ -485,7 +485,7 @@ describe("export", () => {
       nickname: "Front",
     };
     const body = convert(item);
-    const n = normalizeCreate(body as ServiceCreateBody, { resolveService, serviceUuid: "uuid-web" });
+    const n = parseCreate(body as ServiceCreateBody, { resolveService, serviceUuid: "uuid-web" });
     const exported = exportService({
       name: "web",
       nickname: n.nickname,
@@ -495,7 +495,7 @@ describe("export", () => {
     });
     const { net: _bridgeIsTheDefault, ...expected } = item;
     assert.deepEqual(exported, expected);
-    const again = normalizeCreate(convert(exported) as ServiceCreateBody, {
+    const again = parseCreate(convert(exported) as ServiceCreateBody, {
       resolveService,
       serviceUuid: "uuid-web",
     });

@@ -179,7 +179,12 @@ describe("stacks on simulated nodes", () => {
       services: [
         { name: "good", image: "busybox:local" },
         { name: "web", image: "busybox:local", ports: ["80", "http"], build: "." },
-        { name: "worker", image: "busybox:local", links: ["nowhere"], container_envvars: [{ key: "1X" }] },
+        {
+          name: "worker",
+          image: "busybox:local",
+          links: ["nowhere"],
+          container_envvars: [{ key: "1X", value: "x" }],
+        },
       ],
     });
     assert.equal(res.status, 400, res.raw);

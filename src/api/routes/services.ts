@@ -17,6 +17,7 @@ import type { ServiceManager } from "../../orchestrator/manager.ts";
 import type { Views } from "../../orchestrator/views.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
+import { contractValidator } from "../input.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
@@ -96,6 +97,8 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Service Create", access: "namespace" },
+        // The body's check is the one stack items go through (contract/check.ts).
+        validatorCompiler: contractValidator,
         schema: {
           tags,
           summary: "Create a service (not started)",
@@ -126,6 +129,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { action: "Service Update", access: "namespace" },
+        validatorCompiler: contractValidator,
         schema: {
           tags,
           summary: "Update a service's definition",
