@@ -22,6 +22,7 @@ import { actionRoutes } from "./routes/actions.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { MethodTable } from "./routing.ts";
+import { installOpenSerializer } from "./serialize.ts";
 import type { SessionVerifier } from "./session.ts";
 import { staticRoutes } from "./static.ts";
 import { websocketPluginOptions } from "./streams/sockets.ts";
@@ -245,6 +246,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   methods = table;
   installErrorHandling(app, { allowedMethods: (path) => table.allowedMethods(path) });
   installInputRules(app);
+  installOpenSerializer(app);
   await app.register(cookie);
   installAuth(app, deps.identity, deps.bearer, deps.passwords, deps.sessions);
   installAccess(app, deps.identity);

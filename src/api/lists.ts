@@ -1,6 +1,8 @@
 // The list envelope of the platform API (CONTRACT §5).
 import type { FastifyRequest } from "fastify";
 import { type TSchema, Type } from "typebox";
+import { View } from "../contract/common.ts";
+import { madeJson } from "./serialize.ts";
 
 /** Offsets beyond this are refused (400) rather than handed to the database as out-of-range numbers. */
 export const MAX_OFFSET = 2147483647;
@@ -35,14 +37,17 @@ export interface Envelope<T> {
  */
 export const MAX_PAGE_CHARS = 8 * 1024 * 1024;
 
-/** How many of `objects` fit in `maxChars` of JSON (at least one). */
-function fitting(objects: readonly unknown[], maxChars: number): number {
+/** The JSON of as many of `objects` as fit in `maxChars` (at least one). */
+function fitting(objects: readonly unknown[], maxChars: number): string[] {
+  const out: string[] = [];
   let chars = 0;
-  for (const [i, o] of objects.entries()) {
-    chars += JSON.stringify(o).length + 1;
-    if (chars > maxChars && i > 0) return i;
+  for (const o of objects) {
+    const json = JSON.stringify(o);
+    chars += json.length + 1;
+    if (chars > maxChars && out.length > 0) break;
+    out.push(json);
   }
-  return objects.length;
+  return out;
 }
 
 /** Builds the envelope; `next`/`previous` are relative paths that keep every filter of the request. */
@@ -61,18 +66,25 @@ export function envelope<T>(
     params.set("offset", String(offset));
     return `${path}?${params.toString()}`;
   };
-  const kept = fitting(objects, maxChars);
+  const made = fitting(objects, maxChars);
+  const kept = made.length;
   const shown = kept < objects.length ? objects.slice(0, kept) : objects;
   const end = page.offset + (kept < objects.length ? kept : page.limit);
   const next = end < total ? link(end) : null;
   const previous = page.offset > 0 ? link(Math.max(0, page.offset - page.limit)) : null;
   const limit = kept < objects.length ? kept : page.limit;
-  return { meta: { limit, offset: page.offset, total_count: total, next, previous }, objects: shown };
+  const meta = { limit, offset: page.offset, total_count: total, next, previous };
+  // The objects' JSON, made to bound the page, is the answer's (api/serialize.ts): an envelope is final.
+  return madeJson(
+    Object.freeze({ meta: Object.freeze(meta), objects: shown }) as Envelope<T>,
+    `{"meta":${JSON.stringify(meta)},"objects":[${made.join(",")}]}`,
+  );
 }
 
+/** A page's answer; open objects like every answer (contract/common.ts), so JSON.stringify sends it. */
 export function listSchema<T extends TSchema>(item: T) {
-  return Type.Object({
-    meta: Type.Object({
+  return View({
+    meta: View({
       limit: Type.Integer(),
       offset: Type.Integer(),
       total_count: Type.Integer(),
