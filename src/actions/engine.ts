@@ -6,6 +6,8 @@
 // claimable again and it resumes at the step it was on. Every step has a timeout, and an
 // action interrupted too many times is failed with a log line, so nothing stays In progress.
 import { randomUUID } from "node:crypto";
+import type { TSchema } from "typebox";
+import { type BodyCheck, bodyCheck } from "../contract/check.ts";
 import { ApiError, conflict, VersionConflict } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
 import { actionUri } from "../domain/uri.ts";
@@ -41,6 +43,12 @@ export interface ActionKind<P = unknown> {
   kind: string;
   /** Readable action name shown in the audit log, e.g. `Service Start`. */
   name: string;
+  /**
+   * The schema of the kind's parameters (whose static type is `P`). Checked when an action is
+   * enqueued (a mismatch there is a programming error: it throws) and when a stored action is run
+   * or retried (a mismatch ends it Failed, or refuses the retry, with a message).
+   */
+  params: TSchema;
   /**
    * Checks that the operation is allowed now and moves the object to its transitional state.
    * Runs in the transaction that records the action (API call and retry alike); throwing refuses the call.
@@ -85,6 +93,7 @@ const DEFAULT_CONCURRENCY = 32;
 
 export class ActionEngine {
   private readonly kinds = new Map<string, ActionKind<never>>();
+  private readonly paramChecks = new Map<string, BodyCheck<unknown>>();
   private readonly inFlight = new Map<string, AbortController>();
   private readonly instanceId: string;
   private timer: NodeJS.Timeout | undefined;
@@ -107,7 +116,18 @@ export class ActionEngine {
 
   register<P>(kind: ActionKind<P>): void {
     if (this.kinds.has(kind.kind)) throw new Error(`action kind ${kind.kind} registered twice`);
+    if (typeof kind.params !== "object" || kind.params === null)
+      throw new Error(`action kind ${kind.kind} declares no schema for its parameters`);
     this.kinds.set(kind.kind, kind as ActionKind<never>);
+    this.paramChecks.set(kind.kind, bodyCheck(kind.params));
+  }
+
+  /** What is wrong with parameters for a kind, in one sentence; undefined when they fit. */
+  private paramProblem(kind: string, params: unknown): string | undefined {
+    const problems = this.paramChecks.get(kind)?.problems(params) ?? [];
+    if (problems.length === 0) return undefined;
+    const list = problems.map((p) => `${p.field} ${p.problem}`).join("; ");
+    return `the parameters of action kind ${kind} do not fit its schema: ${list}`;
   }
 
   private get store(): Store {
@@ -168,6 +188,9 @@ export class ActionEngine {
   ): Promise<ActionRow> {
     const kind = this.kinds.get(input.kind) as ActionKind<P> | undefined;
     if (!kind) throw new Error(`unknown action kind ${input.kind}`);
+    // The caller built these parameters: a mismatch is a bug of the caller, never the user's.
+    const wrong = this.paramProblem(kind.kind, input.params);
+    if (wrong) throw new Error(wrong);
     const row = await tx.transaction(async (t) => {
       await kind.prepare?.(t, input.params, input.object);
       const busy = (await t.activeActionOn(input.object)) ?? (await this.pendingOn(t, input.object));
@@ -269,11 +292,14 @@ export class ActionEngine {
     if (!TERMINAL.includes(a.state as ActionState)) {
       throw conflict(`action is ${a.state}; retry is allowed in Success, Failed, Canceled`, "invalid_state");
     }
+    const params = storedParams(a);
+    const wrong = this.paramProblem(a.kind, params);
+    if (wrong) throw conflict(`action "${a.action}" cannot be retried: ${wrong}`, "not_retriable");
     return this.store.transaction((tx) =>
       this.enqueue(tx, {
         uuid: newUuid,
         kind: a.kind!,
-        params: a.params ? JSON.parse(a.params) : null,
+        params,
         namespace: a.namespace,
         object: a.object,
         meta,
@@ -415,7 +441,7 @@ export class ActionEngine {
   private context<P>(action: ActionRow, signal: AbortSignal): StepContext<P> {
     return {
       action,
-      params: (action.params ? JSON.parse(action.params) : null) as P,
+      params: storedParams(action) as P,
       store: this.store,
       signal,
       log: this.logOf(action.uuid),
@@ -486,6 +512,13 @@ export class ActionEngine {
     const ctx = this.context<never>(claimed, signal);
     if (!kind) {
       await ctx.log(`This server does not know action kind "${claimed.kind}"; failing it`);
+      await this.end(claimed.uuid, "Failed");
+      return;
+    }
+    // Stored by an older server, or written by hand: the steps would work on something else.
+    const wrong = this.paramProblem(kind.kind, ctx.params);
+    if (wrong) {
+      await ctx.log(`This action cannot run: ${wrong}; failing it`);
       await this.end(claimed.uuid, "Failed");
       return;
     }
@@ -609,4 +642,14 @@ function formatMs(ms: number): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** An action's stored parameters; text that is not JSON reads as undefined (and fits no schema). */
+function storedParams(a: ActionRow): unknown {
+  if (!a.params) return null;
+  try {
+    return JSON.parse(a.params) as unknown;
+  } catch {
+    return undefined;
+  }
 }

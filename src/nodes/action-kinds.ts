@@ -3,6 +3,14 @@
 // the state table and moves the object to its transitional state in `prepare`, runs the work of
 // clusters.ts in its steps, and leaves a truthful state in `finish` whatever the outcome.
 import type { ActionEngine, ActionKind } from "../actions/engine.ts";
+import {
+  ClusterActionParams,
+  type ClusterActionParams as ClusterParams,
+  ClusterScaleParams,
+  NodeActionParams,
+  type NodeActionParams as NodeParams,
+  type ClusterScaleParams as ScaleParams,
+} from "../contract/action-params.ts";
 import { conflict, forbidden, notFound } from "../domain/errors.ts";
 import {
   assertAllowed,
@@ -25,10 +33,6 @@ export interface NodeActionKindsOptions {
   clusters: NodeClusters;
   clock: Clock;
 }
-
-type ClusterParams = { cluster: string };
-type ScaleParams = { cluster: string; target: number };
-type NodeParams = { node: string };
 
 /** Registers the five node and cluster action kinds with the action engine. */
 export function registerNodeActionKinds(actions: ActionEngine, o: NodeActionKindsOptions): void {
@@ -54,6 +58,7 @@ function deploy({ records, clusters }: NodeActionKindsOptions): ActionKind<Clust
   return {
     kind: "nodecluster.deploy",
     name: "Node Cluster Deploy",
+    params: ClusterActionParams,
     prepare: async (tx, { cluster }) => {
       const c = await getCluster(tx, cluster);
       assertAllowed(CLUSTER_OPERATIONS, `node cluster ${c.name}`, c.state as ClusterState, "deploy");
@@ -76,6 +81,7 @@ function deploy({ records, clusters }: NodeActionKindsOptions): ActionKind<Clust
 function scale({ store, records, clusters }: NodeActionKindsOptions): ActionKind<ScaleParams> {
   return {
     kind: "nodecluster.scale",
+    params: ClusterScaleParams,
     name: "Node Cluster Scale",
     prepare: async (tx, { cluster, target }) => {
       const c = await getCluster(tx, cluster);
@@ -124,6 +130,7 @@ function terminateCluster({
 }: NodeActionKindsOptions): ActionKind<ClusterParams> {
   return {
     kind: "nodecluster.terminate",
+    params: ClusterActionParams,
     name: "Node Cluster Terminate",
     prepare: async (tx, { cluster }) => {
       const c = await getCluster(tx, cluster);
@@ -162,6 +169,7 @@ function terminateCluster({
 function terminateNode({ store, records, probe, clusters }: NodeActionKindsOptions): ActionKind<NodeParams> {
   return {
     kind: "node.terminate",
+    params: NodeActionParams,
     name: "Node Terminate",
     prepare: async (tx, { node }) => {
       const n = await getNode(tx, node);
@@ -201,6 +209,7 @@ function terminateNode({ store, records, probe, clusters }: NodeActionKindsOptio
 function upgradeEngine({ store, records, probe, clusters }: NodeActionKindsOptions): ActionKind<NodeParams> {
   return {
     kind: "node.engine-upgrade",
+    params: NodeActionParams,
     name: "Node Engine Upgrade",
     prepare: async (tx, { node }) => {
       const n = await getNode(tx, node);

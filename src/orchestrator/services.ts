@@ -1,6 +1,12 @@
 // Services and containers: the asynchronous operations as action kinds made of idempotent
 // steps, placement through the scheduler, and state derived from the containers.
+
 import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
+import {
+  ContainerActionParams,
+  ServiceActionParams,
+  ServiceTerminateParams,
+} from "../contract/action-params.ts";
 import { conflict, notFound } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import {
@@ -402,9 +408,10 @@ export class Orchestrator {
   ): ActionKind<never> {
     // `new_nodes`: a scale the reconciler enqueues so an EVERY_NODE service reaches new nodes
     // (routes never set it, so a user's scale of such a service is still refused).
-    const k: ActionKind<{ service: string; reuse_volumes?: boolean; new_nodes?: boolean }> = {
+    const k: ActionKind<ServiceActionParams> = {
       kind,
       name,
+      params: ServiceActionParams,
       prepare: async (tx, { service, new_nodes }) => {
         const s = await tx.services.findService(service);
         if (!s) throw notFound("service");
@@ -625,8 +632,9 @@ export class Orchestrator {
   }
 
   private terminateServiceKind(): ActionKind<never> {
-    const k: ActionKind<{ service: string }> = {
+    const k: ActionKind<ServiceTerminateParams> = {
       kind: "service.terminate",
+      params: ServiceTerminateParams,
       name: "Service Terminate",
       prepare: async (tx, { service }) => {
         const s = await tx.services.findService(service);
@@ -713,9 +721,10 @@ export class Orchestrator {
     transitional: ContainerState,
     work: (c: ContainerRow, ctx: Ctx<{ container: string; reuse_volumes?: boolean }>) => Promise<void>,
   ): ActionKind<never> {
-    const k: ActionKind<{ container: string; reuse_volumes?: boolean }> = {
+    const k: ActionKind<ContainerActionParams> = {
       kind,
       name,
+      params: ContainerActionParams,
       prepare: async (tx, { container }) => {
         const c = await tx.services.findContainer(container);
         if (!c) throw notFound("container");

@@ -5,7 +5,9 @@
 // state, which is how a resumed step knows where to go on. A follower of the change feed
 // (follower.ts) records a stack's state, with a change-feed entry, when its services change
 // outside a stack action.
+
 import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
+import { StackActionParams } from "../contract/action-params.ts";
 import { notFound } from "../domain/errors.ts";
 import { settledStackState, startOrder } from "../domain/stack.ts";
 import { SERVICE_OPERATIONS, type ServiceState, type StackState } from "../domain/states.ts";
@@ -30,10 +32,7 @@ export interface StackOperationDeps {
 }
 
 export type StackOperation = "start" | "stop" | "redeploy" | "terminate";
-interface OpParams {
-  stack: string;
-  reuse_volumes?: boolean;
-}
+type OpParams = StackActionParams;
 
 const OPERATIONS: Record<StackOperation, { kind: string; name: string; state: StackState }> = {
   start: { kind: "stack.start", name: "Stack Start", state: "Starting" },
@@ -91,6 +90,7 @@ export class StackOperations {
     return {
       kind,
       name,
+      params: StackActionParams,
       prepare: async (tx, { stack }) => {
         const st = await tx.stacks.findStack(stack);
         if (!st) throw notFound("stack");

@@ -277,4 +277,42 @@ describe("action reservation", () => {
       await other.stop();
     }
   });
+  test("parameters that do not fit the kind's schema are a programming error at enqueue", async () => {
+    await assert.rejects(
+      h.store.transaction((tx) =>
+        h.actions.enqueue(tx, {
+          kind: "test.widget.work",
+          params: { steps: "many", stepMs: 10 },
+          namespace: "alice",
+          object: "/api/app/v1/alice/widget/w12/",
+          meta: { method: "POST", path: "/", user: "alice", userAgent: "", ip: "127.0.0.1" },
+        }),
+      ),
+      /the parameters of action kind test\.widget\.work do not fit its schema: steps must be an integer/,
+    );
+    assert.throws(
+      () => h.actions.register({ kind: "test.none", name: "None", steps: [] } as never),
+      /declares no schema for its parameters/,
+    );
+  });
+
+  test("a stored action whose parameters do not fit ends Failed with a message, and cannot be retried", async () => {
+    const first = await work("w13", { steps: 2, stepMs: 300 });
+    const queued = await work("w13", { steps: 1, stepMs: 10 });
+    const row = (await h.store.findAction(queued.split("/").filter(Boolean).pop()!))!;
+    assert.equal(row.state, "Pending");
+    await h.store.updateAction(row, { params: JSON.stringify({ steps: 1, stepMs: "slow" }) });
+    await until(first, "Success");
+    await until(queued, "Failed");
+    const log = await logOf(queued);
+    assert.ok(
+      log.some((l) => /^This action cannot run: .*stepMs must be an integer/.test(l)),
+      log.join("\n"),
+    );
+    assert.ok(!log.includes("step 1 begins"), "no step ran");
+    const retry = await call(h, alice, "POST", `${queued}retry/`);
+    assert.equal(retry.status, 409, retry.raw);
+    assert.equal(retry.body.code, "not_retriable");
+    assert.match(retry.body.error, /stepMs must be an integer/);
+  });
 });

@@ -2,25 +2,26 @@
 // configurable number of steps, so the action engine can be exercised without engines.
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
 import type { ActionEngine } from "../../src/actions/engine.ts";
 import { namespaceOf } from "../../src/api/namespaces.ts";
 import { callMeta } from "../../src/api/recorder.ts";
 import type { IdentityService } from "../../src/identity/service.ts";
 import type { Store } from "../../src/store/store.ts";
 
-export interface WorkParams {
-  steps: number;
-  stepMs: number;
-  /** 1-based step that throws. */
-  failAt?: number;
-  /** 1-based step that never ends (until its timeout). */
-  hangAt?: number;
-  stepTimeoutMs?: number;
-}
-
 /** The most steps a widget can be asked for (the route refuses more). */
 export const MAX_STEPS = 30;
+
+export const WorkParams = Type.Object({
+  steps: Type.Integer({ minimum: 0, maximum: MAX_STEPS }),
+  stepMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
+  /** 1-based step that throws. */
+  failAt: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_STEPS })),
+  /** 1-based step that never ends (until its timeout). */
+  hangAt: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_STEPS })),
+  stepTimeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+});
+export type WorkParams = Static<typeof WorkParams>;
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -41,6 +42,7 @@ export function registerWidgetKind(actions: ActionEngine, maxSteps = MAX_STEPS):
   actions.register<WorkParams>({
     kind: "test.widget.work",
     name: "Widget Work",
+    params: WorkParams,
     steps: Array.from({ length: maxSteps }, (_, i) => ({
       name: `step ${i + 1}`,
       timeoutMs: 1500,
@@ -70,12 +72,7 @@ export function widgetRoutes(deps: { actions: ActionEngine; identity: IdentitySe
             response: {
               202: Type.Object({ object: Type.String(), action: Type.String(), state: Type.String() }),
             },
-            body: Type.Object({
-              steps: Type.Integer({ minimum: 0, maximum: MAX_STEPS }),
-              stepMs: Type.Integer({ minimum: 0 }),
-              failAt: Type.Optional(Type.Integer()),
-              hangAt: Type.Optional(Type.Integer()),
-            }),
+            body: WorkParams,
           },
         },
         async (req, reply) => {
