@@ -2,6 +2,13 @@
 import { type Static, Type } from "typebox";
 import { View } from "./common.ts";
 
+/** `GET /auth/` (CONTRACT §2): who the credentials are, and the namespaces they may use. */
+export const AuthView = View(
+  { username: Type.String(), namespaces: Type.Array(Type.String()) },
+  "the caller and its namespaces",
+);
+export type Auth = Static<typeof AuthView>;
+
 export const ProfileView = Type.Object({
   id: Type.Integer(),
   username: Type.String(),

@@ -3,6 +3,7 @@
 // trigger's uuid, so the trigger can show its URL again while the store keeps only a hash of it.
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { ActionEngine, CallMeta } from "../actions/engine.ts";
+import type { TriggerOperation } from "../contract/trigger.ts";
 import { conflict, VersionConflict } from "../domain/errors.ts";
 import { MAX_CONTAINERS } from "../domain/service-spec.ts";
 import type { Clock } from "../domain/time.ts";
@@ -13,8 +14,7 @@ import type { TriggerRow } from "../store/registries.ts";
 import type { ServiceRow } from "../store/services.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 
-export const TRIGGER_OPERATIONS = ["REDEPLOY", "SCALEUP"] as const;
-export type TriggerOperation = (typeof TRIGGER_OPERATIONS)[number];
+export { TRIGGER_OPERATIONS, type TriggerOperation } from "../contract/trigger.ts";
 
 export interface TriggerDeps {
   store: Store;

@@ -3,7 +3,13 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import { ApiKeyView, CreatedApiKeyView, OrganizationView, ProfileView } from "../../contract/account.ts";
+import {
+  ApiKeyView,
+  AuthView,
+  CreatedApiKeyView,
+  OrganizationView,
+  ProfileView,
+} from "../../contract/account.ts";
 import { NoContent } from "../../contract/common.ts";
 import { notFound } from "../../domain/errors.ts";
 import { accountsTime } from "../../domain/time.ts";
@@ -51,7 +57,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
       schema: {
         tags,
         summary: "Check credentials",
-        response: { 200: Type.Object({ username: Type.String(), namespaces: Type.Array(Type.String()) }) },
+        response: { 200: AuthView },
       },
     },
     async (req) => {

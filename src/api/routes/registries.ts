@@ -9,6 +9,12 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { NoContent, View } from "../../contract/common.ts";
+import {
+  RegistryView,
+  RepositoryCreateBody,
+  RepositoryUpdateBody,
+  RepositoryView,
+} from "../../contract/registry.ts";
 import { ApiError, notFound, unauthorized } from "../../domain/errors.ts";
 import { parseObjectUri } from "../../domain/uri.ts";
 import type { RegistryService } from "../../registry/service.ts";
@@ -30,35 +36,6 @@ interface Deps {
 
 /** Where Berth's own registry posts its notifications (not part of the public API). */
 export const REGISTRY_WEBHOOK_PATH = "/hooks/registry/";
-
-const RegistrySchema = Type.Object({
-  uuid: Type.String(),
-  resource_uri: Type.String(),
-  name: Type.String(),
-  host: Type.String(),
-  is_native_registry: Type.Boolean(),
-  is_tutum_registry: Type.Boolean({ description: "historical name of is_native_registry" }),
-  is_ssl: Type.Boolean(),
-  port: Type.Integer(),
-});
-
-const RepositorySchema = Type.Object({
-  uuid: Type.String(),
-  resource_uri: Type.String(),
-  name: Type.String({ description: "<registry host>/<path>" }),
-  in_use: Type.Boolean(),
-  registry: Type.String({ description: "resource URI of the registry" }),
-});
-
-const RepositoryCreate = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 255, description: "<registry host>/<path>" }),
-  username: Type.Optional(Type.String({ maxLength: 1024 })),
-  password: Type.Optional(Type.String({ maxLength: 8192 })),
-});
-const RepositoryPatch = Type.Object({
-  username: Type.Optional(Type.String({ maxLength: 1024 })),
-  password: Type.Optional(Type.String({ maxLength: 8192 })),
-});
 
 const HostParams = Type.Object({ host: Type.String(), namespace: Type.Optional(Type.String()) });
 const NameParams = Type.Object({
@@ -104,7 +81,7 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
             host: Type.Optional(Type.String()),
             is_native_registry: Type.Optional(Type.Boolean()),
           }),
-          response: { 200: listSchema(RegistrySchema) },
+          response: { 200: listSchema(RegistryView) },
         },
       },
       async (req) => {
@@ -134,7 +111,7 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Get a registry by host (the host may include a port)",
           params: HostParams,
-          response: { 200: RegistrySchema },
+          response: { 200: RegistryView },
         },
       },
       async (req) => {
@@ -162,7 +139,7 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: Type.Optional(Type.String()),
             registry: Type.Optional(Type.String({ description: "registry resource URI (or host)" })),
           }),
-          response: { 200: listSchema(RepositorySchema) },
+          response: { 200: listSchema(RepositoryView) },
         },
       },
       async (req) => {
@@ -186,8 +163,8 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Add a repository of a third-party registry; the credentials are checked against it",
           params: NsParams,
-          body: RepositoryCreate,
-          response: { 201: RepositorySchema },
+          body: RepositoryCreateBody,
+          response: { 201: RepositoryView },
         },
       },
       async (req, reply) => {
@@ -209,7 +186,7 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Get an external repository; its name (host and path) is sent with raw slashes",
           params: NameParams,
-          response: { 200: RepositorySchema },
+          response: { 200: RepositoryView },
         },
       },
       async (req) => registries.view(await repositoryOf(req, req.params["*"])),
@@ -222,8 +199,8 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Update a repository's credentials; they are checked against the registry",
           params: NameParams,
-          body: RepositoryPatch,
-          response: { 200: RepositorySchema },
+          body: RepositoryUpdateBody,
+          response: { 200: RepositoryView },
         },
       },
       async (req) => {

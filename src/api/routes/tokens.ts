@@ -5,6 +5,11 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { NoContent } from "../../contract/common.ts";
+import {
+  CreatedRegistrationTokenView,
+  type RegistrationToken,
+  RegistrationTokenView,
+} from "../../contract/token.ts";
 import { notFound } from "../../domain/errors.ts";
 import { restTime } from "../../domain/time.ts";
 import { type AgentNodes, tokenUri } from "../../nodes/agents.ts";
@@ -18,20 +23,7 @@ interface Deps {
   agents: AgentNodes;
 }
 
-const TokenSchema = Type.Object({
-  uuid: Type.String(),
-  resource_uri: Type.String(),
-  created: Type.Union([Type.String(), Type.Null()]),
-  expires: Type.Union([Type.String(), Type.Null()]),
-  created_by: Type.String(),
-});
-const CreatedTokenSchema = Type.Object({
-  ...TokenSchema.properties,
-  token: Type.String({ description: "the registration token; shown only in this answer" }),
-  command: Type.String({ description: "what to run on the server that becomes a node" }),
-});
-
-function tokenView(t: RegistrationTokenRow) {
+function tokenView(t: RegistrationTokenRow): RegistrationToken {
   return {
     uuid: t.uuid,
     resource_uri: tokenUri(t),
@@ -63,7 +55,7 @@ export function tokenRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary:
             "Create a single-use, expiring token that registers a server as a node of this namespace (bring your own node); the answer holds the token and the command to run on the server, once",
           params: NsParams,
-          response: { 201: CreatedTokenSchema },
+          response: { 201: CreatedRegistrationTokenView },
         },
       },
       async (req, reply) => {
@@ -82,7 +74,7 @@ export function tokenRoutes(untyped: FastifyInstance, deps: Deps): void {
           params: NsParams,
           summary: "List the registration tokens that can still be used (never their secret)",
           querystring: Type.Object({ ...PAGE_QUERY }),
-          response: { 200: listSchema(TokenSchema) },
+          response: { 200: listSchema(RegistrationTokenView) },
         },
       },
       async (req) => {
@@ -103,7 +95,7 @@ export function tokenRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Get an unused registration token (not its secret)",
           params: UuidParams,
-          response: { 200: TokenSchema },
+          response: { 200: RegistrationTokenView },
         },
       },
       async (req) => tokenView(await tokenOf(req, req.params.uuid)),

@@ -5,11 +5,12 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
 import { ActionView } from "../../contract/action.ts";
+import { TriggerCreateBody, TriggerView } from "../../contract/trigger.ts";
 import { notFound } from "../../domain/errors.ts";
 import { actionUri, serviceUri } from "../../domain/uri.ts";
 import type { ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
-import { TRIGGER_OPERATIONS, type TriggerService } from "../../triggers/service.ts";
+import type { TriggerService } from "../../triggers/service.ts";
 import { ACTION_URI_HEADERS } from "../compat.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { principalOf } from "../namespaces.ts";
@@ -22,24 +23,6 @@ interface Deps {
   actions: ActionEngine;
   triggers: TriggerService;
 }
-
-const TriggerSchema = Type.Object({
-  uuid: Type.String(),
-  name: Type.String(),
-  operation: Type.String(),
-  url: Type.String({ description: "the call URL; it holds the trigger's secret" }),
-  resource_uri: Type.String(),
-});
-
-const TriggerCreate = Type.Object({
-  name: Type.Optional(Type.String({ maxLength: 100 })),
-  operation: Type.Optional(
-    Type.Union(
-      TRIGGER_OPERATIONS.map((o) => Type.Literal(o)),
-      { default: "REDEPLOY" },
-    ),
-  ),
-});
 
 const ServiceParams = Type.Object({ uuid: Type.String(), namespace: Type.Optional(Type.String()) });
 const TriggerParams = Type.Object({
@@ -74,7 +57,7 @@ export function triggerRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "List a service's triggers",
           params: ServiceParams,
           querystring: Type.Object({ ...PAGE_QUERY }),
-          response: { 200: listSchema(TriggerSchema) },
+          response: { 200: listSchema(TriggerView) },
         },
       },
       async (req) => {
@@ -97,8 +80,8 @@ export function triggerRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Create a trigger: a secret URL that redeploys the service or scales it up by one",
           params: ServiceParams,
-          body: TriggerCreate,
-          response: { 201: TriggerSchema },
+          body: TriggerCreateBody,
+          response: { 201: TriggerView },
         },
       },
       async (req, reply) => {
@@ -116,7 +99,7 @@ export function triggerRoutes(untyped: FastifyInstance, deps: Deps): void {
       url,
       {
         config: { access: "namespace" },
-        schema: { tags, summary: "Get a trigger", params: TriggerParams, response: { 200: TriggerSchema } },
+        schema: { tags, summary: "Get a trigger", params: TriggerParams, response: { 200: TriggerView } },
       },
       async (req) => triggers.view(await triggerOf(req, req.params)),
     );
@@ -128,7 +111,7 @@ export function triggerRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Delete a trigger; its URL answers 404 from now on",
           params: TriggerParams,
-          response: { 200: TriggerSchema },
+          response: { 200: TriggerView },
         },
       },
       async (req) => {
