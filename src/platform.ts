@@ -43,13 +43,11 @@ import { HealthWatcher } from "./nodes/health.ts";
 import { LocalProvisioner } from "./nodes/local.ts";
 import { NodeProbe } from "./nodes/probe.ts";
 import { AttachedProvisioner, type Provisioner, SimulatedProvisioner } from "./nodes/provisioners.ts";
-import { NodeRecords } from "./nodes/records.ts";
 import { clusterUri, nodeUri } from "./nodes/views.ts";
 import { RESTORED_FACT } from "./ops/backup.ts";
 import { Metrics } from "./ops/metrics.ts";
 import { ReplicaCoordinator } from "./ops/replicas.ts";
 import { adoptAfterRestore } from "./orchestrator/adoption.ts";
-import { AppChanges } from "./orchestrator/changes.ts";
 import { EngineContainerIO } from "./orchestrator/container-io.ts";
 import { EngineSpecs } from "./orchestrator/engine-specs.ts";
 import { ServiceManager } from "./orchestrator/manager.ts";
@@ -98,8 +96,6 @@ export interface Platform {
   catalogue: Catalogue;
   engines: Engines;
   local: LocalProvider;
-  /** Node and cluster records: each write with its change-feed entry. */
-  nodeRecords: NodeRecords;
   /** Asks node engines who they are; records Deployed or Unreachable. */
   nodeProbe: NodeProbe;
   /** Node clusters: create rules and the work of their operations. */
@@ -143,7 +139,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const clock = opts.clock ?? systemClock;
   const db = openDatabase(config.databaseUrl);
   await migrateToLatest(db.kysely, db.dialect);
-  const store = new Store(db.kysely, db.dialect);
+  const store = new Store(db.kysely, db.dialect, { clock });
   const replicaId = config.replicaId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   store.setOrigin(replicaId);
   const metrics = new Metrics(replicaId);
@@ -221,10 +217,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     (node, operation, seconds, ok) =>
       metrics.engineCalls.observe({ node, operation, result: ok ? "ok" : "error" }, seconds),
   );
-  const nodeRecords = new NodeRecords(store, clock);
   const nodeProbe = new NodeProbe({
     store,
-    records: nodeRecords,
     engines,
     clock,
     unreachableGraceMs: config.nodes.unreachableGraceMs,
@@ -233,7 +227,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     store,
     clock,
     actions,
-    records: nodeRecords,
     probe: nodeProbe,
     hub: tunnels,
     publicUrl: config.publicUrl,
@@ -257,7 +250,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   }
   const clusters = new NodeClusters({
     store,
-    records: nodeRecords,
     probe: nodeProbe,
     catalogue,
     provisioners,
@@ -265,12 +257,11 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   });
   const attachedEngines = new AttachedEngines({
     store,
-    records: nodeRecords,
     probe: nodeProbe,
     clock,
     sealSecret: (plain) => box.seal(plain),
   });
-  registerNodeActionKinds(actions, { store, records: nodeRecords, probe: nodeProbe, clusters, clock });
+  registerNodeActionKinds(actions, { store, probe: nodeProbe, clusters, clock });
   relations.register("node", async (s, _uri, parsed) => {
     const n = await s.nodes.findNode(parsed.id);
     return n?.cluster_uuid ? [clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })] : [];
@@ -286,7 +277,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     onError: onError("node health watcher"),
   });
 
-  const changes = new AppChanges(clock);
   const native = config.registry.native;
   const nativeRegistry = native
     ? new NativeRegistry({
@@ -318,7 +308,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     store,
     engines,
     clock,
-    changes,
     specFor: (c, o) => specs.specFor(c, o),
     pullAuth: (image, namespace) => registries.pullAuth(image, namespace),
     refreshesOnRedeploy: (image, namespace) => registries.refreshesOnRedeploy(image, namespace),
@@ -328,7 +317,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const orchestrator = new Orchestrator({
     store,
     clock,
-    changes,
     runtime,
     revokeServiceKey: (uuid) => identity.revokeServiceKeys(uuid),
     linkWaitMs: config.linkWaitS * 1000,
@@ -337,7 +325,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const services = new ServiceManager({
     store,
     clock,
-    changes,
     identity,
     box,
     orchestrator,
@@ -347,14 +334,13 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const stacks = new StackService({
     store,
     clock,
-    changes,
     services,
     orchestrator,
     pollMs: replicated ? 2000 : 30_000,
   });
   stacks.register(actions);
   relations.register("stack", stacks.related);
-  const triggers = new TriggerService({ store, clock, actions, changes, box, publicUrl: config.publicUrl });
+  const triggers = new TriggerService({ store, clock, actions, box, publicUrl: config.publicUrl });
   const reconciler = new Reconciler({
     onError: onError("reconciler"),
     store,
@@ -492,7 +478,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         nodeRoutes(a, {
           store,
           actions,
-          records: nodeRecords,
           probe: nodeProbe,
           clusters,
           attachedEngines,
@@ -562,7 +547,6 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     catalogue,
     engines,
     local,
-    nodeRecords,
     nodeProbe,
     clusters,
     attachedEngines,

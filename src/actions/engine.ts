@@ -10,7 +10,6 @@ import type { TSchema } from "typebox";
 import { type BodyCheck, bodyCheck } from "../contract/check.ts";
 import { ApiError, conflict, VersionConflict } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
-import { actionUri } from "../domain/uri.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 
 export type ActionState = "Pending" | "In progress" | "Canceling" | "Canceled" | "Success" | "Failed";
@@ -168,7 +167,6 @@ export class ActionEngine {
           is_user_action: input.meta.isUserAction === false ? 0 : 1,
         });
         if (input.logLine) await tx.appendActionLog(row.uuid, now, input.logLine);
-        await this.emit(tx, row, "create");
         return row;
       })
       .then((row) => {
@@ -222,7 +220,6 @@ export class ActionEngine {
       );
       if (busy)
         await t.appendActionLog(action.uuid, now, `Waiting for action ${busy.uuid} on the same object`);
-      await this.emit(t, action, "create");
       return action;
     });
     this.wake();
@@ -245,24 +242,25 @@ export class ActionEngine {
   async cancel(uuid: string): Promise<ActionRow> {
     const now = () => this.opts.clock.now();
     let from: string | undefined;
-    const row = await this.store.mutate({
-      read: (store) => store.findAction(uuid),
-      change: (a): Partial<ActionRow> => {
+    const row = await this.store.mutate(
+      "action",
+      uuid,
+      (a): Partial<ActionRow> => {
         from = a.state;
         if (a.state === "Pending") return { state: "Canceled", end_date: now() };
         if (a.state === "In progress") return { state: "Canceling" };
         throw conflict(`action is ${a.state}; cancel is allowed in Pending, In progress`, "invalid_state");
       },
-      write: (tx, a, patch) => tx.updateAction(a, patch),
-      after: async (tx, _a, r) => {
-        const line =
-          r.state === "Canceled"
-            ? "Canceled before it started"
-            : "Cancel requested; stopping after the current step";
-        await tx.appendActionLog(uuid, now(), line);
-        await this.emit(tx, r, "update");
+      {
+        after: async (tx, _a, r) => {
+          const line =
+            r.state === "Canceled"
+              ? "Canceled before it started"
+              : "Cancel requested; stopping after the current step";
+          await tx.appendActionLog(uuid, now(), line);
+        },
       },
-    });
+    );
     if (!row) throw new ApiError("not_found", "not_found", "No such action.");
     if (from === "Pending") {
       await this.finishCanceledPending(row);
@@ -422,7 +420,6 @@ export class ActionEngine {
           lease_until: now + this.opts.leaseMs,
           attempts: a.attempts + 1,
         });
-        if (a.state === "Pending") await this.emit(tx, r, "update");
         if (a.attempts > 0) {
           await tx.appendActionLog(
             a.uuid,
@@ -591,42 +588,20 @@ export class ActionEngine {
   }
 
   private async end(uuid: string, state: Outcome): Promise<void> {
-    let ended: ActionRow | undefined;
-    await this.store.mutate({
-      read: (store) => store.findAction(uuid),
-      change: (a): Partial<ActionRow> | undefined =>
-        TERMINAL.includes(a.state as ActionState)
-          ? undefined
-          : { state, end_date: this.opts.clock.now(), lease_owner: null, lease_until: null },
-      write: (tx, a, patch) => tx.updateAction(a, patch),
-      after: async (tx, _a, r) => {
-        await this.emit(tx, r, "update");
-        ended = r;
-      },
+    let ends = false;
+    const ended = await this.store.mutate("action", uuid, (a): Partial<ActionRow> | undefined => {
+      ends = !TERMINAL.includes(a.state as ActionState);
+      return ends
+        ? { state, end_date: this.opts.clock.now(), lease_owner: null, lease_until: null }
+        : undefined;
     });
-    if (ended) {
+    if (ended && ends) {
       this.opts.onEnded?.(ended.kind ?? "call", state, this.opts.clock.now() - ended.start_date);
     }
   }
 
   private async updateRetrying(uuid: string, patch: Partial<ActionRow>): Promise<void> {
-    await this.store.mutate({
-      read: (store) => store.findAction(uuid),
-      change: () => patch,
-      write: (tx, a, p) => tx.updateAction(a, p),
-    });
-  }
-
-  private async emit(tx: Store, a: ActionRow, action: "create" | "update"): Promise<void> {
-    await tx.appendChange({
-      namespace: a.namespace,
-      type: "action",
-      action,
-      resource_uri: actionUri(a.uuid),
-      state: a.state,
-      parents: JSON.stringify([a.object]),
-      datetime: this.opts.clock.now(),
-    });
+    await this.store.mutate("action", uuid, () => patch);
   }
 }
 

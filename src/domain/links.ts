@@ -16,6 +16,14 @@
 // and the host names db (the first target), postgres-1 and postgres-2.
 import type { Protocol } from "./service.ts";
 
+/** A container counts as a link target while it runs or starts. */
+export const TARGET_STATES = ["Running", "Starting"] as const;
+
+/** The address a container offers its link clients ("" when it offers none). */
+export function offeredAddress(c: { state: string; private_ip: string }): string {
+  return (TARGET_STATES as readonly string[]).includes(c.state) ? c.private_ip : "";
+}
+
 export interface LinkTarget {
   /** The container's name, `postgres-2`; its number suffix numbers the per-container variables. */
   name: string;

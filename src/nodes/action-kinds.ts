@@ -24,11 +24,9 @@ import type { ClusterRow, NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
 import type { NodeClusters } from "./clusters.ts";
 import type { NodeProbe } from "./probe.ts";
-import type { NodeRecords } from "./records.ts";
 
 export interface NodeActionKindsOptions {
   store: Store;
-  records: NodeRecords;
   probe: NodeProbe;
   clusters: NodeClusters;
   clock: Clock;
@@ -54,7 +52,7 @@ async function getNode(tx: Store, uuid: string): Promise<NodeRow> {
 
 const TEN_MINUTES_MS = 10 * 60_000;
 
-function deploy({ records, clusters }: NodeActionKindsOptions): ActionKind<ClusterParams> {
+function deploy({ clusters }: NodeActionKindsOptions): ActionKind<ClusterParams> {
   return {
     kind: "nodecluster.deploy",
     name: "Node Cluster Deploy",
@@ -64,7 +62,6 @@ function deploy({ records, clusters }: NodeActionKindsOptions): ActionKind<Clust
       assertAllowed(CLUSTER_OPERATIONS, `node cluster ${c.name}`, c.state as ClusterState, "deploy");
       clusters.assertProviderAvailable(c.provider);
       const r = await tx.nodes.updateCluster(c, { state: "Deploying" });
-      await records.emitCluster(tx, r);
       await clusters.addNodes(tx, r, r.target_num_nodes);
     },
     steps: [
@@ -78,7 +75,7 @@ function deploy({ records, clusters }: NodeActionKindsOptions): ActionKind<Clust
   };
 }
 
-function scale({ store, records, clusters }: NodeActionKindsOptions): ActionKind<ScaleParams> {
+function scale({ store, clusters }: NodeActionKindsOptions): ActionKind<ScaleParams> {
   return {
     kind: "nodecluster.scale",
     params: ClusterScaleParams,
@@ -88,8 +85,7 @@ function scale({ store, records, clusters }: NodeActionKindsOptions): ActionKind
       assertAllowed(CLUSTER_OPERATIONS, `node cluster ${c.name}`, c.state as ClusterState, "scale");
       const live = (await tx.nodes.nodesOfCluster(c.uuid)).filter((n) => n.state !== "Terminated").length;
       if (target > live) clusters.assertProviderAvailable(c.provider);
-      const r = await tx.nodes.updateCluster(c, { state: "Scaling", target_num_nodes: target });
-      await records.emitCluster(tx, r);
+      await tx.nodes.updateCluster(c, { state: "Scaling", target_num_nodes: target });
     },
     steps: [
       {
@@ -110,7 +106,7 @@ function scale({ store, records, clusters }: NodeActionKindsOptions): ActionKind
             const doomed = order.slice(0, live.length - target);
             await ctx.log(`Removing ${doomed.length} node(s) to reach ${target}`);
             for (const n of doomed) {
-              await records.patchNode(n.uuid, () => ({ state: "Terminating" }));
+              await store.mutate("node", n.uuid, () => ({ state: "Terminating" }));
               await clusters.terminateNode(ctx, n.uuid);
             }
           }
@@ -122,12 +118,7 @@ function scale({ store, records, clusters }: NodeActionKindsOptions): ActionKind
   };
 }
 
-function terminateCluster({
-  store,
-  records,
-  clusters,
-  clock,
-}: NodeActionKindsOptions): ActionKind<ClusterParams> {
+function terminateCluster({ store, clusters, clock }: NodeActionKindsOptions): ActionKind<ClusterParams> {
   return {
     kind: "nodecluster.terminate",
     params: ClusterActionParams,
@@ -135,12 +126,10 @@ function terminateCluster({
     prepare: async (tx, { cluster }) => {
       const c = await getCluster(tx, cluster);
       assertAllowed(CLUSTER_OPERATIONS, `node cluster ${c.name}`, c.state as ClusterState, "terminate");
-      const r = await tx.nodes.updateCluster(c, { state: "Terminating" });
-      await records.emitCluster(tx, r);
+      await tx.nodes.updateCluster(c, { state: "Terminating" });
       for (const n of await tx.nodes.nodesOfCluster(c.uuid)) {
         if (n.state === "Terminated") continue;
-        const m = await tx.nodes.updateNode(n, { state: "Terminating" });
-        await records.emitNode(tx, m);
+        await tx.nodes.updateNode(n, { state: "Terminating" });
       }
     },
     steps: [
@@ -158,7 +147,10 @@ function terminateCluster({
       const nodes = await store.nodes.nodesOfCluster(ctx.params.cluster);
       if (outcome === "Success" && nodes.every((n) => n.state === "Terminated")) {
         const now = clock.now();
-        await records.patchCluster(ctx.params.cluster, () => ({ state: "Terminated", destroyed_at: now }));
+        await store.mutate("nodecluster", ctx.params.cluster, () => ({
+          state: "Terminated",
+          destroyed_at: now,
+        }));
       } else {
         await clusters.settle(ctx, ctx.params.cluster);
       }
@@ -166,7 +158,7 @@ function terminateCluster({
   };
 }
 
-function terminateNode({ store, records, probe, clusters }: NodeActionKindsOptions): ActionKind<NodeParams> {
+function terminateNode({ store, probe, clusters }: NodeActionKindsOptions): ActionKind<NodeParams> {
   return {
     kind: "node.terminate",
     params: NodeActionParams,
@@ -174,8 +166,7 @@ function terminateNode({ store, records, probe, clusters }: NodeActionKindsOptio
     prepare: async (tx, { node }) => {
       const n = await getNode(tx, node);
       assertAllowed(NODE_OPERATIONS, `node ${n.nickname || n.uuid}`, n.state as NodeState, "terminate");
-      const r = await tx.nodes.updateNode(n, { state: "Terminating" });
-      await records.emitNode(tx, r);
+      await tx.nodes.updateNode(n, { state: "Terminating" });
     },
     steps: [
       {
@@ -188,12 +179,12 @@ function terminateNode({ store, records, probe, clusters }: NodeActionKindsOptio
       const n = await store.nodes.findNode(ctx.params.node);
       if (!n) return;
       if (n.state === "Terminating") {
-        await records.patchNode(n.uuid, () => ({ state: "Deployed" }));
+        await store.mutate("node", n.uuid, () => ({ state: "Deployed" }));
         await probe.probe(n.uuid, { immediate: true });
       }
       if (n.cluster_uuid) {
         if (outcome === "Success") {
-          await records.patchCluster(n.cluster_uuid, (c) => ({
+          await store.mutate("nodecluster", n.cluster_uuid, (c) => ({
             target_num_nodes: Math.max(0, c.target_num_nodes - 1),
           }));
         }
@@ -206,7 +197,7 @@ function terminateNode({ store, records, probe, clusters }: NodeActionKindsOptio
   };
 }
 
-function upgradeEngine({ store, records, probe, clusters }: NodeActionKindsOptions): ActionKind<NodeParams> {
+function upgradeEngine({ store, probe, clusters }: NodeActionKindsOptions): ActionKind<NodeParams> {
   return {
     kind: "node.engine-upgrade",
     params: NodeActionParams,
@@ -226,8 +217,7 @@ function upgradeEngine({ store, records, probe, clusters }: NodeActionKindsOptio
           "not_managed",
         );
       }
-      const r = await tx.nodes.updateNode(n, { state: "Upgrading" });
-      await records.emitNode(tx, r);
+      await tx.nodes.updateNode(n, { state: "Upgrading" });
     },
     steps: [
       {
@@ -242,7 +232,7 @@ function upgradeEngine({ store, records, probe, clusters }: NodeActionKindsOptio
       },
     ],
     finish: async (ctx) => {
-      await records.patchNode(ctx.params.node, (n) =>
+      await store.mutate("node", ctx.params.node, (n) =>
         n.state === "Upgrading" ? { state: "Deployed" } : undefined,
       );
       await probe.probe(ctx.params.node, { immediate: true });

@@ -12,7 +12,7 @@ import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
 import type { NodeProbe } from "./probe.ts";
 import type { ProvisionContext, Provisioned, Provisioner } from "./provisioners.ts";
-import { type NodeRecords, newNodeRow, nodeFqdn, tagNames } from "./records.ts";
+import { newNodeRow, nodeFqdn, tagNames } from "./records.ts";
 import { nodeUri } from "./views.ts";
 
 /** Engine URL of a node reached through its agent's tunnel. */
@@ -35,7 +35,6 @@ export interface AgentNodesOptions {
   store: Store;
   clock: Clock;
   actions: ActionEngine;
-  records: NodeRecords;
   probe: NodeProbe;
   hub: TunnelHub;
   publicUrl: string;
@@ -193,7 +192,6 @@ export class AgentNodes {
         created: now,
         revoked_at: null,
       });
-      await this.o.records.emitNode(tx, n, "create");
       return n;
     });
     await this.o.actions.recordSync({
@@ -238,8 +236,8 @@ export class AgentNodes {
     this.dropTimers.delete(nodeUuid);
     if (connected) {
       const session = this.o.hub.session(nodeUuid);
-      void this.o.records
-        .patchNode(nodeUuid, (n) =>
+      void this.o.store
+        .mutate("node", nodeUuid, (n) =>
           session && (n.public_ip !== session.remoteAddress || n.tunnel !== this.tunnelUrl(nodeUuid))
             ? { public_ip: session.remoteAddress, tunnel: this.tunnelUrl(nodeUuid) }
             : undefined,

@@ -9,7 +9,7 @@ import type { EngineInfo } from "../drivers/engine.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
 import { engineFields, type NodeProbe } from "./probe.ts";
-import { type NodeRecords, newNodeRow, nodeFqdn, tagNames } from "./records.ts";
+import { newNodeRow, nodeFqdn, tagNames } from "./records.ts";
 
 export interface AttachInput {
   engine_url: string;
@@ -20,7 +20,6 @@ export interface AttachInput {
 
 export interface AttachedEnginesOptions {
   store: Store;
-  records: NodeRecords;
   probe: NodeProbe;
   clock: Clock;
   /** Seals secrets at rest (the TLS key of an attached engine). */
@@ -72,7 +71,6 @@ export class AttachedEngines {
         ...engineFields(info, now),
       });
       const n = await tx.nodes.insertNode(row);
-      await this.o.records.emitNode(tx, n, "create");
       return n;
     });
   }

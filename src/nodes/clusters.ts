@@ -15,7 +15,7 @@ import type { ClusterRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
 import { engineFields, type NodeProbe } from "./probe.ts";
 import type { Provisioner } from "./provisioners.ts";
-import { type NodeRecords, newNodeRow, tagNames } from "./records.ts";
+import { newNodeRow, tagNames } from "./records.ts";
 
 export interface ClusterInput {
   name: string;
@@ -33,7 +33,6 @@ export type WorkContext = Pick<StepContext<unknown>, "log" | "signal">;
 
 export interface NodeClustersOptions {
   store: Store;
-  records: NodeRecords;
   probe: NodeProbe;
   catalogue: Catalogue;
   provisioners: Record<string, Provisioner>;
@@ -109,7 +108,6 @@ export class NodeClusters {
         destroyed_at: null,
         created: this.o.clock.now(),
       });
-      await this.o.records.emitCluster(tx, c, "create");
       return c;
     });
   }
@@ -157,8 +155,7 @@ export class NodeClusters {
         tags: c.tags,
         created: this.o.clock.now(),
       });
-      const n = await tx.nodes.insertNode(row);
-      await this.o.records.emitNode(tx, n, "create");
+      await tx.nodes.insertNode(row);
     }
   }
 
@@ -172,7 +169,7 @@ export class NodeClusters {
         const p = await prov.deployNode({ node, log: ctx.log, signal: ctx.signal });
         const info = await this.o.probe.engineInfo({ ...node, engine_url: p.engine_url, engine_tls: null });
         const now = this.o.clock.now();
-        await this.o.records.patchNode(node.uuid, () => ({
+        await this.o.store.mutate("node", node.uuid, () => ({
           ...p,
           ...engineFields(info, now),
           state: "Deployed",
@@ -204,7 +201,7 @@ export class NodeClusters {
     if (!node || node.state === "Terminated") return;
     await this.provisioner(node.provider).terminateNode({ node, log: ctx.log, signal: ctx.signal });
     const now = this.o.clock.now();
-    await this.o.records.patchNode(uuid, () => ({ state: "Terminated", destroyed_at: now }));
+    await this.o.store.mutate("node", uuid, () => ({ state: "Terminated", destroyed_at: now }));
     await ctx.log(`Node ${uuid} is Terminated`);
   }
 
@@ -213,7 +210,7 @@ export class NodeClusters {
     for (const n of await this.store.nodes.nodesOfCluster(clusterUuid)) {
       if (n.state === "Deploying" || n.state === "Terminating" || n.state === "Upgrading") {
         if (n.engine_url) {
-          await this.o.records.patchNode(n.uuid, () => ({ state: "Deployed" }));
+          await this.o.store.mutate("node", n.uuid, () => ({ state: "Deployed" }));
           await this.o.probe.probe(n.uuid, { immediate: true });
         } else {
           await this.terminateNode(ctx, n.uuid).catch(async (err) => {
@@ -224,7 +221,7 @@ export class NodeClusters {
     }
     const nodes = await this.store.nodes.nodesOfCluster(clusterUuid);
     const now = this.o.clock.now();
-    await this.o.records.patchCluster(clusterUuid, (c) => {
+    await this.o.store.mutate("nodecluster", clusterUuid, (c) => {
       const state = settledClusterState(
         nodes.map((n) => n.state as NodeState),
         c.target_num_nodes,

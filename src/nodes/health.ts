@@ -1,6 +1,6 @@
 // The node health watcher: pings every node's engine on an interval. `last_seen` moves while it
 // answers; a node silent for longer than the grace becomes Unreachable; one that answers again
-// is Deployed again. Each state change goes through the change feed (NodeRecords.patchNode).
+// is Deployed again. Each state change goes through the change feed (`Store.mutate`).
 // With several replicas, each pings only the nodes it owns (Duties, ops/replicas.ts).
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import type { Store } from "../store/store.ts";

@@ -6,11 +6,9 @@ import type { EngineInfo } from "../drivers/engine.ts";
 import type { NewNode, NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
 import type { EngineAddress, EngineSource } from "./provisioners.ts";
-import type { NodeRecords } from "./records.ts";
 
 export interface NodeProbeOptions {
   store: Store;
-  records: NodeRecords;
   engines: EngineSource;
   clock: Clock;
   /** A node whose engine has not answered for this long becomes Unreachable. */
@@ -73,7 +71,7 @@ export class NodeProbe {
     const joining = (n: NodeRow) => n.state === "Deploying" && n.engine_url.startsWith("tunnel://");
     try {
       const info = await this.engineInfo(node);
-      return this.o.records.patchNode(uuid, (n) => {
+      return this.o.store.mutate("node", uuid, (n) => {
         if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
         return {
           ...engineFields(info, now),
@@ -82,7 +80,7 @@ export class NodeProbe {
         };
       });
     } catch {
-      return this.o.records.patchNode(uuid, (n) => {
+      return this.o.store.mutate("node", uuid, (n) => {
         if (n.state === "Unreachable") return undefined;
         if (n.state !== "Deployed" && !joining(n)) return undefined;
         const since = n.unreachable_since ?? now;

@@ -1,13 +1,7 @@
-// Writing node and node-cluster records: every change of a row goes with its change-feed entry
-// (`node` / `nodecluster`, parents = the cluster), so no write can forget its event. Also the
-// tag lists as stored on both. Clusters, attach, agents, the probe and the routes write through it.
+// New node records and the tag lists as stored on nodes and clusters. Their writes, each with its
+// change-feed entry, are the store's (`Store.mutate`, `NodeStore.insertNode`/`updateNode`).
 import { invalidField } from "../domain/errors.ts";
-import type { Clock } from "../domain/time.ts";
-import type { ClusterRow, NewNode, NodeRow } from "../store/nodes.ts";
-import type { Store } from "../store/store.ts";
-import { clusterUri, nodeUri } from "./views.ts";
-
-type ChangeAction = "create" | "update" | "delete";
+import type { NewNode } from "../store/nodes.ts";
 
 /** The distinct, trimmed tag names of a request's `tags` (objects with a name, or strings). */
 export function tagNames(tags: ({ name: string } | string)[] | undefined, field = "tags"): string[] {
@@ -60,67 +54,4 @@ export function newNodeRow(
     tags: "[]",
     ...fields,
   };
-}
-
-export class NodeRecords {
-  constructor(
-    private readonly store: Store,
-    private readonly clock: Clock,
-  ) {}
-
-  /** The change-feed entry of a cluster row just written in `tx`. */
-  async emitCluster(tx: Store, c: ClusterRow, action: ChangeAction = "update"): Promise<void> {
-    await tx.appendChange({
-      namespace: c.namespace,
-      type: "nodecluster",
-      action,
-      resource_uri: clusterUri(c),
-      state: c.state,
-      parents: "[]",
-      datetime: this.clock.now(),
-    });
-  }
-
-  /** The change-feed entry of a node row just written in `tx`. */
-  async emitNode(tx: Store, n: NodeRow, action: ChangeAction = "update"): Promise<void> {
-    await tx.appendChange({
-      namespace: n.namespace,
-      type: "node",
-      action,
-      resource_uri: nodeUri(n),
-      state: n.state,
-      parents: JSON.stringify(
-        n.cluster_uuid ? [clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })] : [],
-      ),
-      datetime: this.clock.now(),
-    });
-  }
-
-  /** Applies a patch to a node, re-reading on version conflicts, and emits the change. */
-  async patchNode(
-    uuid: string,
-    patch: (n: NodeRow) => Partial<NodeRow> | undefined,
-  ): Promise<NodeRow | undefined> {
-    return this.store.mutate({
-      read: (store) => store.nodes.findNode(uuid),
-      change: patch,
-      write: (tx, n, p) => tx.nodes.updateNode(n, p),
-      after: (tx, n, r) =>
-        this.emitNode(tx, r, r.state === "Terminated" && n.state !== "Terminated" ? "delete" : "update"),
-    });
-  }
-
-  /** Applies a patch to a cluster, re-reading on version conflicts, and emits the change. */
-  async patchCluster(
-    uuid: string,
-    patch: (c: ClusterRow) => Partial<ClusterRow> | undefined,
-  ): Promise<ClusterRow | undefined> {
-    return this.store.mutate({
-      read: (store) => store.nodes.findCluster(uuid),
-      change: patch,
-      write: (tx, c, p) => tx.nodes.updateCluster(c, p),
-      after: (tx, c, r) =>
-        this.emitCluster(tx, r, r.state === "Terminated" && c.state !== "Terminated" ? "delete" : "update"),
-    });
-  }
 }

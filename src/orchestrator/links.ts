@@ -4,12 +4,12 @@
 // engine specs, the reconciler's host-entry check and the change feed all read links from here.
 import type { LinkTargets } from "../domain/container-spec.ts";
 import type { LinkTarget } from "../domain/links.ts";
+
+export { offeredAddress, TARGET_STATES } from "../domain/links.ts";
+
 import type { ServiceSpec } from "../domain/service.ts";
 import { containerUri } from "../domain/uri.ts";
 import type { ContainerRow } from "../store/services.ts";
-
-/** A container counts as a link target while it runs or starts. */
-export const TARGET_STATES = ["Running", "Starting"] as const;
 
 /**
  * A container as a link target. Ports and variables are its own (the definition it was deployed
@@ -64,11 +64,6 @@ export function followedLinks(
     if (earlier.length) out.push({ alias: client.serviceName, targets: earlier });
   }
   return out;
-}
-
-/** The address a container offers its link clients ("" when it offers none). */
-export function offeredAddress(c: Pick<ContainerRow, "state" | "private_ip">): string {
-  return (TARGET_STATES as readonly string[]).includes(c.state) ? c.private_ip : "";
 }
 
 /** Whether two lists hold the same entries, in any order. */

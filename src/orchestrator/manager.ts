@@ -13,13 +13,11 @@ import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import type { AppChanges } from "./changes.ts";
 import type { Orchestrator } from "./services.ts";
 
 export interface ManagerDeps {
   store: Store;
   clock: Clock;
-  changes: AppChanges;
   identity: IdentityService;
   box: SecretBox;
   orchestrator: Orchestrator;
@@ -88,7 +86,6 @@ export class ServiceManager {
         destroyed_at: null,
         created: now,
       });
-      await this.d.changes.service(tx, row, "create");
       return row;
     });
   }
@@ -170,7 +167,7 @@ export class ServiceManager {
       auth = null;
     }
     const spec = JSON.stringify(u.spec);
-    const r = await this.d.orchestrator.patchService(s.uuid, (cur) => ({
+    const r = await this.store.mutate("service", s.uuid, (cur) => ({
       spec,
       ...(u.changed ? { spec_version: cur.spec_version + 1 } : {}),
       ...(u.nickname !== undefined ? { nickname: u.nickname } : {}),
@@ -181,9 +178,9 @@ export class ServiceManager {
       // Every container now differs from the definition: tell event subscribers (their links, and
       // the reconciler rewriting their link host entries, follow). Containers linking to this
       // service see its containers as deployed: they change when those are redeployed.
-      for (const c of (await this.store.services.containersOfService(s.uuid)).filter(live)) {
-        await this.store.transaction((tx) => this.d.changes.container(tx, c, "update"));
-      }
+      await this.store.containersTouched(
+        (await this.store.services.containersOfService(s.uuid)).filter(live),
+      );
     }
     return r!;
   }

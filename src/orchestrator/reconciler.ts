@@ -96,7 +96,7 @@ export class Reconciler {
 
   /**
    * Follows the change feed: every changed container (its own change, or one of its link
-   * targets', see AppChanges.linkTargets) gets its link host entries checked at once.
+   * targets', see ChangeFeed in store/feed.ts) gets its link host entries checked at once.
    */
   private readFeed(): void {
     if (this.stopped) return;
@@ -407,7 +407,7 @@ export class Reconciler {
     const node = await this.d.store.nodes.findNode(c.node_uuid);
     if (!node || node.state === "Terminated") {
       // Its node is gone, and the container with it.
-      await this.d.runtime.patch(uuid, () => ({
+      await this.d.store.mutate("container", uuid, () => ({
         state: "Terminated",
         desired: "terminated",
         destroyed_at: this.d.clock.now(),

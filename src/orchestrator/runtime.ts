@@ -3,7 +3,6 @@
 // there) before acting, and records what it observed.
 import { randomBytes } from "node:crypto";
 import { environmentFromEngine, linkHostsFromEngine } from "../domain/container-spec.ts";
-import { VersionConflict } from "../domain/errors.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import {
@@ -17,7 +16,6 @@ import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import type { AppChanges, ChangeAction } from "./changes.ts";
 import { sameEntries } from "./links.ts";
 import { eachPerNode, type Limits } from "./per-node.ts";
 
@@ -30,7 +28,6 @@ export interface RuntimeDeps {
   store: Store;
   engines: EngineSource;
   clock: Clock;
-  changes: AppChanges;
   /** The engine spec of a container, from the definition it is deployed with. */
   specFor(
     c: ContainerRow,
@@ -84,7 +81,7 @@ const RECORD_DELAY_MS = 50;
 
 /**
  * Group commit of record patches: each caller parks its patch and waits; a batch is written (one
- * patchMany: one transaction) as soon as every item in flight is parked, when it holds
+ * `ServiceStore.patchContainers`: one transaction) as soon as every item in flight is parked, when it holds
  * RECORD_BATCH_MAX, or RECORD_DELAY_MS after its first patch. `hooks` go to eachPerNode, which
  * keeps `progress.running` and calls `afterEach` when an item ends.
  */
@@ -147,76 +144,6 @@ export class ContainerRuntime {
 
   constructor(private readonly d: RuntimeDeps) {}
 
-  /** Re-reads, applies a patch, commits with the change-feed entry; retries version conflicts. */
-  async patch(
-    uuid: string,
-    fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
-  ): Promise<ContainerRow | undefined> {
-    let respecified = false;
-    return this.d.store.mutate({
-      read: (store) => store.services.findContainer(uuid),
-      change: (c) => {
-        const p = fn(c);
-        respecified = p?.spec_version !== undefined;
-        return p && Object.keys(p).length > 0 ? p : undefined;
-      },
-      write: (tx, c, p) => tx.services.updateContainer(c, p),
-      after: async (tx, c, r) => {
-        if (r.state !== c.state || respecified) {
-          await this.d.changes.container(tx, r, r.state === "Terminated" ? "delete" : "update");
-        }
-        await this.d.changes.linkTargets(tx, [{ before: c, after: r }]);
-      },
-    });
-  }
-
-  /**
-   * `patch` over many records in one transaction (the records are read in one query, their
-   * change-feed entries written in one statement). Should another writer get in between (another
-   * replica), each record is patched on its own instead. Answers the records as they are now.
-   */
-  async patchMany(
-    uuids: string[],
-    fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
-  ): Promise<Map<string, ContainerRow>> {
-    const out = new Map<string, ContainerRow>();
-    if (uuids.length === 0) return out;
-    try {
-      await this.d.store.transaction(async (tx) => {
-        const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
-        const changed: { before: ContainerRow; after: ContainerRow }[] = [];
-        const entries: { row: ContainerRow; action: ChangeAction }[] = [];
-        const todo: { row: ContainerRow; patch: Partial<ContainerRow> }[] = [];
-        for (const uuid of new Set(uuids)) {
-          const c = rows.get(uuid);
-          if (!c) continue;
-          const p = fn(c);
-          if (!p || Object.keys(p).length === 0) out.set(uuid, c);
-          else todo.push({ row: c, patch: p });
-        }
-        const written = await tx.services.updateContainers(todo);
-        for (const [i, r] of written.entries()) {
-          const { row: c, patch: p } = todo[i]!;
-          out.set(r.uuid, r);
-          if (r.state !== c.state || p.spec_version !== undefined) {
-            entries.push({ row: r, action: r.state === "Terminated" ? "delete" : "update" });
-          }
-          changed.push({ before: c, after: r });
-        }
-        await this.d.changes.containers(tx, entries);
-        await this.d.changes.linkTargets(tx, changed);
-      });
-    } catch (err) {
-      if (!(err instanceof VersionConflict)) throw err;
-      out.clear();
-      for (const uuid of uuids) {
-        const r = await this.patch(uuid, fn);
-        if (r) out.set(uuid, r);
-      }
-    }
-    return out;
-  }
-
   /**
    * `ensureRunning` over many records (a service's start or scale): the engine work runs in
    * parallel, at most `limits.perNode` at a time on one node and `limits.total` in all, without a
@@ -272,7 +199,7 @@ export class ContainerRuntime {
     const nodes = new Map(
       (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
     );
-    const commit = new RecordBatches((uuids, fn) => this.patchMany(uuids, fn));
+    const commit = new RecordBatches((uuids, fn) => this.d.store.services.patchContainers(uuids, fn));
     return eachPerNode(rows, limits, (c) => work(c, nodes.get(c.node_uuid), commit), commit.hooks);
   }
 
@@ -424,7 +351,7 @@ export class ContainerRuntime {
     const seen = new Map(items.map((i) => [i.uuid, i]));
     // As in observe: a record written since it was read (before its engine was asked) is left
     // alone, and the observation dropped.
-    return this.patchMany([...seen.keys()], (r) => {
+    return this.d.store.services.patchContainers([...seen.keys()], (r) => {
       const item = seen.get(r.uuid);
       if (!item || r.state === "Terminated" || r.version !== item.version) return undefined;
       return observedPatch(r, item.view, now);
@@ -504,7 +431,7 @@ export class ContainerRuntime {
     const { current, stale } = await this.engineContainers(c, engine);
     if (current) {
       if (current.id !== c.engine_id || c.environment === null)
-        await this.patch(c.uuid, (r) => engineRecord(r, current));
+        await this.d.store.mutate("container", c.uuid, (r) => engineRecord(r, current));
       return { view: current, engine, staleLeft: stale };
     }
     const reuse = opts.reuseVolumes ?? true;
@@ -520,7 +447,7 @@ export class ContainerRuntime {
     const id = await engine.createContainer(spec);
     const view = await engine.inspectContainer(id);
     if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
-    await this.patch(c.uuid, (r) => engineRecord(r, view));
+    await this.d.store.mutate("container", c.uuid, (r) => engineRecord(r, view));
     await log(
       `Created ${c.name}${stale.length && reuse ? " with the volumes of its previous container" : ""}`,
     );
@@ -568,7 +495,7 @@ export class ContainerRuntime {
     const node = await this.d.store.nodes.findNode(c.node_uuid);
     if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, { log, ...opts });
     const now = this.d.clock.now();
-    return (await this.patch(c.uuid, (r) =>
+    return (await this.d.store.mutate("container", c.uuid, (r) =>
       r.state === "Terminated"
         ? undefined
         : { state: "Terminated", desired: "terminated", destroyed_at: now },
@@ -585,7 +512,7 @@ export class ContainerRuntime {
     opts: { reuseVolumes: boolean; specJson: string; specVersion: number },
   ) {
     // A new generation makes the running engine container stale even when the definition is unchanged.
-    const row = await this.patch(c.uuid, () => ({
+    const row = await this.d.store.mutate("container", c.uuid, () => ({
       spec: opts.specJson,
       spec_version: opts.specVersion,
       generation: randomBytes(8).toString("hex"),
@@ -630,7 +557,7 @@ export class ContainerRuntime {
       }
       throw err;
     }
-    await this.patch(c.uuid, (r) =>
+    await this.d.store.mutate("container", c.uuid, (r) =>
       r.engine_id === c.engine_id ? { link_hosts: JSON.stringify(desired) } : undefined,
     );
     return true;
@@ -660,7 +587,9 @@ export class ContainerRuntime {
     // it Starting or Stopping, another observation) wrote the record meanwhile, this
     // observation is stale and is dropped; the next one reads both afresh. The write is
     // version-checked, so this holds against a write that lands between this check and it.
-    return this.patch(uuid, (r) => (r.version !== c.version ? undefined : observedPatch(r, view, now)));
+    return this.d.store.mutate("container", uuid, (r) =>
+      r.version !== c.version ? undefined : observedPatch(r, view, now),
+    );
   }
 }
 

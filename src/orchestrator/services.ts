@@ -30,14 +30,12 @@ import {
 } from "../scheduler/index.ts";
 import { type ContainerRow, type NewContainer, newContainerRow, type ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import type { AppChanges } from "./changes.ts";
 import { eachPerNode } from "./per-node.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
 
 export interface OrchestratorDeps {
   store: Store;
   clock: Clock;
-  changes: AppChanges;
   runtime: ContainerRuntime;
   /** Revokes the PLATFORM_AUTH key of a terminated service. */
   revokeServiceKey(serviceUuid: string): Promise<void>;
@@ -98,26 +96,6 @@ export class Orchestrator {
 
   // ---- records -----------------------------------------------------------------------------------
 
-  async patchService(
-    uuid: string,
-    fn: (s: ServiceRow) => Partial<ServiceRow> | undefined,
-  ): Promise<ServiceRow | undefined> {
-    return this.store.mutate({
-      read: (store) => store.services.findService(uuid),
-      change: (s) => {
-        const p = fn(s);
-        return p && Object.keys(p).length > 0 ? p : undefined;
-      },
-      write: (tx, s, p) => tx.services.updateService(s, p),
-      after: (tx, s, r) =>
-        this.d.changes.service(
-          tx,
-          r,
-          r.state === "Terminated" && s.state !== "Terminated" ? "delete" : "update",
-        ),
-    });
-  }
-
   /**
    * The service's state from its containers, with the timestamps that go with reaching it.
    * `keepTransitional`: leave a service an operation is working on alone (observers such as the
@@ -129,7 +107,7 @@ export class Orchestrator {
   ): Promise<ServiceRow | undefined> {
     const containers = await this.store.services.containersOfService(uuid);
     const now = this.d.clock.now();
-    return this.patchService(uuid, (s) => {
+    return this.store.mutate("service", uuid, (s) => {
       if (s.state === "Terminated") return undefined;
       if (opts.keepTransitional && SERVICE_TRANSITIONAL.includes(s.state as ServiceState)) return undefined;
       const state = settledServiceState(
@@ -270,11 +248,7 @@ export class Orchestrator {
           records.push(newContainerRow(s, node, number, now));
         }
       }
-      const rows = await tx.services.insertContainers(records);
-      await this.d.changes.containers(
-        tx,
-        rows.map((row) => ({ row, action: "create" as const })),
-      );
+      await tx.services.insertContainers(records);
       return plans;
     });
   }
@@ -323,7 +297,7 @@ export class Orchestrator {
     desired: string,
     state?: ContainerState,
   ): Promise<Map<string, ContainerRow>> {
-    return this.d.runtime.patchMany(
+    return this.store.services.patchContainers(
       containers.map((c) => c.uuid),
       (r) => {
         const p: Partial<ContainerRow> = {};
@@ -359,11 +333,11 @@ export class Orchestrator {
       ),
       this.terminateServiceKind(),
       this.containerKind("container.start", "Container Start", "start", "Starting", async (c, ctx) => {
-        await this.d.runtime.patch(c.uuid, () => ({ desired: "running" }));
+        await this.store.mutate("container", c.uuid, () => ({ desired: "running" }));
         await this.d.runtime.ensureRunning(c, ctx.log);
       }),
       this.containerKind("container.stop", "Container Stop", "stop", "Stopping", async (c, ctx) => {
-        await this.d.runtime.patch(c.uuid, () => ({ desired: "stopped" }));
+        await this.store.mutate("container", c.uuid, () => ({ desired: "stopped" }));
         await this.d.runtime.ensureStopped(c, ctx.log);
       }),
       this.containerKind(
@@ -373,7 +347,7 @@ export class Orchestrator {
         "Starting",
         async (c, ctx) => {
           const s = (await this.store.services.findService(c.service_uuid))!;
-          await this.d.runtime.patch(c.uuid, () => ({ desired: "running" }));
+          await this.store.mutate("container", c.uuid, () => ({ desired: "running" }));
           await this.d.runtime.redeploy(c, ctx.log, {
             reuseVolumes: ctx.params.reuse_volumes !== false,
             specJson: s.spec,
@@ -387,10 +361,10 @@ export class Orchestrator {
         "terminate",
         "Terminating",
         async (c, ctx) => {
-          await this.d.runtime.patch(c.uuid, () => ({ desired: "terminated" }));
+          await this.store.mutate("container", c.uuid, () => ({ desired: "terminated" }));
           await this.d.runtime.ensureRemoved(c, ctx.log, { removeVolumes: true });
           // The service now wants one container fewer, so it does not put it back.
-          await this.patchService(c.service_uuid, (s) => ({
+          await this.store.mutate("service", c.service_uuid, (s) => ({
             target_num_containers: Math.max(0, s.target_num_containers - 1),
           }));
         },
@@ -422,8 +396,7 @@ export class Orchestrator {
             "every_node",
           );
         }
-        const r = await tx.services.updateService(s, { state: transitional });
-        await this.d.changes.service(tx, r, "update");
+        await tx.services.updateService(s, { state: transitional });
       },
       steps: [
         {
@@ -453,7 +426,7 @@ export class Orchestrator {
     const never = [...observed.values()].filter((r) => r.state !== "Terminated" && !r.engine_id);
     if (never.length) {
       const now = this.d.clock.now();
-      await this.d.runtime.patchMany(
+      await this.store.services.patchContainers(
         never.map((r) => r.uuid),
         (r) =>
           r.state !== "Terminated" && !r.engine_id
@@ -471,7 +444,9 @@ export class Orchestrator {
     const shortfall = await this.place(s, ctx.log);
     await this.startAll(s, ctx.log);
     const now = this.d.clock.now();
-    await this.patchService(s.uuid, (r) => (r.deployed_at === null ? { deployed_at: now } : undefined));
+    await this.store.mutate("service", s.uuid, (r) =>
+      r.deployed_at === null ? { deployed_at: now } : undefined,
+    );
     Orchestrator.failShort(shortfall);
   }
 
@@ -588,7 +563,7 @@ export class Orchestrator {
         })),
       });
       await ctx.log(`Removing ${doomed.length} container(s) of ${s.name}`);
-      const marked = await this.d.runtime.patchMany(doomed, () => ({
+      const marked = await this.store.services.patchContainers(doomed, () => ({
         desired: "terminated",
         state: "Terminating",
       }));
@@ -627,7 +602,7 @@ export class Orchestrator {
     });
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
     const now = this.d.clock.now();
-    await this.patchService(s.uuid, () => ({ deployed_at: now }));
+    await this.store.mutate("service", s.uuid, () => ({ deployed_at: now }));
     Orchestrator.failShort(shortfall);
   }
 
@@ -640,8 +615,7 @@ export class Orchestrator {
         const s = await tx.services.findService(service);
         if (!s) throw notFound("service");
         assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "terminate");
-        const r = await tx.services.updateService(s, { state: "Terminating" });
-        await this.d.changes.service(tx, r, "update");
+        await tx.services.updateService(s, { state: "Terminating" });
       },
       steps: [
         {
@@ -676,7 +650,7 @@ export class Orchestrator {
     const live = await this.liveContainers(serviceUuid);
     if (outcome === "Success" && live.length === 0) {
       const now = this.d.clock.now();
-      await this.patchService(serviceUuid, () => ({ state: "Terminated", destroyed_at: now }));
+      await this.store.mutate("service", serviceUuid, () => ({ state: "Terminated", destroyed_at: now }));
     } else {
       await this.settleAfter(serviceUuid);
     }
@@ -736,8 +710,7 @@ export class Orchestrator {
             "invalid_state",
           );
         }
-        const r = await tx.services.updateContainer(c, { state: transitional });
-        await this.d.changes.container(tx, r, "update");
+        await tx.services.updateContainer(c, { state: transitional });
       },
       steps: [
         {
@@ -760,7 +733,7 @@ export class Orchestrator {
           (after.state === "Starting" || after.state === "Stopping" || after.state === "Terminating") &&
           !after.engine_id
         ) {
-          await this.d.runtime.patch(c.uuid, () => ({ state: "Stopped" }));
+          await this.store.mutate("container", c.uuid, () => ({ state: "Stopped" }));
         }
         await this.settleService(c.service_uuid, { keepTransitional: true });
       },

@@ -19,7 +19,6 @@ import {
 import type { Clock } from "../domain/time.ts";
 import { lastSegment, serviceUri } from "../domain/uri.ts";
 import type { Principal } from "../identity/service.ts";
-import type { AppChanges } from "../orchestrator/changes.ts";
 import type { ServiceManager } from "../orchestrator/manager.ts";
 import type { ServiceRow } from "../store/services.ts";
 import type { StackRow } from "../store/stacks.ts";
@@ -147,9 +146,7 @@ function collect<T>(item: ConvertedService, problems: FieldProblem[], fn: () => 
 }
 
 export class StackDefinitions {
-  constructor(
-    private readonly d: { store: Store; clock: Clock; changes: AppChanges; services: ServiceManager },
-  ) {}
+  constructor(private readonly d: { store: Store; clock: Clock; services: ServiceManager }) {}
 
   private get store() {
     return this.d.store;
@@ -270,7 +267,6 @@ export class StackDefinitions {
         destroyed_at: null,
         created: now,
       });
-      await this.d.changes.stack(tx, namespace, st.uuid, st.state, "create");
       // Targets first, so that every reference is to a service that exists by then.
       const real = new Map<string, string>();
       for (const uuid of order) {

@@ -13,7 +13,6 @@ import { settledStackState, startOrder } from "../domain/stack.ts";
 import { SERVICE_OPERATIONS, type ServiceState, type StackState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import { serviceUri, stackUri } from "../domain/uri.ts";
-import type { AppChanges } from "../orchestrator/changes.ts";
 import type { InlineOperation, Orchestrator } from "../orchestrator/services.ts";
 import type { ServiceRow } from "../store/services.ts";
 import type { StackRow } from "../store/stacks.ts";
@@ -24,7 +23,6 @@ import { assertStackAllowed, dependencies, live, servicesOf, specOf } from "./st
 export interface StackOperationDeps {
   store: Store;
   clock: Clock;
-  changes: AppChanges;
   orchestrator: Orchestrator;
   /** How often the change feed is read besides the in-process wake-ups (other processes' changes). */
   pollMs?: number;
@@ -99,11 +97,9 @@ export class StackOperations {
         for (const s of services) {
           const next = serviceTransition(op, s.state as ServiceState);
           if (!next) continue;
-          const r = await tx.services.updateService(s, { state: next });
-          await this.d.changes.service(tx, r, "update");
+          await tx.services.updateService(s, { state: next });
         }
-        const r = await tx.stacks.updateStack(st, { state });
-        await this.d.changes.stack(tx, r.namespace, r.uuid, r.state, "update");
+        await tx.stacks.updateStack(st, { state });
       },
       steps: [
         {
@@ -214,24 +210,10 @@ export class StackOperations {
     uuid: string,
     fn: (st: StackRow) => Promise<Partial<StackRow> | undefined>,
   ): Promise<StackRow | undefined> {
-    return this.store.mutate({
-      read: (store) => store.stacks.findStack(uuid),
-      change: async (st) => {
-        const patch = await fn(st);
-        const unchanged = !patch || Object.entries(patch).every(([k, v]) => st[k as keyof StackRow] === v);
-        return unchanged ? undefined : patch;
-      },
-      write: (tx, st, patch) => tx.stacks.updateStack(st, patch),
-      after: async (tx, st, r) => {
-        if (r.state === st.state) return;
-        await this.d.changes.stack(
-          tx,
-          r.namespace,
-          r.uuid,
-          r.state,
-          r.state === "Terminated" ? "delete" : "update",
-        );
-      },
+    return this.store.mutate("stack", uuid, async (st) => {
+      const patch = await fn(st);
+      const unchanged = !patch || Object.entries(patch).every(([k, v]) => st[k as keyof StackRow] === v);
+      return unchanged ? undefined : patch;
     });
   }
 

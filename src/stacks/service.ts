@@ -9,7 +9,6 @@ import type { ActionEngine } from "../actions/engine.ts";
 import type { StackCreateBody, StackUpdateBody } from "../contract/stack.ts";
 import type { Clock } from "../domain/time.ts";
 import type { Principal } from "../identity/service.ts";
-import type { AppChanges } from "../orchestrator/changes.ts";
 import type { ServiceManager } from "../orchestrator/manager.ts";
 import type { Orchestrator } from "../orchestrator/services.ts";
 import type { StackRow } from "../store/stacks.ts";
@@ -21,7 +20,6 @@ import { StackViews } from "./views.ts";
 export interface StackDeps {
   store: Store;
   clock: Clock;
-  changes: AppChanges;
   services: ServiceManager;
   orchestrator: Orchestrator;
   /** How often the change feed is read besides the in-process wake-ups (other processes' changes). */

@@ -1,5 +1,4 @@
 // Queries of node clusters and nodes.
-import { VersionConflict } from "../domain/errors.ts";
 import type { NodeClusterTable, NodeTable } from "./schema.ts";
 import { chunks } from "./services.ts";
 import type { Store } from "./store.ts";
@@ -37,31 +36,26 @@ export interface NodeQuery {
 export class NodeStore {
   constructor(private readonly s: Store) {}
 
+  /** Inserts a cluster with its change-feed entry. */
   async insertCluster(c: NewCluster): Promise<ClusterRow> {
-    return this.s.db
-      .insertInto("nodeclusters")
-      .values({ ...c, version: 1 })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    return this.s.transaction(async (tx) => {
+      const row = await tx.db
+        .insertInto("nodeclusters")
+        .values({ ...c, version: 1 })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await tx.recordWrites("nodecluster", [{ row }]);
+      return row;
+    });
   }
 
   async findCluster(uuid: string): Promise<ClusterRow | undefined> {
     return this.s.db.selectFrom("nodeclusters").selectAll().where("uuid", "=", uuid).executeTakeFirst();
   }
 
-  async updateCluster(
-    c: Pick<ClusterRow, "uuid" | "version">,
-    patch: Partial<ClusterRow>,
-  ): Promise<ClusterRow> {
-    const row = await this.s.db
-      .updateTable("nodeclusters")
-      .set({ ...patch, version: c.version + 1 })
-      .where("uuid", "=", c.uuid)
-      .where("version", "=", c.version)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw new VersionConflict(`node cluster ${c.uuid}`);
-    return row;
+  /** Optimistic update with its change-feed entry (`Store.updateRow`). */
+  async updateCluster(c: ClusterRow, patch: Partial<ClusterRow>): Promise<ClusterRow> {
+    return this.s.updateRow("nodecluster", c, patch);
   }
 
   async listClusters(q: ClusterQuery): Promise<{ rows: ClusterRow[]; total: number }> {
@@ -78,12 +72,17 @@ export class NodeStore {
     return { rows, total: Number(count?.n ?? 0) };
   }
 
+  /** Inserts a node with its change-feed entry. */
   async insertNode(n: NewNode): Promise<NodeRow> {
-    return this.s.db
-      .insertInto("nodes")
-      .values({ ...n, version: 1 })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    return this.s.transaction(async (tx) => {
+      const row = await tx.db
+        .insertInto("nodes")
+        .values({ ...n, version: 1 })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await tx.recordWrites("node", [{ row }]);
+      return row;
+    });
   }
 
   async findNode(uuid: string): Promise<NodeRow | undefined> {
@@ -99,16 +98,9 @@ export class NodeStore {
     return out;
   }
 
-  async updateNode(n: Pick<NodeRow, "uuid" | "version">, patch: Partial<NodeRow>): Promise<NodeRow> {
-    const row = await this.s.db
-      .updateTable("nodes")
-      .set({ ...patch, version: n.version + 1 })
-      .where("uuid", "=", n.uuid)
-      .where("version", "=", n.version)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw new VersionConflict(`node ${n.uuid}`);
-    return row;
+  /** Optimistic update with its change-feed entry (`Store.updateRow`). */
+  async updateNode(n: NodeRow, patch: Partial<NodeRow>): Promise<NodeRow> {
+    return this.s.updateRow("node", n, patch);
   }
 
   async listNodes(q: NodeQuery): Promise<{ rows: NodeRow[]; total: number }> {

@@ -118,6 +118,7 @@ export interface IncomingLink {
 export class ServiceStore {
   constructor(private readonly s: Store) {}
 
+  /** Inserts a service with its link rows and its change-feed entry. */
   async insertService(r: NewService): Promise<ServiceRow> {
     return this.s.transaction(async (tx) => {
       const row = await tx.db
@@ -126,6 +127,7 @@ export class ServiceStore {
         .returningAll()
         .executeTakeFirstOrThrow();
       await tx.services.indexLinks(row.uuid, row.spec);
+      await tx.recordWrites("service", [{ row }]);
       return row;
     });
   }
@@ -220,24 +222,9 @@ export class ServiceStore {
     return this.s.db.selectFrom("services").selectAll().where("uuid", "=", uuid).executeTakeFirst();
   }
 
-  async updateService(
-    r: Pick<ServiceRow, "uuid" | "version">,
-    patch: Partial<ServiceRow>,
-  ): Promise<ServiceRow> {
-    // A new definition and its link rows commit together.
-    if (patch.spec !== undefined && !this.s.isTransaction) {
-      return this.s.transaction((tx) => tx.services.updateService(r, patch));
-    }
-    const row = await this.s.db
-      .updateTable("services")
-      .set({ ...patch, version: r.version + 1 })
-      .where("uuid", "=", r.uuid)
-      .where("version", "=", r.version)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw new VersionConflict(`service ${r.uuid}`);
-    if (patch.spec !== undefined) await this.indexLinks(row.uuid, row.spec);
-    return row;
+  /** Optimistic update with its change-feed entry (`Store.updateRow`); a new definition commits with its link rows. */
+  async updateService(r: ServiceRow, patch: Partial<ServiceRow>): Promise<ServiceRow> {
+    return this.s.updateRow("service", r, patch);
   }
 
   /** A live (not Terminated) service of the namespace by name. */
@@ -335,104 +322,141 @@ export class ServiceStore {
     return out;
   }
 
+  /** Inserts a container record with its change-feed entry. */
   async insertContainer(r: NewContainer): Promise<ContainerRow> {
-    return this.s.db
-      .insertInto("containers")
-      .values({ ...r, version: 1 })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const [row] = await this.insertContainers([r]);
+    return row!;
   }
 
-  /** Many container records in one statement per ROWS_PER_INSERT, answered in the given order. */
+  /**
+   * Many container records in one statement per ROWS_PER_INSERT, their change-feed entries in one
+   * more, in one transaction; answered in the given order.
+   */
   async insertContainers(rs: readonly NewContainer[]): Promise<ContainerRow[]> {
-    const out: ContainerRow[] = [];
-    for (let i = 0; i < rs.length; i += ROWS_PER_INSERT) {
-      const part = rs.slice(i, i + ROWS_PER_INSERT);
-      const rows = await this.s.db
-        .insertInto("containers")
-        .values(part.map((r) => ({ ...r, version: 1 })))
-        .returningAll()
-        .execute();
-      const byUuid = new Map(rows.map((r) => [r.uuid, r]));
-      for (const r of part) out.push(byUuid.get(r.uuid)!);
-    }
-    return out;
+    if (rs.length === 0) return [];
+    return this.s.transaction(async (tx) => {
+      const out: ContainerRow[] = [];
+      for (let i = 0; i < rs.length; i += ROWS_PER_INSERT) {
+        const part = rs.slice(i, i + ROWS_PER_INSERT);
+        const rows = await tx.db
+          .insertInto("containers")
+          .values(part.map((r) => ({ ...r, version: 1 })))
+          .returningAll()
+          .execute();
+        const byUuid = new Map(rows.map((r) => [r.uuid, r]));
+        for (const r of part) out.push(byUuid.get(r.uuid)!);
+      }
+      await tx.recordWrites(
+        "container",
+        out.map((row) => ({ row })),
+      );
+      return out;
+    });
   }
 
   async findContainer(uuid: string): Promise<ContainerRow | undefined> {
     return this.s.db.selectFrom("containers").selectAll().where("uuid", "=", uuid).executeTakeFirst();
   }
 
-  async updateContainer(
-    r: Pick<ContainerRow, "uuid" | "version">,
-    patch: Partial<ContainerRow>,
-  ): Promise<ContainerRow> {
-    const row = await this.s.db
-      .updateTable("containers")
-      .set({ ...patch, version: r.version + 1 })
-      .where("uuid", "=", r.uuid)
-      .where("version", "=", r.version)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw new VersionConflict(`container ${r.uuid}`);
-    return row;
+  /** Optimistic update with its change-feed entry (`Store.updateRow`). */
+  async updateContainer(r: ContainerRow, patch: Partial<ContainerRow>): Promise<ContainerRow> {
+    return this.s.updateRow("container", r, patch);
   }
 
   /**
    * `updateContainer` over many records in one statement per UPDATE_ROWS records that change the
-   * same columns (each column set to a CASE over the uuids), each version-checked: when any record
-   * moved on since it was read, VersionConflict is thrown (the caller's transaction rolls back).
-   * Answers the records as written, in the given order.
+   * same columns (each column set to a CASE over the uuids), each version-checked, with their
+   * change-feed entries in one more statement, in one transaction: when any record moved on since
+   * it was read, VersionConflict is thrown (the transaction rolls back). Answers the records as
+   * written, in the given order.
    */
   async updateContainers(
-    items: readonly { row: Pick<ContainerRow, "uuid" | "version">; patch: Partial<ContainerRow> }[],
+    items: readonly { row: ContainerRow; patch: Partial<ContainerRow> }[],
   ): Promise<ContainerRow[]> {
-    const written = new Map<string, ContainerRow>();
-    const groups = new Map<string, (typeof items)[number][]>();
-    for (const item of items) {
-      const key = Object.keys(item.patch).sort().join(",");
-      const group = groups.get(key);
-      if (group) group.push(item);
-      else groups.set(key, [item]);
-    }
-    for (const [key, group] of groups) {
-      const columns = key.split(",") as (keyof ContainerRow)[];
-      for (let i = 0; i < group.length; i += UPDATE_ROWS) {
-        const part = group.slice(i, i + UPDATE_ROWS);
-        if (part.length === 1) {
-          const r = await this.updateContainer(part[0]!.row, part[0]!.patch);
-          written.set(r.uuid, r);
-          continue;
+    if (items.length === 0) return [];
+    return this.s.transaction(async (tx) => {
+      const written = new Map<string, ContainerRow>();
+      const groups = new Map<string, (typeof items)[number][]>();
+      for (const item of items) {
+        const key = Object.keys(item.patch).sort().join(",");
+        const group = groups.get(key);
+        if (group) group.push(item);
+        else groups.set(key, [item]);
+      }
+      for (const [key, group] of groups) {
+        const columns = key.split(",") as (keyof ContainerRow)[];
+        for (let i = 0; i < group.length; i += UPDATE_ROWS) {
+          const part = group.slice(i, i + UPDATE_ROWS);
+          const set: Record<string, RawBuilder<unknown>> = { version: sql`${sql.ref("version")} + 1` };
+          for (const column of columns) {
+            const cases = part.map(({ row, patch }) => {
+              const v = patch[column];
+              // PostgreSQL types a CASE of bare parameters as text: integer columns get a cast.
+              const value = INTEGER_COLUMNS.has(column) ? sql`cast(${v} as bigint)` : sql`${v}`;
+              return sql`when ${row.uuid} then ${value}`;
+            });
+            set[column] = sql`case ${sql.ref("uuid")} ${sql.join(cases, sql` `)} end`;
+          }
+          const rows = await tx.db
+            .updateTable("containers")
+            .set(set as never)
+            .where((eb) =>
+              eb.or(
+                part.map(({ row }) => eb.and([eb("uuid", "=", row.uuid), eb("version", "=", row.version)])),
+              ),
+            )
+            .returningAll()
+            .execute();
+          if (rows.length !== part.length) {
+            throw new VersionConflict(
+              `containers (${part.length - rows.length} of ${part.length} changed meanwhile)`,
+            );
+          }
+          for (const r of rows) written.set(r.uuid, r);
         }
-        const set: Record<string, RawBuilder<unknown>> = { version: sql`${sql.ref("version")} + 1` };
-        for (const column of columns) {
-          const cases = part.map(({ row, patch }) => {
-            const v = patch[column];
-            // PostgreSQL types a CASE of bare parameters as text: integer columns get a cast.
-            const value = INTEGER_COLUMNS.has(column) ? sql`cast(${v} as bigint)` : sql`${v}`;
-            return sql`when ${row.uuid} then ${value}`;
-          });
-          set[column] = sql`case ${sql.ref("uuid")} ${sql.join(cases, sql` `)} end`;
+      }
+      const out = items.map((item) => written.get(item.row.uuid)!);
+      await tx.recordWrites(
+        "container",
+        items.map((item, i) => ({ before: item.row, row: out[i]! })),
+      );
+      return out;
+    });
+  }
+
+  /**
+   * `Store.mutate` over many container records in one transaction: read in one query, written by
+   * `updateContainers`. Should another writer get in between (another replica), each record is
+   * patched on its own instead. Answers the records as they are now.
+   */
+  async patchContainers(
+    uuids: readonly string[],
+    fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
+  ): Promise<Map<string, ContainerRow>> {
+    const out = new Map<string, ContainerRow>();
+    if (uuids.length === 0) return out;
+    try {
+      await this.s.transaction(async (tx) => {
+        const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
+        const todo: { row: ContainerRow; patch: Partial<ContainerRow> }[] = [];
+        for (const uuid of new Set(uuids)) {
+          const c = rows.get(uuid);
+          if (!c) continue;
+          const p = fn(c);
+          if (!p || Object.keys(p).length === 0) out.set(uuid, c);
+          else todo.push({ row: c, patch: p });
         }
-        const rows = await this.s.db
-          .updateTable("containers")
-          .set(set as never)
-          .where((eb) =>
-            eb.or(
-              part.map(({ row }) => eb.and([eb("uuid", "=", row.uuid), eb("version", "=", row.version)])),
-            ),
-          )
-          .returningAll()
-          .execute();
-        if (rows.length !== part.length) {
-          throw new VersionConflict(
-            `containers (${part.length - rows.length} of ${part.length} changed meanwhile)`,
-          );
-        }
-        for (const r of rows) written.set(r.uuid, r);
+        for (const r of await tx.services.updateContainers(todo)) out.set(r.uuid, r);
+      });
+    } catch (err) {
+      if (!(err instanceof VersionConflict) || this.s.isTransaction) throw err;
+      out.clear();
+      for (const uuid of uuids) {
+        const r = await this.s.mutate("container", uuid, fn);
+        if (r) out.set(uuid, r);
       }
     }
-    return items.map((item) => written.get(item.row.uuid)!);
+    return out;
   }
 
   async containersOfService(serviceUuid: string): Promise<ContainerRow[]> {

@@ -1,5 +1,4 @@
 // Queries of stacks.
-import { VersionConflict } from "../domain/errors.ts";
 import type { StackTable } from "./schema.ts";
 import type { Store } from "./store.ts";
 
@@ -21,29 +20,26 @@ const like = (prefix: string) => `${prefix.replace(/[%_\\]/g, "")}%`;
 export class StackStore {
   constructor(private readonly s: Store) {}
 
+  /** Inserts a stack with its change-feed entry. */
   async insertStack(r: NewStack): Promise<StackRow> {
-    return this.s.db
-      .insertInto("stacks")
-      .values({ ...r, version: 1 })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    return this.s.transaction(async (tx) => {
+      const row = await tx.db
+        .insertInto("stacks")
+        .values({ ...r, version: 1 })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await tx.recordWrites("stack", [{ row }]);
+      return row;
+    });
   }
 
   async findStack(uuid: string): Promise<StackRow | undefined> {
     return this.s.db.selectFrom("stacks").selectAll().where("uuid", "=", uuid).executeTakeFirst();
   }
 
-  /** Optimistic update: applies the patch only if the row still has `version`; throws otherwise. */
-  async updateStack(r: Pick<StackRow, "uuid" | "version">, patch: Partial<StackRow>): Promise<StackRow> {
-    const row = await this.s.db
-      .updateTable("stacks")
-      .set({ ...patch, version: r.version + 1 })
-      .where("uuid", "=", r.uuid)
-      .where("version", "=", r.version)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw new VersionConflict(`stack ${r.uuid}`);
-    return row;
+  /** Optimistic update with its change-feed entry (`Store.updateRow`). */
+  async updateStack(r: StackRow, patch: Partial<StackRow>): Promise<StackRow> {
+    return this.s.updateRow("stack", r, patch);
   }
 
   /** A stack of the namespace that is not Terminated, by name. */

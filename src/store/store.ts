@@ -2,15 +2,17 @@
 // Components never call each other; they share this store, its transactions and its change feed.
 import { type Kysely, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
+import { type Clock, systemClock } from "../domain/time.ts";
 import { AccountStore } from "./accounts.ts";
 import { AgentStore } from "./agents.ts";
 import type { Dialect } from "./db.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
+import { ChangeFeed, type FeedRows, type FeedType, type Written } from "./feed.ts";
 import { NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
-import { chunks, ROWS_PER_INSERT, ServiceStore } from "./services.ts";
+import { type ContainerRow, chunks, ROWS_PER_INSERT, type ServiceRow, ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
 
 export type UserRow = Omit<UserTable, "id"> & { id: number };
@@ -62,17 +64,77 @@ export interface ActionQuery {
 
 export const ACTIVE_STATES = ["In progress", "Canceling"];
 
+/** A patch of a row that has events. */
+export type Patch<K extends FeedType> = Partial<FeedRows[K]>;
+
+export type { FeedRows, FeedType };
+
+/** What a store and the stores of its transactions share. */
+interface Shared {
+  notifier: ChangeNotifier;
+  /** Told after users, API keys or memberships change (identity caches drop what they hold). */
+  identityNotifier: ChangeNotifier;
+  /** The change feed's one writer (its parents cache outlives transactions). */
+  feed: ChangeFeed;
+}
+
+export interface StoreOptions {
+  /** The time of change-feed entries. */
+  clock?: Clock;
+  /** Set by `transaction` for the store of a transaction. */
+  within?: {
+    shared: Shared;
+    /** Callbacks run after the outermost transaction commits (change-feed wake-ups). */
+    afterCommit: (() => void)[];
+  };
+}
+
+/** The table of each resource that has events. */
+const TABLES = {
+  service: "services",
+  container: "containers",
+  stack: "stacks",
+  node: "nodes",
+  nodecluster: "nodeclusters",
+  action: "actions",
+} as const;
+
+/** How a version conflict names the row. */
+const NOUNS: Record<FeedType, string> = {
+  service: "service",
+  container: "container",
+  stack: "stack",
+  node: "node",
+  nodecluster: "node cluster",
+  action: "action",
+};
+
 export class Store {
+  private readonly shared: Shared;
+  private readonly inTransaction: boolean;
+  private readonly afterCommit: (() => void)[];
+
   constructor(
     readonly db: Kysely<Database>,
     readonly dialect: Dialect,
-    private readonly notifier: ChangeNotifier = new ChangeNotifier(),
-    private readonly inTransaction = false,
-    /** Callbacks run after the outermost transaction commits (change-feed wake-ups). */
-    private readonly afterCommit: (() => void)[] = [],
-    /** Told after users, API keys or memberships change (identity caches drop what they hold). */
-    private readonly identityNotifier: ChangeNotifier = new ChangeNotifier(),
-  ) {}
+    opts: StoreOptions = {},
+  ) {
+    this.shared = opts.within?.shared ?? {
+      notifier: new ChangeNotifier(),
+      identityNotifier: new ChangeNotifier(),
+      feed: new ChangeFeed(opts.clock ?? systemClock),
+    };
+    this.inTransaction = opts.within !== undefined;
+    this.afterCommit = opts.within?.afterCommit ?? [];
+  }
+
+  private get notifier(): ChangeNotifier {
+    return this.shared.notifier;
+  }
+
+  private get identityNotifier(): ChangeNotifier {
+    return this.shared.identityNotifier;
+  }
 
   /** Node clusters and nodes. */
   get nodes(): NodeStore {
@@ -124,7 +186,6 @@ export class Store {
     return this.inTransaction;
   }
 
-  /** Runs fn in one transaction; nested calls join the outer one. */
   /**
    * A transaction that is run again from the start when a version check inside it fails (a
    * concurrent writer won): `fn` re-reads what it decides on each time. Outside a transaction only.
@@ -140,46 +201,98 @@ export class Store {
     }
   }
 
+  /** Runs fn in one transaction; nested calls join the outer one. */
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.inTransaction) return fn(this);
     const pending: (() => void)[] = [];
     const result = await this.db
       .transaction()
       .execute((trx) =>
-        fn(new Store(trx, this.dialect, this.notifier, true, pending, this.identityNotifier)),
+        fn(new Store(trx, this.dialect, { within: { shared: this.shared, afterCommit: pending } })),
       );
     for (const cb of pending) cb();
     return result;
   }
 
   /**
-   * The one way to change a versioned row: re-read it, let `change` decide the patch, write it and,
-   * in the same transaction, what goes with it (`after`: the change-feed entry, a log line); when
-   * another writer got there first (VersionConflict) start over from a fresh read. Answers the row
-   * as written, the row as read when `change` answers undefined (nothing to do), or undefined when
-   * the row is gone. Callers never hand-write the read/patch/retry/emit loop.
+   * The one way to change a row that has events: re-read it, let `change` decide the patch, write
+   * it with its change-feed entry (`updateRow`) and, in the same transaction, what goes with it
+   * (`after`: a log line); when another writer got there first (VersionConflict) start over from
+   * a fresh read. Answers the row as written, the row as read when `change` answers undefined or
+   * an empty patch (nothing to do), or undefined when the row is gone.
    */
-  async mutate<R, P>(op: {
-    read: (store: Store) => Promise<R | undefined>;
-    change: (row: R) => P | undefined | Promise<P | undefined>;
-    write: (tx: Store, row: R, patch: P) => Promise<R>;
-    after?: (tx: Store, before: R, written: R) => Promise<void>;
-  }): Promise<R | undefined> {
+  async mutate<K extends FeedType>(
+    type: K,
+    uuid: string,
+    change: (row: FeedRows[K]) => Patch<K> | undefined | Promise<Patch<K> | undefined>,
+    opts: { after?: (tx: Store, before: FeedRows[K], written: FeedRows[K]) => Promise<void> } = {},
+  ): Promise<FeedRows[K] | undefined> {
     for (;;) {
-      const row = await op.read(this);
+      const row = await this.findRow(type, uuid);
       if (row === undefined) return undefined;
-      const patch = await op.change(row);
-      if (patch === undefined) return row;
+      const patch = await change(row);
+      if (patch === undefined || Object.keys(patch).length === 0) return row;
       try {
         return await this.transaction(async (tx) => {
-          const written = await op.write(tx, row, patch);
-          await op.after?.(tx, row, written);
+          const written = await tx.updateRow(type, row, patch);
+          await opts.after?.(tx, row, written);
           return written;
         });
       } catch (err) {
         if (!(err instanceof VersionConflict)) throw err;
       }
     }
+  }
+
+  /** The row of `type` with that uuid. */
+  async findRow<K extends FeedType>(type: K, uuid: string): Promise<FeedRows[K] | undefined> {
+    const row = await this.db
+      .selectFrom(TABLES[type] as "nodes")
+      .selectAll()
+      .where("uuid", "=", uuid)
+      .executeTakeFirst();
+    return row as FeedRows[K] | undefined;
+  }
+
+  /**
+   * Optimistic update of a row that has events: applies the patch only if the row still has the
+   * version it was read with (VersionConflict otherwise) and appends its change-feed entry in the
+   * same transaction. `before` is the row as read (what changed decides the entry).
+   */
+  async updateRow<K extends FeedType>(type: K, before: FeedRows[K], patch: Patch<K>): Promise<FeedRows[K]> {
+    return this.transaction(async (tx) => {
+      const row = await tx.db
+        .updateTable(TABLES[type] as "nodes")
+        .set({ ...patch, version: before.version + 1 } as never)
+        .where("uuid", "=", before.uuid)
+        .where("version", "=", before.version)
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) throw new VersionConflict(`${NOUNS[type]} ${before.uuid}`);
+      // A service's new definition commits with its link rows.
+      if (type === "service" && "spec" in patch)
+        await tx.services.indexLinks(row.uuid, (row as unknown as ServiceRow).spec);
+      await tx.recordWrites(type, [{ before, row: row as FeedRows[K] }]);
+      return row as FeedRows[K];
+    });
+  }
+
+  /**
+   * Appends the change-feed entries of rows the store's write methods just wrote in this
+   * transaction (one multi-row statement): only those methods call it.
+   */
+  async recordWrites<K extends FeedType>(type: K, written: readonly Written<K>[]): Promise<void> {
+    if (!this.inTransaction) throw new Error("recordWrites() runs in the transaction of the write");
+    await this.shared.feed.record(this, type, written);
+  }
+
+  /**
+   * `update` entries of containers whose view changed without a write to their row (their
+   * service's definition, and so their links, changed).
+   */
+  async containersTouched(rows: readonly ContainerRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.transaction((tx) => this.shared.feed.touched(tx, rows));
   }
 
   private committed(cb: () => void): void {
@@ -384,37 +497,33 @@ export class Store {
 
   // ---- actions ---------------------------------------------------------------------------------
 
-  /** Inserts an action; `lease` reserves it for the worker that recorded it until `until`. */
+  /** Inserts an action with its change-feed entry; `lease` reserves it for the worker that recorded it until `until`. */
   async insertAction(a: NewAction, lease?: { owner: string; until: number }): Promise<ActionRow> {
-    return this.db
-      .insertInto("actions")
-      .values({
-        ...a,
-        step: 0,
-        attempts: 0,
-        lease_owner: lease?.owner ?? null,
-        lease_until: lease?.until ?? null,
-        version: 1,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    return this.transaction(async (tx) => {
+      const row = await tx.db
+        .insertInto("actions")
+        .values({
+          ...a,
+          step: 0,
+          attempts: 0,
+          lease_owner: lease?.owner ?? null,
+          lease_until: lease?.until ?? null,
+          version: 1,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await tx.recordWrites("action", [{ row }]);
+      return row;
+    });
   }
 
   async findAction(uuid: string): Promise<ActionRow | undefined> {
     return this.db.selectFrom("actions").selectAll().where("uuid", "=", uuid).executeTakeFirst();
   }
 
-  /** Optimistic update: applies the patch only if the row still has `version`; throws otherwise. */
-  async updateAction(a: Pick<ActionRow, "uuid" | "version">, patch: Partial<ActionRow>): Promise<ActionRow> {
-    const row = await this.db
-      .updateTable("actions")
-      .set({ ...patch, version: a.version + 1 })
-      .where("uuid", "=", a.uuid)
-      .where("version", "=", a.version)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw new VersionConflict(`action ${a.uuid}`);
-    return row;
+  /** Optimistic update (`updateRow`): a change of state appends the action's change-feed entry. */
+  async updateAction(a: ActionRow, patch: Partial<ActionRow>): Promise<ActionRow> {
+    return this.updateRow("action", a, patch);
   }
 
   async listActions(q: ActionQuery): Promise<{ rows: ActionRow[]; total: number }> {

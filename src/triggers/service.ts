@@ -9,7 +9,6 @@ import { MAX_CONTAINERS } from "../domain/service-spec.ts";
 import type { Clock } from "../domain/time.ts";
 import { serviceUri } from "../domain/uri.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
-import type { AppChanges } from "../orchestrator/changes.ts";
 import type { TriggerRow } from "../store/registries.ts";
 import type { ServiceRow } from "../store/services.ts";
 import type { ActionRow, Store } from "../store/store.ts";
@@ -20,7 +19,6 @@ export interface TriggerDeps {
   store: Store;
   clock: Clock;
   actions: ActionEngine;
-  changes: AppChanges;
   box: SecretBox;
   publicUrl: string;
 }
@@ -129,8 +127,7 @@ export class TriggerService {
           );
         }
         // In the same transaction as the action: a refused scale leaves the target as it was.
-        const r = await tx.services.updateService(s, { target_num_containers: s.target_num_containers + 1 });
-        await this.d.changes.service(tx, r, "update");
+        await tx.services.updateService(s, { target_num_containers: s.target_num_containers + 1 });
         kind = "service.scale";
         params = { service: s.uuid };
       }

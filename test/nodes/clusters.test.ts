@@ -4,7 +4,6 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { systemClock } from "../../src/domain/time.ts";
 import { NodeProbe } from "../../src/nodes/probe.ts";
-import { NodeRecords } from "../../src/nodes/records.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 
 let h: Harness;
@@ -304,7 +303,6 @@ describe("node health", () => {
       .execute();
     const fresh = new NodeProbe({
       store: h.store,
-      records: new NodeRecords(h.store, systemClock),
       engines: h.engines,
       clock: systemClock,
       unreachableGraceMs: 60_000,

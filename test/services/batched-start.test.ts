@@ -106,7 +106,7 @@ describe("starting a service of many containers", () => {
     // The server died after the engines' work, before the batch that records it committed: the
     // records still say what they said before (Starting, no engine container).
     const rows = await s.h.store.services.containersOfService(svc.uuid);
-    await s.h.runtime.patchMany(
+    await s.h.store.services.patchContainers(
       rows.map((r) => r.uuid),
       () => ({ state: "Starting", engine_id: null, environment: null, started_at: null }),
     );

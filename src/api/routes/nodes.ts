@@ -16,7 +16,7 @@ import { canonicalUri, lastSegment } from "../../domain/uri.ts";
 import type { AttachedEngines } from "../../nodes/attach.ts";
 import type { NodeClusters } from "../../nodes/clusters.ts";
 import type { NodeProbe } from "../../nodes/probe.ts";
-import { type NodeRecords, tagNames } from "../../nodes/records.ts";
+import { tagNames } from "../../nodes/records.ts";
 import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
 import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
@@ -57,7 +57,6 @@ const NodeAttach = Type.Object({
 interface Deps {
   store: Store;
   actions: ActionEngine;
-  records: NodeRecords;
   probe: NodeProbe;
   clusters: NodeClusters;
   attachedEngines: AttachedEngines;
@@ -75,7 +74,7 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
 
 export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, actions, records, probe, clusters, attachedEngines } = deps;
+  const { store, actions, probe, clusters, attachedEngines } = deps;
   const tags = ["node clusters and nodes"];
 
   const clusterOf = async (req: FastifyRequest, uuid: string): Promise<ClusterRow> =>
@@ -194,15 +193,17 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const body = req.body;
         if (body.tags !== undefined) {
           const names = JSON.stringify(tagNames(body.tags));
-          await records.patchCluster(c.uuid, () => ({ tags: names }));
+          await store.mutate("nodecluster", c.uuid, () => ({ tags: names }));
           for (const n of await store.nodes.nodesOfCluster(c.uuid)) {
-            if (n.state !== "Terminated") await records.patchNode(n.uuid, () => ({ tags: names }));
+            if (n.state !== "Terminated") await store.mutate("node", n.uuid, () => ({ tags: names }));
           }
         }
         const current = (await store.nodes.findCluster(c.uuid))!;
         if (body.target_num_nodes !== undefined && body.target_num_nodes !== current.target_num_nodes) {
           if (current.state === "Init") {
-            const r = await records.patchCluster(c.uuid, () => ({ target_num_nodes: body.target_num_nodes }));
+            const r = await store.mutate("nodecluster", c.uuid, () => ({
+              target_num_nodes: body.target_num_nodes,
+            }));
             return showCluster(r!);
           }
           await enqueue(
@@ -354,7 +355,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const patch: Partial<NodeRow> = {};
         if (body.nickname !== undefined) patch.nickname = body.nickname || n.external_fqdn;
         if (body.tags !== undefined) patch.tags = JSON.stringify(tagNames(body.tags));
-        const r = await records.patchNode(n.uuid, () => (Object.keys(patch).length ? patch : undefined));
+        const r = await store.mutate("node", n.uuid, () => (Object.keys(patch).length ? patch : undefined));
         return showNode(r!);
       },
     );

@@ -1,0 +1,197 @@
+// The change feed's one writer. The store's write methods of every resource with events
+// (services, containers, stacks, nodes, node clusters, actions) call it in the transaction of the
+// write, so no caller can write such a row without its entry. Each entry is computed from the row
+// as written: type, resource_uri (domain/uri.ts), state and the parents of CONTRACT §8
+// (container → service, stack, node, node cluster; service → stack; node → node cluster;
+// action → its object; stack and node cluster → []).
+import { offeredAddress } from "../domain/links.ts";
+import type { Clock } from "../domain/time.ts";
+import { actionUri, clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
+import type { ClusterRow, NodeRow } from "./nodes.ts";
+import type { ChangeTable } from "./schema.ts";
+import type { ContainerRow, ServiceRow } from "./services.ts";
+import type { StackRow } from "./stacks.ts";
+import type { ActionRow, Store } from "./store.ts";
+
+export type FeedAction = "create" | "update" | "delete";
+export type NewChange = Omit<ChangeTable, "revision">;
+
+/** The rows that have events, by event type. */
+export interface FeedRows {
+  service: ServiceRow;
+  container: ContainerRow;
+  stack: StackRow;
+  node: NodeRow;
+  nodecluster: ClusterRow;
+  action: ActionRow;
+}
+export type FeedType = keyof FeedRows;
+
+/** A row's write as the feed records it: the row as written, and as it was read (none when inserted). */
+export interface Written<K extends FeedType> {
+  before?: FeedRows[K];
+  row: FeedRows[K];
+}
+
+/** Parents remembered per container: a container's service, stack, node and cluster never change. */
+const PARENTS_CACHE_MAX = 100_000;
+
+/**
+ * Whether a write changed the object as its events tell it: an action changes with its state (its
+ * lease, step and attempts are the engine's bookkeeping); any other object with any of its values.
+ */
+function changed<K extends FeedType>(type: K, before: FeedRows[K], row: FeedRows[K]): boolean {
+  if (type === "action") return before.state !== row.state;
+  const b = before as unknown as Record<string, unknown>;
+  const r = row as unknown as Record<string, unknown>;
+  return Object.keys(r).some((k) => k !== "version" && b[k] !== r[k]);
+}
+
+/** A write's event: created when inserted, deleted when the object is Terminated, updated otherwise. */
+function actionOf(w: Written<FeedType>): FeedAction {
+  if (!w.before) return "create";
+  return w.row.state === "Terminated" ? "delete" : "update";
+}
+
+/** One per root store, shared by its transactions (the parents cache outlives them). */
+export class ChangeFeed {
+  private readonly parents = new Map<string, string>();
+
+  constructor(readonly clock: Clock) {}
+
+  /**
+   * Appends the entries of rows just written in `tx`, in one multi-row statement: inserts are
+   * `create`, writes that changed nothing add no entry. Containers whose address as a link
+   * target moved add `update` entries of their link clients (see `linkClients`).
+   */
+  async record<K extends FeedType>(tx: Store, type: K, written: readonly Written<K>[]): Promise<void> {
+    const entries = written.filter((w) => !w.before || changed(type, w.before, w.row));
+    const changes: NewChange[] = [];
+    const datetime = this.clock.now();
+    if (type === "container") {
+      const rows = entries.map((w) => w.row as ContainerRow);
+      const parents = await this.containerParents(tx, rows);
+      for (const [i, w] of entries.entries()) {
+        changes.push(this.entry(w.row, "container", actionOf(w), containerUri(w.row), parents[i]!, datetime));
+      }
+      changes.push(...(await this.linkClients(tx, written as readonly Written<"container">[], datetime)));
+    } else {
+      for (const w of entries) changes.push(this.entryOf(type, w, datetime));
+    }
+    await tx.appendChanges(changes);
+  }
+
+  /**
+   * `update` entries of containers whose view changed without a write to their row (their
+   * service's links changed): the load balancer and the reconciler follow them.
+   */
+  async touched(tx: Store, rows: readonly ContainerRow[]): Promise<void> {
+    const parents = await this.containerParents(tx, rows);
+    const datetime = this.clock.now();
+    await tx.appendChanges(
+      rows.map((c, i) => this.entry(c, "container", "update", containerUri(c), parents[i]!, datetime)),
+    );
+  }
+
+  private entryOf(type: Exclude<FeedType, "container">, w: Written<FeedType>, datetime: number): NewChange {
+    const action = actionOf(w);
+    switch (type) {
+      case "service": {
+        const s = w.row as ServiceRow;
+        const parents = s.stack_uuid ? [stackUri(s.namespace, s.stack_uuid)] : [];
+        return this.entry(s, type, action, serviceUri(s), JSON.stringify(parents), datetime);
+      }
+      case "stack":
+        return this.entry(w.row, type, action, stackUri(w.row.namespace, w.row.uuid), "[]", datetime);
+      case "node": {
+        const n = w.row as NodeRow;
+        const parents = n.cluster_uuid ? [clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })] : [];
+        return this.entry(n, type, action, nodeUri(n), JSON.stringify(parents), datetime);
+      }
+      case "nodecluster":
+        return this.entry(w.row, type, action, clusterUri(w.row), "[]", datetime);
+      case "action": {
+        const a = w.row as ActionRow;
+        return this.entry(a, type, action, actionUri(a.uuid), JSON.stringify([a.object]), datetime);
+      }
+    }
+  }
+
+  private entry(
+    row: { namespace: string; state: string },
+    type: FeedType,
+    action: FeedAction,
+    resource_uri: string,
+    parents: string,
+    datetime: number,
+  ): NewChange {
+    return { namespace: row.namespace, type, action, resource_uri, state: row.state, parents, datetime };
+  }
+
+  /** Parents of each container (JSON), the missing ones looked up together and remembered. */
+  private async containerParents(tx: Store, rows: readonly ContainerRow[]): Promise<string[]> {
+    const missing = rows.filter((c) => !this.parents.has(c.uuid));
+    const found = new Map<string, string>();
+    if (missing.length) {
+      const services = new Map(
+        (await tx.services.servicesByUuid(missing.map((c) => c.service_uuid))).map((s) => [s.uuid, s]),
+      );
+      const nodes = new Map(
+        (await tx.nodes.nodesByUuid(missing.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+      );
+      for (const c of missing) {
+        const service = services.get(c.service_uuid);
+        const node = nodes.get(c.node_uuid);
+        const parents = [serviceUri({ namespace: c.namespace, uuid: c.service_uuid })];
+        if (service?.stack_uuid) parents.push(stackUri(c.namespace, service.stack_uuid));
+        if (node) {
+          parents.push(nodeUri(node));
+          if (node.cluster_uuid)
+            parents.push(clusterUri({ namespace: node.namespace, uuid: node.cluster_uuid }));
+        }
+        const json = JSON.stringify(parents);
+        found.set(c.uuid, json);
+        // Only complete answers are kept (a service or node not visible yet would be missing).
+        if (service && node) {
+          if (this.parents.size >= PARENTS_CACHE_MAX) this.parents.clear();
+          this.parents.set(c.uuid, json);
+        }
+      }
+    }
+    return rows.map((c) => this.parents.get(c.uuid) ?? found.get(c.uuid)!);
+  }
+
+  /**
+   * Containers' changes as their link clients see them: when a container starts or stops offering
+   * an address to its links, its address changes or it is redeployed (new ports and variables),
+   * every live container linking to its service (and, with sequential_deployment, the service's
+   * own other containers) changes too, since its `linked_to_container` changed with it.
+   */
+  private async linkClients(
+    tx: Store,
+    written: readonly Written<"container">[],
+    datetime: number,
+  ): Promise<NewChange[]> {
+    const moved = written.filter(
+      (w): w is Required<Written<"container">> =>
+        w.before !== undefined &&
+        (offeredAddress(w.before) !== offeredAddress(w.row) || w.before.generation !== w.row.generation),
+    );
+    if (moved.length === 0) return [];
+    const targets = [...new Set(moved.map((m) => m.row.service_uuid))];
+    const clients = new Set(
+      (await tx.services.linksTo(targets))
+        .filter((l) => moved.some((m) => m.row.service_uuid === l.to_uuid && m.row.namespace === l.namespace))
+        .map((l) => l.from_uuid),
+    );
+    for (const s of await tx.services.servicesByUuid(targets)) {
+      if ((JSON.parse(s.spec) as { sequential_deployment?: boolean }).sequential_deployment)
+        clients.add(s.uuid);
+    }
+    if (clients.size === 0) return [];
+    const self = new Set(moved.map((m) => m.row.uuid));
+    const rows = (await tx.services.containersOfServices([...clients])).filter((c) => !self.has(c.uuid));
+    const parents = await this.containerParents(tx, rows);
+    return rows.map((c, i) => this.entry(c, "container", "update", containerUri(c), parents[i]!, datetime));
+  }
+}
