@@ -3,7 +3,7 @@
 // namespace of 250 services (a realistic neighbourhood: a list must not pay for it). Then the
 // latency of mutating calls: a PATCH (synchronous) and an asynchronous stop/start with the time
 // until its action ends, each with the action it recorded.
-import { formatLoad, percentile, runLoad } from "./load.ts";
+import { formatLoad, type LoadResult, percentile, runLoad } from "./load.ts";
 import {
   api,
   type Bench,
@@ -75,6 +75,8 @@ export async function runApi(opts: ApiOptions, out: (line: string) => void): Pro
     out(
       `API throughput, Berth vs bare Fastify serving the same bodies (${opts.durationMs} ms per run, 250 services, 130 containers)`,
     );
+    // The goals of issue 18, printed against this run's figures (not assertions).
+    const measured = new Map<string, { berth: LoadResult; bare: LoadResult }>();
     try {
       for (const [label, path] of [
         [`GET one service (${(JSON.stringify(bodies[one]).length / 1024).toFixed(1)} KB)`, one],
@@ -94,10 +96,32 @@ export async function runApi(opts: ApiOptions, out: (line: string) => void): Pro
             connections,
             durationMs: opts.durationMs,
           });
+          measured.set(`${path}@${connections}`, { berth, bare: floor });
           out(`  ${label}, ${connections} conn: Berth ${formatLoad(berth)}`);
           out(`    bare ${formatLoad(floor)}  → throughput ${ratio(berth.rps, floor.rps)} of bare`);
         }
       }
+      const goal = (what: string, met: boolean | undefined, figure: string) =>
+        out(`  goal ${met === undefined ? "not measured" : met ? "met" : "NOT met"}: ${what} (${figure})`);
+      const oneAt10 = measured.get(`${one}@10`);
+      const oneAt100 = measured.get(`${one}@100`);
+      const lists = [...measured.entries()].filter(([k]) => k.startsWith(`${list}@`)).map(([, m]) => m);
+      const worstList = Math.min(...lists.map((m) => m.berth.rps / Math.max(1, m.bare.rps)));
+      goal(
+        "GET one service >= 0.5x bare at 10 connections",
+        oneAt10 && oneAt10.berth.rps >= 0.5 * oneAt10.bare.rps,
+        oneAt10 ? ratio(oneAt10.berth.rps, oneAt10.bare.rps) : "-",
+      );
+      goal(
+        "GET one service p99 < 10 ms at 100 connections",
+        oneAt100 && oneAt100.berth.latencyMs.p99 < 10,
+        oneAt100 ? `${oneAt100.berth.latencyMs.p99.toFixed(1)} ms` : "-",
+      );
+      goal(
+        "GET 100 containers >= 0.3x bare at every connection count",
+        lists.length ? worstList >= 0.3 : undefined,
+        lists.length ? `worst ${worstList.toFixed(2)}×` : "-",
+      );
     } finally {
       await bare.app.close();
     }
