@@ -121,17 +121,22 @@ export class Client {
     return new ApiError(message, res.status, body?.code, details);
   }
 
-  async get(path: string, query?: Query): Promise<Json> {
-    return (await this.request("GET", path, { query })).body;
+  /** An object of the API; `T` is its contract type (`Service`, `Container`, …) where the caller knows it. */
+  async get<T = Json>(path: string, query?: Query): Promise<T> {
+    return (await this.request("GET", path, { query })).body as T;
   }
 
   /** Every object of a list, following `next` pages (at most `max`). */
-  async all(path: string, query: Query = {}, max = 10_000): Promise<Json[]> {
-    const out: Json[] = [];
+  async all<T = Json>(path: string, query: Query = {}, max = 10_000): Promise<T[]> {
+    const out: T[] = [];
     let offset = 0;
     for (;;) {
-      const page = await this.get(path, { limit: 1000, ...query, offset });
-      const objects: Json[] = page?.objects ?? [];
+      const page = await this.get<{ objects?: T[]; meta?: { next?: string | null } }>(path, {
+        limit: 1000,
+        ...query,
+        offset,
+      });
+      const objects = page?.objects ?? [];
       out.push(...objects);
       if (!page?.meta?.next || objects.length === 0 || out.length >= max) return out;
       offset += objects.length;

@@ -12,9 +12,10 @@ export interface OutputOptions {
   tty: boolean;
 }
 
-export interface Column {
+/** A table column over objects of the API (`T`: their contract type, such as `Service`). */
+export interface Column<T = Json> {
   header: string;
-  value: (o: Json) => unknown;
+  value: (o: T) => unknown;
   /** Cells are states: coloured by what they mean. */
   state?: boolean;
 }
@@ -135,7 +136,7 @@ export class Output {
     this.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   }
 
-  table(columns: readonly Column[], objects: readonly Json[]): void {
+  table<T>(columns: readonly Column<T>[], objects: readonly T[]): void {
     const rows = objects.map((o) => columns.map((col) => str(col.value(o)).replace(/\s*\n\s*/g, " ")));
     const widths = columns.map((col, i) => Math.max(col.header.length, ...rows.map((r) => r[i]!.length)));
     const render = (cells: readonly string[], paint: (cell: string, i: number) => string) =>
@@ -164,8 +165,12 @@ export class Output {
   }
 
   /** A list: `--json` the API's envelope, `-q` the uuids (or another id), a table otherwise. */
-  list(page: Json, columns: readonly Column[], idOf: (o: Json) => string = (o) => o.uuid): void {
-    const objects: Json[] = Array.isArray(page) ? page : (page?.objects ?? []);
+  list<T = Json>(
+    page: readonly T[] | Json,
+    columns: readonly Column<T>[],
+    idOf: (o: T) => string = (o) => str((o as Json).uuid),
+  ): void {
+    const objects: T[] = Array.isArray(page) ? page : (page?.objects ?? []);
     if (this.opts.json) {
       // Objects gathered from several pages print as one page of the API's envelope.
       this.json(Array.isArray(page) ? { meta: { total_count: page.length }, objects: page } : page);

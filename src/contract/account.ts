@@ -51,3 +51,4 @@ export const OrganizationView = View({
     View({ username: Type.String(), role: Type.String({ description: "owner or member" }) }),
   ),
 });
+export type Organization = Static<typeof OrganizationView>;

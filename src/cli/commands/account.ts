@@ -1,7 +1,9 @@
 // Credentials and accounts: login (stores URL, user and API key in the config file, mode 0600),
 // logout, whoami, API keys and organizations.
+
 import os from "node:os";
 import type { Command } from "commander";
+import type { Organization } from "../../contract/account.ts";
 import { Client } from "../client.ts";
 import { type Credentials, credentials, readConfig, removeConfig, writeConfig } from "../config.ts";
 import type { Ctx } from "../context.ts";
@@ -226,7 +228,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .description("an organization and its members")
     .action(async (name: string, _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const o = await c.client.get(`/api/v1.1/orgs/${encodeURIComponent(name)}/`);
+      const o = await c.client.get<Organization>(`/api/v1.1/orgs/${encodeURIComponent(name)}/`);
       if (c.out.opts.json) return c.out.json(o);
       c.out.table(
         [

@@ -1,6 +1,8 @@
 // `berth action …` (ls with filters, inspect, logs [-f], cancel, retry) and `berth event` (the
 // events stream: one line per event, or JSON lines).
+
 import type { Command } from "commander";
+import type { Action } from "../../contract/action.ts";
 import { canonicalUri, parseObjectUri } from "../../domain/uri.ts";
 import { API, type Json } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
@@ -17,7 +19,7 @@ export function objectLabel(uri: unknown): string {
   return parsed && /^[0-9a-f-]{36}$/.test(parsed.id) ? `${parsed.resource} ${short(parsed.id)}` : uri;
 }
 
-export const ACTION_COLUMNS: Column[] = [
+export const ACTION_COLUMNS: Column<Action>[] = [
   { header: "UUID", value: (a) => short(a.uuid) },
   { header: "ACTION", value: (a) => a.action },
   { header: "OBJECT", value: (a) => objectLabel(a.object) },

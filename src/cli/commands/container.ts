@@ -1,5 +1,6 @@
 // `berth container …`: ps, inspect, start, stop, redeploy, logs, exec, terminate.
 import type { Command } from "commander";
+import type { Container } from "../../contract/container.ts";
 import type { Json } from "../client.ts";
 import type { Ctx } from "../context.ts";
 import { ago, type Column, lastSegment, short } from "../output.ts";
@@ -7,8 +8,8 @@ import { KINDS, resolve } from "../resolve.ts";
 import { execIn, printLogs } from "../streams.ts";
 import { bulk, inspect, operation, quietOption, syncOption, terminate, wholeNumber } from "./common.ts";
 
-const ports = (c: Json) =>
-  ((c.container_ports ?? []) as Json[])
+const ports = (c: Container) =>
+  (c.container_ports ?? [])
     .map((p) =>
       p.published && p.outer_port
         ? `${p.outer_port}->${p.inner_port}/${p.protocol}`
@@ -16,7 +17,7 @@ const ports = (c: Json) =>
     )
     .join(", ");
 
-export const CONTAINER_COLUMNS: Column[] = [
+export const CONTAINER_COLUMNS: Column<Container>[] = [
   { header: "NAME", value: (c) => c.name },
   { header: "UUID", value: (c) => short(c.uuid) },
   { header: "STATUS", value: (c) => c.state, state: true },
@@ -46,9 +47,9 @@ export function registerContainer(program: Command, ctx: (cmd: Command) => Ctx):
       const query: Json = { state: o.status };
       if (o.service) query.service = (await resolve(c.client, KINDS.service, o.service)).resource_uri;
       if (o.node) query.node = (await resolve(c.client, KINDS.node, o.node)).resource_uri;
-      const objects = (await c.client.all(c.client.collection(kind.prefix, kind.resource), query)).filter(
-        (x: Json) => o.all || o.status === "Terminated" || x.state !== "Terminated",
-      );
+      const objects = (
+        await c.client.all<Container>(c.client.collection(kind.prefix, kind.resource), query)
+      ).filter((x) => o.all || o.status === "Terminated" || x.state !== "Terminated");
       c.out.list(objects, CONTAINER_COLUMNS);
     });
 

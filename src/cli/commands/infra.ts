@@ -1,6 +1,8 @@
 // `berth nodecluster …` (ls, create, inspect, scale, rm, upgrade; provider/region/nodetype/az
 // listings) and `berth node …` (ls, inspect, upgrade, health-check, rm; byo and token in byo.ts).
+
 import type { Command } from "commander";
+import type { Node, NodeCluster } from "../../contract/nodes.ts";
 import { canonicalUri, nodeTypeUri, providerUri, regionUri } from "../../domain/uri.ts";
 import { API, type Json } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
@@ -10,7 +12,7 @@ import { KINDS, resolve } from "../resolve.ts";
 import { registerNodeTokens } from "./byo.ts";
 import { bulk, collect, inspect, quietOption, syncOption, wholeNumber } from "./common.ts";
 
-export const CLUSTER_COLUMNS: Column[] = [
+export const CLUSTER_COLUMNS: Column<NodeCluster>[] = [
   { header: "NAME", value: (n) => n.name },
   { header: "UUID", value: (n) => short(n.uuid) },
   { header: "REGION", value: (n) => lastSegment(n.region) },
@@ -21,7 +23,10 @@ export const CLUSTER_COLUMNS: Column[] = [
   { header: "TARGET#NODES", value: (n) => n.target_num_nodes },
 ];
 
-export const NODE_COLUMNS: Column[] = [
+/** A node as the list shows it: with its cluster's name. */
+type ListedNode = Node & { cluster_name?: string };
+
+export const NODE_COLUMNS: Column<ListedNode>[] = [
   { header: "UUID", value: (n) => short(n.uuid) },
   { header: "FQDN", value: (n) => n.external_fqdn },
   { header: "LASTSEEN", value: (n) => ago(n.last_seen) },

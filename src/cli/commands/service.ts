@@ -1,7 +1,10 @@
 // `berth service …`: ls/ps, create, run, inspect, start, stop, redeploy, scale, set, env, logs,
 // terminate — with the historical CLI's options.
+
 import fs from "node:fs";
 import { type Command, Option } from "commander";
+import type { Service } from "../../contract/service.ts";
+import type { Stack } from "../../contract/stack.ts";
 import type { Json } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
@@ -25,7 +28,10 @@ const STRATEGIES = ["EMPTIEST_NODE", "HIGH_AVAILABILITY", "EVERY_NODE"];
 const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"];
 const AUTODESTROY = ["OFF", "ON_SUCCESS", "ALWAYS"];
 
-export const SERVICE_COLUMNS: Column[] = [
+/** A service as the list shows it: with its stack's name. */
+type ListedService = Service & { stack_name?: string };
+
+export const SERVICE_COLUMNS: Column<ListedService>[] = [
   { header: "NAME", value: (s) => s.name },
   { header: "UUID", value: (s) => short(s.uuid) },
   { header: "STATUS", value: (s) => s.state, state: true },
@@ -221,14 +227,14 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
       const c = ctx(cmd);
       const query: Json = { state: o.status };
       if (o.stack) query.stack = (await resolve(c.client, KINDS.stack, o.stack)).resource_uri;
-      const objects = (await c.client.all(base(c), query)).filter(
-        (s: Json) => o.all || o.status === "Terminated" || s.state !== "Terminated",
+      const objects = (await c.client.all<ListedService>(base(c), query)).filter(
+        (s) => o.all || o.status === "Terminated" || s.state !== "Terminated",
       );
       const stacks = new Map<string, string>();
       for (const s of objects) {
         if (s.stack && !stacks.has(s.stack)) {
           try {
-            stacks.set(s.stack, (await c.client.get(s.stack)).name);
+            stacks.set(s.stack, (await c.client.get<Stack>(s.stack)).name);
           } catch {
             stacks.set(s.stack, lastSegment(s.stack).slice(0, 8));
           }
