@@ -48,6 +48,8 @@ export interface ViewData {
   live: Map<string, ContainerRow[]>;
   /** Running and starting containers as link targets, by service. */
   targets: Map<string, LinkTarget[]>;
+  /** The same link targets by their container's resource URI (a container's own link variables). */
+  targetByUri: Map<string, LinkTarget>;
   /** Links of live services pointing at the page's services, by target. */
   incoming: Map<string, IncomingLink[]>;
   /** A service's current definition (parsed once per page). */
@@ -67,6 +69,32 @@ function synchronizedWith(c: ContainerRow, service: ServiceRow, links: readonly 
   const userEnvvars = (JSON.parse(c.spec) as ServiceSpec).container_envvars;
   if (!linkEnvironmentCurrent(recorded, links, { name: c.name, userEnvvars })) return false;
   return sameEntries(JSON.parse(c.link_hosts ?? "[]") as string[], linkHosts(links));
+}
+
+/** The fields of a definition that service and container views both show (contract DefinitionFields). */
+function definitionFields(spec: ServiceSpec) {
+  return {
+    labels: spec.labels,
+    working_dir: spec.working_dir,
+    user: spec.user,
+    hostname: spec.hostname,
+    domainname: spec.domainname,
+    mac_address: spec.mac_address,
+    cgroup_name: spec.cgroup_parent,
+    cgroup_parent: spec.cgroup_parent,
+    tty: spec.tty,
+    stdin_open: spec.stdin_open,
+    dns: spec.dns,
+    dns_search: spec.dns_search,
+    cap_add: spec.cap_add,
+    cap_drop: spec.cap_drop,
+    devices: spec.devices,
+    extra_hosts: spec.extra_hosts,
+    security_opt: spec.security_opt,
+    secuirty_opt: spec.security_opt,
+    entrypoint: spec.entrypoint ?? "",
+    run_command: spec.run_command ?? "",
+  };
 }
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -134,11 +162,14 @@ export async function readViewData(
     ...(others.length ? await store.services.containersOfServices(others, { states: TARGET_STATES }) : []),
   ];
   const targetSpecs = new Map<string, ServiceSpec>();
+  const targetByUri = new Map<string, LinkTarget>();
   for (const c of running) {
     if (!services.has(c.service_uuid)) continue;
+    const target = linkTargetOf(c, targetSpecs);
+    targetByUri.set(target.resource_uri, target);
     const list = targets.get(c.service_uuid);
-    if (list) list.push(linkTargetOf(c, targetSpecs));
-    else targets.set(c.service_uuid, [linkTargetOf(c, targetSpecs)]);
+    if (list) list.push(target);
+    else targets.set(c.service_uuid, [target]);
   }
   const incoming = new Map<string, IncomingLink[]>();
   if (opts.linkedFrom?.length) {
@@ -148,7 +179,7 @@ export async function readViewData(
       else incoming.set(l.to_uuid, [l]);
     }
   }
-  return { services, nodes, live, targets, incoming, currentSpec };
+  return { services, nodes, live, targets, targetByUri, incoming, currentSpec };
 }
 
 /** A service reference's name and URI, as the namespace's live services resolve it. */
@@ -226,26 +257,7 @@ export function serviceView(
       },
       { includeSecrets: false },
     ),
-    labels: spec.labels,
-    working_dir: spec.working_dir,
-    user: spec.user,
-    hostname: spec.hostname,
-    domainname: spec.domainname,
-    mac_address: spec.mac_address,
-    cgroup_name: spec.cgroup_parent,
-    cgroup_parent: spec.cgroup_parent,
-    tty: spec.tty,
-    stdin_open: spec.stdin_open,
-    dns: spec.dns,
-    dns_search: spec.dns_search,
-    cap_add: spec.cap_add,
-    cap_drop: spec.cap_drop,
-    devices: spec.devices,
-    extra_hosts: spec.extra_hosts,
-    security_opt: spec.security_opt,
-    secuirty_opt: spec.security_opt,
-    entrypoint: spec.entrypoint ?? "",
-    run_command: spec.run_command ?? "",
+    ...definitionFields(spec),
     sequential_deployment: spec.sequential_deployment,
     cpu_shares: spec.cpu_shares,
     cpuset: spec.cpuset,
@@ -319,26 +331,8 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     container_envvars: spec.container_envvars,
     // Exactly what its engine container was created with, as the engine reports it (none before).
     calculated_envvars: c.environment ? (JSON.parse(c.environment) as CalculatedEnvVar[]) : [],
-    labels: spec.labels,
-    working_dir: spec.working_dir,
-    user: spec.user,
+    ...definitionFields(spec),
     hostname: spec.hostname || c.name,
-    domainname: spec.domainname,
-    mac_address: spec.mac_address,
-    cgroup_name: spec.cgroup_parent,
-    cgroup_parent: spec.cgroup_parent,
-    tty: spec.tty,
-    stdin_open: spec.stdin_open,
-    dns: spec.dns,
-    dns_search: spec.dns_search,
-    cap_add: spec.cap_add,
-    cap_drop: spec.cap_drop,
-    devices: spec.devices,
-    extra_hosts: spec.extra_hosts,
-    security_opt: spec.security_opt,
-    secuirty_opt: spec.security_opt,
-    entrypoint: spec.entrypoint ?? "",
-    run_command: spec.run_command ?? "",
     cpu_shares: spec.cpu_shares,
     cpuset: spec.cpuset,
     memory: spec.memory,
@@ -348,7 +342,8 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     roles: spec.roles,
     link_variables: containerLinkVariables(
       service?.name ?? c.name,
-      service ? targetsOf(service.uuid).find((t) => t.resource_uri === uri) : undefined,
+      // Looked up, not searched: a page of one service's many containers stays linear.
+      service ? data.targetByUri.get(uri) : undefined,
     ),
     privileged: spec.privileged,
     read_only: spec.read_only,
