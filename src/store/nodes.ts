@@ -38,15 +38,8 @@ export class NodeStore {
 
   /** Inserts a cluster with its change-feed entry. */
   async insertCluster(c: NewCluster): Promise<ClusterRow> {
-    return this.s.transaction(async (tx) => {
-      const row = await tx.db
-        .insertInto("nodeclusters")
-        .values({ ...c, version: 1 })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await tx.recordWrites("nodecluster", [{ row }]);
-      return row;
-    });
+    const [row] = await this.s.insertRows("nodecluster", [c]);
+    return row!;
   }
 
   async findCluster(uuid: string): Promise<ClusterRow | undefined> {
@@ -74,15 +67,8 @@ export class NodeStore {
 
   /** Inserts a node with its change-feed entry. */
   async insertNode(n: NewNode): Promise<NodeRow> {
-    return this.s.transaction(async (tx) => {
-      const row = await tx.db
-        .insertInto("nodes")
-        .values({ ...n, version: 1 })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await tx.recordWrites("node", [{ row }]);
-      return row;
-    });
+    const [row] = await this.s.insertRows("node", [n]);
+    return row!;
   }
 
   async findNode(uuid: string): Promise<NodeRow | undefined> {

@@ -120,16 +120,8 @@ export class ServiceStore {
 
   /** Inserts a service with its link rows and its change-feed entry. */
   async insertService(r: NewService): Promise<ServiceRow> {
-    return this.s.transaction(async (tx) => {
-      const row = await tx.db
-        .insertInto("services")
-        .values({ ...r, version: 1 })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await tx.services.indexLinks(row.uuid, row.spec);
-      await tx.recordWrites("service", [{ row }]);
-      return row;
-    });
+    const [row] = await this.s.insertRows("service", [r]);
+    return row!;
   }
 
   /** Keeps `service_links` in step with the definition just written. */
@@ -328,30 +320,9 @@ export class ServiceStore {
     return row!;
   }
 
-  /**
-   * Many container records in one statement per ROWS_PER_INSERT, their change-feed entries in one
-   * more, in one transaction; answered in the given order.
-   */
+  /** Many container records with their change-feed entries (`Store.insertRows`), in the given order. */
   async insertContainers(rs: readonly NewContainer[]): Promise<ContainerRow[]> {
-    if (rs.length === 0) return [];
-    return this.s.transaction(async (tx) => {
-      const out: ContainerRow[] = [];
-      for (let i = 0; i < rs.length; i += ROWS_PER_INSERT) {
-        const part = rs.slice(i, i + ROWS_PER_INSERT);
-        const rows = await tx.db
-          .insertInto("containers")
-          .values(part.map((r) => ({ ...r, version: 1 })))
-          .returningAll()
-          .execute();
-        const byUuid = new Map(rows.map((r) => [r.uuid, r]));
-        for (const r of part) out.push(byUuid.get(r.uuid)!);
-      }
-      await tx.recordWrites(
-        "container",
-        out.map((row) => ({ row })),
-      );
-      return out;
-    });
+    return this.s.insertRows("container", rs);
   }
 
   async findContainer(uuid: string): Promise<ContainerRow | undefined> {

@@ -22,15 +22,8 @@ export class StackStore {
 
   /** Inserts a stack with its change-feed entry. */
   async insertStack(r: NewStack): Promise<StackRow> {
-    return this.s.transaction(async (tx) => {
-      const row = await tx.db
-        .insertInto("stacks")
-        .values({ ...r, version: 1 })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await tx.recordWrites("stack", [{ row }]);
-      return row;
-    });
+    const [row] = await this.s.insertRows("stack", [r]);
+    return row!;
   }
 
   async findStack(uuid: string): Promise<StackRow | undefined> {

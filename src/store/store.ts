@@ -255,6 +255,39 @@ export class Store {
   }
 
   /**
+   * Inserts rows that have events (version 1), one statement per ROWS_PER_INSERT, with their
+   * change-feed entries (`create`) in one more, in one transaction; answered in the given order.
+   * A service's definition commits with its link rows.
+   */
+  async insertRows<K extends FeedType>(
+    type: K,
+    values: readonly Omit<FeedRows[K], "id" | "version">[],
+  ): Promise<FeedRows[K][]> {
+    if (values.length === 0) return [];
+    return this.transaction(async (tx) => {
+      const out: FeedRows[K][] = [];
+      for (let i = 0; i < values.length; i += ROWS_PER_INSERT) {
+        const part = values.slice(i, i + ROWS_PER_INSERT);
+        const rows = (await tx.db
+          .insertInto(TABLES[type] as "nodes")
+          .values(part.map((v) => ({ ...v, version: 1 })) as never)
+          .returningAll()
+          .execute()) as unknown as FeedRows[K][];
+        const byUuid = new Map(rows.map((r) => [r.uuid, r]));
+        for (const v of part) out.push(byUuid.get(v.uuid)!);
+      }
+      if (type === "service") {
+        for (const r of out) await tx.services.indexLinks(r.uuid, (r as ServiceRow).spec);
+      }
+      await tx.recordWrites(
+        type,
+        out.map((row) => ({ row })),
+      );
+      return out;
+    });
+  }
+
+  /**
    * Optimistic update of a row that has events: applies the patch only if the row still has the
    * version it was read with (VersionConflict otherwise) and appends its change-feed entry in the
    * same transaction. `before` is the row as read (what changed decides the entry).
@@ -499,22 +532,10 @@ export class Store {
 
   /** Inserts an action with its change-feed entry; `lease` reserves it for the worker that recorded it until `until`. */
   async insertAction(a: NewAction, lease?: { owner: string; until: number }): Promise<ActionRow> {
-    return this.transaction(async (tx) => {
-      const row = await tx.db
-        .insertInto("actions")
-        .values({
-          ...a,
-          step: 0,
-          attempts: 0,
-          lease_owner: lease?.owner ?? null,
-          lease_until: lease?.until ?? null,
-          version: 1,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await tx.recordWrites("action", [{ row }]);
-      return row;
-    });
+    const [row] = await this.insertRows("action", [
+      { ...a, step: 0, attempts: 0, lease_owner: lease?.owner ?? null, lease_until: lease?.until ?? null },
+    ]);
+    return row!;
   }
 
   async findAction(uuid: string): Promise<ActionRow | undefined> {

@@ -21,6 +21,7 @@ const ids = {
   cluster: "f0000000-0000-4000-8000-00000000c001",
   node: "f0000000-0000-4000-8000-00000000d001",
   stack: "f0000000-0000-4000-8000-00000000e001",
+  stack2: "f0000000-0000-4000-8000-00000000e002",
   web: "f0000000-0000-4000-8000-00000000a001",
   lb: "f0000000-0000-4000-8000-00000000a002",
   action: "f0000000-0000-4000-8000-00000000b001",
@@ -283,6 +284,23 @@ const cases: Case[] = [
     entries: () => [e("container", "update", c("lb-1"), "Running", lbParents)],
   },
   {
+    method: "Store.insertRows",
+    write: (s) =>
+      s.insertRows("stack", [
+        {
+          uuid: ids.stack2,
+          namespace: NS,
+          name: "st2",
+          nickname: "st2",
+          state: "Not Running",
+          deployed_at: null,
+          destroyed_at: null,
+          created: NOW,
+        },
+      ]),
+    entries: [e("stack", "create", stackUri(NS, ids.stack2), "Not Running", [])],
+  },
+  {
     method: "Store.updateRow",
     write: async (s) => s.updateRow("service", await webRow(s), { state: "Terminated" }),
     entries: [e("service", "delete", web, "Terminated", [stack])],
@@ -319,7 +337,7 @@ function writeMethods(): string[] {
     ...of("NodeStore", NodeStore.prototype, writes),
     ...of("StackStore", StackStore.prototype, writes),
     ...of("Store", Store.prototype, (m) =>
-      /^(insertAction|updateAction|updateRow|mutate|containersTouched)$/.test(m),
+      /^(insertAction|updateAction|insertRows|updateRow|mutate|containersTouched)$/.test(m),
     ),
   ].sort();
 }
