@@ -23,7 +23,7 @@ import type {
 import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
 import { Value } from "typebox/value";
-import { bodyCheck } from "../contract/check.ts";
+import { bodyCheck, TYPE_NAMES } from "../contract/check.ts";
 import { ApiError, type FieldProblem, invalidField } from "../domain/errors.ts";
 import { booleanQueryKeys, parseQueryBoolean } from "./compat.ts";
 
@@ -81,16 +81,6 @@ function jsonType(v: unknown): string {
   return typeof v;
 }
 
-const NAMES: Record<string, string> = {
-  string: "a string",
-  integer: "an integer",
-  number: "a number",
-  boolean: "true or false",
-  array: "a list",
-  object: "an object",
-  null: "null",
-};
-
 /** Whether `v` has one of the schema's JSON types (a numeric string counts for an integer). */
 function typeFits(s: Schema, v: unknown): boolean {
   const types = typesOf(s);
@@ -105,7 +95,7 @@ function typeFits(s: Schema, v: unknown): boolean {
 
 function expected(s: Schema): string[] {
   if (Array.isArray(s.anyOf)) return (s.anyOf as Schema[]).flatMap(expected);
-  return typesOf(s).map((t) => NAMES[t] ?? t);
+  return typesOf(s).map((t) => TYPE_NAMES[t] ?? t);
 }
 
 function fieldName(path: (string | number)[]): string {

@@ -61,7 +61,8 @@ export function fieldPath(instancePath: string, extra?: string): string {
     .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), "");
 }
 
-const TYPE_NAMES: Record<string, string> = {
+/** JSON types as a problem names them ("must be a list"); api/input.ts says them the same way. */
+export const TYPE_NAMES: Record<string, string> = {
   string: "a string",
   integer: "an integer",
   number: "a number",
