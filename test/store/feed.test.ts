@@ -386,3 +386,23 @@ for (const target of targets) {
     }
   });
 }
+
+// The feed's entries are written by `src/store/feed.ts` through the store's write methods; the raw
+// `appendChange(s)` stay public only for tests and benchmarks that seed a feed. Code outside the
+// store that called them would write an event with no row, or a row's event by hand.
+describe("only the store appends change-feed entries", () => {
+  test("no module outside src/store/ calls appendChange or appendChanges", async () => {
+    const { readdir, readFile } = await import("node:fs/promises");
+    const path = await import("node:path");
+    const src = path.resolve(new URL(".", import.meta.url).pathname, "../../src");
+    const files = (await readdir(src, { recursive: true }))
+      .filter((f) => f.endsWith(".ts") && !f.startsWith(`store${path.sep}`))
+      .map((f) => path.join(src, f));
+    assert.ok(files.length > 100, `read ${files.length} source files`);
+    const callers: string[] = [];
+    for (const f of files) {
+      if (/\.appendChanges?\(/.test(await readFile(f, "utf8"))) callers.push(path.relative(src, f));
+    }
+    assert.deepEqual(callers, []);
+  });
+});
