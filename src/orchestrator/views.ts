@@ -97,6 +97,13 @@ function definitionFields(spec: ServiceSpec) {
   };
 }
 
+/** Appends `value` to the list of `key` (Map.groupBy needs Node 21). */
+function addTo<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The rows a page of views refers to, read in a fixed number of batched queries. */
@@ -147,9 +154,7 @@ export async function readViewData(
   const live = new Map<string, ContainerRow[]>();
   if (opts.withContainers?.length) {
     for (const c of await store.services.containersOfServices(opts.withContainers)) {
-      const list = live.get(c.service_uuid);
-      if (list) list.push(c);
-      else live.set(c.service_uuid, [c]);
+      addTo(live, c.service_uuid, c);
     }
   }
   const targets = new Map<string, LinkTarget[]>();
@@ -167,17 +172,11 @@ export async function readViewData(
     if (!services.has(c.service_uuid)) continue;
     const target = linkTargetOf(c, targetSpecs);
     targetByUri.set(target.resource_uri, target);
-    const list = targets.get(c.service_uuid);
-    if (list) list.push(target);
-    else targets.set(c.service_uuid, [target]);
+    addTo(targets, c.service_uuid, target);
   }
   const incoming = new Map<string, IncomingLink[]>();
   if (opts.linkedFrom?.length) {
-    for (const l of await store.services.linksTo(opts.linkedFrom)) {
-      const list = incoming.get(l.to_uuid);
-      if (list) list.push(l);
-      else incoming.set(l.to_uuid, [l]);
-    }
+    for (const l of await store.services.linksTo(opts.linkedFrom)) addTo(incoming, l.to_uuid, l);
   }
   return { services, nodes, live, targets, targetByUri, incoming, currentSpec };
 }

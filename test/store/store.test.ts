@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import { VersionConflict } from "../../src/domain/errors.ts";
 import { type Db, openDatabase } from "../../src/store/db.ts";
 import { migrateToLatest } from "../../src/store/migrations.ts";
+import { newContainerRow } from "../../src/store/services.ts";
 import { Store, UniqueViolation } from "../../src/store/store.ts";
 import { pgUrl as sharedPgUrl, targets } from "./targets.ts";
 
@@ -196,31 +197,15 @@ for (const target of targets) {
     test("containers in batches: multi-row inserts and version-checked multi-row updates, in order", async () => {
       const now = Date.now();
       const rows = await store.services.insertContainers(
-        Array.from({ length: 7 }, (_, i) => ({
-          uuid: `batch-${i}`,
-          namespace: "batchns",
-          service_uuid: "batch-svc",
-          node_uuid: `node-${i % 2}`,
-          name: `web-${i + 1}`,
-          number: i + 1,
-          state: "Starting",
-          desired: "running",
-          engine_id: null,
-          exit_code: null,
-          exit_code_msg: null,
-          private_ip: "",
-          ports: "[]",
-          spec: "{}",
-          spec_version: 1,
-          generation: `g${i}`,
-          environment: null,
-          link_hosts: null,
-          deployed_at: now,
-          started_at: null,
-          stopped_at: null,
-          destroyed_at: null,
-          created: now,
-        })),
+        Array.from({ length: 7 }, (_, i) =>
+          newContainerRow(
+            { namespace: "batchns", uuid: "batch-svc", name: "web", spec: "{}", spec_version: 1 },
+            `node-${i % 2}`,
+            i + 1,
+            now,
+            { uuid: `batch-${i}`, generation: `g${i}` },
+          ),
+        ),
       );
       assert.deepEqual(
         rows.map((r) => [r.uuid, r.version]),
