@@ -4,7 +4,7 @@
 // and the replica tier (test/replicas/: several server processes on PostgreSQL and a real engine).
 // Browser files (test/web/) run in a tier of their own, one at a time: two Chromiums at once on a
 // 2-core machine make each other's timings meaningless.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -54,9 +54,13 @@ const tiers = [
 ].filter((t) => t.files.length > 0);
 
 let status = 0;
+// The failures of every tier are printed again at the very end, so that the tail of a long run (all a
+// CI log may keep) names every failing test and its error. Each tier's output is copied as it comes
+// (a file reporter would lose its end to --test-force-exit).
+const failures = [];
 for (const tier of tiers) {
   console.log(`\n### ${tier.name}: ${tier.files.length} files\n`);
-  const result = spawnSync(
+  const child = spawn(
     process.execPath,
     // A file whose tests finished but left a handle open must not hang the run (--test-force-exit);
     // no single test may run for more than 5 minutes (--test-timeout).
@@ -71,11 +75,25 @@ for (const tier of tiers) {
       ...tier.files,
     ],
     {
-      stdio: "inherit",
+      stdio: ["inherit", "pipe", "inherit"],
       cwd: root,
       env: { ...process.env, BERTH_LOG_LEVEL: process.env.BERTH_LOG_LEVEL ?? "silent", ...tier.env },
     },
   );
-  if (result.status !== 0) status = result.status ?? 1;
+  let output = "";
+  child.stdout.on("data", (chunk) => {
+    process.stdout.write(chunk);
+    output += chunk;
+  });
+  const [code, signal] = await new Promise((resolve) => child.on("close", (c, s) => resolve([c, s])));
+  if (code !== 0) {
+    status = code ?? 1;
+    const at = output.lastIndexOf("failing tests:");
+    failures.push(
+      `### ${tier.name}: exit ${code ?? signal}\n` +
+        (at >= 0 ? output.slice(at) : "(no failing test reported: the run itself failed)\n"),
+    );
+  }
 }
+if (failures.length) console.log(`\n### failures of this run, again\n\n${failures.join("\n")}`);
 process.exit(status);

@@ -119,10 +119,12 @@ describe("actions and events", () => {
     const canceled = await widget({ steps: 30, stepMs: 1000 }, "w2");
     assert.equal((await api(server, "POST", `/api/audit/v1/action/${canceled}/cancel/`)).status, 200);
     await waitFor("the widget to be canceled", async () => (await actionState(canceled)) === "Canceled");
-    // `script` gives berth a pseudo-terminal; typing Ctrl-C there sends it SIGINT.
+    // `script` gives berth a pseudo-terminal; typing Ctrl-C there sends it SIGINT. `exec` leaves no
+    // shell in the terminal's foreground group: script runs its command with $SHELL, and dash (the
+    // /bin/sh used where SHELL is unset, as in CI) would die of that SIGINT itself and exit 130.
     const shell = spawn(
       "script",
-      ["-qfec", `${process.execPath} ${BIN} action retry ${canceled} --sync`, "/dev/null"],
+      ["-qfec", `exec ${process.execPath} ${BIN} action retry ${canceled} --sync`, "/dev/null"],
       {
         env: cleanEnv({ ...env, TERM: "xterm" }),
         stdio: ["pipe", "pipe", "pipe"],
