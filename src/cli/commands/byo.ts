@@ -1,13 +1,14 @@
 // `berth node byo` (bring your own node: a single-use registration token and the commands that
 // make a server a node, as the historical CLI printed them) and `berth node token ls|rm`.
 import type { Command } from "commander";
-import { API, type Json } from "../client.ts";
+import type { CreatedRegistrationToken, RegistrationToken } from "../../contract/token.ts";
+import { API } from "../client.ts";
 import type { Ctx } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
 import { ago, type Column, short } from "../output.ts";
 import { quietOption } from "./common.ts";
 
-export const TOKEN_COLUMNS: Column[] = [
+export const TOKEN_COLUMNS: Column<RegistrationToken>[] = [
   { header: "UUID", value: (t) => short(t.uuid) },
   { header: "CREATED", value: (t) => ago(t.created) },
   { header: "EXPIRES", value: (t) => ago(t.expires) },
@@ -18,7 +19,10 @@ export const TOKEN_COLUMNS: Column[] = [
  * The `berth agent` form of the server's command: the same Berth address (the server's public
  * URL, which the new node must reach; the CLI's own URL may be another one) and token.
  */
-export function berthAgentCommand(created: Json, fallbackUrl: string): string {
+export function berthAgentCommand(
+  created: Pick<CreatedRegistrationToken, "command" | "token">,
+  fallbackUrl: string,
+): string {
   const url = /--url\s+(\S+)/.exec(String(created.command ?? ""))?.[1] ?? fallbackUrl;
   return `sudo berth agent --url ${url} --token ${created.token} --install-systemd`;
 }
@@ -32,7 +36,7 @@ export function registerNodeTokens(node: Command, ctx: (cmd: Command) => Ctx): v
     .option("-q, --quiet", "print only the token")
     .action(async (o: { quiet?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const created = (await c.client.request("POST", tokens(c))).body;
+      const created: CreatedRegistrationToken = (await c.client.request("POST", tokens(c))).body;
       if (c.out.opts.json) return c.out.json(created);
       if (o.quiet) return c.out.line(created.token);
       c.out.line(
@@ -60,7 +64,7 @@ export function registerNodeTokens(node: Command, ctx: (cmd: Command) => Ctx): v
     .addOption(quietOption())
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const objects = await c.client.all(tokens(c));
+      const objects = await c.client.all<RegistrationToken>(tokens(c));
       c.out.list(objects, TOKEN_COLUMNS);
     });
   token
@@ -69,18 +73,19 @@ export function registerNodeTokens(node: Command, ctx: (cmd: Command) => Ctx): v
     .description("revoke unused registration tokens (by uuid or uuid prefix)")
     .action(async (refs: string[], _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const all = await c.client.all(tokens(c));
+      const all = await c.client.all<RegistrationToken>(tokens(c));
       for (const ref of refs) {
         if (ref === "") throw usageError("a token uuid must not be empty");
-        const matches = all.filter((t: Json) => String(t.uuid).startsWith(ref.toLowerCase()));
+        const matches = all.filter((t) => t.uuid.startsWith(ref.toLowerCase()));
         if (matches.length !== 1)
           throw new CliError(
             matches.length
               ? `token ${ref} is ambiguous; use more of its uuid`
               : `token ${ref} not found (used, expired or revoked tokens are gone)`,
           );
-        await c.client.request("DELETE", `${tokens(c)}${matches[0].uuid}/`);
-        c.out.done(matches[0]);
+        const [match] = matches as [RegistrationToken];
+        await c.client.request("DELETE", `${tokens(c)}${match.uuid}/`);
+        c.out.done(match);
       }
     });
 }

@@ -1,17 +1,19 @@
 // `berth repository …` (ls, inspect, register, update, rm) and `berth registry …` (ls, inspect).
 import type { Command } from "commander";
-import { API, type Json } from "../client.ts";
+import type { Registry, Repository, RepositoryUpdateBody } from "../../contract/registry.ts";
+import { API } from "../client.ts";
 import type { Ctx } from "../context.ts";
 import { usageError } from "../errors.ts";
 import { type Column, lastSegment } from "../output.ts";
 import { quietOption } from "./common.ts";
 
-const REPOSITORY_COLUMNS: Column[] = [
+type ListedRepository = Repository & { registry_host?: string };
+const REPOSITORY_COLUMNS: Column<ListedRepository>[] = [
   { header: "NAME", value: (r) => r.name },
   { header: "IN USE", value: (r) => r.in_use },
   { header: "REGISTRY", value: (r) => r.registry_host ?? "" },
 ];
-const REGISTRY_COLUMNS: Column[] = [
+const REGISTRY_COLUMNS: Column<Registry>[] = [
   { header: "NAME", value: (r) => r.name },
   { header: "HOST", value: (r) => r.host },
   { header: "PORT", value: (r) => r.port },
@@ -25,8 +27,8 @@ interface CredentialOptions {
   passwordStdin?: boolean;
 }
 
-async function credentialsBody(o: CredentialOptions): Promise<Json> {
-  const body: Json = {};
+async function credentialsBody(o: CredentialOptions): Promise<RepositoryUpdateBody> {
+  const body: RepositoryUpdateBody = {};
   if (o.username !== undefined) body.username = o.username;
   if (o.passwordStdin) {
     const chunks: Buffer[] = [];
@@ -59,7 +61,7 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
     .addOption(quietOption())
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const objects = await c.client.all(base(c));
+      const objects = await c.client.all<ListedRepository>(base(c));
       if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
       for (const r of objects) r.registry_host = lastSegment(r.registry);
       c.out.list(objects, REPOSITORY_COLUMNS, (r) => r.name);
@@ -78,8 +80,9 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
   ).action(async (name: string, o: CredentialOptions, cmd: Command) => {
     const c = ctx(cmd);
     const made = await c.client.request("POST", base(c), { body: { name, ...(await credentialsBody(o)) } });
-    if (c.out.opts.json) return c.out.json(made.body);
-    c.out.line(made.body.name);
+    const repo: Repository = made.body;
+    if (c.out.opts.json) return c.out.json(repo);
+    c.out.line(repo.name);
   });
   credentialOptions(
     repository.command("update <name>").description("change a repository's credentials"),
@@ -88,9 +91,9 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
     const body = await credentialsBody(o);
     if (Object.keys(body).length === 0)
       throw usageError("repository update: give --username and/or a password");
-    const updated = await c.client.request("PATCH", one(c, name), { body });
-    if (c.out.opts.json) return c.out.json(updated.body);
-    c.out.line(updated.body.name);
+    const updated: Repository = (await c.client.request("PATCH", one(c, name), { body })).body;
+    if (c.out.opts.json) return c.out.json(updated);
+    c.out.line(updated.name);
   });
   repository
     .command("rm <name...>")
@@ -111,7 +114,7 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
     .addOption(quietOption())
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const objects = await c.client.all(registries(c));
+      const objects = await c.client.all<Registry>(registries(c));
       c.out.list(objects, REGISTRY_COLUMNS, (r) => r.host);
     });
   registry

@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import YAML from "yaml";
-import type { Json } from "../client.ts";
+import type { Stack, StackCreateBody, StackUpdateBody } from "../../contract/stack.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError } from "../errors.ts";
 import { ago, type Column, short } from "../output.ts";
@@ -11,11 +11,11 @@ import { KINDS, resolve } from "../resolve.ts";
 import { explain, readStackFile, type StackFile } from "../stackfile.ts";
 import { bulk, inspect, operation, quietOption, syncOption, terminate } from "./common.ts";
 
-export const STACK_COLUMNS: Column[] = [
+export const STACK_COLUMNS: Column<Stack>[] = [
   { header: "NAME", value: (s) => s.name },
   { header: "UUID", value: (s) => short(s.uuid) },
   { header: "STATUS", value: (s) => s.state, state: true },
-  { header: "#SERVICES", value: (s) => (s.services ?? []).length },
+  { header: "#SERVICES", value: (s) => s.services.length },
   { header: "DEPLOYED", value: (s) => ago(s.deployed_datetime) },
   { header: "DESTROYED", value: (s) => ago(s.destroyed_datetime) },
 ];
@@ -47,20 +47,21 @@ export async function stackUp(c: Ctx, o: FileOptions): Promise<void> {
   const file = load(o);
   const base = c.client.collection(KINDS.stack.prefix, KINDS.stack.resource);
   const name = o.name ?? file.name ?? file.defaultName;
-  const existing = ((await c.client.get(base, { name }))?.objects ?? []).find(
-    (s: Json) => s.state !== "Terminated" && s.state !== "Terminating",
+  const existing = (await c.client.all<Stack>(base, { name })).find(
+    (s) => s.state !== "Terminated" && s.state !== "Terminating",
   );
   if (!existing) {
     const created = await send(file, () =>
-      c.client.request("POST", base, { body: { name, services: file.services } }),
+      c.client.request("POST", base, { body: { name, services: file.services } satisfies StackCreateBody }),
     );
     const started = await c.client.request("POST", `${base}${created.body.uuid}/start/`);
     await finish(c, started, { sync: o.sync, refetch: `${base}${created.body.uuid}/` });
     return;
   }
   const uri = `${base}${existing.uuid}/`;
-  await send(file, () => c.client.request("PATCH", uri, { body: { services: file.services } }));
-  const fresh = await c.client.get(uri);
+  const update: StackUpdateBody = { services: file.services };
+  await send(file, () => c.client.request("PATCH", uri, { body: update }));
+  const fresh = await c.client.get<Stack>(uri);
   const verb = STARTABLE.has(fresh.state) ? "start" : "redeploy";
   await finish(c, await c.client.request("POST", `${uri}${verb}/`), { sync: o.sync, refetch: uri });
 }
@@ -84,7 +85,7 @@ export function registerStack(program: Command, ctx: (cmd: Command) => Ctx): voi
     .option("-a, --all", "include terminated stacks")
     .action(async (o: { all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const objects = (await c.client.all(base(c))).filter((s: Json) => o.all || s.state !== "Terminated");
+      const objects = (await c.client.all<Stack>(base(c))).filter((s) => o.all || s.state !== "Terminated");
       c.out.list(objects, STACK_COLUMNS);
     });
 
@@ -93,7 +94,10 @@ export function registerStack(program: Command, ctx: (cmd: Command) => Ctx): voi
     .action(async (o: FileOptions, cmd: Command) => {
       const c = ctx(cmd);
       const file = load(o);
-      const body = { name: o.name ?? file.name ?? file.defaultName, services: file.services };
+      const body: StackCreateBody = {
+        name: o.name ?? file.name ?? file.defaultName,
+        services: file.services,
+      };
       const created = await send(file, () => c.client.request("POST", base(c), { body }));
       c.out.done(created.body);
     });
@@ -120,7 +124,7 @@ export function registerStack(program: Command, ctx: (cmd: Command) => Ctx): voi
       const s = await resolve(c.client, kind, ref);
       const uri = `${base(c)}${s.uuid}/`;
       const reply = await send(file, () =>
-        c.client.request("PATCH", uri, { body: { services: file.services } }),
+        c.client.request("PATCH", uri, { body: { services: file.services } satisfies StackUpdateBody }),
       );
       await finish(c, reply, { sync: o.sync, refetch: uri });
     });

@@ -1,14 +1,21 @@
 // `berth trigger …`: a service's triggers (secret URLs that redeploy or scale it) and
 // `berth tag …`: tags of services, node clusters and nodes.
 import type { Command } from "commander";
-import type { Json } from "../client.ts";
+import type { Node, NodeCluster } from "../../contract/nodes.ts";
+import type { Service } from "../../contract/service.ts";
+import {
+  TRIGGER_OPERATIONS,
+  type Trigger,
+  type TriggerCreateBody,
+  type TriggerOperation,
+} from "../../contract/trigger.ts";
 import type { Ctx } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
 import { short } from "../output.ts";
 import { KINDS, type Kind, resolve } from "../resolve.ts";
 import { collect, quietOption } from "./common.ts";
 
-const OPERATIONS = ["REDEPLOY", "SCALEUP"];
+const OPERATIONS: readonly string[] = TRIGGER_OPERATIONS;
 
 export function registerTrigger(program: Command, ctx: (cmd: Command) => Ctx): void {
   const trigger = program
@@ -26,16 +33,16 @@ export function registerTrigger(program: Command, ctx: (cmd: Command) => Ctx): v
     .action(async (ref: string, o: { name?: string; operation?: string }, cmd: Command) => {
       const c = ctx(cmd);
       const { path } = await triggersOf(c, ref);
-      const body: Json = {};
+      const body: TriggerCreateBody = {};
       if (o.name) body.name = o.name;
       if (o.operation) {
         const op = o.operation.toUpperCase();
         if (!OPERATIONS.includes(op)) throw usageError(`--operation must be one of ${OPERATIONS.join(", ")}`);
-        body.operation = op;
+        body.operation = op as TriggerOperation;
       }
-      const made = await c.client.request("POST", path, { body });
-      if (c.out.opts.json) return c.out.json(made.body);
-      c.out.line(made.body.url);
+      const made: Trigger = (await c.client.request("POST", path, { body })).body;
+      if (c.out.opts.json) return c.out.json(made);
+      c.out.line(made.url);
     });
   trigger
     .command("ls <service>")
@@ -44,7 +51,7 @@ export function registerTrigger(program: Command, ctx: (cmd: Command) => Ctx): v
     .action(async (ref: string, _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
       const { path } = await triggersOf(c, ref);
-      c.out.list(await c.client.get(path, { limit: 1000 }), [
+      c.out.list(await c.client.get<{ objects: Trigger[] }>(path, { limit: 1000 }), [
         { header: "UUID", value: (t) => short(t.uuid) },
         { header: "NAME", value: (t) => t.name },
         { header: "OPERATION", value: (t) => t.operation },
@@ -57,7 +64,7 @@ export function registerTrigger(program: Command, ctx: (cmd: Command) => Ctx): v
     .action(async (ref: string, names: string[], _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
       const { path } = await triggersOf(c, ref);
-      const all: Json[] = (await c.client.get(path, { limit: 1000 }))?.objects ?? [];
+      const all = (await c.client.get<{ objects?: Trigger[] }>(path, { limit: 1000 })).objects ?? [];
       for (const name of names) {
         const matches = all.filter((t) => t.name === name || t.uuid === name || t.uuid.startsWith(name));
         if (matches.length !== 1)
@@ -66,14 +73,23 @@ export function registerTrigger(program: Command, ctx: (cmd: Command) => Ctx): v
               ? `trigger ${name} is ambiguous; use more of its uuid`
               : `trigger ${name} not found`,
           );
-        await c.client.request("DELETE", `${path}${matches[0].uuid}/`);
-        c.out.line(matches[0].uuid);
+        const [match] = matches as [Trigger];
+        await c.client.request("DELETE", `${path}${match.uuid}/`);
+        c.out.line(match.uuid);
       }
     });
 }
 
 /** The object a tag command names: a service, a node cluster or a node, tried in that order. */
-async function taggable(c: Ctx, ref: string): Promise<{ kind: Kind; obj: Json }> {
+type Taggable = Service | NodeCluster | Node;
+const label = (obj: Taggable): string =>
+  "name" in obj
+    ? obj.name
+    : "external_fqdn" in obj && obj.external_fqdn
+      ? obj.external_fqdn
+      : short(obj.uuid);
+
+async function taggable(c: Ctx, ref: string): Promise<{ kind: Kind; obj: Taggable }> {
   for (const kind of [KINDS.service, KINDS.nodecluster, KINDS.node]) {
     try {
       return { kind, obj: await resolve(c.client, kind, ref) };
@@ -86,8 +102,8 @@ async function taggable(c: Ctx, ref: string): Promise<{ kind: Kind; obj: Json }>
 
 export function registerTag(program: Command, ctx: (cmd: Command) => Ctx): void {
   const tag = program.command("tag").description("tags of services, node clusters and nodes");
-  const names = (obj: Json): string[] =>
-    (obj.tags ?? []).map((t: Json) => (typeof t === "string" ? t : t.name));
+  const names = (obj: Taggable): string[] =>
+    (obj.tags ?? []).map((t: string | { name: string }) => (typeof t === "string" ? t : t.name));
   const change = (
     verb: string,
     description: string,
@@ -121,7 +137,7 @@ export function registerTag(program: Command, ctx: (cmd: Command) => Ctx): void 
       if (c.out.opts.json) return c.out.json(found.map(({ obj }) => ({ uuid: obj.uuid, tags: names(obj) })));
       c.out.table(
         [
-          { header: "IDENTIFIER", value: (f) => f.obj.name ?? f.obj.external_fqdn ?? short(f.obj.uuid) },
+          { header: "IDENTIFIER", value: (f) => label(f.obj) },
           { header: "TYPE", value: (f) => f.kind.label },
           { header: "TAGS", value: (f) => names(f.obj).join(" ") },
         ],
