@@ -47,10 +47,13 @@ function changed<K extends FeedType>(type: K, before: FeedRows[K], row: FeedRows
   return Object.keys(r).some((k) => k !== "version" && b[k] !== r[k]);
 }
 
-/** A write's event: created when inserted, deleted when the object is Terminated, updated otherwise. */
+/**
+ * A write's event: created when inserted, deleted when it makes the object Terminated (once: a later
+ * write to a terminated object, such as its destroy time, is an update), updated otherwise.
+ */
 function actionOf(w: Written<FeedType>): FeedAction {
   if (!w.before) return "create";
-  return w.row.state === "Terminated" ? "delete" : "update";
+  return w.row.state === "Terminated" && w.before.state !== "Terminated" ? "delete" : "update";
 }
 
 /** One per root store, shared by its transactions (the parents cache outlives them). */

@@ -307,7 +307,8 @@ const cases: Case[] = [
   },
 ];
 
-/** Writes that are not changes of the object as its events tell it append nothing. */
+/** Writes that are not changes of the object as its events tell it append nothing; a write to an object
+ * already Terminated is an update, not a second delete. */
 const silent: Case[] = [
   {
     method: "an action's lease and step",
@@ -322,6 +323,11 @@ const silent: Case[] = [
       await s.nodes.updateNode((await s.nodes.findNode(ids.node))!, { state: "Terminated" });
     },
     entries: [],
+  },
+  {
+    method: "a write to an object already Terminated",
+    write: async (s) => s.updateRow("service", await webRow(s), { destroyed_at: NOW + 1 }),
+    entries: [e("service", "update", web, "Terminated", [stack])],
   },
 ];
 
