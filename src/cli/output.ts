@@ -93,7 +93,12 @@ export function elapsed(start: unknown, end: unknown, nowMs = Date.now()): strin
   const a = Date.parse(start);
   const b = typeof end === "string" ? Date.parse(end) : nowMs;
   if (Number.isNaN(a) || Number.isNaN(b)) return "";
-  const ms = Math.max(0, b - a);
+  return stopwatch(b - a);
+}
+
+/** A running time: tenths of a second under 10 s, seconds under a minute, then minutes. */
+export function stopwatch(span: number): string {
+  const ms = Math.max(0, span);
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
   const m = Math.floor(ms / 60_000);
   return `${m}m ${String(Math.floor((ms % 60_000) / 1000)).padStart(2, "0")}s`;

@@ -6,7 +6,7 @@ import readline from "node:readline";
 import type WebSocket from "ws";
 import { type Client, type Json, uuidOf } from "./client.ts";
 import { CliError, EXIT } from "./errors.ts";
-import { elapsed, type Output } from "./output.ts";
+import { elapsed, type Output, stopwatch } from "./output.ts";
 
 export const FINISHED = new Set(["Success", "Failed", "Canceled"]);
 
@@ -86,6 +86,12 @@ export async function followAction(
   const uuid = uuidOf(actionUri);
   const stderr = process.stderr;
   let action: Json = { action: "action", state: "Pending" };
+  // start_date and end_date hold whole seconds: counted from them alone, the spinner would run up to
+  // a second ahead. An action seen unfinished here ran no earlier than this wait began, and ended no
+  // later than it was seen ended.
+  const began = Date.now();
+  let seenUnfinished = false;
+  const since = () => Math.max(Date.parse(action.start_date), began);
   let spinner: Spinner | undefined;
   const print = (line: string) => {
     if (opts.silent) return;
@@ -135,10 +141,12 @@ export async function followAction(
 
   try {
     action = await Promise.race([client.get(actionUri), interruption]);
+    seenUnfinished = !FINISHED.has(action.state);
     if (stderr.isTTY && !opts.silent) {
       spinner = new Spinner(
         stderr,
-        () => `${action.action} ${out.state(action.state)} ${elapsed(action.start_date, null)}`,
+        () =>
+          `${action.action} ${out.state(action.state)} ${typeof action.start_date === "string" ? stopwatch(Date.now() - since()) : ""}`,
       );
     }
     if (!spinner && !opts.silent) stderr.write(`${action.action} ${uuid} ${action.state}\n`);
@@ -156,10 +164,13 @@ export async function followAction(
     process.off("SIGINT", onSigint);
     spinner?.stop();
   }
-  if (!opts.silent)
-    stderr.write(
-      `${action.action} ${out.state(action.state)} in ${elapsed(action.start_date, action.end_date)}\n`,
-    );
+  if (!opts.silent) {
+    const took =
+      seenUnfinished && typeof action.start_date === "string"
+        ? stopwatch(Date.now() - since())
+        : elapsed(action.start_date, action.end_date);
+    stderr.write(`${action.action} ${out.state(action.state)} in ${took}\n`);
+  }
   if ((opts.check ?? true) && action.state !== "Success") {
     throw new CliError(`action ${action.action} ${uuid} ended ${action.state}`);
   }

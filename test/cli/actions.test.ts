@@ -73,6 +73,14 @@ describe("actions and events", () => {
     assert.match(retried.stderr, /step 1 begins\nstep 1 done\nstep 2 begins\n.*widget broke at step 2/s);
     assert.match(retried.stdout.trim(), UUID, "the new action's uuid");
 
+    // Measured by the CLI, not from the action's whole-second dates (which could say 0.0s): three
+    // steps of 300 ms take at least 0.6 s before the third breaks.
+    const slowFail = await widget({ steps: 3, stepMs: 300, failAt: 3 });
+    await waitFor("the widget to fail", async () => (await actionState(slowFail)) === "Failed");
+    const again = await berth(["action", "retry", slowFail, "--sync"], { env });
+    const took = /Widget Work Failed in (\d+\.\d)s/.exec(again.stderr)?.[1];
+    assert.ok(took && Number(took) >= 0.6, again.stderr);
+
     const running = await widget({ steps: 3, stepMs: 400 });
     const follow = await ok(["action", "logs", "-f", running]);
     assert.equal(
