@@ -229,13 +229,13 @@ describe("action engine", () => {
 
 // The reservation holds for one lease of the recording worker; the file's 600 ms lease (short for the
 // resume tests) can lapse on a loaded machine and turn this into a take-over test. So its own server,
-// with leases that outlast any stall.
+// with leases that outlast any stall (5 s did not, on PostgreSQL at load 15).
 describe("action reservation", () => {
   let saved: [Harness, Caller];
   before(async () => {
     saved = [h, alice];
     h = await startHarness({
-      leaseMs: 5000,
+      leaseMs: 30_000,
       extend: ({ actions, store, identity }) => {
         registerWidgetKind(actions);
         return { routes: [widgetRoutes({ actions, store, identity })] };
@@ -253,8 +253,8 @@ describe("action reservation", () => {
     const other = new ActionEngine({
       store: h.store,
       clock: systemClock,
-      leaseMs: 5000,
-      stepTimeoutMs: 5000,
+      leaseMs: 30_000,
+      stepTimeoutMs: 30_000,
       pollMs: 20,
       maxAttempts: 5,
       onEnded: (kind) => ranElsewhere.push(kind),

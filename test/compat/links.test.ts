@@ -28,7 +28,9 @@ let s: Sim;
 let base: string;
 
 before(async () => {
-  s = await startSim({ env: { BERTH_LINK_WAIT_S: "2" } });
+  // Long enough for a linked service started 300 ms later to get its container on a loaded machine
+  // (2 s was not, on PostgreSQL at load 15); the test of a wait that runs out pays it once.
+  s = await startSim({ env: { BERTH_LINK_WAIT_S: "8" } });
   base = await listen(s.h);
   await deployCluster(s, { name: "pool", target_num_nodes: 2 });
 });
@@ -244,7 +246,7 @@ describe("calculated_envvars tells the truth; a start waits for the services it 
     assert.ok(
       a.log.some((l) =>
         l.includes(
-          "linked service(s) ghost had no running container after 2 s; start it, then start lonely again",
+          "linked service(s) ghost had no running container after 8 s; start it, then start lonely again",
         ),
       ),
       a.log.join("\n"),
