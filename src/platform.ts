@@ -11,6 +11,7 @@ import { SessionService } from "./accounts/sessions.ts";
 import { ActionEngine } from "./actions/engine.ts";
 import { Relations } from "./actions/relations.ts";
 import { AgentBundle } from "./agent/bundle.ts";
+import { AnswerCache } from "./api/answer-cache.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
 import { accountsRoutes } from "./api/routes/accounts.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
@@ -112,6 +113,8 @@ export interface Platform {
   services: ServiceManager;
   /** The wire views of services and containers. */
   views: Views;
+  /** Rendered GET answers, checked against the change feed on every request. */
+  answers: AnswerCache;
   stacks: StackService;
   reconciler: Reconciler;
   registries: RegistryService;
@@ -330,6 +333,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     orchestrator,
   });
   const views = new Views({ store, publicUrl: config.publicUrl });
+  const answers = new AnswerCache(store);
   // The stack follower's poll only covers other replicas' commits: rare on SQLite, where there are none.
   const stacks = new StackService({
     store,
@@ -492,7 +496,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           clock,
           bundle: new AgentBundle(path.join(config.dataDir, "agent", "berth-agent.mjs")),
         }),
-      (a) => serviceRoutes(a, { store, actions, services, views }),
+      (a) => serviceRoutes(a, { store, actions, services, views, answers }),
       (a) => stackRoutes(a, { store, actions, stacks }),
       (a) => triggerRoutes(a, { store, actions, triggers }),
       (a) => registryRoutes(a, { store, registries, webhookToken: nativeRegistry?.token }),
@@ -557,6 +561,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     orchestrator,
     services,
     views,
+    answers,
     stacks,
     reconciler,
     registries,

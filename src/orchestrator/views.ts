@@ -126,6 +126,8 @@ export async function readViewData(
     linksOf?: string[];
     /** Service rows the caller already holds (the page's own). */
     known?: ServiceRow[];
+    /** Gets the namespace of every row read (cached answers depend on them: api/answer-cache.ts). */
+    read?: Set<string>;
   },
 ): Promise<ViewData> {
   // The page's own rows are not read again; only the services they refer to.
@@ -177,6 +179,12 @@ export async function readViewData(
   const incoming = new Map<string, IncomingLink[]>();
   if (opts.linkedFrom?.length) {
     for (const l of await store.services.linksTo(opts.linkedFrom)) addTo(incoming, l.to_uuid, l);
+  }
+  const into = opts.read;
+  if (into) {
+    for (const rows of [services.values(), nodes.values(), running, ...live.values()])
+      for (const r of rows) into.add(r.namespace);
+    for (const list of incoming.values()) for (const l of list) into.add(l.namespace);
   }
   return { services, nodes, live, targets, targetByUri, incoming, currentSpec };
 }
@@ -364,12 +372,15 @@ export class Views {
     this.platform = platformHosts(d.publicUrl);
   }
 
-  async serviceView(s: ServiceRow): Promise<Service> {
-    return (await this.serviceViews([s]))[0]!;
+  async serviceView(s: ServiceRow, read?: Set<string>): Promise<Service> {
+    return (await this.serviceViews([s], read))[0]!;
   }
 
-  /** Views of a page of services, in their order. */
-  async serviceViews(rows: ServiceRow[]): Promise<Service[]> {
+  /**
+   * Views of a page of services, in their order; `read` gets the namespace of every row they
+   * were built from.
+   */
+  async serviceViews(rows: ServiceRow[], read?: Set<string>): Promise<Service[]> {
     const specs = rows.map(specOf);
     const linked = specs.flatMap((spec) => spec.linked_to_service.map((l) => l.to_service));
     const bound = specs.flatMap((spec) =>
@@ -382,6 +393,7 @@ export class Views {
       named: bound,
       linkedFrom: own,
       known: rows,
+      read,
     });
     const out = [];
     for (const [i, s] of rows.entries()) {
@@ -391,12 +403,16 @@ export class Views {
     return out;
   }
 
-  async containerView(c: ContainerRow): Promise<Container> {
-    return (await this.containerViews([c]))[0]!;
+  async containerView(c: ContainerRow, read?: Set<string>): Promise<Container> {
+    return (await this.containerViews([c], read))[0]!;
   }
 
-  /** Views of a page of containers, in their order. */
-  async containerViews(rows: ContainerRow[]): Promise<Container[]> {
+  /**
+   * Views of a page of containers, in their order; `read` gets the namespace of every row they
+   * were built from.
+   */
+  async containerViews(rows: ContainerRow[], read?: Set<string>): Promise<Container[]> {
+    for (const c of rows) read?.add(c.namespace);
     const specs = rows.map(specOf);
     const data = await readViewData(this.d.store, {
       targetsOf: rows.map((c) => c.service_uuid),
@@ -404,6 +420,7 @@ export class Views {
       linksOf: rows.map((c) => c.service_uuid),
       named: specs.flatMap((spec) => spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : []))),
       nodes: rows.map((c) => c.node_uuid),
+      read,
     });
     const out = [];
     for (const [i, c] of rows.entries()) {

@@ -425,6 +425,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable("containers").addColumn("link_hosts", "text").execute();
       },
     },
+    "0014_changes_ns": {
+      async up(db: AnyDb) {
+        // The latest revision of a namespace in one seek: cached views are checked against it on
+        // every request (api/answer-cache.ts, Store.namespaceRevision).
+        await db.schema.createIndex("changes_ns").on("changes").columns(["namespace", "revision"]).execute();
+      },
+    },
   };
 }
 

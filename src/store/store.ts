@@ -1,6 +1,6 @@
 // The Store: every query of the platform lives here (only `store/` knows SQL).
 // Components never call each other; they share this store, its transactions and its change feed.
-import { type Kysely, sql } from "kysely";
+import { CompiledQuery, type Kysely, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
 import { type Clock, systemClock } from "../domain/time.ts";
 import { AccountStore } from "./accounts.ts";
@@ -113,6 +113,8 @@ export class Store {
   private readonly shared: Shared;
   private readonly inTransaction: boolean;
   private readonly afterCommit: (() => void)[];
+  /** namespaceRevision's SQL text, by number of namespaces. */
+  private readonly revisionSql = new Map<number, string>();
 
   constructor(
     readonly db: Kysely<Database>,
@@ -768,6 +770,39 @@ export class Store {
       .select((eb) => eb.fn.max("revision").as("r"))
       .executeTakeFirst();
     return Number(row?.r ?? 0);
+  }
+
+  /**
+   * Where the change feed stands in these namespaces: the sum of each one's latest revision, which
+   * grows whenever any of them does (revisions only grow, and commit in their order: appendChanges).
+   * A view built after reading it is current as long as it has not moved, provided every row the
+   * view read lives in these namespaces (api/answer-cache.ts). One statement, one seek of
+   * `changes_ns` per namespace, its SQL text built once per number of namespaces.
+   */
+  async namespaceRevision(namespaces: readonly string[]): Promise<number> {
+    if (namespaces.length === 0) return 0;
+    let text = this.revisionSql.get(namespaces.length);
+    if (text === undefined) {
+      const compiled = this.db
+        .selectNoFrom((eb) =>
+          namespaces.map((ns, i) =>
+            eb
+              .selectFrom("changes")
+              .select((e) => e.fn.max("revision").as("m"))
+              .where("namespace", "=", ns)
+              .as(`r${i}`),
+          ),
+        )
+        .compile();
+      text = compiled.sql;
+      this.revisionSql.set(namespaces.length, text);
+    }
+    const { rows } = await this.db.executeQuery<Record<string, number | null>>(
+      CompiledQuery.raw(text, [...namespaces]),
+    );
+    let sum = 0;
+    for (const v of Object.values(rows[0] ?? {})) sum += Number(v ?? 0);
+    return sum;
   }
 
   /** Subscribes to commit notifications of the change feed (this process's, and other replicas'). */

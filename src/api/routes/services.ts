@@ -17,6 +17,7 @@ import type { ServiceManager } from "../../orchestrator/manager.ts";
 import type { Views } from "../../orchestrator/views.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
+import type { AnswerCache } from "../answer-cache.ts";
 import { contractValidator } from "../input.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
@@ -28,6 +29,8 @@ interface Deps {
   actions: ActionEngine;
   services: ServiceManager;
   views: Views;
+  /** GET answers, kept while the change feed has not moved in their namespaces. */
+  answers: AnswerCache;
 }
 
 /** The uuid inside a resource URI filter (with or without namespace), or the value itself. */
@@ -43,13 +46,19 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
 
 export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, actions, services, views } = deps;
+  const { store, actions, services, views, answers } = deps;
   const tags = ["services and containers"];
 
   const serviceOf = async (req: FastifyRequest, uuid: string): Promise<ServiceRow> =>
     ownObject(req, await store.services.findService(uuid), "service", serviceUri);
   const containerOf = async (req: FastifyRequest, uuid: string): Promise<ContainerRow> =>
     ownObject(req, await store.services.findContainer(uuid), "container", containerUri);
+  /** A GET's answer, cached by its namespace and `key` (api/answer-cache.ts). */
+  const answer = <T extends object>(
+    req: FastifyRequest,
+    key: string,
+    build: (read: Set<string>) => Promise<T>,
+  ) => answers.answer(`${namespaceOf(req)} ${key}`, namespaceOf(req), build);
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
 
@@ -76,22 +85,23 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           response: { 200: listSchema(ServiceView) },
         },
       },
-      async (req) => {
-        const ns = namespaceOf(req);
-        const q = req.query;
-        const page = pageOf(q);
-        const { rows, total } = await store.services.listServices({
-          namespace: ns,
-          uuid: q.uuid,
-          uuidPrefix: q.uuid__startswith,
-          state: stateFilter(SERVICE_STATES, q.state),
-          name: q.name,
-          stack: q.stack ? uuidOf(q.stack) : undefined,
-          stackName: q.stack__name,
-          ...page,
-        });
-        return envelope(req, page, total, await views.serviceViews(rows));
-      },
+      async (req) =>
+        answer(req, req.url, async (read) => {
+          const ns = namespaceOf(req);
+          const q = req.query;
+          const page = pageOf(q);
+          const { rows, total } = await store.services.listServices({
+            namespace: ns,
+            uuid: q.uuid,
+            uuidPrefix: q.uuid__startswith,
+            state: stateFilter(SERVICE_STATES, q.state),
+            name: q.name,
+            stack: q.stack ? uuidOf(q.stack) : undefined,
+            stackName: q.stack__name,
+            ...page,
+          });
+          return envelope(req, page, total, await views.serviceViews(rows, read));
+        }),
     );
     app.post(
       url,
@@ -123,7 +133,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         config: { access: "namespace" },
         schema: { tags, summary: "Get a service", params: UuidParams, response: { 200: ServiceView } },
       },
-      async (req) => views.serviceView(await serviceOf(req, req.params.uuid)),
+      async (req) =>
+        answer(req, `service ${req.params.uuid}`, async (read) =>
+          views.serviceView(await serviceOf(req, req.params.uuid), read),
+        ),
     );
     app.patch(
       url,
@@ -215,23 +228,24 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           response: { 200: listSchema(ContainerView) },
         },
       },
-      async (req) => {
-        const ns = namespaceOf(req);
-        const q = req.query;
-        const page = pageOf(q);
-        const { rows, total } = await store.services.listContainers({
-          namespace: ns,
-          uuid: q.uuid,
-          uuidPrefix: q.uuid__startswith,
-          state: stateFilter(CONTAINER_STATES, q.state),
-          name: q.name,
-          service: q.service ? uuidOf(q.service) : undefined,
-          node: q.node ? uuidOf(q.node) : undefined,
-          serviceStackName: q.service__stack__name,
-          ...page,
-        });
-        return envelope(req, page, total, await views.containerViews(rows));
-      },
+      async (req) =>
+        answer(req, req.url, async (read) => {
+          const ns = namespaceOf(req);
+          const q = req.query;
+          const page = pageOf(q);
+          const { rows, total } = await store.services.listContainers({
+            namespace: ns,
+            uuid: q.uuid,
+            uuidPrefix: q.uuid__startswith,
+            state: stateFilter(CONTAINER_STATES, q.state),
+            name: q.name,
+            service: q.service ? uuidOf(q.service) : undefined,
+            node: q.node ? uuidOf(q.node) : undefined,
+            serviceStackName: q.service__stack__name,
+            ...page,
+          });
+          return envelope(req, page, total, await views.containerViews(rows, read));
+        }),
     );
   }
 
@@ -242,7 +256,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         config: { access: "namespace" },
         schema: { tags, summary: "Get a container", params: UuidParams, response: { 200: ContainerView } },
       },
-      async (req) => views.containerView(await containerOf(req, req.params.uuid)),
+      async (req) =>
+        answer(req, `container ${req.params.uuid}`, async (read) =>
+          views.containerView(await containerOf(req, req.params.uuid), read),
+        ),
     );
     app.delete(
       url,

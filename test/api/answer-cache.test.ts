@@ -1,0 +1,282 @@
+// Cached GET answers (api/answer-cache.ts) are never served stale: for each kind of row a service
+// or container view reads, a change committed by ANOTHER store on the same database (as another
+// replica would: no in-process notification reaches this one) shows in the next answer, of the
+// object and of its list. Runs on SQLite and, in the PostgreSQL tier, on PostgreSQL.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { openDatabase } from "../../src/store/db.ts";
+import type { NodeRow } from "../../src/store/nodes.ts";
+import { type ContainerRow, newContainerRow, type ServiceRow } from "../../src/store/services.ts";
+import { Store } from "../../src/store/store.ts";
+import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON.
+type Json = any;
+
+describe("cached answers follow every row they were built from", () => {
+  let h: Harness;
+  let alice: Caller;
+  /** Another replica's store: its commits reach this process only through the database. */
+  let other: Store;
+  let closeOther: () => Promise<void>;
+  let node: NodeRow;
+  let bobsNode: NodeRow;
+  let bob: Caller;
+
+  async function addNode(namespace: string): Promise<NodeRow> {
+    const uuid = randomUUID();
+    const now = Date.now();
+    return h.store.nodes.insertNode({
+      uuid,
+      namespace,
+      cluster_uuid: null,
+      provider: "aws",
+      region: "/api/infra/v1/region/aws/us-east-1/",
+      node_type: "/api/infra/v1/nodetype/aws/t2.micro/",
+      availability_zone: null,
+      state: "Deployed",
+      external_fqdn: `${uuid.slice(0, 8)}.${namespace}.node.berth.internal`,
+      nickname: uuid.slice(0, 8),
+      engine_url: `fake://${uuid}`,
+      engine_tls: null,
+      engine_id: uuid,
+      engine_execdriver: "native",
+      engine_graphdriver: "overlay2",
+      engine_version: "27.0.0",
+      cpu: 1,
+      memory: 1024,
+      disk: 8,
+      public_ip: "10.9.0.1",
+      tunnel: null,
+      private_subnet: "",
+      slot: 0,
+      last_seen: now,
+      unreachable_since: null,
+      deployed_at: now,
+      destroyed_at: null,
+      tags: "[]",
+      created: now,
+    });
+  }
+
+  async function addService(name: string, extra: Record<string, unknown> = {}): Promise<ServiceRow> {
+    const res = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name,
+      container_ports: [{ inner_port: 80, protocol: "tcp", published: true }],
+      ...extra,
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return (await h.store.services.findService(res.body.uuid))!;
+  }
+
+  async function addContainer(s: ServiceRow, on: NodeRow, number: number): Promise<ContainerRow> {
+    return h.store.services.insertContainer(
+      newContainerRow(s, on.uuid, number, Date.now(), {
+        state: "Running",
+        engine_id: randomUUID(),
+        private_ip: `172.17.0.${number + 1}`,
+        ports: JSON.stringify([{ inner_port: 80, protocol: "tcp", outer_port: 32000 + number }]),
+        started_at: Date.now(),
+      }),
+    );
+  }
+
+  /**
+   * The answer of `url` after the change `change` made through the other store: the answer is
+   * first cached (a second GET runs one statement: the check), then must show the change.
+   */
+  async function afterChange(url: string, change: () => Promise<unknown>) {
+    const first = await call(h, alice, "GET", url);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const { result: again, statements } = await h.db.statements.during(() => call(h, alice, "GET", url));
+    assert.deepEqual(again.body, first.body);
+    assert.equal(statements, 1, `${url} is answered from the cache, with one statement`);
+    await change();
+    const res = await call(h, alice, "GET", url);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return { before: first.body, after: res.body };
+  }
+
+  const fresh = async <T extends { uuid: string }>(find: (uuid: string) => Promise<T | undefined>, r: T) =>
+    (await find(r.uuid))!;
+
+  before(async () => {
+    h = await startHarness();
+    alice = await createUser(h, "alice");
+    bob = await createUser(h, "bob");
+    h.identity.cacheTtlMs = 600_000;
+    h.reconciler.stop();
+    h.stacks.stop();
+    h.health.stop();
+    await h.actions.stop();
+    await h.coordinator?.stop();
+    const db = openDatabase(h.config.databaseUrl);
+    other = new Store(db.kysely, db.dialect);
+    closeOther = () => db.close();
+    node = await addNode("alice");
+    bobsNode = await addNode("bob");
+  });
+  after(async () => {
+    await closeOther?.();
+    await h?.close();
+  });
+
+  test("a service's answer follows its row, its containers, linked services and their containers, and links to it", async () => {
+    const db = await addService("db");
+    const dbContainer = await addContainer(db, node, 1);
+    const web = await addService("web", {
+      linked_to_service: [{ to_service: db.uuid, name: "db" }],
+      bindings: [{ volumes_from: `/api/app/v1/service/${db.uuid}/` }],
+    });
+    await addContainer(web, node, 1);
+    const one = `/api/app/v1/service/${web.uuid}/`;
+    const list = "/api/app/v1/service/?limit=10";
+    const webOf = (body: { objects: Json[] }) => body.objects.find((o) => o.uuid === web.uuid);
+
+    // Its own row.
+    for (const url of [one, list]) {
+      const current = await fresh((u) => other.services.findService(u), web);
+      const r = await afterChange(url, () =>
+        other.services.updateService(current, { nickname: `${current.nickname}-x` }),
+      );
+      const view = url === one ? r.after : webOf(r.after);
+      assert.equal(view.nickname, `${current.nickname}-x`);
+    }
+
+    // Its containers.
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const c = (await other.services.containersOfService(web.uuid)).find((x) => x.state === "Running")!;
+        await other.services.updateContainer(c, { state: "Stopped", stopped_at: Date.now() });
+      });
+      const [b, a] = url === one ? [r.before, r.after] : [webOf(r.before), webOf(r.after)];
+      assert.equal(a.running_num_containers, b.running_num_containers - 1);
+      await addContainer(web, node, 10 + b.current_num_containers);
+    }
+
+    // The running containers of a linked service (the link variables of the calculated environment).
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const c = await fresh((u) => other.services.findContainer(u), dbContainer);
+        await other.services.updateContainer(c, {
+          state: c.state === "Running" ? "Stopped" : "Running",
+          private_ip: c.state === "Running" ? c.private_ip : "172.17.0.99",
+        });
+      });
+      const [b, a] = url === one ? [r.before, r.after] : [webOf(r.before), webOf(r.after)];
+      assert.notDeepEqual(a.calculated_envvars, b.calculated_envvars);
+    }
+
+    // A service that comes to link to it (linked_from_service).
+    for (const url of [one, list]) {
+      const name = `client-${randomUUID().slice(0, 4)}`;
+      const r = await afterChange(url, () =>
+        addService(name, { linked_to_service: [{ to_service: web.uuid, name: "web" }] }),
+      );
+      const view = url === one ? r.after : webOf(r.after);
+      assert.ok(
+        view.linked_from_service.some((l: { from_service: string }) => l.from_service.length > 0) &&
+          view.linked_from_service.length ===
+            (url === one ? r.before : webOf(r.before)).linked_from_service.length + 1,
+      );
+    }
+  });
+
+  test("a service's answer follows the services it links to and takes volumes from", async () => {
+    const db = await addService("db2");
+    const web = await addService("web2", {
+      linked_to_service: [{ to_service: db.uuid, name: "db" }],
+      bindings: [{ volumes_from: `/api/app/v1/service/${db.uuid}/` }],
+    });
+    const one = `/api/app/v1/service/${web.uuid}/`;
+    const r = await afterChange(one, async () => {
+      const current = await fresh((u) => other.services.findService(u), db);
+      await other.services.updateService(current, { state: "Terminated", destroyed_at: Date.now() });
+    });
+    assert.equal(r.before.linked_to_service.length, 1);
+    assert.equal(r.before.bindings.length, 1);
+    assert.deepEqual(r.after.linked_to_service, []);
+    assert.deepEqual(r.after.bindings, []);
+  });
+
+  test("a container's answer follows its row, its service, its node and the containers it links to", async () => {
+    const target = await addService("target");
+    const targetContainer = await addContainer(target, node, 1);
+    const client = await addService("client", {
+      linked_to_service: [{ to_service: target.uuid, name: "t" }],
+    });
+    const c = await addContainer(client, node, 1);
+    const one = `/api/app/v1/container/${c.uuid}/`;
+    const list = `/api/app/v1/container/?limit=10&service=${client.uuid}`;
+    const cOf = (body: { objects: Json[] }) => body.objects.find((o) => o.uuid === c.uuid);
+    const pick = (url: string, r: { before: Json; after: Json }): [Json, Json] =>
+      url === one ? [r.before, r.after] : [cOf(r.before), cOf(r.after)];
+
+    // Its own row.
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.services.findContainer(u), c);
+        await other.services.updateContainer(current, {
+          state: current.state === "Running" ? "Stopped" : "Running",
+        });
+      });
+      const [b, a] = pick(url, r);
+      assert.notEqual(a.state, b.state);
+    }
+
+    // Its service (its name makes the container's link variables).
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.services.findService(u), client);
+        await other.services.updateService(current, { name: `${current.name}x` });
+      });
+      const [b, a] = pick(url, r);
+      assert.notDeepEqual(a.link_variables, b.link_variables);
+    }
+
+    // Its node (the host of its published ports).
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.nodes.findNode(u), node);
+        await other.nodes.updateNode(current, { external_fqdn: `x${current.external_fqdn}` });
+      });
+      const [b, a] = pick(url, r);
+      assert.notDeepEqual(a.container_ports, b.container_ports);
+    }
+
+    // The containers of the service it links to (linked_to_container).
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.services.findContainer(u), targetContainer);
+        await other.services.updateContainer(current, {
+          state: current.state === "Running" ? "Stopped" : "Running",
+        });
+      });
+      const [b, a] = pick(url, r);
+      assert.notDeepEqual(a.linked_to_container, b.linked_to_container);
+    }
+  });
+
+  test("a row of another namespace the answer reads is checked too", async () => {
+    // A container on a node of another namespace: the first answer cannot be kept (its build read
+    // a namespace it had not checked); the next one checks both and is kept.
+    const s = await addService("elsewhere");
+    const c = await addContainer(s, bobsNode, 1);
+    const one = `/api/app/v1/container/${c.uuid}/`;
+    await call(h, alice, "GET", one);
+    const r = await afterChange(one, async () => {
+      const current = await fresh((u) => other.nodes.findNode(u), bobsNode);
+      await other.nodes.updateNode(current, { external_fqdn: `y${current.external_fqdn}` });
+    });
+    assert.notDeepEqual(r.after.container_ports, r.before.container_ports);
+  });
+
+  test("another namespace's answer is not served: a foreign object is still a 404", async () => {
+    const s = await addService("mine");
+    assert.equal((await call(h, alice, "GET", `/api/app/v1/service/${s.uuid}/`)).status, 200);
+    assert.equal((await call(h, bob, "GET", `/api/app/v1/service/${s.uuid}/`)).status, 404);
+    assert.equal((await call(h, bob, "GET", `/api/app/v1/alice/service/${s.uuid}/`)).status, 404);
+  });
+});
