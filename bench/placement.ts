@@ -7,8 +7,20 @@
 // state and a sleeping fake process; identical extra-hosts lists (one entry per node of the
 // namespace, CONTRACT §13) are shared between fake containers, as a real engine keeps them on
 // its own disk. What remains is mostly Berth's (records read in batches, caches, Fastify).
+import fs from "node:fs";
+import { Session } from "node:inspector/promises";
 import { formatLoad, runLoad } from "./load.ts";
-import { ADMIN_AUTH, api, must, rssMb, SERVICE_BODY, seedNodes, sleep, startBerth } from "./support.ts";
+import {
+  ADMIN_AUTH,
+  api,
+  type Bench,
+  must,
+  rssMb,
+  SERVICE_BODY,
+  seedNodes,
+  sleep,
+  startBerth,
+} from "./support.ts";
 
 export interface PlacementOptions {
   nodes: number;
@@ -38,6 +50,7 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     const rss0 = rssMb();
     const statements0 = b.platform.db.statements.count;
     const transactions0 = b.platform.db.statements.transactions;
+    const profile = await startProfile(b, process.env.BERTH_BENCH_CPU_PROFILE, out);
     const t0 = performance.now();
     const actions: string[] = [];
     for (const uuid of services) {
@@ -65,6 +78,7 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
       await sleep(200);
     }
     const elapsedS = (performance.now() - t0) / 1000;
+    await profile?.();
     // The store's work of the whole run (the bench's own polling included: a few statements a poll).
     const statements = b.platform.db.statements.count - statements0;
     const transactions = b.platform.db.statements.transactions - transactions0;
@@ -91,4 +105,41 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
   } finally {
     await b.close();
   }
+}
+
+/**
+ * With BERTH_BENCH_CPU_PROFILE=<file>: a CPU profile of the placement alone (from the first start
+ * call until every action ended), for Chrome DevTools or `node --cpu-prof`'s readers.
+ */
+async function startProfile(
+  b: Bench,
+  file: string | undefined,
+  out: (line: string) => void,
+): Promise<(() => Promise<void>) | undefined> {
+  if (!file) return undefined;
+  // The statements by time spent in them (SQL text up to its first 100 characters).
+  const bySql = new Map<string, { n: number; ms: number }>();
+  const counter = b.platform.db.statements;
+  const record = counter.record.bind(counter);
+  counter.record = (event) => {
+    record(event);
+    const key = event.query.sql.slice(0, 100);
+    const t = bySql.get(key) ?? { n: 0, ms: 0 };
+    t.n += 1;
+    t.ms += event.queryDurationMillis;
+    bySql.set(key, t);
+  };
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+  return async () => {
+    const { profile } = await session.post("Profiler.stop");
+    fs.writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+    counter.record = record;
+    out(`  CPU profile of the placement written to ${file}; statements by time:`);
+    for (const [sql, t] of [...bySql].sort((x, y) => y[1].ms - x[1].ms).slice(0, 15))
+      out(`    ${t.ms.toFixed(0).padStart(6)} ms ${String(t.n).padStart(6)}×  ${sql}`);
+  };
 }

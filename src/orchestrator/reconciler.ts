@@ -22,6 +22,9 @@ import type { Orchestrator } from "./services.ts";
 /** Change-feed rows read per page. */
 const FEED_PAGE = 500;
 
+/** Engines asked at once per node when the reconciler compares containers with them. */
+const OBSERVE_PER_NODE = 4;
+
 /** How long engine events gather in the queue before it is worked on. */
 const EVENT_BATCH_MS = 20;
 
@@ -194,7 +197,17 @@ export class Reconciler {
       if (node && node.state !== "Deployed") continue; // nothing can be observed there
       let listing: ContainerSummary[] | undefined;
       if (node) listing = await this.listing(node).catch(() => undefined);
-      for (const c of list) if (!listing || !agrees(c, listing)) this.queue.add(`c:${c.uuid}`);
+      // The node's engine containers by record, so each record is compared with its own only.
+      const byRecord = new Map<string, ContainerSummary[]>();
+      for (const x of listing ?? []) {
+        const uuid = x.labels[LABELS.container];
+        if (uuid === undefined) continue;
+        const mine = byRecord.get(uuid);
+        if (mine) mine.push(x);
+        else byRecord.set(uuid, [x]);
+      }
+      for (const c of list)
+        if (!listing || !agrees(c, byRecord.get(c.uuid) ?? [])) this.queue.add(`c:${c.uuid}`);
     }
     for (const s of services) {
       const spec = JSON.parse(s.spec) as ServiceSpec;
@@ -305,8 +318,7 @@ export class Reconciler {
 
   private async reconcile(key: string): Promise<void> {
     const [kind, uuid] = key.split(":") as [string, string];
-    if (kind === "c") await this.reconcileContainer(uuid);
-    else if (kind === "s") await this.reconcileService(uuid);
+    if (kind === "s") await this.reconcileService(uuid);
     else if (kind === "n") await this.sweepOrphans(uuid);
     else if (kind === "l") await this.followLinks(uuid);
   }
@@ -327,8 +339,8 @@ export class Reconciler {
   /**
    * Every queued container at once: the records, their services and which of them (or their
    * services, or the services' stacks) an action holds are read in three queries, so a burst of
-   * engine events during a large deploy costs a few statements; each container left to the
-   * reconciler is then reconciled on its own (reconcileContainer reads it afresh).
+   * engine events during a large deploy costs a few statements; the containers left to the
+   * reconciler are then reconciled together (reconcileContainers).
    */
   private async reconcileContainersQueued(): Promise<void> {
     const keys = this.takeQueued("c:");
@@ -344,13 +356,16 @@ export class Reconciler {
           ...(s.stack_uuid ? [stackUri(s.namespace, s.stack_uuid)] : []),
         ]),
       ]);
-      for (const c of rows) {
-        if (c.state === "Terminated") continue;
+      const free = rows.filter((c) => {
+        if (c.state === "Terminated") return false;
         const s = services.get(c.service_uuid);
-        if (!s || busy.has(containerUri(c)) || busy.has(serviceUri(s))) continue;
-        if (s.stack_uuid && busy.has(stackUri(s.namespace, s.stack_uuid))) continue;
-        await this.reconcileContainer(c.uuid).catch((err: unknown) => this.d.onError?.(err));
-      }
+        if (!s || busy.has(containerUri(c)) || busy.has(serviceUri(s))) return false;
+        return !(s.stack_uuid && busy.has(stackUri(s.namespace, s.stack_uuid)));
+      });
+      await this.reconcileContainers(
+        free.map((c) => c.uuid),
+        services,
+      );
     } catch (err) {
       this.d.onError?.(err);
     } finally {
@@ -398,47 +413,62 @@ export class Reconciler {
     });
   }
 
-  private async reconcileContainer(uuid: string): Promise<void> {
-    const c = await this.d.store.services.findContainer(uuid);
-    if (!c || c.state === "Terminated") return;
-    const s = await this.d.store.services.findService(c.service_uuid);
-    if (!s) return;
-    if ((await this.busy(containerUri(c))) || (await this.serviceBusy(s))) return;
-    const node = await this.d.store.nodes.findNode(c.node_uuid);
-    if (!node || node.state === "Terminated") {
-      // Its node is gone, and the container with it.
-      await this.d.store.mutate("container", uuid, () => ({
-        state: "Terminated",
-        desired: "terminated",
-        destroyed_at: this.d.clock.now(),
-      }));
-      await this.d.orchestrator.settleService(s.uuid, { keepTransitional: true });
-      return;
-    }
-    if (node.state !== "Deployed") return; // nothing can be observed on an unreachable node
-    const row = await this.d.runtime.observe(uuid);
-    if (!row) return;
-    const spec = JSON.parse(row.spec) as ServiceSpec;
-    // autodestroy: a container that exited as the policy says is terminated (the engine's own
-    // restart policy has already had its say: an exited container is not coming back).
-    if (row.state === "Stopped" && row.desired === "running" && row.exit_code !== null) {
+  /**
+   * Containers compared with their engines together, in a number of statements that does not
+   * grow with their count: their records and nodes are read in a query each, the engines asked in
+   * parallel (a few at a time per node) and what they report written in one transaction
+   * (runtime.observeMany); each service concerned then settles once, not once per container.
+   * The caller has left out the containers an action holds (reconcileContainersQueued).
+   */
+  private async reconcileContainers(uuids: string[], services: Map<string, ServiceRow>): Promise<void> {
+    if (uuids.length === 0) return;
+    const rows = (await this.d.store.services.containersByUuid(uuids)).filter(
+      (c) => c.state !== "Terminated",
+    );
+    if (rows.length === 0) return;
+    const nodes = new Map(
+      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+    );
+    // Their node is gone, and the containers with it.
+    const orphaned = rows.filter((c) => {
+      const node = nodes.get(c.node_uuid);
+      return !node || node.state === "Terminated";
+    });
+    const now = this.d.clock.now();
+    await this.d.store.services.patchContainers(
+      orphaned.map((c) => c.uuid),
+      (r) =>
+        r.state === "Terminated"
+          ? undefined
+          : { state: "Terminated", desired: "terminated", destroyed_at: now },
+    );
+    // Nothing can be observed on a node that is not Deployed (unreachable, deploying).
+    const observable = rows.filter((c) => nodes.get(c.node_uuid)?.state === "Deployed");
+    const observed = await this.d.runtime.observeMany(observable, { perNode: OBSERVE_PER_NODE });
+    for (const row of observed.values()) {
+      const spec = JSON.parse(row.spec) as ServiceSpec;
+      // autodestroy: a container that exited as the policy says is terminated (the engine's own
+      // restart policy has already had its say: an exited container is not coming back).
+      if (row.state !== "Stopped" || row.desired !== "running" || row.exit_code === null) continue;
       const destroy =
         spec.autodestroy === "ALWAYS" || (spec.autodestroy === "ON_SUCCESS" && row.exit_code === 0);
-      if (destroy) {
-        await this.d.store.transaction((tx) =>
-          this.d.actions.enqueue(tx, {
-            kind: "container.terminate",
-            params: { container: row.uuid },
-            namespace: row.namespace,
-            object: containerUri(row),
-            meta: SYSTEM,
-          }),
-        );
-        return;
-      }
+      if (!destroy) continue;
+      await this.d.store.transaction((tx) =>
+        this.d.actions.enqueue(tx, {
+          kind: "container.terminate",
+          params: { container: row.uuid },
+          namespace: row.namespace,
+          object: containerUri(row),
+          meta: SYSTEM,
+        }),
+      );
     }
-    if (!["Starting", "Scaling", "Redeploying", "Stopping", "Terminating"].includes(s.state)) {
-      await this.d.orchestrator.settleService(s.uuid, { keepTransitional: true });
+    for (const uuid of new Set([...orphaned, ...observable].map((c) => c.service_uuid))) {
+      const s = services.get(uuid)!;
+      if (["Starting", "Scaling", "Redeploying", "Stopping", "Terminating"].includes(s.state)) continue;
+      await this.d.orchestrator
+        .settleService(uuid, { keepTransitional: true })
+        .catch((err: unknown) => this.d.onError?.(err));
     }
   }
 
@@ -527,12 +557,12 @@ export class Reconciler {
 }
 
 /**
- * Whether a record and its node's engine agree, so that reconciling it would change nothing: one
+ * Whether a record and its engine containers (`mine`: those of its node's engine that carry its
+ * label) agree, so that reconciling it would change nothing: one
  * engine container of the record's generation, the one recorded, in the recorded state. Records
  * in a transitional state, and stopped ones an autodestroy policy may concern, never agree here.
  */
-function agrees(c: ContainerRow, listing: ContainerSummary[]): boolean {
-  const mine = listing.filter((x) => x.labels[LABELS.container] === c.uuid);
+function agrees(c: ContainerRow, mine: ContainerSummary[]): boolean {
   if (mine.length !== 1) return false;
   const x = mine[0]!;
   if (x.id !== c.engine_id || x.labels[GENERATION_LABEL] !== c.generation) return false;

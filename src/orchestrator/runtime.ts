@@ -156,34 +156,92 @@ export class ContainerRuntime {
    */
   async ensureRunningMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
     if (rows.length === 0) return [];
-    const services = new Map(
-      (await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
-    );
+    const services = await this.servicesOf(rows);
+    const images = new Map<string, Promise<void>>();
     return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
-      if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
-      const engine = this.d.engines.forNode(node);
-      const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, {
+      if (!node) throw new Error("the node of the container no longer exists");
+      await this.runAndRecord(c, node, commit, {
         service: services.get(c.service_uuid),
-        node,
+        log: opts.log,
+        images,
       });
-      const now = this.d.clock.now();
-      // As in observe: a record written since it was read (before its engine was asked) is left
-      // alone, and the observation dropped.
-      const row = await commit.record(c.uuid, (r) =>
-        r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
-      );
-      if (row && row.state !== "Running" && row.state !== "Starting") {
-        const v = view ? await engine.inspectContainer(view.id) : undefined;
-        throw new Error(
-          `${c.name} did not stay running: ${v?.error || exitCodeMessage(v?.exitCode ?? null) || "unknown reason"}`,
-        );
-      }
-      // The previous containers' volumes are mounted by the new one now; the containers can go.
-      if (staleLeft.length) {
-        const { stale } = await this.engineContainers(c, engine);
-        for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
-      }
     });
+  }
+
+  /**
+   * `redeploy` over many records (a service's redeploy), batched as ensureRunningMany: each record
+   * moves to the definition `specJson` with a new generation (in group-committed batches, just
+   * before its engine work, so a record says it is redeployed only once its turn came), then its
+   * new engine container is made and started (volumes of the old one reused or dropped), what the
+   * engine reports recorded in batches, and the old engine container removed. Engines work in
+   * parallel, `limits.perNode` at a time on one node (1 in all: one container after the other).
+   * Answers the errors of the containers that failed; the others are redeployed.
+   */
+  async redeployMany(
+    rows: ContainerRow[],
+    opts: { limits: Limits; log: Log; reuseVolumes: boolean; specJson: string; specVersion: number },
+  ): Promise<Error[]> {
+    if (rows.length === 0) return [];
+    const services = await this.servicesOf(rows);
+    const images = new Map<string, Promise<void>>();
+    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+      if (!node) throw new Error("the node of the container no longer exists");
+      const now = this.d.clock.now();
+      const moved = await commit.record(c.uuid, (r) =>
+        r.state === "Terminated" ? undefined : redeployPatch(opts, now),
+      );
+      if (!moved || moved.state === "Terminated") return;
+      await this.runAndRecord(moved, node, commit, {
+        service: services.get(c.service_uuid),
+        log: opts.log,
+        reuseVolumes: opts.reuseVolumes,
+        refreshImage: true,
+        images,
+      });
+    });
+  }
+
+  private async servicesOf(rows: ContainerRow[]): Promise<Map<string, ServiceRow>> {
+    const services = await this.d.store.services.servicesByUuid(rows.map((c) => c.service_uuid));
+    return new Map(services.map((x) => [x.uuid, x]));
+  }
+
+  /**
+   * The work of one record of ensureRunningMany or redeployMany: its engine container made (if
+   * need be) and started, what the engine reports parked in the group commit, then the engine
+   * containers of older generations removed.
+   */
+  private async runAndRecord(
+    c: ContainerRow,
+    node: NodeRow,
+    commit: RecordBatches,
+    opts: {
+      service: ServiceRow | undefined;
+      log: Log;
+      reuseVolumes?: boolean;
+      refreshImage?: boolean;
+      images: Map<string, Promise<void>>;
+    },
+  ): Promise<void> {
+    const engine = this.d.engines.forNode(node);
+    const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, { ...opts, node });
+    const now = this.d.clock.now();
+    // As in observe: a record written since it was read (before its engine was asked) is left
+    // alone, and the observation dropped.
+    const row = await commit.record(c.uuid, (r) =>
+      r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
+    );
+    if (row && row.state !== "Running" && row.state !== "Starting") {
+      const v = view ? await engine.inspectContainer(view.id) : undefined;
+      throw new Error(
+        `did not stay running: ${v?.error || exitCodeMessage(v?.exitCode ?? null) || "unknown reason"}`,
+      );
+    }
+    // The previous containers' volumes are mounted by the new one now; the containers can go.
+    if (staleLeft.length) {
+      const { stale } = await this.engineContainers(c, engine);
+      for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
+    }
   }
 
   /**
@@ -200,7 +258,21 @@ export class ContainerRuntime {
       (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
     );
     const commit = new RecordBatches((uuids, fn) => this.d.store.services.patchContainers(uuids, fn));
-    return eachPerNode(rows, limits, (c) => work(c, nodes.get(c.node_uuid), commit), commit.hooks);
+    return eachPerNode(
+      rows,
+      limits,
+      async (c) => {
+        const node = nodes.get(c.node_uuid);
+        try {
+          await work(c, node, commit);
+        } catch (err) {
+          // Each failure names its container and node: the action's error lists them all.
+          const where = node ? node.nickname || node.external_fqdn || node.uuid : c.node_uuid;
+          throw new Error(`${c.name} on node ${where}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      },
+      commit.hooks,
+    );
   }
 
   /**
@@ -209,7 +281,7 @@ export class ContainerRuntime {
    */
   async ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
     return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
-      if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
+      if (!node) throw new Error("the node of the container no longer exists");
       const engine = this.d.engines.forNode(node);
       let view = await this.find(c, engine);
       if (view?.running || view?.state === "restarting") {
@@ -274,25 +346,43 @@ export class ContainerRuntime {
     c: ContainerRow,
     engine: Engine,
     log: Log,
-    hints: { service?: ServiceRow; node?: NodeRow },
+    opts: {
+      service?: ServiceRow;
+      node?: NodeRow;
+      reuseVolumes?: boolean;
+      refreshImage?: boolean;
+      images?: Map<string, Promise<void>>;
+    },
   ): Promise<{ view: ContainerView | undefined; staleLeft: string[] }> {
     const { current, stale } = await this.engineContainers(c, engine);
     let view = current;
     let staleLeft = stale;
     if (!view) {
-      // Older generations keep their volumes for the new one (a redeploy's default).
+      // Older generations keep their volumes for the new one (a redeploy's default), or go with them.
+      const reuse = opts.reuseVolumes ?? true;
       for (const id of stale) {
-        await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
+        if (reuse) await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
+        else await engine.removeContainer(id, { force: true, removeVolumes: true });
       }
-      const spec = await this.d.specFor(c, { volumesFrom: stale, ...hints });
+      staleLeft = reuse ? stale : [];
+      const spec = await this.d.specFor(c, {
+        volumesFrom: staleLeft,
+        service: opts.service,
+        node: opts.node,
+      });
       spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
+      // A fresh suffix per engine container: during a redeploy the old one still holds its name.
       spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
-      await this.ensureImage(engine, spec.image, log, { namespace: c.namespace });
+      await this.ensureImage(engine, spec.image, log, {
+        namespace: c.namespace,
+        refresh: opts.refreshImage,
+        node: c.node_uuid,
+        shared: opts.images,
+      });
       const id = await engine.createContainer(spec);
       view = await engine.inspectContainer(id);
       if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
-      await log(`Created ${c.name}${stale.length ? " with the volumes of its previous container" : ""}`);
-      staleLeft = stale;
+      await log(`Created ${c.name}${staleLeft.length ? " with the volumes of its previous container" : ""}`);
     }
     if (!view.running) {
       await engine.startContainer(view.id);
@@ -387,7 +477,28 @@ export class ContainerRuntime {
     return (await this.engineContainers(c, engine)).current;
   }
 
-  private async ensureImage(
+  /**
+   * The image on the node, pulled when missing (or, with `refresh`, again when its tag may have
+   * moved). `shared`: the images a batch has ensured so far, by node and image, so a batch asks
+   * each node for an image once, not once per container.
+   */
+  private ensureImage(
+    engine: Engine,
+    image: string,
+    log: Log,
+    opts: { namespace: string; refresh?: boolean; node: string; shared?: Map<string, Promise<void>> },
+  ): Promise<void> {
+    if (!opts.shared) return this.pullIfNeeded(engine, image, log, opts);
+    const key = `${opts.node}\u0000${image}`;
+    let done = opts.shared.get(key);
+    if (!done) {
+      done = this.pullIfNeeded(engine, image, log, opts);
+      opts.shared.set(key, done);
+    }
+    return done;
+  }
+
+  private async pullIfNeeded(
     engine: Engine,
     image: string,
     log: Log,
@@ -443,7 +554,11 @@ export class ContainerRuntime {
     spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
     // A fresh suffix per engine container: during a redeploy the old one still holds its name.
     spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
-    await this.ensureImage(engine, spec.image, log, { namespace: c.namespace, refresh: opts.refreshImage });
+    await this.ensureImage(engine, spec.image, log, {
+      namespace: c.namespace,
+      refresh: opts.refreshImage,
+      node: c.node_uuid,
+    });
     const id = await engine.createContainer(spec);
     const view = await engine.inspectContainer(id);
     if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
@@ -511,14 +626,7 @@ export class ContainerRuntime {
     log: Log,
     opts: { reuseVolumes: boolean; specJson: string; specVersion: number },
   ) {
-    // A new generation makes the running engine container stale even when the definition is unchanged.
-    const row = await this.d.store.mutate("container", c.uuid, () => ({
-      spec: opts.specJson,
-      spec_version: opts.specVersion,
-      generation: randomBytes(8).toString("hex"),
-      // deployed_datetime is the container's last deploy, as the service's is.
-      deployed_at: this.d.clock.now(),
-    }));
+    const row = await this.d.store.mutate("container", c.uuid, () => redeployPatch(opts, this.d.clock.now()));
     // With the new definition version recorded, the old engine container counts as stale:
     // ensureRunning makes the new one (reusing or dropping volumes) and then removes the old.
     // A redeploy takes the image's current content: a moved tag is pulled again.
@@ -591,6 +699,20 @@ export class ContainerRuntime {
       r.version !== c.version ? undefined : observedPatch(r, view, now),
     );
   }
+}
+
+/**
+ * A record's move to the definition it is redeployed with. A new generation makes the running
+ * engine container stale even when the definition is unchanged.
+ */
+function redeployPatch(opts: { specJson: string; specVersion: number }, now: number): Partial<ContainerRow> {
+  return {
+    spec: opts.specJson,
+    spec_version: opts.specVersion,
+    generation: randomBytes(8).toString("hex"),
+    // deployed_datetime is the container's last deploy, as the service's is.
+    deployed_at: now,
+  };
 }
 
 /**

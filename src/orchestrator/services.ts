@@ -30,7 +30,6 @@ import {
 } from "../scheduler/index.ts";
 import { type ContainerRow, type NewContainer, newContainerRow, type ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
-import { eachPerNode } from "./per-node.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
 
 export interface OrchestratorDeps {
@@ -590,15 +589,15 @@ export class Orchestrator {
   ): Promise<void> {
     const shortfall = await this.place(s, ctx.log);
     const containers = await this.liveContainers(s.uuid);
-    await this.markDesired(containers, "running", "Starting");
-    const errors = await eachPerNode(containers, this.limit(s), async (c) => {
-      const current = (await this.store.services.findContainer(c.uuid))!;
-      const fresh = (await this.store.services.findService(s.uuid))!;
-      await this.d.runtime.redeploy(current, ctx.log, {
-        reuseVolumes: ctx.params.reuse_volumes !== false,
-        specJson: fresh.spec,
-        specVersion: fresh.spec_version,
-      });
+    const marked = await this.markDesired(containers, "running", "Starting");
+    // Every container moves to the definition as it is when the redeploy begins.
+    const fresh = (await this.store.services.findService(s.uuid)) ?? s;
+    const errors = await this.d.runtime.redeployMany(Orchestrator.liveOf(containers, marked), {
+      limits: this.limit(s),
+      log: ctx.log,
+      reuseVolumes: ctx.params.reuse_volumes !== false,
+      specJson: fresh.spec,
+      specVersion: fresh.spec_version,
     });
     if (errors.length) throw new Error(errors.map((e) => e.message).join("; "));
     const now = this.d.clock.now();

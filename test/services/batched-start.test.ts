@@ -1,5 +1,5 @@
 // Starting a service places its containers in one plan and records them in batches: the store
-// work of a start (and of a stop or terminate) grows with the number of batches, not with a
+// work of a start (and of a redeploy, stop or terminate) grows with the number of batches, not with a
 // transaction (and a few dozen statements) per container. And a batch that never got written (the server died between the
 // engine's work and the commit) is repaired by running the step again: the engine containers
 // already made are found by their labels and recorded, none is made twice.
@@ -81,6 +81,13 @@ describe("starting a service of many containers", () => {
 
   test("costs a bounded number of transactions and statements per container, not a transaction each", async () => {
     assertPerContainer("start", await startCost(8), await startCost(72));
+  });
+
+  test("so does redeploying it", async () => {
+    const redeploy = async (n: number) => cost(`${made.get(n)!.resource_uri}redeploy/`, "POST");
+    // Each old engine container is stopped before its new one is made (the stop timeout again):
+    // only transactions are compared, as for a stop below.
+    assertPerContainer("redeploy", await redeploy(8), await redeploy(72), { statements: false });
   });
 
   test("so do stopping and terminating it", async () => {

@@ -20,21 +20,33 @@ export const AWS = {
 export class RecordingEngine extends FakeEngine {
   readonly created: { id: string; spec: ContainerSpec }[] = [];
   private gate: Promise<void> | undefined;
+  /** Creates, stops and removes held by the gate right now (Berth's calls in flight on this engine). */
+  waiting = 0;
+
+  private async pass(): Promise<void> {
+    if (!this.gate) return;
+    this.waiting += 1;
+    try {
+      await this.gate;
+    } finally {
+      this.waiting -= 1;
+    }
+  }
 
   override async createContainer(spec: ContainerSpec): Promise<string> {
-    await this.gate;
+    await this.pass();
     const id = await super.createContainer(spec);
     this.created.push({ id, spec: structuredClone(spec) });
     return id;
   }
 
   override async stopContainer(id: string, options?: StopContainerOptions): Promise<void> {
-    await this.gate;
+    await this.pass();
     return super.stopContainer(id, options);
   }
 
   override async removeContainer(id: string, options?: RemoveContainerOptions): Promise<void> {
-    await this.gate;
+    await this.pass();
     return super.removeContainer(id, options);
   }
 
