@@ -327,6 +327,32 @@ describe("scaling down", () => {
     assert.deepEqual(plan, [containers[2]!.uuid]);
   });
 
+  test("a large scale-down follows the same rule at every pick", () => {
+    // 40 nodes, 3 of them not Deployed, holding 0 to 24 containers each (a deterministic spread).
+    const nodes = Array.from({ length: 40 }, (_, i) =>
+      node(`n${i}`, i % 13 === 5 ? { state: "Unreachable" } : {}),
+    );
+    const containers: ContainerSnapshot[] = [];
+    let number = 0;
+    for (const [i, n] of nodes.entries()) {
+      for (let k = 0; k < (i * 7) % 25; k++) containers.push(container(n.name, { number: ++number }));
+    }
+    // The rule applied one pick at a time over every remaining container, as a user reads it.
+    const expected: string[] = [];
+    const left = [...containers];
+    const deployed = (c: ContainerSnapshot) => nodes.find((n) => n.uuid === c.node)!.state === "Deployed";
+    for (let i = 0; i < 300; i++) {
+      const counts = new Map<string, number>();
+      for (const c of left) counts.set(c.node, (counts.get(c.node) ?? 0) + 1);
+      const onNode = (c: ContainerSnapshot) => counts.get(c.node)!;
+      left.sort(
+        (a, b) => Number(deployed(a)) - Number(deployed(b)) || onNode(b) - onNode(a) || b.number - a.number,
+      );
+      expected.push(left.shift()!.uuid);
+    }
+    assert.deepEqual(planRemoval({ service: "web", count: 300, nodes, containers }), expected);
+  });
+
   test("only live containers of the service are removed, never more than exist", () => {
     const nodes = [node("a")];
     const live = container("a", { number: 1 });
