@@ -168,7 +168,8 @@ export async function seedContainers(
         const node = nodes[i % nodes.length]!;
         await tx.services.insertContainer(
           newContainerRow(s, node.uuid, number, now, {
-            state: "Running",
+            phase: null,
+            observed: "running",
             engine_id: randomUUID().replace(/-/g, ""),
             private_ip: `172.17.${(i >> 8) & 255}.${i & 255}`,
             ports: JSON.stringify([{ inner_port: 80, protocol: "tcp", outer_port: 32768 + (i % 20000) }]),

@@ -32,6 +32,34 @@ export const NODE_STATES: NodeState[] = [
   "Terminated",
 ];
 
+/** What an action is doing to a node now (null: none); only node actions write it. */
+export type NodePhase = "deploying" | "upgrading" | "terminating";
+export const NODE_PHASES: NodePhase[] = ["deploying", "upgrading", "terminating"];
+
+/** Whether the node's engine last answered; only health checks (and a finished deploy) write it. */
+export type NodeObserved = "reachable" | "unreachable";
+export const NODE_OBSERVED: NodeObserved[] = ["reachable", "unreachable"];
+
+const NODE_PHASE_STATE: Record<NodePhase, NodeState> = {
+  deploying: "Deploying",
+  upgrading: "Upgrading",
+  terminating: "Terminating",
+};
+
+/**
+ * The state the API shows for a node: a destroyed node is Terminated; an action's phase shows while
+ * it holds one; otherwise the health checks' word. The store computes the stored `state` with it.
+ */
+export function nodeState(n: {
+  phase: NodePhase | null;
+  observed: NodeObserved;
+  destroyed_at: number | null;
+}): NodeState {
+  if (n.destroyed_at !== null) return "Terminated";
+  if (n.phase !== null) return NODE_PHASE_STATE[n.phase];
+  return n.observed === "unreachable" ? "Unreachable" : "Deployed";
+}
+
 type Table<S extends string> = Record<string, S[]>;
 
 /** Node cluster: operation → states that allow it. `scale` is a PATCH of target_num_nodes. */
@@ -121,6 +149,47 @@ export const CONTAINER_STATES: ContainerState[] = [
   "Terminating",
   "Terminated",
 ];
+
+/** What an action is doing to a container now (null: none); only actions write it. */
+export type ContainerPhase = "starting" | "redeploying" | "stopping" | "terminating";
+export const CONTAINER_PHASES: ContainerPhase[] = ["starting", "redeploying", "stopping", "terminating"];
+
+/**
+ * What the container's engine last reported; only the runtime writes it. `none`: no engine
+ * container was ever made for the record; `missing`: the engine no longer has one; `exited`:
+ * it exists and does not run (created, exited, dead).
+ */
+export type ContainerObserved = "none" | "running" | "restarting" | "exited" | "missing";
+export const CONTAINER_OBSERVED: ContainerObserved[] = ["none", "running", "restarting", "exited", "missing"];
+
+const CONTAINER_PHASE_STATE: Record<ContainerPhase, ContainerState> = {
+  starting: "Starting",
+  redeploying: "Starting",
+  stopping: "Stopping",
+  terminating: "Terminating",
+};
+const CONTAINER_OBSERVED_STATE: Record<ContainerObserved, ContainerState> = {
+  none: "Stopped",
+  running: "Running",
+  restarting: "Starting",
+  exited: "Stopped",
+  missing: "Stopped",
+};
+
+/**
+ * The state the API shows for a container, derived from what actions decided and what its engine
+ * reported: a removed record is Terminated; an action's phase shows while it holds one; otherwise
+ * the engine's word. The store computes the stored `state` column with it on every write.
+ */
+export function containerState(c: {
+  phase: ContainerPhase | null;
+  observed: ContainerObserved;
+  destroyed_at: number | null;
+}): ContainerState {
+  if (c.destroyed_at !== null) return "Terminated";
+  if (c.phase !== null) return CONTAINER_PHASE_STATE[c.phase];
+  return CONTAINER_OBSERVED_STATE[c.observed];
+}
 
 /** Container operations; redeploy is not in the spec's table, it is allowed where start or stop is. */
 export const CONTAINER_OPERATIONS: Table<ContainerState> = {

@@ -435,12 +435,14 @@ export class Reconciler {
       return !node || node.state === "Terminated";
     });
     const now = this.d.clock.now();
+    // Unless an action took a container since the caller's check: the write is conditional on
+    // the record as the store holds it (no phase), in the transaction of the write.
     await this.d.store.services.patchContainers(
       orphaned.map((c) => c.uuid),
       (r) =>
-        r.state === "Terminated"
-          ? undefined
-          : { state: "Terminated", desired: "terminated", destroyed_at: now },
+        r.phase === null && r.destroyed_at === null
+          ? { desired: "terminated", destroyed_at: now, observed: "missing" }
+          : undefined,
     );
     // Nothing can be observed on a node that is not Deployed (unreachable, deploying).
     const observable = rows.filter((c) => nodes.get(c.node_uuid)?.state === "Deployed");

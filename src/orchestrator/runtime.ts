@@ -14,7 +14,7 @@ import {
 } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
-import type { ContainerRow, ServiceRow } from "../store/services.ts";
+import type { ContainerPatch, ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import { sameEntries } from "./links.ts";
 import { eachPerNode, type Limits } from "./per-node.ts";
@@ -65,7 +65,7 @@ export function exitCodeMessage(code: number | null | undefined): string | null 
  * What the record keeps of the engine container that embodies it, read from the engine itself:
  * its id, the environment it was created with and the link host entries it was given.
  */
-function engineRecord(c: ContainerRow, view: ContainerView): Partial<ContainerRow> {
+function engineRecord(c: ContainerRow, view: ContainerView): ContainerPatch {
   const spec = JSON.parse(c.spec) as ServiceSpec;
   return {
     engine_id: view.id,
@@ -88,7 +88,7 @@ const RECORD_DELAY_MS = 50;
 class RecordBatches {
   private batch: {
     uuid: string;
-    fn: (r: ContainerRow) => Partial<ContainerRow> | undefined;
+    fn: (r: ContainerRow) => ContainerPatch | undefined;
     done(row: ContainerRow | undefined): void;
     fail(err: unknown): void;
   }[] = [];
@@ -99,12 +99,12 @@ class RecordBatches {
   constructor(
     private readonly write: (
       uuids: string[],
-      fn: (r: ContainerRow) => Partial<ContainerRow> | undefined,
+      fn: (r: ContainerRow) => ContainerPatch | undefined,
     ) => Promise<Map<string, ContainerRow>>,
   ) {}
 
   /** Patches the record in the next batch; answers the record as it is after the batch. */
-  record(uuid: string, fn: (r: ContainerRow) => Partial<ContainerRow> | undefined) {
+  record(uuid: string, fn: (r: ContainerRow) => ContainerPatch | undefined) {
     this.parked += 1;
     return new Promise<ContainerRow | undefined>((done, fail) => {
       this.batch.push({ uuid, fn, done, fail });
@@ -226,11 +226,7 @@ export class ContainerRuntime {
     const engine = this.d.engines.forNode(node);
     const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, { ...opts, node });
     const now = this.d.clock.now();
-    // As in observe: a record written since it was read (before its engine was asked) is left
-    // alone, and the observation dropped.
-    const row = await commit.record(c.uuid, (r) =>
-      r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
-    );
+    const row = await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now));
     if (row && row.state !== "Running" && row.state !== "Starting") {
       const v = view ? await engine.inspectContainer(view.id) : undefined;
       throw new Error(
@@ -290,9 +286,7 @@ export class ContainerRuntime {
         view = await engine.inspectContainer(view.id);
       }
       const now = this.d.clock.now();
-      await commit.record(c.uuid, (r) =>
-        r.state === "Terminated" || r.version !== c.version ? undefined : observedPatch(r, view, now),
-      );
+      await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now));
     });
   }
 
@@ -307,11 +301,7 @@ export class ContainerRuntime {
     return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
       if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts);
       const now = this.d.clock.now();
-      await commit.record(c.uuid, (r) =>
-        r.state === "Terminated"
-          ? undefined
-          : { state: "Terminated", desired: "terminated", destroyed_at: now },
-      );
+      await commit.record(c.uuid, (r) => removedPatch(r, now));
     });
   }
 
@@ -403,7 +393,7 @@ export class ContainerRuntime {
     const nodes = new Map(
       (await this.d.store.nodes.nodesByUuid(live.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
     );
-    const seen: { uuid: string; version: number; view: ContainerView | undefined }[] = [];
+    const seen: { uuid: string; generation: string; view: ContainerView | undefined }[] = [];
     const byNode = new Map<string, ContainerRow[]>();
     for (const c of live) {
       const list = byNode.get(c.node_uuid);
@@ -419,7 +409,7 @@ export class ContainerRuntime {
           await Promise.all(
             list.slice(i, i + opts.perNode).map(async (c) => {
               try {
-                seen.push({ uuid: c.uuid, version: c.version, view: await this.find(c, engine) });
+                seen.push({ uuid: c.uuid, generation: c.generation, view: await this.find(c, engine) });
               } catch {
                 // unreachable or failing: the health watcher and the reconciler look again later
               }
@@ -435,15 +425,15 @@ export class ContainerRuntime {
 
   /** What engines reported about many records, written in one transaction (see ensureRunningMany). */
   private async recordObserved(
-    items: readonly { uuid: string; version: number; view: ContainerView | undefined }[],
+    items: readonly { uuid: string; generation: string; view: ContainerView | undefined }[],
   ): Promise<Map<string, ContainerRow>> {
     const now = this.d.clock.now();
     const seen = new Map(items.map((i) => [i.uuid, i]));
-    // As in observe: a record written since it was read (before its engine was asked) is left
-    // alone, and the observation dropped.
+    // A record removed, or moved to another generation (a redeploy), since it was read is left
+    // alone: the engine spoke of a container it no longer has. Phases are the action's to end.
     return this.d.store.services.patchContainers([...seen.keys()], (r) => {
       const item = seen.get(r.uuid);
-      if (!item || r.state === "Terminated" || r.version !== item.version) return undefined;
+      if (!item || r.destroyed_at !== null || r.generation !== item.generation) return undefined;
       return observedPatch(r, item.view, now);
     });
   }
@@ -579,7 +569,7 @@ export class ContainerRuntime {
       await engine.startContainer(view.id);
       await log(`Started ${c.name}`);
     }
-    const row = await this.observe(c.uuid, { engine, id: view.id });
+    const row = await this.stepDone(c, { engine, id: view.id });
     if (row && row.state !== "Running" && row.state !== "Starting") {
       const v = await engine.inspectContainer(view.id);
       throw new Error(
@@ -602,7 +592,7 @@ export class ContainerRuntime {
       await engine.stopContainer(view.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
       await log(`Stopped ${c.name}`);
     }
-    return (await this.observe(c.uuid, { engine }))!;
+    return (await this.stepDone(c, { engine }))!;
   }
 
   /** Removes the engine containers (and their anonymous volumes when asked) and marks the record Terminated. */
@@ -610,11 +600,7 @@ export class ContainerRuntime {
     const node = await this.d.store.nodes.findNode(c.node_uuid);
     if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, { log, ...opts });
     const now = this.d.clock.now();
-    return (await this.d.store.mutate("container", c.uuid, (r) =>
-      r.state === "Terminated"
-        ? undefined
-        : { state: "Terminated", desired: "terminated", destroyed_at: now },
-    ))!;
+    return (await this.d.store.mutate("container", c.uuid, (r) => removedPatch(r, now)))!;
   }
 
   /**
@@ -671,7 +657,14 @@ export class ContainerRuntime {
     return true;
   }
 
-  /** Records what the engine reports about the container (the engine watcher's write path). */
+  /**
+   * Records what the engine reports about the container (the engine watcher's write path): only
+   * what the runtime owns (`observed` and the engine's facts), never an action's phase, so an
+   * observation made while an action works on the container is kept (the API shows the action's
+   * state until its phase ends, then this). What the engine said answers the record as it was
+   * read: when anything wrote the record meanwhile (version-checked in the store), the engine is
+   * asked again, so that an older report never overwrites a newer one.
+   */
   async observe(
     uuid: string,
     opts: {
@@ -680,32 +673,72 @@ export class ContainerRuntime {
       id?: string;
     } = {},
   ): Promise<ContainerRow | undefined> {
-    const c = await this.d.store.services.findContainer(uuid);
-    if (!c || c.state === "Terminated") return c;
-    let view: ContainerView | undefined;
-    try {
-      if (opts.id && opts.engine) view = await opts.engine.inspectContainer(opts.id);
-      view ??= await this.find(c, opts.engine);
-    } catch (err) {
-      if (isEngineError(err, "unreachable")) return c; // the node's health is the health watcher's business
-      throw err;
+    for (let attempt = 1; ; attempt++) {
+      const c = await this.d.store.services.findContainer(uuid);
+      if (!c || c.destroyed_at !== null) return c;
+      let view: ContainerView | undefined;
+      try {
+        if (opts.id && opts.engine) view = await opts.engine.inspectContainer(opts.id);
+        view ??= await this.find(c, opts.engine);
+      } catch (err) {
+        if (isEngineError(err, "unreachable")) return c; // the node's health is the health watcher's business
+        throw err;
+      }
+      const now = this.d.clock.now();
+      let moved = false;
+      const row = await this.d.store.mutate("container", uuid, (r) => {
+        moved = r.version !== c.version;
+        return moved ? undefined : observedPatch(r, view, now);
+      });
+      if (!moved || attempt >= OBSERVE_ATTEMPTS) return row;
     }
-    const now = this.d.clock.now();
-    // What the engine said answers the record as it was read: if anything (an action marking
-    // it Starting or Stopping, another observation) wrote the record meanwhile, this
-    // observation is stale and is dropped; the next one reads both afresh. The write is
-    // version-checked, so this holds against a write that lands between this check and it.
-    return this.d.store.mutate("container", uuid, (r) =>
-      r.version !== c.version ? undefined : observedPatch(r, view, now),
-    );
   }
+
+  /**
+   * An action's engine step on the container is done: what the engine reports is recorded and the
+   * phase the action set (as read in `c`) ends, in one write.
+   */
+  private async stepDone(
+    c: ContainerRow,
+    opts: { engine: Engine; id?: string },
+  ): Promise<ContainerRow | undefined> {
+    const view = opts.id ? await opts.engine.inspectContainer(opts.id) : await this.find(c, opts.engine);
+    const now = this.d.clock.now();
+    return this.d.store.mutate("container", c.uuid, (r) => stepDonePatch(c, r, view, now));
+  }
+}
+
+/** How many times `observe` asks the engine again when the record moved while it asked. */
+const OBSERVE_ATTEMPTS = 5;
+
+/**
+ * The write that ends an action's engine step on record `c` (as the action read it, `r` as it is
+ * now): what the engine reported, and the end of the action's phase. Nothing when the record was
+ * removed or moved to another generation meanwhile (the report is of a container it no longer has).
+ */
+function stepDonePatch(
+  c: ContainerRow,
+  r: ContainerRow,
+  view: ContainerView | undefined,
+  now: number,
+): ContainerPatch | undefined {
+  if (r.destroyed_at !== null || r.generation !== c.generation) return undefined;
+  const patch: ContainerPatch = { ...observedPatch(r, view, now) };
+  if (r.phase !== null && r.phase === c.phase) patch.phase = null;
+  return Object.keys(patch).length ? patch : undefined;
+}
+
+/** The write of a record whose engine containers an action removed: it is Terminated. */
+function removedPatch(r: ContainerRow, now: number): ContainerPatch | undefined {
+  if (r.destroyed_at !== null) return undefined;
+  return { desired: "terminated", destroyed_at: now, observed: "missing", phase: null };
 }
 
 /**
  * A record's move to the definition it is redeployed with. A new generation makes the running
  * engine container stale even when the definition is unchanged.
  */
-function redeployPatch(opts: { specJson: string; specVersion: number }, now: number): Partial<ContainerRow> {
+function redeployPatch(opts: { specJson: string; specVersion: number }, now: number): ContainerPatch {
   return {
     spec: opts.specJson,
     spec_version: opts.specVersion,
@@ -723,38 +756,38 @@ function observedPatch(
   r: ContainerRow,
   view: ContainerView | undefined,
   now: number,
-): Partial<ContainerRow> | undefined {
+): ContainerPatch | undefined {
   if (!view) {
-    if (r.desired === "terminated") return { state: "Terminated", destroyed_at: now };
-    return r.state === "Stopped" && r.engine_id === null
+    if (r.desired === "terminated") return { observed: "missing", destroyed_at: now };
+    return r.engine_id === null && (r.observed === "none" || r.observed === "missing")
       ? undefined
-      : { state: "Stopped", engine_id: null, exit_code_msg: "The container is gone from its engine" };
+      : { observed: "missing", engine_id: null, exit_code_msg: "The container is gone from its engine" };
   }
   const ports = Object.entries(view.ports).map(([key, outer]) => {
     const [inner, protocol] = key.split("/");
     return { inner_port: Number(inner), protocol, outer_port: outer };
   });
   const running = view.running || view.state === "restarting";
-  const patch: Partial<ContainerRow> = {
+  const wasRunning = r.observed === "running" || r.observed === "restarting";
+  const patch: ContainerPatch = {
     ...(view.id !== r.engine_id || r.environment === null ? engineRecord(r, view) : {}),
     engine_id: view.id,
-    state: view.state === "restarting" ? "Starting" : running ? "Running" : "Stopped",
+    observed: view.state === "restarting" ? "restarting" : running ? "running" : "exited",
     exit_code: running ? null : (view.exitCode ?? null),
     exit_code_msg: running ? null : exitCodeMessage(view.exitCode ?? null),
     private_ip: view.ipAddress ?? r.private_ip,
     ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
   };
   // The engine's own restarts (restart policy) count too, even one that happened between two
-  // observations: the engine's start time moved while the record still said Running.
+  // observations: the engine's start time moved while the record still said running.
   const restarted = view.startedAt !== undefined && view.startedAt !== r.started_at;
-  if (running && (r.state !== "Running" || restarted)) {
+  if (running && (r.observed !== "running" || restarted)) {
     patch.started_at = view.startedAt ?? now;
     // Every start gives the container the /etc/hosts of its create again: rewritten entries are gone.
     patch.link_hosts = linkHostsFromEngine(view.labels);
   }
-  // A stop passes through Stopping (set by the action), so any move to Stopped of a container
-  // that has run counts as its last stop, not only a move straight from Running.
-  if (!running && r.state !== "Stopped" && r.started_at !== null) patch.stopped_at = view.finishedAt ?? now;
+  // Any move to stopped of a container that has run counts as its last stop.
+  if (!running && wasRunning && r.started_at !== null) patch.stopped_at = view.finishedAt ?? now;
   const changed = Object.entries(patch).some(([k, v]) => r[k as keyof ContainerRow] !== v);
   return changed ? patch : undefined;
 }

@@ -12,6 +12,7 @@ import type { ServiceSpec } from "../domain/service.ts";
 import {
   assertAllowed,
   CONTAINER_OPERATIONS,
+  type ContainerPhase,
   type ContainerState,
   SERVICE_OPERATIONS,
   SERVICE_TRANSITIONAL,
@@ -28,7 +29,13 @@ import {
   PlacementState,
   planRemoval,
 } from "../scheduler/index.ts";
-import { type ContainerRow, type NewContainer, newContainerRow, type ServiceRow } from "../store/services.ts";
+import {
+  type ContainerPatch,
+  type ContainerRow,
+  type NewContainer,
+  newContainerRow,
+  type ServiceRow,
+} from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
 
@@ -275,7 +282,7 @@ export class Orchestrator {
   /** Starts every live container of the service (engine work in parallel, records written in batches). */
   private async startAll(s: ServiceRow, log: Log): Promise<void> {
     const containers = (await this.liveContainers(s.uuid)).filter((c) => c.desired !== "terminated");
-    const marked = await this.markDesired(containers, "running", "Starting");
+    const marked = await this.markDesired(containers, "running", "starting");
     const errors = await this.d.runtime.ensureRunningMany(Orchestrator.liveOf(containers, marked), {
       limits: this.limit(s),
       log,
@@ -291,23 +298,27 @@ export class Orchestrator {
     });
   }
 
+  /**
+   * Records what the user wants of the containers and, for those not already there, the phase the
+   * operation puts them in (the API shows it until their engine step ends it).
+   */
   private async markDesired(
     containers: ContainerRow[],
     desired: string,
-    state?: ContainerState,
+    phase?: ContainerPhase,
   ): Promise<Map<string, ContainerRow>> {
     return this.store.services.patchContainers(
       containers.map((c) => c.uuid),
       (r) => {
-        const p: Partial<ContainerRow> = {};
+        const p: ContainerPatch = {};
         if (r.desired !== desired) p.desired = desired;
         if (
-          state &&
-          r.state !== state &&
+          phase &&
+          r.phase !== phase &&
           r.state !== "Terminated" &&
           r.state !== (desired === "running" ? "Running" : "Stopped")
         ) {
-          p.state = state;
+          p.phase = phase;
         }
         return p;
       },
@@ -331,11 +342,11 @@ export class Orchestrator {
         this.redeploySteps(s, ctx),
       ),
       this.terminateServiceKind(),
-      this.containerKind("container.start", "Container Start", "start", "Starting", async (c, ctx) => {
+      this.containerKind("container.start", "Container Start", "start", "starting", async (c, ctx) => {
         await this.store.mutate("container", c.uuid, () => ({ desired: "running" }));
         await this.d.runtime.ensureRunning(c, ctx.log);
       }),
-      this.containerKind("container.stop", "Container Stop", "stop", "Stopping", async (c, ctx) => {
+      this.containerKind("container.stop", "Container Stop", "stop", "stopping", async (c, ctx) => {
         await this.store.mutate("container", c.uuid, () => ({ desired: "stopped" }));
         await this.d.runtime.ensureStopped(c, ctx.log);
       }),
@@ -343,7 +354,7 @@ export class Orchestrator {
         "container.redeploy",
         "Container Redeploy",
         "redeploy",
-        "Starting",
+        "redeploying",
         async (c, ctx) => {
           const s = (await this.store.services.findService(c.service_uuid))!;
           await this.store.mutate("container", c.uuid, () => ({ desired: "running" }));
@@ -358,7 +369,7 @@ export class Orchestrator {
         "container.terminate",
         "Container Terminate",
         "terminate",
-        "Terminating",
+        "terminating",
         async (c, ctx) => {
           await this.store.mutate("container", c.uuid, () => ({ desired: "terminated" }));
           await this.d.runtime.ensureRemoved(c, ctx.log, { removeVolumes: true });
@@ -415,24 +426,30 @@ export class Orchestrator {
     return k as unknown as ActionKind<never>;
   }
 
-  /** Containers left in a transitional state by a failed or canceled step are observed again, then the service settles. */
+  /**
+   * The operation is over: containers a failed or canceled step left in a phase are observed
+   * again and their phase ends, then the service settles.
+   */
   private async settleAfter(serviceUuid: string, log?: Log): Promise<void> {
     const observed = await this.d.runtime.observeMany(await this.liveContainers(serviceUuid), {
       perNode: this.parallel().perNode,
     });
     // Never created on its engine (its image could not be pulled, its node refused it): no record
     // is kept of a container that never ran; the service's state follows from the others.
-    const never = [...observed.values()].filter((r) => r.state !== "Terminated" && !r.engine_id);
-    if (never.length) {
-      const now = this.d.clock.now();
-      await this.store.services.patchContainers(
-        never.map((r) => r.uuid),
-        (r) =>
-          r.state !== "Terminated" && !r.engine_id
-            ? { state: "Terminated", desired: "terminated", destroyed_at: now }
-            : undefined,
-      );
-      for (const r of never)
+    const never = new Set(
+      [...observed.values()].filter((r) => r.state !== "Terminated" && !r.engine_id).map((r) => r.uuid),
+    );
+    const now = this.d.clock.now();
+    const ended = await this.store.services.patchContainers([...observed.keys()], (r) => {
+      if (r.destroyed_at !== null) return undefined;
+      if (never.has(r.uuid) && !r.engine_id) {
+        return { phase: null, desired: "terminated", destroyed_at: now };
+      }
+      return r.phase !== null ? { phase: null } : undefined;
+    });
+    for (const uuid of never) {
+      const r = ended.get(uuid);
+      if (r?.state === "Terminated")
         await log?.(`Container ${r.name} never reached its engine; its record is removed`);
     }
     await this.settleService(serviceUuid);
@@ -530,7 +547,7 @@ export class Orchestrator {
 
   private async stopSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
     const containers = await this.liveContainers(s.uuid);
-    const marked = await this.markDesired(containers, "stopped", "Stopping");
+    const marked = await this.markDesired(containers, "stopped", "stopping");
     const errors = await this.d.runtime.ensureStoppedMany(Orchestrator.liveOf(containers, marked), {
       limits: this.parallel(),
       log: ctx.log,
@@ -564,7 +581,7 @@ export class Orchestrator {
       await ctx.log(`Removing ${doomed.length} container(s) of ${s.name}`);
       const marked = await this.store.services.patchContainers(doomed, () => ({
         desired: "terminated",
-        state: "Terminating",
+        phase: "terminating",
       }));
       const errors = await this.d.runtime.ensureRemovedMany([...marked.values()], {
         limits: this.parallel(),
@@ -589,7 +606,7 @@ export class Orchestrator {
   ): Promise<void> {
     const shortfall = await this.place(s, ctx.log);
     const containers = await this.liveContainers(s.uuid);
-    const marked = await this.markDesired(containers, "running", "Starting");
+    const marked = await this.markDesired(containers, "running", "redeploying");
     // Every container moves to the definition as it is when the redeploy begins.
     const fresh = (await this.store.services.findService(s.uuid)) ?? s;
     const errors = await this.d.runtime.redeployMany(Orchestrator.liveOf(containers, marked), {
@@ -636,7 +653,7 @@ export class Orchestrator {
 
   private async removeAll(serviceUuid: string, log: Log): Promise<void> {
     const containers = await this.liveContainers(serviceUuid);
-    const marked = await this.markDesired(containers, "terminated", "Terminating");
+    const marked = await this.markDesired(containers, "terminated", "terminating");
     const errors = await this.d.runtime.ensureRemovedMany(Orchestrator.liveOf(containers, marked), {
       limits: this.parallel(),
       log,
@@ -691,7 +708,7 @@ export class Orchestrator {
     kind: string,
     name: string,
     operation: string,
-    transitional: ContainerState,
+    phase: ContainerPhase,
     work: (c: ContainerRow, ctx: Ctx<{ container: string; reuse_volumes?: boolean }>) => Promise<void>,
   ): ActionKind<never> {
     const k: ActionKind<ContainerActionParams> = {
@@ -709,7 +726,7 @@ export class Orchestrator {
             "invalid_state",
           );
         }
-        await tx.services.updateContainer(c, { state: transitional });
+        await tx.services.updateContainer(c, { phase });
       },
       steps: [
         {
@@ -725,15 +742,12 @@ export class Orchestrator {
       finish: async (ctx) => {
         const c = await this.store.services.findContainer(ctx.params.container);
         if (!c) return;
+        // A failed or canceled step may have left the phase: the engine is asked again, then the
+        // action's phase ends (the API shows what the engine said).
         if (c.state !== "Terminated") await this.d.runtime.observe(c.uuid).catch(() => undefined);
-        const after = await this.store.services.findContainer(c.uuid);
-        if (
-          after &&
-          (after.state === "Starting" || after.state === "Stopping" || after.state === "Terminating") &&
-          !after.engine_id
-        ) {
-          await this.store.mutate("container", c.uuid, () => ({ state: "Stopped" }));
-        }
+        await this.store.mutate("container", c.uuid, (r) =>
+          r.phase === phase ? { phase: null } : undefined,
+        );
         await this.settleService(c.service_uuid, { keepTransitional: true });
       },
     };

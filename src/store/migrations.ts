@@ -432,6 +432,52 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("changes_ns").on("changes").columns(["namespace", "revision"]).execute();
       },
     },
+    "0013_state_owners": {
+      async up(db: AnyDb) {
+        // One writer per piece of state: actions write `phase`, engines and health checks
+        // `observed`, and the store derives `state` from both (domain/states.ts). Backfilled from
+        // `state` so that the derivation gives every row the state it had.
+        await db.schema.alterTable("containers").addColumn("phase", "text").execute();
+        await db.schema
+          .alterTable("containers")
+          .addColumn("observed", "text", (c) => c.notNull().defaultTo("none"))
+          .execute();
+        await sql`update containers set
+          phase = case
+            when state = 'Starting' and engine_id is null then 'starting'
+            when state = 'Stopping' then 'stopping'
+            when state = 'Terminating' then 'terminating'
+          end,
+          observed = case
+            when state = 'Running' then 'running'
+            when state = 'Starting' and engine_id is not null then 'restarting'
+            when state = 'Terminated' then 'missing'
+            when engine_id is null then (case when state = 'Stopped' then 'missing' else 'none' end)
+            when state = 'Stopped' then 'exited'
+            else 'running'
+          end,
+          destroyed_at = case
+            when state = 'Terminated' then coalesce(destroyed_at, stopped_at, created)
+            else destroyed_at
+          end`.execute(db);
+        await db.schema.alterTable("nodes").addColumn("phase", "text").execute();
+        await db.schema
+          .alterTable("nodes")
+          .addColumn("observed", "text", (c) => c.notNull().defaultTo("reachable"))
+          .execute();
+        await sql`update nodes set
+          phase = case
+            when state = 'Deploying' then 'deploying'
+            when state = 'Upgrading' then 'upgrading'
+            when state = 'Terminating' then 'terminating'
+          end,
+          observed = case when state = 'Unreachable' then 'unreachable' else 'reachable' end,
+          destroyed_at = case
+            when state = 'Terminated' then coalesce(destroyed_at, created)
+            else destroyed_at
+          end`.execute(db);
+      },
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 // Row types of the database. Timestamps are epoch milliseconds; booleans are 0/1 and
 // JSON values are text, so that every query works the same on SQLite and PostgreSQL.
 import type { Generated } from "kysely";
+import type { ContainerObserved, ContainerPhase } from "../domain/states.ts";
 
 export interface NamespaceTable {
   name: string;
@@ -213,10 +214,17 @@ export interface ContainerTable {
   node_uuid: string;
   name: string;
   number: number;
-  /** Observed state, as the API shows it. */
+  /**
+   * The state the API shows, derived by the store from phase, observed and destroyed_at
+   * (domain/states.ts `containerState`) on every write; no caller writes it.
+   */
   state: string;
   /** What the user asked for: running, stopped or terminated. */
   desired: string;
+  /** The operation an action is carrying out on the container (null: none); written only by actions. */
+  phase: ContainerPhase | null;
+  /** What the engine last reported of the container; written only by the runtime. */
+  observed: ContainerObserved;
   engine_id: string | null;
   exit_code: number | null;
   exit_code_msg: string | null;

@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { type RawBuilder, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
+import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
 import { specLinks } from "./migrations.ts";
 import type { ContainerTable, ServiceTable } from "./schema.ts";
 import type { Store } from "./store.ts";
@@ -9,11 +10,14 @@ import type { Store } from "./store.ts";
 export type ServiceRow = Omit<ServiceTable, "id"> & { id: number };
 export type ContainerRow = Omit<ContainerTable, "id"> & { id: number };
 export type NewService = Omit<ServiceRow, "id" | "version">;
-export type NewContainer = Omit<ContainerRow, "id" | "version">;
+/** A new container record: its `state` is derived by the store (derived.ts). */
+export type NewContainer = NewRow<"container">;
+/** A change of a container record: actions write `phase`, the runtime `observed`, never `state`. */
+export type ContainerPatch = Patch<"container">;
 
 /**
- * A new container record of `service` numbered `number` on `node`: Starting, wanted running, with
- * no engine container yet; `fields` overrides any of that (tests and benchmarks seed other states).
+ * A new container record of `service` numbered `number` on `node`: being started (Starting),
+ * wanted running, with no engine container yet; `fields` overrides any of that (tests and benchmarks seed other states).
  */
 export function newContainerRow(
   service: Pick<ServiceRow, "namespace" | "uuid" | "name" | "spec" | "spec_version">,
@@ -29,8 +33,9 @@ export function newContainerRow(
     node_uuid: node,
     name: `${service.name}-${number}`,
     number,
-    state: "Starting",
     desired: "running",
+    phase: "starting",
+    observed: "none",
     engine_id: null,
     exit_code: null,
     exit_code_msg: null,
@@ -330,7 +335,7 @@ export class ServiceStore {
   }
 
   /** Optimistic update with its change-feed entry (`Store.updateRow`). */
-  async updateContainer(r: ContainerRow, patch: Partial<ContainerRow>): Promise<ContainerRow> {
+  async updateContainer(r: ContainerRow, patch: ContainerPatch): Promise<ContainerRow> {
     return this.s.updateRow("container", r, patch);
   }
 
@@ -342,9 +347,14 @@ export class ServiceStore {
    * written, in the given order.
    */
   async updateContainers(
-    items: readonly { row: ContainerRow; patch: Partial<ContainerRow> }[],
+    patches: readonly { row: ContainerRow; patch: ContainerPatch }[],
   ): Promise<ContainerRow[]> {
-    if (items.length === 0) return [];
+    if (patches.length === 0) return [];
+    // Each record's derived state is written with it (every patch then carries `state`).
+    const items = patches.map(({ row, patch }) => ({
+      row,
+      patch: { ...patch, ...derivedColumns("container", { ...row, ...patch }) } as Partial<ContainerRow>,
+    }));
     return this.s.transaction(async (tx) => {
       const written = new Map<string, ContainerRow>();
       const groups = new Map<string, (typeof items)[number][]>();
@@ -402,14 +412,14 @@ export class ServiceStore {
    */
   async patchContainers(
     uuids: readonly string[],
-    fn: (c: ContainerRow) => Partial<ContainerRow> | undefined,
+    fn: (c: ContainerRow) => ContainerPatch | undefined,
   ): Promise<Map<string, ContainerRow>> {
     const out = new Map<string, ContainerRow>();
     if (uuids.length === 0) return out;
     try {
       await this.s.transaction(async (tx) => {
         const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
-        const todo: { row: ContainerRow; patch: Partial<ContainerRow> }[] = [];
+        const todo: { row: ContainerRow; patch: ContainerPatch }[] = [];
         for (const uuid of new Set(uuids)) {
           const c = rows.get(uuid);
           if (!c) continue;

@@ -6,6 +6,7 @@ import { type Clock, systemClock } from "../domain/time.ts";
 import { AccountStore } from "./accounts.ts";
 import { AgentStore } from "./agents.ts";
 import type { Dialect } from "./db.ts";
+import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import { ChangeFeed, type FeedRows, type FeedType, type Written } from "./feed.ts";
 import { NodeStore } from "./nodes.ts";
@@ -64,10 +65,7 @@ export interface ActionQuery {
 
 export const ACTIVE_STATES = ["In progress", "Canceling"];
 
-/** A patch of a row that has events. */
-export type Patch<K extends FeedType> = Partial<FeedRows[K]>;
-
-export type { FeedRows, FeedType };
+export type { FeedRows, FeedType, NewRow, Patch };
 
 /** What a store and the stores of its transactions share. */
 interface Shared {
@@ -261,10 +259,7 @@ export class Store {
    * change-feed entries (`create`) in one more, in one transaction; answered in the given order.
    * A service's definition commits with its link rows.
    */
-  async insertRows<K extends FeedType>(
-    type: K,
-    values: readonly Omit<FeedRows[K], "id" | "version">[],
-  ): Promise<FeedRows[K][]> {
+  async insertRows<K extends FeedType>(type: K, values: readonly NewRow<K>[]): Promise<FeedRows[K][]> {
     if (values.length === 0) return [];
     return this.transaction(async (tx) => {
       const out: FeedRows[K][] = [];
@@ -272,11 +267,11 @@ export class Store {
         const part = values.slice(i, i + ROWS_PER_INSERT);
         const rows = (await tx.db
           .insertInto(TABLES[type] as "nodes")
-          .values(part.map((v) => ({ ...v, version: 1 })) as never)
+          .values(part.map((v) => ({ ...v, ...derivedColumns(type, v), version: 1 })) as never)
           .returningAll()
           .execute()) as unknown as FeedRows[K][];
         const byUuid = new Map(rows.map((r) => [r.uuid, r]));
-        for (const v of part) out.push(byUuid.get(v.uuid)!);
+        for (const v of part) out.push(byUuid.get((v as unknown as { uuid: string }).uuid)!);
       }
       if (type === "service") {
         for (const r of out) await tx.services.indexLinks(r.uuid, (r as ServiceRow).spec);
@@ -290,15 +285,19 @@ export class Store {
   }
 
   /**
-   * Optimistic update of a row that has events: applies the patch only if the row still has the
-   * version it was read with (VersionConflict otherwise) and appends its change-feed entry in the
-   * same transaction. `before` is the row as read (what changed decides the entry).
+   * Optimistic update of a row that has events: applies the patch (with the columns derived from
+   * the row as written, see derived.ts) only if the row still has the version it was read with
+   * (VersionConflict otherwise) and appends its change-feed entry in the same transaction. `before` is the row as read (what changed decides the entry).
    */
   async updateRow<K extends FeedType>(type: K, before: FeedRows[K], patch: Patch<K>): Promise<FeedRows[K]> {
     return this.transaction(async (tx) => {
       const row = await tx.db
         .updateTable(TABLES[type] as "nodes")
-        .set({ ...patch, version: before.version + 1 } as never)
+        .set({
+          ...patch,
+          ...derivedColumns(type, { ...before, ...patch }),
+          version: before.version + 1,
+        } as never)
         .where("uuid", "=", before.uuid)
         .where("version", "=", before.version)
         .returningAll()

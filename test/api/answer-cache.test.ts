@@ -74,7 +74,8 @@ describe("cached answers follow every row they were built from", () => {
   async function addContainer(s: ServiceRow, on: NodeRow, number: number): Promise<ContainerRow> {
     return h.store.services.insertContainer(
       newContainerRow(s, on.uuid, number, Date.now(), {
-        state: "Running",
+        phase: null,
+        observed: "running",
         engine_id: randomUUID(),
         private_ip: `172.17.0.${number + 1}`,
         ports: JSON.stringify([{ inner_port: 80, protocol: "tcp", outer_port: 32000 + number }]),
@@ -149,7 +150,7 @@ describe("cached answers follow every row they were built from", () => {
     for (const url of [one, list]) {
       const r = await afterChange(url, async () => {
         const c = (await other.services.containersOfService(web.uuid)).find((x) => x.state === "Running")!;
-        await other.services.updateContainer(c, { state: "Stopped", stopped_at: Date.now() });
+        await other.services.updateContainer(c, { observed: "exited", stopped_at: Date.now() });
       });
       const [b, a] = url === one ? [r.before, r.after] : [webOf(r.before), webOf(r.after)];
       assert.equal(a.running_num_containers, b.running_num_containers - 1);
@@ -161,7 +162,7 @@ describe("cached answers follow every row they were built from", () => {
       const r = await afterChange(url, async () => {
         const c = await fresh((u) => other.services.findContainer(u), dbContainer);
         await other.services.updateContainer(c, {
-          state: c.state === "Running" ? "Stopped" : "Running",
+          observed: c.state === "Running" ? "exited" : "running",
           private_ip: c.state === "Running" ? c.private_ip : "172.17.0.99",
         });
       });
@@ -219,7 +220,7 @@ describe("cached answers follow every row they were built from", () => {
       const r = await afterChange(url, async () => {
         const current = await fresh((u) => other.services.findContainer(u), c);
         await other.services.updateContainer(current, {
-          state: current.state === "Running" ? "Stopped" : "Running",
+          observed: current.state === "Running" ? "exited" : "running",
         });
       });
       const [b, a] = pick(url, r);
@@ -251,7 +252,7 @@ describe("cached answers follow every row they were built from", () => {
       const r = await afterChange(url, async () => {
         const current = await fresh((u) => other.services.findContainer(u), targetContainer);
         await other.services.updateContainer(current, {
-          state: current.state === "Running" ? "Stopped" : "Running",
+          observed: current.state === "Running" ? "exited" : "running",
         });
       });
       const [b, a] = pick(url, r);

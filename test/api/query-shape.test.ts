@@ -80,7 +80,8 @@ describe("statements per request", () => {
       for (let n = 1; n <= containers; n++) {
         await tx.services.insertContainer(
           newContainerRow(s, nodes[n % nodes.length]!.uuid, n, Date.now(), {
-            state: n % 3 === 0 ? "Stopped" : "Running",
+            phase: null,
+            observed: n % 3 === 0 ? "exited" : "running",
             engine_id: randomUUID(),
             private_ip: `172.17.0.${n + 1}`,
             started_at: Date.now(),

@@ -115,7 +115,13 @@ describe("starting a service of many containers", () => {
     const rows = await s.h.store.services.containersOfService(svc.uuid);
     await s.h.store.services.patchContainers(
       rows.map((r) => r.uuid),
-      () => ({ state: "Starting", engine_id: null, environment: null, started_at: null }),
+      () => ({
+        phase: "starting",
+        observed: "none",
+        engine_id: null,
+        environment: null,
+        started_at: null,
+      }),
     );
     // The action resumes at its step: the start's work runs again.
     const lines: string[] = [];

@@ -259,7 +259,7 @@ describe("volumes on redeploy", () => {
 });
 
 describe("observed state and actions", () => {
-  test("an observation read before an action wrote the container is dropped, never written over the action's state", async () => {
+  test("an observation read before an action wrote the container never replaces the action's state", async () => {
     const svc = await runningService(s, { name: "observed" });
     const [c] = await containersOf(s, svc);
     const { engine, id } = await engineContainer(s, c.resource_uri);
@@ -290,5 +290,25 @@ describe("observed state and actions", () => {
     );
     release();
     await until(s, c.resource_uri, "Stopped");
+  });
+
+  test("an observation made while an action holds the container shows the action's state, and is kept for when its phase ends", async () => {
+    const svc = await runningService(s, { name: "kept" });
+    const [c] = await containersOf(s, svc);
+    const uuid = uuidOf(c.resource_uri);
+    const { engine, id } = await engineContainer(s, c.resource_uri);
+    // An action takes the container (its prepare writes the phase), then the process exits.
+    await s.h.store.mutate("container", uuid, () => ({ phase: "starting" }));
+    engine.exitProcess(id, 3);
+    await waitFor("the process exits", async () => (await engine.inspectContainer(id))?.running === false);
+    const observed = await s.h.runtime.observe(uuid);
+    assert.equal(observed?.state, "Starting", "the action's state shows while it holds the container");
+    assert.equal(observed?.observed, "exited", "the engine's word is recorded all the same");
+    assert.equal((await container(c.resource_uri)).state, "Starting");
+    // The action ends its phase without asking the engine: what was observed shows.
+    await s.h.store.mutate("container", uuid, () => ({ phase: null }));
+    const after = await container(c.resource_uri);
+    assert.equal(after.state, "Stopped");
+    assert.equal(after.exit_code, 3);
   });
 });

@@ -166,7 +166,11 @@ const cases: Case[] = [
       const lbRow = (await s.services.findService(ids.lb))!;
       const rows = await s.services.insertContainers([
         newContainerRow(await webRow(s), ids.node, 2, NOW),
-        newContainerRow(lbRow, ids.node, 1, NOW, { state: "Running", private_ip: "10.9.0.9" }),
+        newContainerRow(lbRow, ids.node, 1, NOW, {
+          phase: null,
+          observed: "running",
+          private_ip: "10.9.0.9",
+        }),
       ]);
       containers.set("web-2", rows[0]!.uuid);
       containers.set("lb-1", rows[1]!.uuid);
@@ -224,7 +228,11 @@ const cases: Case[] = [
     // web-1 starts offering an address: lb's container, which links to web, changes with it.
     method: "ServiceStore.updateContainer",
     write: async (s) =>
-      s.services.updateContainer(await row(s, "web-1"), { state: "Running", private_ip: "10.9.0.1" }),
+      s.services.updateContainer(await row(s, "web-1"), {
+        phase: null,
+        observed: "running",
+        private_ip: "10.9.0.1",
+      }),
     entries: () => [
       e("container", "update", c("web-1"), "Running", webParents),
       e("container", "update", c("lb-1"), "Running", lbParents),
@@ -235,7 +243,7 @@ const cases: Case[] = [
     write: async (s) =>
       s.services.updateContainers([
         { row: await row(s, "web-1"), patch: { desired: "stopped" } },
-        { row: await row(s, "web-2"), patch: { state: "Running", private_ip: "10.9.0.2" } },
+        { row: await row(s, "web-2"), patch: { phase: null, observed: "running", private_ip: "10.9.0.2" } },
       ]),
     entries: () => [
       e("container", "update", c("web-1"), "Running", webParents),
@@ -247,7 +255,7 @@ const cases: Case[] = [
     method: "ServiceStore.patchContainers",
     write: (s) =>
       s.services.patchContainers([containers.get("web-1")!, containers.get("web-2")!], (r) =>
-        r.name === "web-1" ? { state: "Stopped" } : undefined,
+        r.name === "web-1" ? { observed: "exited" } : undefined,
       ),
     entries: () => [
       e("container", "update", c("web-1"), "Stopped", webParents),
@@ -319,7 +327,7 @@ const silent: Case[] = [
     method: "a patch that sets what is already there",
     write: async (s) => {
       const w = await row(s, "web-2");
-      await s.services.updateContainer(w, { state: w.state, private_ip: w.private_ip });
+      await s.services.updateContainer(w, { observed: w.observed, private_ip: w.private_ip });
       await s.nodes.updateNode((await s.nodes.findNode(ids.node))!, { state: "Terminated" });
     },
     entries: [],

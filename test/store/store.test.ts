@@ -217,8 +217,14 @@ for (const target of targets) {
           row: r,
           patch:
             i === 6
-              ? { state: "Stopped", exit_code: 1 }
-              : { state: "Running", engine_id: `e${i}`, started_at: now + i, exit_code: null },
+              ? { phase: null, observed: "exited" as const, exit_code: 1 }
+              : {
+                  phase: null,
+                  observed: "running" as const,
+                  engine_id: `e${i}`,
+                  started_at: now + i,
+                  exit_code: null,
+                },
         })),
       );
       assert.deepEqual(
@@ -233,7 +239,7 @@ for (const target of targets) {
       await assert.rejects(
         store.transaction((tx) =>
           tx.services.updateContainers(
-            rows.slice(0, 3).map((r) => ({ row: r, patch: { state: "Stopping" } })),
+            rows.slice(0, 3).map((r) => ({ row: r, patch: { phase: "stopping" as const } })),
           ),
         ),
         VersionConflict,
