@@ -298,7 +298,7 @@ describe("observed state and actions", () => {
     const uuid = uuidOf(c.resource_uri);
     const { engine, id } = await engineContainer(s, c.resource_uri);
     // An action takes the container (its prepare writes the phase), then the process exits.
-    await s.h.store.mutate("container", uuid, () => ({ phase: "starting" }));
+    await s.h.store.mutate("container", uuid, () => ({ phase: "starting" as const }));
     engine.exitProcess(id, 3);
     await waitFor("the process exits", async () => (await engine.inspectContainer(id))?.running === false);
     const observed = await s.h.runtime.observe(uuid);
