@@ -497,7 +497,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           bundle: new AgentBundle(path.join(config.dataDir, "agent", "berth-agent.mjs")),
         }),
       (a) => serviceRoutes(a, { store, actions, services, views, answers }),
-      (a) => stackRoutes(a, { store, actions, stacks }),
+      (a) => stackRoutes(a, { store, actions, stacks, answers }),
       (a) => triggerRoutes(a, { store, actions, triggers }),
       (a) => registryRoutes(a, { store, registries, webhookToken: nativeRegistry?.token }),
       (a) =>

@@ -38,8 +38,8 @@ export class StackService {
     this.views_ = new StackViews(d.store);
   }
 
-  view = (st: StackRow) => this.views_.view(st);
-  views = (rows: StackRow[]) => this.views_.views(rows);
+  view = (st: StackRow, read?: Set<string>) => this.views_.view(st, read);
+  views = (rows: StackRow[], read?: Set<string>) => this.views_.views(rows, read);
   get related() {
     return this.views_.related;
   }

@@ -11,14 +11,19 @@ import { live, stateOf } from "./state.ts";
 export class StackViews {
   constructor(private readonly store: Store) {}
 
-  async view(st: StackRow) {
-    return (await this.views([st]))[0]!;
+  async view(st: StackRow, read?: Set<string>) {
+    return (await this.views([st], read))[0]!;
   }
 
-  /** Views of a page of stacks: their services and those services' containers are read once for the page. */
-  async views(rows: StackRow[]) {
+  /**
+   * Views of a page of stacks: their services and those services' containers are read once for the
+   * page; `read` gets the namespace of every row read (api/answer-cache.ts).
+   */
+  async views(rows: StackRow[], read?: Set<string>) {
+    for (const st of rows) read?.add(st.namespace);
     const byStack = new Map<string, ServiceRow[]>();
     for (const s of await this.store.services.servicesOfStacks(rows.map((st) => st.uuid))) {
+      read?.add(s.namespace);
       const list = byStack.get(s.stack_uuid!);
       if (list) list.push(s);
       else byStack.set(s.stack_uuid!, [s]);
@@ -27,6 +32,7 @@ export class StackViews {
     const unsynchronized = new Set<string>();
     const versions = new Map(liveServices.map((s) => [s.uuid, s.spec_version]));
     for (const c of await this.store.services.containersOfServices(liveServices.map((s) => s.uuid))) {
+      read?.add(c.namespace);
       if (c.spec_version !== versions.get(c.service_uuid)) unsynchronized.add(c.service_uuid);
     }
     return rows.map((st) => {

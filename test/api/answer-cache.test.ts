@@ -260,6 +260,56 @@ describe("cached answers follow every row they were built from", () => {
     }
   });
 
+  test("a stack's answer follows its row, its services and their containers", async () => {
+    const res = await call(h, alice, "POST", "/api/app/v1/stack/", {
+      name: "st",
+      services: [
+        { name: "st-a", image: "busybox:local" },
+        { name: "st-b", image: "busybox:local" },
+      ],
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const stack = (await h.store.stacks.findStack(res.body.uuid))!;
+    const one = `/api/app/v1/stack/${stack.uuid}/`;
+    const list = "/api/app/v1/stack/?limit=10";
+    const pick = (url: string, r: { before: Json; after: Json }): [Json, Json] =>
+      url === one
+        ? [r.before, r.after]
+        : [
+            r.before.objects.find((o: Json) => o.uuid === stack.uuid),
+            r.after.objects.find((o: Json) => o.uuid === stack.uuid),
+          ];
+
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.stacks.findStack(u), stack);
+        await other.stacks.updateStack(current, { nickname: `${current.nickname}-x` });
+      });
+      const [b, a] = pick(url, r);
+      assert.equal(a.nickname, `${b.nickname}-x`);
+    }
+    const services = await h.store.services.servicesOfStack(stack.uuid);
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const s = (await other.services.servicesOfStack(stack.uuid)).find((x) => x.state !== "Terminated")!;
+        await other.services.insertContainer(
+          newContainerRow(s, node.uuid, 1, Date.now(), { spec_version: s.spec_version + 1 }),
+        );
+      });
+      const [b, a] = pick(url, r);
+      assert.equal(b.synchronized, url === one);
+      assert.equal(a.synchronized, false);
+      if (url === one) continue;
+      // Its services: one terminated leaves the stack's list of services.
+      const r2 = await afterChange(url, async () => {
+        const s = await fresh((u) => other.services.findService(u), services[1]!);
+        await other.services.updateService(s, { state: "Terminated", destroyed_at: Date.now() });
+      });
+      const [b2, a2] = pick(url, r2);
+      assert.equal(a2.services.length, b2.services.length - 1);
+    }
+  });
+
   test("a row of another namespace the answer reads is checked too", async () => {
     // A container on a node of another namespace: the first answer cannot be kept (its build read
     // a namespace it had not checked); the next one checks both and is kept.

@@ -10,6 +10,7 @@ import { stackUri } from "../../domain/uri.ts";
 import type { StackService } from "../../stacks/service.ts";
 import type { StackRow } from "../../store/stacks.ts";
 import type { Store } from "../../store/store.ts";
+import type { AnswerCache } from "../answer-cache.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
@@ -19,11 +20,19 @@ interface Deps {
   store: Store;
   actions: ActionEngine;
   stacks: StackService;
+  /** GET answers, kept while the change feed has not moved in their namespaces. */
+  answers: AnswerCache;
 }
 
 export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, actions, stacks } = deps;
+  const { store, actions, stacks, answers } = deps;
+  /** A GET's answer, cached by its namespace and `key` (api/answer-cache.ts). */
+  const answer = <T extends object>(
+    req: FastifyRequest,
+    key: string,
+    build: (read: Set<string>) => Promise<T>,
+  ) => answers.answer(`${namespaceOf(req)} ${key}`, namespaceOf(req), build);
   const tags = ["stacks"];
   // The top of a stack body is checked before its schema: a compose file's `version` or its
   // `services` mapping get a message saying what Berth takes instead.
@@ -63,16 +72,18 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
         const q = req.query;
         if (q.state !== undefined && !(STACK_STATES as string[]).includes(q.state))
           throw invalidField("state", `must be one of ${STACK_STATES.join(", ")}`);
-        const page = pageOf(q);
-        const { rows, total } = await store.stacks.listStacks({
-          namespace: ns,
-          uuid: q.uuid,
-          uuidPrefix: q.uuid__startswith,
-          name: q.name,
-          state: q.state,
-          ...page,
+        return answer(req, req.url, async (read) => {
+          const page = pageOf(q);
+          const { rows, total } = await store.stacks.listStacks({
+            namespace: ns,
+            uuid: q.uuid,
+            uuidPrefix: q.uuid__startswith,
+            name: q.name,
+            state: q.state,
+            ...page,
+          });
+          return envelope(req, page, total, await stacks.views(rows, read));
         });
-        return envelope(req, page, total, await stacks.views(rows));
       },
     );
     app.post(
@@ -104,7 +115,10 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
         config: { access: "namespace" },
         schema: { tags, summary: "Get a stack", params: UuidParams, response: { 200: StackView } },
       },
-      async (req) => stacks.view(await stackOf(req, req.params.uuid)),
+      async (req) =>
+        answer(req, `stack ${req.params.uuid}`, async (read) =>
+          stacks.view(await stackOf(req, req.params.uuid), read),
+        ),
     );
     app.patch(
       url,
