@@ -51,6 +51,7 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     const statements0 = b.platform.db.statements.count;
     const transactions0 = b.platform.db.statements.transactions;
     const profile = await startProfile(b, process.env.BERTH_BENCH_CPU_PROFILE, out);
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const actions: string[] = [];
     for (const uuid of services) {
@@ -78,6 +79,10 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
       await sleep(200);
     }
     const elapsedS = (performance.now() - t0) / 1000;
+    // CPU time of this process (Berth and the simulated engines): a figure a loaded machine
+    // disturbs far less than the elapsed time, which waits for the CPU when others hold it.
+    const cpu = process.cpuUsage(cpu0);
+    const cpuS = (cpu.user + cpu.system) / 1e6;
     await profile?.();
     // The store's work of the whole run (the bench's own polling included: a few statements a poll).
     const statements = b.platform.db.statements.count - statements0;
@@ -90,6 +95,9 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     );
     out(
       `  ${running} Running after ${elapsedS.toFixed(1)} s: ${Math.round(running / elapsedS)} placements/s; start calls answered in ${answeredMs.toFixed(0)} ms; actions: ${outcome || "none ended"}${ended.length < actions.length ? ` (cap of ${opts.capMs / 1000} s reached, ${actions.length - ended.length} still running)` : ""}`,
+    );
+    out(
+      `  CPU ${cpuS.toFixed(1)} s (${((cpuS * 1e6) / total).toFixed(0)} µs per container): ${Math.round(total / cpuS)} placements per CPU second`,
     );
     out(
       `  store: ${statements} SQL statements (${(statements / total).toFixed(2)} per container), ${transactions} transactions (${(transactions / total).toFixed(3)} per container)`,

@@ -66,12 +66,23 @@ export function exitCodeMessage(code: number | null | undefined): string | null 
  * its id, the environment it was created with and the link host entries it was given.
  */
 function engineRecord(c: ContainerRow, view: ContainerView): ContainerPatch {
-  const spec = JSON.parse(c.spec) as ServiceSpec;
   return {
     engine_id: view.id,
-    environment: JSON.stringify(environmentFromEngine(view.env, view.labels, spec.container_envvars)),
+    environment: JSON.stringify(environmentFromEngine(view.env, view.labels, envvarsOf(c.spec))),
     link_hosts: linkHostsFromEngine(view.labels),
   };
+}
+
+/**
+ * The variables a definition sets, parsed once for a burst of records deployed with the same
+ * definition (a service's containers), not once per record.
+ */
+let lastSpec: { json: string; envvars: ServiceSpec["container_envvars"] } | undefined;
+function envvarsOf(specJson: string): ServiceSpec["container_envvars"] {
+  if (lastSpec?.json !== specJson) {
+    lastSpec = { json: specJson, envvars: (JSON.parse(specJson) as ServiceSpec).container_envvars };
+  }
+  return lastSpec.envvars;
 }
 
 /** Records written in one transaction by ensureRunningMany, at most. */

@@ -76,6 +76,8 @@ export function demandOf(spec: ServiceSpec): Demand {
   };
 }
 
+type ContainerHead = Awaited<ReturnType<Store["services"]["containerHeadsOfService"]>>[number];
+
 /** Container operations in flight per action, over all of its nodes. */
 const ACTION_PARALLELISM = 32;
 
@@ -111,7 +113,7 @@ export class Orchestrator {
     uuid: string,
     opts: { keepTransitional?: boolean } = {},
   ): Promise<ServiceRow | undefined> {
-    const containers = await this.store.services.containersOfService(uuid);
+    const containers = await this.store.services.containerHeadsOfService(uuid);
     const now = this.d.clock.now();
     return this.store.mutate("service", uuid, (s) => {
       if (s.state === "Terminated") return undefined;
@@ -264,8 +266,9 @@ export class Orchestrator {
     if (shortfall?.length) throw new Error(shortfall.join("; "));
   }
 
-  private async liveContainers(serviceUuid: string): Promise<ContainerRow[]> {
-    return (await this.store.services.containersOfService(serviceUuid)).filter(
+  /** The service's live containers, without their definitions (those who work on them read them once, marking them). */
+  private async liveContainers(serviceUuid: string): Promise<ContainerHead[]> {
+    return (await this.store.services.containerHeadsOfService(serviceUuid)).filter(
       (c) => c.state !== "Terminated",
     );
   }
@@ -291,7 +294,7 @@ export class Orchestrator {
   }
 
   /** The records as marked, in the order listed, without those that ended meanwhile. */
-  private static liveOf(listed: ContainerRow[], marked: Map<string, ContainerRow>): ContainerRow[] {
+  private static liveOf(listed: ContainerHead[], marked: Map<string, ContainerRow>): ContainerRow[] {
     return listed.flatMap((c) => {
       const r = marked.get(c.uuid);
       return r && r.state !== "Terminated" ? [r] : [];
@@ -303,7 +306,7 @@ export class Orchestrator {
    * operation puts them in (the API shows it until their engine step ends it).
    */
   private async markDesired(
-    containers: ContainerRow[],
+    containers: ContainerHead[],
     desired: string,
     phase?: ContainerPhase,
   ): Promise<Map<string, ContainerRow>> {
@@ -428,25 +431,35 @@ export class Orchestrator {
 
   /**
    * The operation is over: containers a failed or canceled step left in a phase are observed
-   * again and their phase ends, then the service settles.
+   * again and their phase ends, then the service settles. (The others hold what their engines
+   * answered last, which the engine watcher and the reconciler keep so: asking every engine again
+   * would cost a call per container.)
    */
   private async settleAfter(serviceUuid: string, log?: Log): Promise<void> {
-    const observed = await this.d.runtime.observeMany(await this.liveContainers(serviceUuid), {
-      perNode: this.parallel().perNode,
-    });
+    const live = await this.liveContainers(serviceUuid);
+    const observed = await this.d.runtime.observeMany(
+      await this.store.services.containersByUuid(live.filter((c) => c.phase !== null).map((c) => c.uuid)),
+      { perNode: this.parallel().perNode },
+    );
     // Never created on its engine (its image could not be pulled, its node refused it): no record
     // is kept of a container that never ran; the service's state follows from the others.
     const never = new Set(
-      [...observed.values()].filter((r) => r.state !== "Terminated" && !r.engine_id).map((r) => r.uuid),
+      live
+        .map((c) => observed.get(c.uuid) ?? c)
+        .filter((r) => r.state !== "Terminated" && !r.engine_id)
+        .map((r) => r.uuid),
     );
     const now = this.d.clock.now();
-    const ended = await this.store.services.patchContainers([...observed.keys()], (r) => {
-      if (r.destroyed_at !== null) return undefined;
-      if (never.has(r.uuid) && !r.engine_id) {
-        return { phase: null, desired: "terminated", destroyed_at: now };
-      }
-      return r.phase !== null ? { phase: null } : undefined;
-    });
+    const ended = await this.store.services.patchContainers(
+      [...new Set([...observed.keys(), ...never])],
+      (r) => {
+        if (r.destroyed_at !== null) return undefined;
+        if (never.has(r.uuid) && !r.engine_id) {
+          return { phase: null, desired: "terminated", destroyed_at: now };
+        }
+        return r.phase !== null ? { phase: null } : undefined;
+      },
+    );
     for (const uuid of never) {
       const r = ended.get(uuid);
       if (r?.state === "Terminated")

@@ -449,6 +449,19 @@ export class ServiceStore {
       .execute();
   }
 
+  /**
+   * A service's containers (any state) without their definitions and environments, in number
+   * order: what settling the service's state and choosing which of its containers to work on need.
+   */
+  async containerHeadsOfService(serviceUuid: string) {
+    return this.s.db
+      .selectFrom("containers")
+      .select(["uuid", "node_uuid", "name", "number", "state", "phase", "desired", "engine_id"])
+      .where("service_uuid", "=", serviceUuid)
+      .orderBy("number")
+      .execute();
+  }
+
   /** Containers that are not Terminated, optionally of one node or namespace. */
   async liveContainers(filter: { node?: string; namespace?: string } = {}): Promise<ContainerRow[]> {
     let q = this.s.db.selectFrom("containers").selectAll().where("state", "!=", "Terminated");
