@@ -78,6 +78,9 @@ export function demandOf(spec: ServiceSpec): Demand {
 
 type ContainerHead = Awaited<ReturnType<Store["services"]["containerHeadsOfService"]>>[number];
 
+/** The states a container in an action's phase shows (domain/states.ts containerState). */
+const IN_PHASE_STATES = new Set<string>(["Starting", "Stopping", "Terminating"]);
+
 /** Container operations in flight per action, over all of its nodes. */
 const ACTION_PARALLELISM = 32;
 
@@ -438,7 +441,10 @@ export class Orchestrator {
   private async settleAfter(serviceUuid: string, log?: Log): Promise<void> {
     const live = await this.liveContainers(serviceUuid);
     const observed = await this.d.runtime.observeMany(
-      await this.store.services.containersByUuid(live.filter((c) => c.phase !== null).map((c) => c.uuid)),
+      // A container in a phase shows its phase's state (a restarting one shows Starting too).
+      await this.store.services.containersByUuid(
+        live.filter((c) => IN_PHASE_STATES.has(c.state)).map((c) => c.uuid),
+      ),
       { perNode: this.parallel().perNode },
     );
     // Never created on its engine (its image could not be pulled, its node refused it): no record

@@ -452,11 +452,13 @@ export class ServiceStore {
   /**
    * A service's containers (any state) without their definitions and environments, in number
    * order: what settling the service's state and choosing which of its containers to work on need.
+   * Only columns stored before the definition: SQLite reads a later one (phase, environment…)
+   * through the row's overflow pages, which costs as much as reading the whole record.
    */
   async containerHeadsOfService(serviceUuid: string) {
     return this.s.db
       .selectFrom("containers")
-      .select(["uuid", "node_uuid", "name", "number", "state", "phase", "desired", "engine_id"])
+      .select(["uuid", "node_uuid", "name", "number", "state", "desired", "engine_id"])
       .where("service_uuid", "=", serviceUuid)
       .orderBy("number")
       .execute();
