@@ -62,7 +62,7 @@ describe("starting a service of many containers", () => {
     what: string,
     small: { statements: number; transactions: number },
     large: { statements: number; transactions: number },
-    opts: { statements: boolean } = { statements: true },
+    opts: { statements?: boolean; transactions?: number } = {},
   ) {
     const extra = 72 - 8;
     const statements = (large.statements - small.statements) / extra;
@@ -70,11 +70,11 @@ describe("starting a service of many containers", () => {
     // Before batching: about 29 statements and 2 transactions per container; now under 2 and
     // one transaction per batch of containers in flight (bounds with room for a loaded machine).
     assert.ok(
-      transactions <= 0.5,
+      transactions <= (opts.transactions ?? 0.5),
       `${what}: each extra container cost ${transactions.toFixed(2)} transactions (${small.transactions} for 8, ${large.transactions} for 72)`,
     );
     assert.ok(
-      !opts.statements || statements <= 4,
+      opts.statements === false || statements <= 4,
       `${what}: each extra container cost ${statements.toFixed(2)} statements (${small.statements} for 8, ${large.statements} for 72)`,
     );
   }
@@ -86,8 +86,12 @@ describe("starting a service of many containers", () => {
   test("so does redeploying it", async () => {
     const redeploy = async (n: number) => cost(`${made.get(n)!.resource_uri}redeploy/`, "POST");
     // Each old engine container is stopped before its new one is made (the stop timeout again):
-    // only transactions are compared, as for a stop below.
-    assertPerContainer("redeploy", await redeploy(8), await redeploy(72), { statements: false });
+    // only transactions are compared, as for a stop below. A redeploy records each container twice
+    // (moved, then done): unbatched that is 2 transactions a container; 0.59 was seen at load 16.
+    assertPerContainer("redeploy", await redeploy(8), await redeploy(72), {
+      statements: false,
+      transactions: 1,
+    });
   });
 
   test("so do stopping and terminating it", async () => {
