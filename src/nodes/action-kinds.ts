@@ -106,7 +106,7 @@ function scale({ store, clusters }: NodeActionKindsOptions): ActionKind<ScalePar
             const doomed = order.slice(0, live.length - target);
             await ctx.log(`Removing ${doomed.length} node(s) to reach ${target}`);
             for (const n of doomed) {
-              await store.mutate("node", n.uuid, () => ({ state: "Terminating" }));
+              await store.mutate("node", n.uuid, () => ({ phase: "terminating" as const }));
               await clusters.terminateNode(ctx, n.uuid);
             }
           }
@@ -129,7 +129,7 @@ function terminateCluster({ store, clusters, clock }: NodeActionKindsOptions): A
       await tx.nodes.updateCluster(c, { state: "Terminating" });
       for (const n of await tx.nodes.nodesOfCluster(c.uuid)) {
         if (n.state === "Terminated") continue;
-        await tx.nodes.updateNode(n, { state: "Terminating" });
+        await tx.nodes.updateNode(n, { phase: "terminating" });
       }
     },
     steps: [
@@ -166,7 +166,7 @@ function terminateNode({ store, probe, clusters }: NodeActionKindsOptions): Acti
     prepare: async (tx, { node }) => {
       const n = await getNode(tx, node);
       assertAllowed(NODE_OPERATIONS, `node ${n.nickname || n.uuid}`, n.state as NodeState, "terminate");
-      await tx.nodes.updateNode(n, { state: "Terminating" });
+      await tx.nodes.updateNode(n, { phase: "terminating" });
     },
     steps: [
       {
@@ -178,8 +178,9 @@ function terminateNode({ store, probe, clusters }: NodeActionKindsOptions): Acti
     finish: async (ctx, outcome) => {
       const n = await store.nodes.findNode(ctx.params.node);
       if (!n) return;
-      if (n.state === "Terminating") {
-        await store.mutate("node", n.uuid, () => ({ state: "Deployed" }));
+      if (n.phase === "terminating" && n.destroyed_at === null) {
+        // The terminate failed: its phase ends, and the node shows what a probe finds.
+        await store.mutate("node", n.uuid, () => ({ phase: null }));
         await probe.probe(n.uuid, { immediate: true });
       }
       if (n.cluster_uuid) {
@@ -217,7 +218,7 @@ function upgradeEngine({ store, probe, clusters }: NodeActionKindsOptions): Acti
           "not_managed",
         );
       }
-      await tx.nodes.updateNode(n, { state: "Upgrading" });
+      await tx.nodes.updateNode(n, { phase: "upgrading" });
     },
     steps: [
       {
@@ -233,7 +234,7 @@ function upgradeEngine({ store, probe, clusters }: NodeActionKindsOptions): Acti
     ],
     finish: async (ctx) => {
       await store.mutate("node", ctx.params.node, (n) =>
-        n.state === "Upgrading" ? { state: "Deployed" } : undefined,
+        n.phase === "upgrading" ? { phase: null } : undefined,
       );
       await probe.probe(ctx.params.node, { immediate: true });
     },

@@ -169,7 +169,7 @@ export class AgentNodes {
           provider: "byon",
           region: "/api/infra/v1/region/byon/byon/",
           node_type: "/api/infra/v1/nodetype/byon/byon/",
-          state: "Deploying",
+          phase: "deploying",
           nickname: input.nickname || input.facts.name || nodeFqdn(uuid, t.namespace),
           engine_url: `${TUNNEL_SCHEME}${uuid}`,
           engine_id: input.facts.id,

@@ -60,7 +60,7 @@ export class AttachedEngines {
         provider: "byon",
         region: "/api/infra/v1/region/byon/byon/",
         node_type: "/api/infra/v1/nodetype/byon/byon/",
-        state: "Deployed",
+        phase: null,
         nickname: input.nickname ?? info.name ?? nodeFqdn(uuid, namespace),
         engine_url: input.engine_url,
         engine_tls: tlsJson,

@@ -149,7 +149,7 @@ export class NodeClusters {
         region: c.region,
         node_type: c.node_type,
         availability_zone: zone ? `/api/infra/v1/az/${c.provider}/${region}/${zone}/` : null,
-        state: "Deploying",
+        phase: "deploying",
         disk: c.disk ?? 0,
         slot,
         tags: c.tags,
@@ -172,7 +172,9 @@ export class NodeClusters {
         await this.o.store.mutate("node", node.uuid, () => ({
           ...p,
           ...engineFields(info, now),
-          state: "Deployed",
+          // The deploy ends its phase with what it just saw: the engine answers.
+          phase: null,
+          observed: "reachable" as const,
           deployed_at: now,
         }));
         await ctx.log(
@@ -201,16 +203,19 @@ export class NodeClusters {
     if (!node || node.state === "Terminated") return;
     await this.provisioner(node.provider).terminateNode({ node, log: ctx.log, signal: ctx.signal });
     const now = this.o.clock.now();
-    await this.o.store.mutate("node", uuid, () => ({ state: "Terminated", destroyed_at: now }));
+    await this.o.store.mutate("node", uuid, () => ({ phase: null, destroyed_at: now }));
     await ctx.log(`Node ${uuid} is Terminated`);
   }
 
-  /** After an operation ends: nodes left mid-way get a truthful state, and the cluster is derived from them. */
+  /**
+   * After an operation ends: nodes left mid-way end their phase (and are probed again, or cleaned
+   * up when they never got an engine), and the cluster is derived from them.
+   */
   async settle(ctx: WorkContext, clusterUuid: string): Promise<void> {
     for (const n of await this.store.nodes.nodesOfCluster(clusterUuid)) {
       if (n.state === "Deploying" || n.state === "Terminating" || n.state === "Upgrading") {
         if (n.engine_url) {
-          await this.o.store.mutate("node", n.uuid, () => ({ state: "Deployed" }));
+          await this.o.store.mutate("node", n.uuid, () => ({ phase: null }));
           await this.o.probe.probe(n.uuid, { immediate: true });
         } else {
           await this.terminateNode(ctx, n.uuid).catch(async (err) => {

@@ -67,7 +67,9 @@ export class NodeProbe {
     const node = await this.o.store.nodes.findNode(uuid);
     if (!node?.engine_url) return node;
     const now = this.o.clock.now();
-    // An agent's node is Deploying until Berth first reaches its engine through the tunnel.
+    // An agent's node is Deploying until Berth first reaches its engine through the tunnel. It
+    // joins without an action, so the probe's first verdict ends its deploying phase (the one
+    // phase a health check writes).
     const joining = (n: NodeRow) => n.state === "Deploying" && n.engine_url.startsWith("tunnel://");
     try {
       const info = await this.engineInfo(node);
@@ -75,7 +77,8 @@ export class NodeProbe {
         if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
         return {
           ...engineFields(info, now),
-          state: "Deployed",
+          observed: "reachable" as const,
+          ...(joining(n) ? { phase: null } : {}),
           ...(n.deployed_at === null ? { deployed_at: now } : {}),
         };
       });
@@ -86,7 +89,13 @@ export class NodeProbe {
         const since = n.unreachable_since ?? now;
         const silentSince = Math.max(n.last_seen ?? since, this.listeningSince);
         const lapsed = opts.immediate || now - silentSince >= this.o.unreachableGraceMs;
-        return lapsed ? { state: "Unreachable", unreachable_since: since } : { unreachable_since: since };
+        if (!lapsed) return { unreachable_since: since };
+        // A joining agent's node whose engine went silent is no longer being brought up.
+        return {
+          observed: "unreachable" as const,
+          unreachable_since: since,
+          ...(joining(n) ? { phase: null } : {}),
+        };
       });
     }
   }

@@ -21,11 +21,12 @@ export const nodeFqdn = (uuid: string, namespace: string) =>
 /**
  * A new node row: no engine facts, no lifecycle times, no tags and the FQDN as nickname until
  * `fields` say otherwise (clusters' nodes, attached engines and agent nodes all start here).
+ * `phase` is "deploying" for a node still being brought up, null for one whose engine answered.
  */
 export function newNodeRow(
   fields: Pick<
     NewNode,
-    "uuid" | "namespace" | "cluster_uuid" | "provider" | "region" | "node_type" | "state" | "created"
+    "uuid" | "namespace" | "cluster_uuid" | "provider" | "region" | "node_type" | "phase" | "created"
   > &
     Partial<NewNode>,
 ): NewNode {
@@ -51,6 +52,7 @@ export function newNodeRow(
     unreachable_since: null,
     deployed_at: null,
     destroyed_at: null,
+    observed: "reachable",
     tags: "[]",
     ...fields,
   };

@@ -2,12 +2,13 @@
 // writer: actions write a container's or node's `phase`, the runtime and health checks its
 // `observed`, and only the store computes the `state` the API shows (domain/states.ts), which
 // stays a stored column so that list filters, indexes and the change feed keep working.
-import { containerState } from "../domain/states.ts";
+import { containerState, nodeState } from "../domain/states.ts";
 import type { FeedRows, FeedType } from "./feed.ts";
+import type { NodeRow } from "./nodes.ts";
 import type { ContainerRow } from "./services.ts";
 
 /** The derived columns of each type: no write method accepts them from a caller. */
-export type DerivedColumn<K extends FeedType> = K extends "container" ? "state" : never;
+export type DerivedColumn<K extends FeedType> = K extends "container" | "node" ? "state" : never;
 
 /** Rules out a derived column even in a value typed as the whole row (`state?: never`). */
 type WithoutDerived<K extends FeedType> = { [P in DerivedColumn<K>]?: never };
@@ -27,6 +28,10 @@ export function derivedColumns<K extends FeedType>(
   if (type === "container") {
     const c = row as unknown as Pick<ContainerRow, "phase" | "observed" | "destroyed_at">;
     return { state: containerState(c) } as Partial<FeedRows[K]>;
+  }
+  if (type === "node") {
+    const n = row as unknown as Pick<NodeRow, "phase" | "observed" | "destroyed_at">;
+    return { state: nodeState(n) } as Partial<FeedRows[K]>;
   }
   return {};
 }

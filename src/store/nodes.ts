@@ -1,4 +1,5 @@
 // Queries of node clusters and nodes.
+import type { NewRow, Patch } from "./derived.ts";
 import type { NodeClusterTable, NodeTable } from "./schema.ts";
 import { chunks } from "./services.ts";
 import type { Store } from "./store.ts";
@@ -6,7 +7,10 @@ import type { Store } from "./store.ts";
 export type ClusterRow = Omit<NodeClusterTable, "id"> & { id: number };
 export type NodeRow = Omit<NodeTable, "id"> & { id: number };
 export type NewCluster = Omit<ClusterRow, "id" | "version">;
-export type NewNode = Omit<NodeRow, "id" | "version">;
+/** A new node: its `state` is derived by the store (derived.ts). */
+export type NewNode = NewRow<"node">;
+/** A change of a node: node actions write `phase`, health checks `observed`, never `state`. */
+export type NodePatch = Patch<"node">;
 
 export interface ClusterQuery {
   namespace: string;
@@ -85,7 +89,7 @@ export class NodeStore {
   }
 
   /** Optimistic update with its change-feed entry (`Store.updateRow`). */
-  async updateNode(n: NodeRow, patch: Partial<NodeRow>): Promise<NodeRow> {
+  async updateNode(n: NodeRow, patch: NodePatch): Promise<NodeRow> {
     return this.s.updateRow("node", n, patch);
   }
 

@@ -1,7 +1,7 @@
 // Row types of the database. Timestamps are epoch milliseconds; booleans are 0/1 and
 // JSON values are text, so that every query works the same on SQLite and PostgreSQL.
 import type { Generated } from "kysely";
-import type { ContainerObserved, ContainerPhase } from "../domain/states.ts";
+import type { ContainerObserved, ContainerPhase, NodeObserved, NodePhase } from "../domain/states.ts";
 
 export interface NamespaceTable {
   name: string;
@@ -154,7 +154,15 @@ export interface NodeTable {
   region: string;
   node_type: string;
   availability_zone: string | null;
+  /**
+   * The state the API shows, derived by the store from phase, observed and destroyed_at
+   * (domain/states.ts `nodeState`) on every write; no caller writes it.
+   */
   state: string;
+  /** The operation a node action is carrying out (null: none); written only by node actions. */
+  phase: NodePhase | null;
+  /** Whether the node's engine answered when last asked; written only by health checks and deploys. */
+  observed: NodeObserved;
   external_fqdn: string;
   nickname: string;
   /** How Berth reaches the engine: unix:///…, tcp://host:port, or fake://<uuid> for simulated nodes. */

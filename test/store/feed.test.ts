@@ -118,7 +118,7 @@ const cases: Case[] = [
           provider: "sim",
           region: "r",
           node_type: "t",
-          state: "Deploying",
+          phase: "deploying",
           created: NOW,
         }),
       ),
@@ -211,7 +211,7 @@ const cases: Case[] = [
   },
   {
     method: "NodeStore.updateNode",
-    write: async (s) => s.nodes.updateNode((await s.nodes.findNode(ids.node))!, { state: "Deployed" }),
+    write: async (s) => s.nodes.updateNode((await s.nodes.findNode(ids.node))!, { phase: null }),
     entries: [e("node", "update", node, "Deployed", [cluster])],
   },
   {
@@ -275,7 +275,7 @@ const cases: Case[] = [
       await s.mutate("stack", ids.stack, () => ({ state: "Running" }));
       await s.mutate("nodecluster", ids.cluster, () => ({ state: "Deployed" }));
       await s.mutate("action", ids.action, () => ({ state: "Success", end_date: NOW }));
-      await s.mutate("node", ids.node, () => ({ state: "Terminated" }));
+      await s.mutate("node", ids.node, () => ({ destroyed_at: NOW }));
     },
     entries: () => [
       e("service", "update", web, "Running", [stack]),
@@ -328,7 +328,8 @@ const silent: Case[] = [
     write: async (s) => {
       const w = await row(s, "web-2");
       await s.services.updateContainer(w, { observed: w.observed, private_ip: w.private_ip });
-      await s.nodes.updateNode((await s.nodes.findNode(ids.node))!, { state: "Terminated" });
+      const n = (await s.nodes.findNode(ids.node))!;
+      await s.nodes.updateNode(n, { destroyed_at: n.destroyed_at });
     },
     entries: [],
   },

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { VersionConflict } from "../../src/domain/errors.ts";
+import { newNodeRow } from "../../src/nodes/records.ts";
 import { type Db, openDatabase } from "../../src/store/db.ts";
 import { migrateToLatest } from "../../src/store/migrations.ts";
 import { newContainerRow } from "../../src/store/services.ts";
@@ -248,6 +249,47 @@ for (const target of targets) {
         (await store.services.containersByUuid(["batch-0", "batch-1", "batch-2"])).map((r) => r.state),
         ["Running", "Running", "Running"],
       );
+    });
+
+    test("the store derives a container's and a node's state from phase, observed and destroyed_at on every write", async () => {
+      const svc = { namespace: "derivens", uuid: "derive-svc", name: "web", spec: "{}", spec_version: 1 };
+      const [a, b] = await store.services.insertContainers([
+        newContainerRow(svc, "node-x", 1, 1, { uuid: "derive-a" }),
+        newContainerRow(svc, "node-x", 2, 1, { uuid: "derive-b", phase: null, observed: "running" }),
+      ]);
+      assert.deepEqual([a!.state, b!.state], ["Starting", "Running"], "insertRows");
+      // The engine says it runs while the action still holds it: the action's state shows.
+      const seen = await store.services.updateContainer(a!, { observed: "running" });
+      assert.equal(seen.state, "Starting", "updateRow");
+      const ended = await store.mutate("container", "derive-a", () => ({ phase: null }));
+      assert.equal(ended?.state, "Running", "mutate");
+      const [stopping, exited] = await store.services.updateContainers([
+        { row: ended!, patch: { phase: "stopping" } },
+        { row: (await store.services.findContainer("derive-b"))!, patch: { observed: "exited" } },
+      ]);
+      assert.deepEqual([stopping!.state, exited!.state], ["Stopping", "Stopped"], "updateContainers");
+      const gone = await store.services.patchContainers(["derive-a"], () => ({ destroyed_at: 2 }));
+      assert.equal(gone.get("derive-a")?.state, "Terminated", "patchContainers");
+
+      const node = await store.nodes.insertNode(
+        newNodeRow({
+          uuid: "derive-node",
+          namespace: "derivens",
+          cluster_uuid: null,
+          provider: "sim",
+          region: "r",
+          node_type: "t",
+          phase: "deploying",
+          created: 1,
+        }),
+      );
+      assert.equal(node.state, "Deploying");
+      const deployed = await store.nodes.updateNode(node, { phase: null });
+      assert.equal(deployed.state, "Deployed");
+      const silent = await store.mutate("node", node.uuid, () => ({ observed: "unreachable" as const }));
+      assert.equal(silent?.state, "Unreachable");
+      const terminated = await store.mutate("node", node.uuid, () => ({ destroyed_at: 3 }));
+      assert.equal(terminated?.state, "Terminated");
     });
   });
 }

@@ -18,7 +18,7 @@ import type { NodeClusters } from "../../nodes/clusters.ts";
 import type { NodeProbe } from "../../nodes/probe.ts";
 import { tagNames } from "../../nodes/records.ts";
 import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
-import type { ClusterRow, NodeRow } from "../../store/nodes.ts";
+import type { ClusterRow, NodePatch as NodeRecordPatch, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
 import { ENGINE_UPGRADE_ALIASES, withNodeAliases } from "../compat.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
@@ -352,7 +352,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const n = await nodeOf(req, req.params.uuid);
         const body = req.body;
-        const patch: Partial<NodeRow> = {};
+        const patch: NodeRecordPatch = {};
         if (body.nickname !== undefined) patch.nickname = body.nickname || n.external_fqdn;
         if (body.tags !== undefined) patch.tags = JSON.stringify(tagNames(body.tags));
         const r = await store.mutate("node", n.uuid, () => (Object.keys(patch).length ? patch : undefined));
