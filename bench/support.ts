@@ -12,6 +12,7 @@ import { loadConfig } from "../src/config/index.ts";
 import { assemblePlatform, type Platform } from "../src/platform.ts";
 import type { NodeRow } from "../src/store/nodes.ts";
 import { newContainerRow } from "../src/store/services.ts";
+import { fakeEngineNodeRow } from "../test/support/rows.ts";
 
 export const ADMIN_KEY = "bench-admin-key-0123456789abcdef";
 export const ADMIN_AUTH = `Basic ${Buffer.from(`admin:${ADMIN_KEY}`).toString("base64")}`;
@@ -93,41 +94,15 @@ export async function seedNodes(b: Bench, namespace: string, count: number): Pro
   for (let start = 0; start < count; start += 500) {
     await b.platform.store.transaction(async (tx) => {
       for (let i = start; i < Math.min(count, start + 500); i++) {
-        const uuid = randomUUID();
-        const fqdn = `${uuid.slice(0, 8)}.${namespace}.node.berth.internal`;
         out.push(
-          await tx.nodes.insertNode({
-            uuid,
-            namespace,
-            cluster_uuid: null,
-            provider: "aws",
-            region: "/api/infra/v1/region/aws/us-east-1/",
-            node_type: AWS_TYPE,
-            availability_zone: null,
-            phase: null,
-            observed: "reachable",
-            external_fqdn: fqdn,
-            nickname: fqdn,
-            engine_url: `fake://${uuid}`,
-            engine_tls: null,
-            engine_id: uuid,
-            engine_execdriver: "native",
-            engine_graphdriver: "overlay2",
-            engine_version: "27.0.0",
-            cpu: 1,
-            memory: 1024,
-            disk: 8,
-            public_ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
-            tunnel: null,
-            private_subnet: "",
-            slot: i,
-            last_seen: now,
-            unreachable_since: null,
-            deployed_at: now,
-            destroyed_at: null,
-            tags: JSON.stringify(["bench"]),
-            created: now,
-          }),
+          await tx.nodes.insertNode(
+            fakeEngineNodeRow(namespace, now, {
+              node_type: AWS_TYPE,
+              public_ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+              slot: i,
+              tags: JSON.stringify(["bench"]),
+            }),
+          ),
         );
       }
     });

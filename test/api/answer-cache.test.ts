@@ -10,6 +10,7 @@ import type { NodeRow } from "../../src/store/nodes.ts";
 import { type ContainerRow, newContainerRow, type ServiceRow } from "../../src/store/services.ts";
 import { Store } from "../../src/store/store.ts";
 import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { fakeEngineNodeRow } from "../support/rows.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON.
 type Json = any;
@@ -25,40 +26,7 @@ describe("cached answers follow every row they were built from", () => {
   let bob: Caller;
 
   async function addNode(namespace: string): Promise<NodeRow> {
-    const uuid = randomUUID();
-    const now = Date.now();
-    return h.store.nodes.insertNode({
-      uuid,
-      namespace,
-      cluster_uuid: null,
-      provider: "aws",
-      region: "/api/infra/v1/region/aws/us-east-1/",
-      node_type: "/api/infra/v1/nodetype/aws/t2.micro/",
-      availability_zone: null,
-      phase: null,
-      observed: "reachable",
-      external_fqdn: `${uuid.slice(0, 8)}.${namespace}.node.berth.internal`,
-      nickname: uuid.slice(0, 8),
-      engine_url: `fake://${uuid}`,
-      engine_tls: null,
-      engine_id: uuid,
-      engine_execdriver: "native",
-      engine_graphdriver: "overlay2",
-      engine_version: "27.0.0",
-      cpu: 1,
-      memory: 1024,
-      disk: 8,
-      public_ip: "10.9.0.1",
-      tunnel: null,
-      private_subnet: "",
-      slot: 0,
-      last_seen: now,
-      unreachable_since: null,
-      deployed_at: now,
-      destroyed_at: null,
-      tags: "[]",
-      created: now,
-    });
+    return h.store.nodes.insertNode(fakeEngineNodeRow(namespace, Date.now()));
   }
 
   async function addService(name: string, extra: Record<string, unknown> = {}): Promise<ServiceRow> {

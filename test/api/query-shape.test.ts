@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import type { NodeRow } from "../../src/store/nodes.ts";
 import { newContainerRow } from "../../src/store/services.ts";
 import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { fakeEngineNodeRow } from "../support/rows.ts";
 
 describe("statements per request", () => {
   let h: Harness;
@@ -20,40 +21,14 @@ describe("statements per request", () => {
     const now = Date.now();
     await h.store.transaction(async (tx) => {
       for (let i = 0; i < count; i++) {
-        const uuid = randomUUID();
         nodes.push(
-          await tx.nodes.insertNode({
-            uuid,
-            namespace: "alice",
-            cluster_uuid: null,
-            provider: "aws",
-            region: "/api/infra/v1/region/aws/us-east-1/",
-            node_type: "/api/infra/v1/nodetype/aws/t2.micro/",
-            availability_zone: null,
-            phase: null,
-            observed: "reachable",
-            external_fqdn: `${uuid.slice(0, 8)}.alice.node.berth.internal`,
-            nickname: `n-${nodes.length}`,
-            engine_url: `fake://${uuid}`,
-            engine_tls: null,
-            engine_id: uuid,
-            engine_execdriver: "native",
-            engine_graphdriver: "overlay2",
-            engine_version: "27.0.0",
-            cpu: 1,
-            memory: 1024,
-            disk: 8,
-            public_ip: `10.9.0.${nodes.length + 1}`,
-            tunnel: null,
-            private_subnet: "",
-            slot: nodes.length,
-            last_seen: now,
-            unreachable_since: null,
-            deployed_at: now,
-            destroyed_at: null,
-            tags: "[]",
-            created: now,
-          }),
+          await tx.nodes.insertNode(
+            fakeEngineNodeRow("alice", now, {
+              nickname: `n-${nodes.length}`,
+              public_ip: `10.9.0.${nodes.length + 1}`,
+              slot: nodes.length,
+            }),
+          ),
         );
       }
     });
