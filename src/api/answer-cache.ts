@@ -13,7 +13,9 @@
 //
 // test/api/answer-cache.test.ts changes each kind of row a view reads, through another store on the
 // same database, and fails when the cached answer is served stale.
+import type { FastifyRequest } from "fastify";
 import type { Store } from "../store/store.ts";
+import { namespaceOf } from "./namespaces.ts";
 import { madeJson, serializeOpen } from "./serialize.ts";
 
 interface Entry {
@@ -95,6 +97,16 @@ export class AnswerCache {
     } finally {
       if (this.building.get(key)?.answer === answer) this.building.delete(key);
     }
+  }
+
+  /** The answer of a GET route under `key` in the namespace the request addresses (see `answer`). */
+  forRequest<T extends object>(
+    req: FastifyRequest,
+    key: string,
+    build: (read: Set<string>) => Promise<T>,
+  ): Promise<T> {
+    const namespace = namespaceOf(req);
+    return this.answer(`${namespace} ${key}`, namespace, build);
   }
 
   private async build<T extends object>(

@@ -9,7 +9,7 @@ import { openDatabase } from "../../src/store/db.ts";
 import type { NodeRow } from "../../src/store/nodes.ts";
 import { type ContainerRow, newContainerRow, type ServiceRow } from "../../src/store/services.ts";
 import { Store } from "../../src/store/store.ts";
-import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { type Caller, call, createUser, type Harness, quiesce, startHarness } from "../support/harness.ts";
 import { fakeEngineNodeRow } from "../support/rows.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON.
@@ -77,11 +77,7 @@ describe("cached answers follow every row they were built from", () => {
     alice = await createUser(h, "alice");
     bob = await createUser(h, "bob");
     h.identity.cacheTtlMs = 600_000;
-    h.reconciler.stop();
-    h.stacks.stop();
-    h.health.stop();
-    await h.actions.stop();
-    await h.coordinator?.stop();
+    await quiesce(h);
     const db = openDatabase(h.config.databaseUrl);
     other = new Store(db.kysely, db.dialect);
     closeOther = () => db.close();

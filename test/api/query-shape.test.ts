@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { NodeRow } from "../../src/store/nodes.ts";
 import { newContainerRow } from "../../src/store/services.ts";
-import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { type Caller, call, createUser, type Harness, quiesce, startHarness } from "../support/harness.ts";
 import { fakeEngineNodeRow } from "../support/rows.ts";
 
 describe("statements per request", () => {
@@ -108,12 +108,8 @@ describe("statements per request", () => {
     // Only the requests measured run statements.
     // Authentication stays cached however slow the machine is (its TTL is not what is measured).
     h.identity.cacheTtlMs = 600_000;
-    h.reconciler.stop();
-    h.stacks.stop();
-    h.health.stop();
-    await h.actions.stop();
     // On PostgreSQL the replica heartbeat runs statements of its own on a timer and on node changes.
-    await h.coordinator?.stop();
+    await quiesce(h);
     // What is measured is the cost of building an answer, not of serving a cached one (below).
     h.answers.enabled = false;
     await addNodes(3);

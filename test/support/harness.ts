@@ -99,6 +99,18 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   });
 }
 
+/**
+ * Stops every background worker (reconciler, stack follower, health checks, action queue, replica
+ * heartbeat), so that only the requests a test makes run statements.
+ */
+export async function quiesce(h: Harness): Promise<void> {
+  h.reconciler.stop();
+  h.stacks.stop();
+  h.health.stop();
+  await h.actions.stop();
+  await h.coordinator?.stop();
+}
+
 /** Creates a user (through the API, as the admin) and an API key for it. */
 export async function createUser(h: Harness, username: string): Promise<Caller> {
   const password = `${username}-password`;

@@ -53,12 +53,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     ownObject(req, await store.services.findService(uuid), "service", serviceUri);
   const containerOf = async (req: FastifyRequest, uuid: string): Promise<ContainerRow> =>
     ownObject(req, await store.services.findContainer(uuid), "container", containerUri);
-  /** A GET's answer, cached by its namespace and `key` (api/answer-cache.ts). */
-  const answer = <T extends object>(
-    req: FastifyRequest,
-    key: string,
-    build: (read: Set<string>) => Promise<T>,
-  ) => answers.answer(`${namespaceOf(req)} ${key}`, namespaceOf(req), build);
+  const answer = answers.forRequest.bind(answers);
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
 

@@ -27,12 +27,7 @@ interface Deps {
 export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { store, actions, stacks, answers } = deps;
-  /** A GET's answer, cached by its namespace and `key` (api/answer-cache.ts). */
-  const answer = <T extends object>(
-    req: FastifyRequest,
-    key: string,
-    build: (read: Set<string>) => Promise<T>,
-  ) => answers.answer(`${namespaceOf(req)} ${key}`, namespaceOf(req), build);
+  const answer = answers.forRequest.bind(answers);
   const tags = ["stacks"];
   // The top of a stack body is checked before its schema: a compose file's `version` or its
   // `services` mapping get a message saying what Berth takes instead.
