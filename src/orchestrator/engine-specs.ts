@@ -2,6 +2,7 @@
 // container's deployed definition, its service, its node, the live containers of the services it
 // links to (orchestrator/links.ts) and the namespace's nodes. It reads the store and depends on no
 // other component, so the runtime takes it at construction (no late binding in platform.ts).
+import { addTo } from "../domain/collections.ts";
 import {
   buildContainerSpec,
   type LinkTargets,
@@ -82,9 +83,7 @@ export class EngineSpecs {
     if (uuids.length) {
       const specs = new Map<string, ServiceSpec>();
       for (const t of await this.store.services.containersOfServices(uuids, { states: TARGET_STATES })) {
-        const list = targets.get(t.service_uuid);
-        if (list) list.push(linkTargetOf(t, specs));
-        else targets.set(t.service_uuid, [linkTargetOf(t, specs)]);
+        addTo(targets, t.service_uuid, linkTargetOf(t, specs));
       }
     }
     return followedLinks(

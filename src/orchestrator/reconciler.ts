@@ -4,6 +4,7 @@
 // at once, and objects an action is working on are left to that action. With several replicas
 // (Duties), each watches the engines of the nodes it owns and one leader runs the periodic pass.
 import type { ActionEngine } from "../actions/engine.ts";
+import { addTo } from "../domain/collections.ts";
 import { linkHosts } from "../domain/container-spec.ts";
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
@@ -184,12 +185,8 @@ export class Reconciler {
     const byNode = new Map<string, ContainerRow[]>();
     const byService = new Map<string, ContainerRow[]>();
     for (const c of containers) {
-      const onNode = byNode.get(c.node_uuid);
-      if (onNode) onNode.push(c);
-      else byNode.set(c.node_uuid, [c]);
-      const ofService = byService.get(c.service_uuid);
-      if (ofService) ofService.push(c);
-      else byService.set(c.service_uuid, [c]);
+      addTo(byNode, c.node_uuid, c);
+      addTo(byService, c.service_uuid, c);
     }
     const nodeByUuid = new Map(nodes.map((n) => [n.uuid, n]));
     for (const [nodeUuid, list] of byNode) {
@@ -202,9 +199,7 @@ export class Reconciler {
       for (const x of listing ?? []) {
         const uuid = x.labels[LABELS.container];
         if (uuid === undefined) continue;
-        const mine = byRecord.get(uuid);
-        if (mine) mine.push(x);
-        else byRecord.set(uuid, [x]);
+        addTo(byRecord, uuid, x);
       }
       for (const c of list)
         if (!listing || !agrees(c, byRecord.get(c.uuid) ?? [])) this.queue.add(`c:${c.uuid}`);

@@ -2,6 +2,7 @@
 // may be repeated after a crash: it looks at what the engine has (by the Berth labels it put
 // there) before acting, and records what it observed.
 import { randomBytes } from "node:crypto";
+import { addTo } from "../domain/collections.ts";
 import { environmentFromEngine, linkHostsFromEngine } from "../domain/container-spec.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
@@ -407,9 +408,7 @@ export class ContainerRuntime {
     const seen: { uuid: string; generation: string; view: ContainerView | undefined }[] = [];
     const byNode = new Map<string, ContainerRow[]>();
     for (const c of live) {
-      const list = byNode.get(c.node_uuid);
-      if (list) list.push(c);
-      else byNode.set(c.node_uuid, [c]);
+      addTo(byNode, c.node_uuid, c);
     }
     await Promise.all(
       [...byNode].map(async ([nodeUuid, list]) => {

@@ -7,6 +7,7 @@ import {
   ServiceActionParams,
   ServiceTerminateParams,
 } from "../contract/action-params.ts";
+import { addTo } from "../domain/collections.ts";
 import { conflict, notFound } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import {
@@ -160,9 +161,7 @@ export class Orchestrator {
     }));
     const numbers = new Map<string, number[]>();
     for (const c of containers) {
-      const list = numbers.get(c.service);
-      if (list) list.push(c.number);
-      else numbers.set(c.service, [c.number]);
+      addTo(numbers, c.service, c.number);
     }
     return { state: new PlacementState(nodes, containers), numbers };
   }

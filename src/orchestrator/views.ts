@@ -9,6 +9,7 @@
 
 import type { Container } from "../contract/container.ts";
 import type { Service } from "../contract/service.ts";
+import { addTo } from "../domain/collections.ts";
 import {
   type CalculatedEnvVar,
   calculatedEnvvars,
@@ -95,13 +96,6 @@ function definitionFields(spec: ServiceSpec) {
     entrypoint: spec.entrypoint ?? "",
     run_command: spec.run_command ?? "",
   };
-}
-
-/** Appends `value` to the list of `key` (Map.groupBy needs Node 21). */
-function addTo<T>(map: Map<string, T[]>, key: string, value: T): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
 }
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));

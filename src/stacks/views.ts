@@ -1,6 +1,7 @@
 // Stack views (spec "Stacks"): a page of stacks reads its services and their containers once,
 // and `include_related` of a stack lists its services and their containers.
 import type { RelationResolver } from "../actions/relations.ts";
+import { addTo } from "../domain/collections.ts";
 import { restTime } from "../domain/time.ts";
 import { containerUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ServiceRow } from "../store/services.ts";
@@ -24,9 +25,7 @@ export class StackViews {
     const byStack = new Map<string, ServiceRow[]>();
     for (const s of await this.store.services.servicesOfStacks(rows.map((st) => st.uuid))) {
       read?.add(s.namespace);
-      const list = byStack.get(s.stack_uuid!);
-      if (list) list.push(s);
-      else byStack.set(s.stack_uuid!, [s]);
+      addTo(byStack, s.stack_uuid!, s);
     }
     const liveServices = [...byStack.values()].flat().filter(live);
     const unsynchronized = new Set<string>();

@@ -1,6 +1,7 @@
 // Queries of services and containers.
 import { randomUUID } from "node:crypto";
 import { type RawBuilder, sql } from "kysely";
+import { addTo } from "../domain/collections.ts";
 import { VersionConflict } from "../domain/errors.ts";
 import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
 import { specLinks } from "./migrations.ts";
@@ -360,9 +361,7 @@ export class ServiceStore {
       const groups = new Map<string, (typeof items)[number][]>();
       for (const item of items) {
         const key = Object.keys(item.patch).sort().join(",");
-        const group = groups.get(key);
-        if (group) group.push(item);
-        else groups.set(key, [item]);
+        addTo(groups, key, item);
       }
       for (const [key, group] of groups) {
         const columns = key.split(",") as (keyof ContainerRow)[];

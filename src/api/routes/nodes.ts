@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
 import { CLUSTER_LIMITS, NodeClusterView, NodeView, ProviderOptions } from "../../contract/nodes.ts";
+import { addTo } from "../../domain/collections.ts";
 import { invalidField } from "../../domain/errors.ts";
 import {
   assertAllowed,
@@ -85,9 +86,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
   const showClusters = async (cs: ClusterRow[]) => {
     const byCluster = new Map<string, NodeRow[]>();
     for (const n of await store.nodes.nodesOfClusters(cs.map((c) => c.uuid))) {
-      const list = byCluster.get(n.cluster_uuid!);
-      if (list) list.push(n);
-      else byCluster.set(n.cluster_uuid!, [n]);
+      addTo(byCluster, n.cluster_uuid!, n);
     }
     return cs.map((c) => clusterView(c, byCluster.get(c.uuid) ?? []));
   };
