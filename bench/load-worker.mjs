@@ -1,0 +1,140 @@
+// The load generator's thread (bench/load.ts). Each of `connections` keep-alive sockets sends one
+// request, reads the whole answer, and sends the next. It writes a request built once and parses
+// only what it must (status, Content-Length or chunked framing): Node's HTTP client costs about as
+// much CPU per request as the server it measures, and on a 2-core machine the client's cost would
+// otherwise be the figure measured at 100 connections.
+import net from "node:net";
+import { parentPort, workerData } from "node:worker_threads";
+
+const { url, headers, connections, durationMs, warmupMs } = workerData;
+const target = new URL(url);
+const request = Buffer.from(
+  [
+    `GET ${target.pathname}${target.search} HTTP/1.1`,
+    `Host: ${target.host}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    "",
+    "",
+  ].join("\r\n"),
+  "latin1",
+);
+const CRLF2 = Buffer.from("\r\n\r\n");
+
+const latencies = [];
+let errors = 0;
+let bad = 0;
+let bytes = 0;
+let lastEnd = 0;
+let measuring = false;
+let stop = false;
+
+/** Reads one answer at a time from `socket`; `done(status, bodyBytes)` after each, `fail()` on error. */
+function answers(socket, done, fail) {
+  let buf = Buffer.alloc(0);
+  let head; // { status, length } or { status, chunked: true }
+  let bodyAt = 0;
+  socket.on("data", (chunk) => {
+    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    for (;;) {
+      if (!head) {
+        const end = buf.indexOf(CRLF2);
+        if (end < 0) return;
+        const text = buf.toString("latin1", 0, end);
+        const status = Number(text.slice(9, 12));
+        const cl = /\r\ncontent-length: *(\d+)/i.exec(text);
+        head = cl
+          ? { status, length: Number(cl[1]) }
+          : { status, chunked: /\r\ntransfer-encoding: *chunked/i.test(text), length: 0 };
+        bodyAt = end + 4;
+      }
+      if (!head.chunked) {
+        if (buf.length < bodyAt + head.length) return;
+        const size = bodyAt + head.length;
+        const { status, length } = head;
+        buf = buf.subarray(size);
+        head = undefined;
+        done(status, length);
+        continue;
+      }
+      // Chunked: walk the chunks from bodyAt; the answer ends with a zero-size chunk.
+      let at = bodyAt;
+      for (;;) {
+        const eol = buf.indexOf("\r\n", at);
+        if (eol < 0) return;
+        const n = Number.parseInt(buf.toString("latin1", at, eol), 16);
+        if (Number.isNaN(n)) return fail();
+        if (n === 0) {
+          const end = buf.indexOf(CRLF2, eol);
+          if (end < 0) return;
+          const status = head.status;
+          buf = buf.subarray(end + 4);
+          head = undefined;
+          done(status, end + 4 - bodyAt);
+          break;
+        }
+        if (buf.length < eol + 2 + n + 2) return;
+        at = eol + 2 + n + 2;
+      }
+    }
+  });
+  socket.on("error", fail);
+  socket.on("close", fail);
+}
+
+// A request counts when it was sent inside the window, even if its answer ends after it; a
+// connection whose requests all outlast the window sends one more, counted, so a slow answer
+// shows as its latency and a low rate, never as "0 req/s".
+function loop() {
+  return new Promise((resolve) => {
+    let measured = false;
+    let counted = false;
+    let t0 = 0n;
+    let finished = false;
+    const socket = net.connect({ host: target.hostname, port: Number(target.port), noDelay: true });
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      socket.destroy();
+      resolve();
+    };
+    const send = () => {
+      if (stop && measured) return finish();
+      counted = measuring || stop;
+      t0 = process.hrtime.bigint();
+      socket.write(request);
+    };
+    answers(
+      socket,
+      (status, body) => {
+        if (counted) {
+          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+          bytes += body;
+          lastEnd = Date.now();
+          if (status < 200 || status >= 300) bad++;
+          measured = true;
+        }
+        send();
+      },
+      () => {
+        if (finished) return;
+        if (counted || stop) errors++;
+        finish();
+      },
+    );
+    socket.once("connect", send);
+  });
+}
+
+const loops = Array.from({ length: connections }, loop);
+setTimeout(() => {
+  measuring = true;
+  const startedAt = Date.now();
+  setTimeout(async () => {
+    measuring = false;
+    stop = true;
+    await Promise.all(loops);
+    // The window, or longer when answers to requests sent inside it ended after it.
+    const elapsed = Math.max(durationMs, lastEnd - startedAt);
+    parentPort.postMessage({ latencies, errors, bad, bytes, elapsed });
+  }, durationMs);
+}, warmupMs);
