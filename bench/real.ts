@@ -1,7 +1,8 @@
 // Deploy on a real engine against raw dockerode at the same concurrency: a private dockerd
 // (test/support/dockerd.ts: its own bridge, nothing leaves the machine) attached as a node; a
-// service of N containers started through the API until its action ends, then N containers made
-// and started with dockerode directly, as many at a time as Berth runs per action. Real engines
+// service of N containers started through the API until its action ends, and N containers made
+// and started with dockerode directly, as many at a time as Berth runs per action; then both
+// stopped. Three rounds, each side going first in turn; medians are printed. Real engines
 // run one at a time on this machine: the benchmark takes /tmp/berth-real.lock through flock(1).
 import { spawnSync } from "node:child_process";
 import Dockerode from "dockerode";
@@ -9,6 +10,7 @@ import { dockerdUnavailable, startPrivateDockerd, TEST_IMAGE } from "../test/sup
 import { api, must, SERVICE_BODY, sleep, startBerth } from "./support.ts";
 
 const PARALLEL = 4;
+const ROUNDS = 3;
 
 export async function runRealDeploy(
   opts: { containers: number },
@@ -38,80 +40,99 @@ export async function runRealDeploy(
       api(b, "POST", "/api/infra/v1/node/", { engine_url: `unix://${engine.socketPath}` }),
       "attach",
     );
-    const s = await must(
-      api<{ uuid: string }>(
-        b,
-        "POST",
-        "/api/app/v1/service/",
-        SERVICE_BODY("real", {
-          image: TEST_IMAGE,
-          target_num_containers: opts.containers,
-          container_ports: [],
-          // The attached engine carries no tags.
-          tags: [],
-        }),
-      ),
-      "create",
-    );
-    const t0 = performance.now();
-    const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/start/`);
-    const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
-    let state = "";
-    for (;;) {
-      state = (await b.platform.store.findAction(action))?.state ?? "";
-      if (["Success", "Failed", "Canceled"].includes(state)) break;
-      await sleep(5);
-    }
-    const berthMs = performance.now() - t0;
-    if (state !== "Success") {
-      const log = (await b.platform.store.actionLogTail(action, 5)).map((l) => l.line).join(" | ");
-      out(`real deploy: the start action ended ${state}: ${log}`);
-      return;
-    }
-    const t1 = performance.now();
-    await must(api(b, "POST", `/api/app/v1/service/${s.uuid}/stop/`), "stop");
-    await b.platform.actions.idle(120_000);
-    const stopMs = performance.now() - t1;
-
     const docker = new Dockerode({ socketPath: engine.socketPath });
-    const ids: string[] = [];
-    const t2 = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: PARALLEL }, async () => {
-        while (next < opts.containers) {
-          const i = next++;
+    /** `work` over opts.containers items, PARALLEL at a time (as Berth runs one action's containers). */
+    const parallel = async (work: (i: number) => Promise<void>) => {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: PARALLEL }, async () => {
+          while (next < opts.containers) await work(next++);
+        }),
+      );
+    };
+    const timed = async (fn: () => Promise<void>) => {
+      const t0 = performance.now();
+      await fn();
+      return performance.now() - t0;
+    };
+    const berthRound = async (round: number) => {
+      const s = await must(
+        api<{ uuid: string }>(
+          b,
+          "POST",
+          "/api/app/v1/service/",
+          SERVICE_BODY(`real-${round}`, {
+            image: TEST_IMAGE,
+            target_num_containers: opts.containers,
+            container_ports: [],
+            // The attached engine carries no tags.
+            tags: [],
+          }),
+        ),
+        "create",
+      );
+      let state = "";
+      const start = await timed(async () => {
+        const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/start/`);
+        const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
+        for (;;) {
+          state = (await b.platform.store.findAction(action))?.state ?? "";
+          if (["Success", "Failed", "Canceled"].includes(state)) break;
+          await sleep(5);
+        }
+        if (state !== "Success") {
+          const log = (await b.platform.store.actionLogTail(action, 5)).map((l) => l.line).join(" | ");
+          throw new Error(`the start action ended ${state}: ${log}`);
+        }
+      });
+      const stop = await timed(async () => {
+        await must(api(b, "POST", `/api/app/v1/service/${s.uuid}/stop/`), "stop");
+        await b.platform.actions.idle(120_000);
+      });
+      await must(api(b, "DELETE", `/api/app/v1/service/${s.uuid}/`), "terminate");
+      await b.platform.actions.idle(120_000);
+      return { start, stop };
+    };
+    const rawRound = async (round: number) => {
+      const ids: string[] = [];
+      const start = await timed(() =>
+        parallel(async (i) => {
           const c = await docker.createContainer({
             Image: TEST_IMAGE,
             Cmd: ["sleep", "100000"],
-            name: `raw-${i}`,
+            name: `raw-${round}-${i}`,
           });
           await c.start();
           ids.push(c.id);
-        }
-      }),
-    );
-    const rawMs = performance.now() - t2;
-    const t3 = performance.now();
-    next = 0;
-    await Promise.all(
-      Array.from({ length: PARALLEL }, async () => {
-        while (next < ids.length) await docker.getContainer(ids[next++]!).stop({ t: 1 });
-      }),
-    );
-    const rawStopMs = performance.now() - t3;
-    out(`real deploy: ${opts.containers} containers on one private dockerd, ${PARALLEL} at a time`);
+        }),
+      );
+      const stop = await timed(() => parallel((i) => docker.getContainer(ids[i]!).stop({ t: 1 })));
+      await Promise.all(ids.map((id) => docker.getContainer(id).remove({ force: true })));
+      return { start, stop };
+    };
+    // Rounds alternate which side goes first, so that neither always meets a warmer engine.
+    const rounds: { berth: { start: number; stop: number }; raw: { start: number; stop: number } }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      if (round % 2 === 0) {
+        const berth = await berthRound(round);
+        rounds.push({ berth, raw: await rawRound(round) });
+      } else {
+        const raw = await rawRound(round);
+        rounds.push({ berth: await berthRound(round), raw });
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     out(
-      `  Berth start until the action ended (${state}): ${berthMs.toFixed(0)} ms; raw dockerode create+start: ${rawMs.toFixed(0)} ms → ${(berthMs / rawMs).toFixed(2)}× raw`,
+      `real deploy: ${opts.containers} containers on one private dockerd, ${PARALLEL} at a time, median of ${ROUNDS} alternating rounds`,
     );
-    out(
-      `  Berth stop: ${stopMs.toFixed(0)} ms; raw dockerode stop: ${rawStopMs.toFixed(0)} ms → ${(stopMs / rawStopMs).toFixed(2)}× raw`,
-    );
-    for (const id of ids)
-      await docker
-        .getContainer(id)
-        .remove({ force: true })
-        .catch(() => {});
+    for (const op of ["start", "stop"] as const) {
+      const berth = median(rounds.map((r) => r.berth[op]));
+      const raw = median(rounds.map((r) => r.raw[op]));
+      const each = rounds.map((r) => `${(r.berth[op] / r.raw[op]).toFixed(2)}×`).join(", ");
+      out(
+        `  Berth ${op === "start" ? "start until the action ended (Success)" : "stop"}: ${berth.toFixed(0)} ms; raw dockerode ${op === "start" ? "create+start" : "stop"}: ${raw.toFixed(0)} ms → ${(berth / raw).toFixed(2)}× raw (rounds: ${each})`,
+      );
+    }
   } finally {
     await b.close();
     await engine.stop();

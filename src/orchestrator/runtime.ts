@@ -382,11 +382,13 @@ export class ContainerRuntime {
         shared: opts.images,
       });
       const id = await engine.createContainer(spec);
-      view = await engine.inspectContainer(id);
-      if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
       await log(`Created ${c.name}${staleLeft.length ? " with the volumes of its previous container" : ""}`);
-    }
-    if (!view.running) {
+      // A new container is not running: start it and look once, after the start.
+      await engine.startContainer(id);
+      await log(`Started ${c.name}`);
+      view = await engine.inspectContainer(id);
+      if (!view) throw new Error(`container ${c.name} vanished right after it was started`);
+    } else if (!view.running) {
       await engine.startContainer(view.id);
       await log(`Started ${c.name}`);
       view = await engine.inspectContainer(view.id);
