@@ -63,7 +63,7 @@ import { StackService } from "./stacks/service.ts";
 import { type Db, openDatabase } from "./store/db.ts";
 import { ChangeListener } from "./store/listen.ts";
 import { migrateToLatest } from "./store/migrations.ts";
-import { Store } from "./store/store.ts";
+import { IDENTITY_CHANGE, Store } from "./store/store.ts";
 import { TriggerService } from "./triggers/service.ts";
 
 export interface PlatformOptions {
@@ -440,7 +440,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         onChange: (change) => {
           // Wakes this replica's feed readers, and its action workers on an action's change.
           store.announceRemoteChange(change.type);
-          if (change.type) metrics.feedLag.observe(Math.max(0, Date.now() - change.datetimeMs) / 1000);
+          if (change.type && change.type !== IDENTITY_CHANGE)
+            metrics.feedLag.observe(Math.max(0, Date.now() - change.datetimeMs) / 1000);
         },
         onError: (err) => log?.warn({ err }, "change notifications: connection lost; polling meanwhile"),
       })

@@ -45,6 +45,8 @@ export class ChangeNotifier {
 
 /** The PostgreSQL channel of change-feed notifications. */
 export const CHANGE_CHANNEL = "berth_changes";
+/** The change channel's type for a change of users, API keys or memberships (not a feed change). */
+export const IDENTITY_CHANGE = "identity";
 
 export { isUniqueViolation, UniqueViolation };
 
@@ -74,6 +76,8 @@ interface Shared {
   identityNotifier: ChangeNotifier;
   /** The change feed's one writer (its parents cache outlives transactions). */
   feed: ChangeFeed;
+  /** The store's own connection, outside any transaction (what runs after a commit uses it). */
+  root: Kysely<Database>;
 }
 
 export interface StoreOptions {
@@ -123,6 +127,7 @@ export class Store {
       notifier: new ChangeNotifier(),
       identityNotifier: new ChangeNotifier(),
       feed: new ChangeFeed(opts.clock ?? systemClock),
+      root: db,
     };
     this.inTransaction = opts.within !== undefined;
     this.afterCommit = opts.within?.afterCommit ?? [];
@@ -336,13 +341,22 @@ export class Store {
 
   /**
    * Every write to users, API keys or organization memberships calls this: in-process caches of
-   * authentication and namespace access are dropped when it commits (see IdentityService).
+   * authentication and namespace access are dropped when it commits (see IdentityService). On
+   * PostgreSQL the other replicas are told too (IDENTITY_CHANGE on the change channel), so a revoked
+   * key or a removed member loses access there, open streams included, without waiting for a cache
+   * to expire. Sent after the commit; if it is lost, their caches still expire
+   * (IDENTITY_CACHE_TTL_MS) and a reconnecting listener drops them (announceRemoteChange).
    */
   identityChanged(): void {
-    this.committed(() => this.identityNotifier.notify());
+    this.committed(() => {
+      this.identityNotifier.notify();
+      if (this.dialect !== "postgres") return;
+      const payload = `${this.notifier.origin} ${IDENTITY_CHANGE} ${Date.now()}`;
+      void sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`.execute(this.shared.root).catch(() => undefined);
+    });
   }
 
-  /** Subscribes to identity changes committed by this process. */
+  /** Subscribes to identity changes (this process's, and other replicas' as they are announced). */
   onIdentityChange(listener: () => void): () => void {
     return this.identityNotifier.subscribe(listener);
   }
@@ -811,7 +825,9 @@ export class Store {
 
   /** Wakes change-feed readers for a commit another replica announced (store/listen.ts). */
   announceRemoteChange(type: string): void {
-    this.notifier.notify(type);
+    // "" is a reconnect of the listener: what was missed meanwhile may include identity changes.
+    if (type === IDENTITY_CHANGE || type === "") this.identityNotifier.notify();
+    if (type !== IDENTITY_CHANGE) this.notifier.notify(type);
   }
 
   /** Unfinished actions: how many wait (Pending) or run, and since when the oldest waits. */
