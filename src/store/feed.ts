@@ -37,14 +37,21 @@ export interface Written<K extends FeedType> {
 const PARENTS_CACHE_MAX = 100_000;
 
 /**
+ * Columns no answer shows: the row's version, and the two owners of a container's or node's state
+ * (an action's `phase`, the engine's `observed`), which show only through the `state` derived from
+ * them (domain/states.ts). An engine's report during an action changes `observed` and not `state`.
+ */
+const UNSHOWN = new Set(["version", "phase", "observed"]);
+
+/**
  * Whether a write changed the object as its events tell it: an action changes with its state (its
- * lease, step and attempts are the engine's bookkeeping); any other object with any of its values.
+ * lease, step and attempts are the engine's bookkeeping); any other object with any value it shows.
  */
 function changed<K extends FeedType>(type: K, before: FeedRows[K], row: FeedRows[K]): boolean {
   if (type === "action") return before.state !== row.state;
   const b = before as unknown as Record<string, unknown>;
   const r = row as unknown as Record<string, unknown>;
-  return Object.keys(r).some((k) => k !== "version" && b[k] !== r[k]);
+  return Object.keys(r).some((k) => !UNSHOWN.has(k) && b[k] !== r[k]);
 }
 
 /**

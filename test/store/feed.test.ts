@@ -334,6 +334,20 @@ const silent: Case[] = [
     entries: [],
   },
   {
+    // A stop takes the container (Stopping: it no longer offers its address to lb, which links to
+    // it). The engine then reports it exited while the stop still holds it: its state stays
+    // Stopping until the action ends, so that report adds no event.
+    method: "an engine's report while an action holds the container",
+    write: async (s) => {
+      await s.services.updateContainer(await row(s, "web-2"), { phase: "stopping" });
+      await s.services.updateContainer(await row(s, "web-2"), { observed: "exited" });
+    },
+    entries: () => [
+      e("container", "update", c("web-2"), "Stopping", webParents),
+      e("container", "update", c("lb-1"), "Running", lbParents),
+    ],
+  },
+  {
     method: "a write to an object already Terminated",
     write: async (s) => s.updateRow("service", await webRow(s), { destroyed_at: NOW + 1 }),
     entries: [e("service", "update", web, "Terminated", [stack])],
