@@ -519,7 +519,15 @@ export async function migrateToLatest(db: AnyDb, dialect: Dialect): Promise<void
 /** Advisory lock key of the migrator (the change feed uses 7340071). */
 const MIGRATION_LOCK = 7340072;
 
-async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
+/**
+ * Brings the schema to `name` and no further: a database as an older Berth left it, on which the
+ * tests of a later migration's backfill write rows of that time.
+ */
+export async function migrateUpTo(db: AnyDb, dialect: Dialect, name: string): Promise<void> {
+  return migrate(db, dialect, name);
+}
+
+async function migrate(db: AnyDb, dialect: Dialect, upTo?: string): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
   // Migration numbers are handed out per piece of work, not in landing order: a database that
   // already ran 0009 must still take a 0007 that lands later (each migration is independent).
@@ -535,7 +543,7 @@ async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
     allowUnorderedMigrations: true,
     ...(migrationTableSchema ? { migrationTableSchema } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await (upTo ? migrator.migrateTo(upTo) : migrator.migrateToLatest());
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
     throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${String(error)}`);
