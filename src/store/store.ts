@@ -352,7 +352,9 @@ export class Store {
       this.identityNotifier.notify();
       if (this.dialect !== "postgres") return;
       const payload = `${this.notifier.origin} ${IDENTITY_CHANGE} ${Date.now()}`;
-      void sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`.execute(this.shared.root).catch(() => undefined);
+      void sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`
+        .execute(this.shared.root)
+        .catch(() => undefined);
     });
   }
 
