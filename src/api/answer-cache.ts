@@ -1,5 +1,5 @@
 // A cache of rendered answers of GET routes (one service, one container, a page of a list…), each
-// kept with its JSON so that a hit is neither rebuilt nor serialized again.
+// kept with its JSON, encoded, so that a hit is neither rebuilt, serialized nor encoded again.
 //
 // An answer is trusted only while the change feed has not moved in the namespaces of every row it
 // was built from: each request checks that in one indexed statement (Store.namespaceRevision),
@@ -14,9 +14,9 @@
 // test/api/answer-cache.test.ts changes each kind of row a view reads, through another store on the
 // same database, and fails when the cached answer is served stale.
 import type { FastifyRequest } from "fastify";
+import { bytesOf, deepFreeze, jsonOf, madeJson } from "../domain/json.ts";
 import type { Store } from "../store/store.ts";
 import { namespaceOf } from "./namespaces.ts";
-import { madeJson, serializeOpen } from "./serialize.ts";
 
 interface Entry {
   /** Namespaces whose revision the entry was checked against (sorted). */
@@ -30,17 +30,10 @@ interface Entry {
 export interface AnswerCacheOptions {
   /** Most answers kept. */
   maxEntries?: number;
-  /** Most characters of JSON kept in all (the objects are held too). */
+  /** Most bytes of JSON kept in all (the objects are held too). */
   maxChars?: number;
-  /** Answers larger than this are built every time. */
+  /** Answers larger than this (bytes of JSON) are built every time. */
   maxEntryChars?: number;
-}
-
-/** Freezes an answer and everything in it: a cached answer is shared by every request. */
-function deepFreeze(value: unknown): void {
-  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
-  Object.freeze(value);
-  for (const v of Object.values(value)) deepFreeze(v);
 }
 
 export class AnswerCache {
@@ -120,10 +113,13 @@ export class AnswerCache {
     const value = await build(read);
     this.drop(key);
     if ([...read].every((ns) => checked.includes(ns))) {
-      const json = serializeOpen(value);
-      if (json.length > this.maxEntryChars) return value;
+      // Kept encoded, so that a hit allocates nothing (this request sends the same bytes).
+      const bytes = bytesOf(value) ?? Buffer.from(jsonOf(value));
+      madeJson(value, { bytes });
+      if (bytes.length > this.maxEntryChars) return value;
+      // Frozen: a cached answer is shared by every request.
       deepFreeze(value);
-      this.keep(key, { namespaces: checked, revision, value: madeJson(value, json), chars: json.length });
+      this.keep(key, { namespaces: checked, revision, value, chars: bytes.length });
     } else {
       this.keep(key, { namespaces: [...new Set([...checked, ...read])].sort(), revision, chars: 0 });
     }

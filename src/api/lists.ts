@@ -2,7 +2,7 @@
 import type { FastifyRequest } from "fastify";
 import { type TSchema, Type } from "typebox";
 import { View } from "../contract/common.ts";
-import { madeJson } from "./serialize.ts";
+import { bytesOf, jsonOf, madeJson } from "../domain/json.ts";
 
 /** Offsets beyond this are refused (400) rather than handed to the database as out-of-range numbers. */
 export const MAX_OFFSET = 2147483647;
@@ -37,12 +37,15 @@ export interface Envelope<T> {
  */
 export const MAX_PAGE_CHARS = 8 * 1024 * 1024;
 
-/** The JSON of as many of `objects` as fit in `maxChars` (at least one). */
+const COMMA = Buffer.from(",");
+const END = Buffer.from("]}");
+
+/** The JSON of as many of `objects` as fit in `maxChars` (at least one); JSON already made is reused. */
 function fitting(objects: readonly unknown[], maxChars: number): string[] {
   const out: string[] = [];
   let chars = 0;
   for (const o of objects) {
-    const json = JSON.stringify(o);
+    const json = jsonOf(o);
     chars += json.length + 1;
     if (chars > maxChars && out.length > 0) break;
     out.push(json);
@@ -74,11 +77,21 @@ export function envelope<T>(
   const previous = page.offset > 0 ? link(Math.max(0, page.offset - page.limit)) : null;
   const limit = kept < objects.length ? kept : page.limit;
   const meta = { limit, offset: page.offset, total_count: total, next, previous };
-  // The objects' JSON, made to bound the page, is the answer's (api/serialize.ts): an envelope is final.
-  return madeJson(
-    Object.freeze({ meta: Object.freeze(meta), objects: shown }) as Envelope<T>,
-    `{"meta":${JSON.stringify(meta)},"objects":[${made.join(",")}]}`,
-  );
+  const value = Object.freeze({ meta: Object.freeze(meta), objects: shown }) as Envelope<T>;
+  // The objects' JSON, made to bound the page, is the answer's (api/serialize.ts): an envelope is
+  // final. Objects kept encoded (orchestrator/views.ts) are copied as bytes: one buffer, no text.
+  const head = `{"meta":${JSON.stringify(meta)},"objects":[`;
+  const encoded = shown.map(bytesOf);
+  if (shown.length > 0 && encoded.every((b) => b !== undefined)) {
+    const parts: Uint8Array[] = [Buffer.from(head)];
+    for (const [i, b] of encoded.entries()) {
+      if (i > 0) parts.push(COMMA);
+      parts.push(b);
+    }
+    parts.push(END);
+    return madeJson(value, { bytes: Buffer.concat(parts) });
+  }
+  return madeJson(value, { text: `${head}${made.join(",")}]}` });
 }
 
 /** A page's answer; open objects like every answer (contract/common.ts), so JSON.stringify sends it. */

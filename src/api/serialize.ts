@@ -8,20 +8,13 @@
 // unlisted fields on purpose. A list envelope carries the JSON of its objects, already made when
 // its size was bounded (api/lists.ts), so a page is serialized once.
 import type { FastifyInstance } from "fastify";
+import { encodedOf } from "../domain/json.ts";
 
-/** JSON already made for an answer object (a list envelope), used as is by the serializer. */
-const made = new WeakMap<object, string>();
-
-/** Notes the JSON of an answer object that will not change any more; the serializer sends it. */
-export function madeJson<T extends object>(value: T, json: string): T {
-  made.set(value, json);
-  return value;
-}
-
-/** The serializer of answers whose schemas drop nothing. */
-export function serializeOpen(value: unknown): string {
-  return (typeof value === "object" && value !== null && made.get(value)) || JSON.stringify(value);
-}
+/**
+ * The serializer of answers whose schemas drop nothing: JSON already made for one is reused, bytes
+ * already encoded are sent as they are (Fastify's reply sends a Buffer payload unchanged).
+ */
+export const serializeOpen = encodedOf as (value: unknown) => string;
 
 type Schema = Record<string, unknown>;
 

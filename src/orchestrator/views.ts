@@ -6,7 +6,14 @@
 // containers of linked services and the links pointing at them are each read once for the page
 // (ViewData), then every view is assembled in memory. Long pages yield to the event loop now and
 // then, so one large list never holds up other callers for long.
+//
+// A service's view is kept with its JSON (ViewFragments) under a key made of the versions of every
+// row it was built from: its own row, its live containers, the services it links to or takes
+// volumes from and their live containers, and the links pointing at it. Every write of such a row
+// raises its version, so a page checks its views with a few narrow reads (the containers' versions
+// come from one index) and builds again only the services whose rows changed.
 
+import { createHash } from "node:crypto";
 import type { Container } from "../contract/container.ts";
 import type { Service } from "../contract/service.ts";
 import { addTo } from "../domain/collections.ts";
@@ -17,6 +24,7 @@ import {
   linkEnvironmentCurrent,
   linkHosts,
 } from "../domain/container-spec.ts";
+import { deepFreeze, madeJson } from "../domain/json.ts";
 import {
   containerLinkVariables,
   type LinkTarget,
@@ -111,8 +119,8 @@ export async function readViewData(
     /** Further services the views name (bindings, links, a container's service). */
     named: string[];
     nodes?: string[];
-    /** Services whose incoming links the views list. */
-    linkedFrom?: string[];
+    /** Links pointing at the page's services, by target, when the views list them (read by the caller). */
+    incoming?: Map<string, IncomingLink[]>;
     /**
      * Services (among `targetsOf`) whose current links the views follow: the services they link to
      * are read with them (through `service_links`), and their running containers are link targets.
@@ -170,10 +178,7 @@ export async function readViewData(
     targetByUri.set(target.resource_uri, target);
     addTo(targets, c.service_uuid, target);
   }
-  const incoming = new Map<string, IncomingLink[]>();
-  if (opts.linkedFrom?.length) {
-    for (const l of await store.services.linksTo(opts.linkedFrom)) addTo(incoming, l.to_uuid, l);
-  }
+  const incoming = opts.incoming ?? new Map<string, IncomingLink[]>();
   const into = opts.read;
   if (into) {
     for (const rows of [services.values(), nodes.values(), running, ...live.values()])
@@ -356,11 +361,87 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
 }
 
 /**
+ * Views already built, each under the key of the rows it was built from (see serviceKey), with
+ * their JSON as text and bytes (domain/json.ts: a page's bytes join its views' own). A view is frozen once kept: it is
+ * shared by every answer that shows it. Bounded by the characters of JSON kept, least recently used
+ * first out.
+ */
+export class ViewFragments<T extends object> {
+  private readonly entries = new Map<string, { key: string; view: T; chars: number }>();
+  private chars = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  /** The view kept for `id` when it was built from the rows `key` names. */
+  get(id: string, key: string): T | undefined {
+    const e = this.entries.get(id);
+    if (e?.key !== key) return undefined;
+    // Most recently used last: the first entry is the one to drop.
+    this.entries.delete(id);
+    this.entries.set(id, e);
+    return e.view;
+  }
+
+  /** Keeps `view` for `id` under `key` (frozen, its JSON noted, as text and bytes); answers it. */
+  keep(id: string, key: string, view: T): T {
+    const json = JSON.stringify(view);
+    madeJson(deepFreeze(view), { text: json, bytes: Buffer.from(json) });
+    this.drop(id);
+    if (json.length > this.maxChars) return view;
+    this.entries.set(id, { key, view, chars: json.length });
+    this.chars += json.length;
+    while (this.chars > this.maxChars) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest === undefined) break;
+      this.drop(oldest);
+    }
+    return view;
+  }
+
+  private drop(id: string): void {
+    const e = this.entries.get(id);
+    if (!e) return;
+    this.chars -= e.chars;
+    this.entries.delete(id);
+  }
+}
+
+/**
+ * The key of a service's view: a digest of the versions of every row the view reads (serviceView):
+ * its row, its live containers, each service it links to or takes volumes from (whether it exists,
+ * its row and live containers) and each link pointing at it. Versions only grow, so a key equal to
+ * the one of a kept view means none of those rows was written since that view's rows were read.
+ */
+function serviceKey(
+  s: ServiceRow,
+  deps: readonly string[],
+  services: ReadonlyMap<string, ServiceRow>,
+  versions: ReadonlyMap<string, string>,
+  incoming: readonly IncomingLink[],
+): string {
+  const h = createHash("sha256");
+  h.update(`${s.uuid}.${s.version}\n${versions.get(s.uuid) ?? ""}\n`);
+  for (const uuid of deps) {
+    const t = services.get(uuid);
+    h.update(`${uuid}.${t ? t.version : "-"}\n${versions.get(uuid) ?? ""}\n`);
+  }
+  for (const l of incoming) h.update(`${l.namespace}/${l.from_uuid}/${l.name}\n`);
+  return h.digest("base64");
+}
+
+/** JSON kept of service views at most (ViewFragments). */
+const SERVICE_FRAGMENT_CHARS = 24 * 1024 * 1024;
+
+/**
  * The wire views of services and containers: one page of rows in, their views out, from a fixed
  * number of batched reads (readViewData) whatever the page's length or the namespace's size.
  */
 export class Views {
   private readonly platform: PlatformHosts;
+  /** Service views kept with the versions of their rows. */
+  private readonly serviceFragments = new ViewFragments<Service>(SERVICE_FRAGMENT_CHARS);
+  /** Off: every view is built again (tests that count the statements of a build). */
+  keepViews = true;
 
   constructor(private readonly d: { store: Store; publicUrl: string }) {
     this.platform = platformHosts(d.publicUrl);
@@ -372,29 +453,64 @@ export class Views {
 
   /**
    * Views of a page of services, in their order; `read` gets the namespace of every row they
-   * were built from.
+   * were built from. Views kept from an earlier page whose rows did not change are reused.
    */
   async serviceViews(rows: ServiceRow[], read?: Set<string>): Promise<Service[]> {
+    const store = this.d.store;
     const specs = rows.map(specOf);
-    const linked = specs.flatMap((spec) => spec.linked_to_service.map((l) => l.to_service));
-    const bound = specs.flatMap((spec) =>
-      spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : [])),
+    // What each view reads besides its own row and containers: the services it links to (their
+    // containers are link targets) and those it takes volumes from (their names).
+    const deps = rows.map((s, i) => {
+      const spec = specs[i]!;
+      const linked = spec.linked_to_service.map((l) => l.to_service);
+      const bound = spec.bindings.flatMap((b) => (b.volumes_from ? [b.volumes_from] : []));
+      return { linked, all: [...new Set([...linked, ...bound])].filter((uuid) => uuid !== s.uuid) };
+    });
+    const services = new Map<string, ServiceRow>(rows.map((r) => [r.uuid, r]));
+    const others = [...new Set(deps.flatMap((d) => d.all))].filter((uuid) => !services.has(uuid));
+    if (others.length) for (const r of await store.services.servicesByUuid(others)) services.set(r.uuid, r);
+    const linked = [...new Set(deps.flatMap((d) => d.linked))].filter((uuid) => services.has(uuid));
+    // Versions are read before the containers a view is built from: a view kept under a key is
+    // never older than the rows the key names.
+    const versions = new Map<string, string>();
+    for (const c of await store.services.containerVersions([...rows.map((s) => s.uuid), ...linked])) {
+      versions.set(c.service_uuid, `${versions.get(c.service_uuid) ?? ""}${c.uuid}.${c.version},`);
+      read?.add(c.namespace);
+    }
+    const incoming = new Map<string, IncomingLink[]>();
+    for (const l of await store.services.linksTo(rows.map((s) => s.uuid))) addTo(incoming, l.to_uuid, l);
+    if (read) {
+      for (const r of services.values()) read.add(r.namespace);
+      for (const list of incoming.values()) for (const l of list) read.add(l.namespace);
+    }
+    const keys = rows.map((s, i) =>
+      serviceKey(s, deps[i]!.all, services, versions, incoming.get(s.uuid) ?? []),
     );
-    const own = rows.map((s) => s.uuid);
-    const data = await readViewData(this.d.store, {
-      withContainers: own,
-      targetsOf: [...own, ...linked],
-      named: bound,
-      linkedFrom: own,
-      known: rows,
+    const out = rows.map((s, i) =>
+      this.keepViews ? this.serviceFragments.get(s.uuid, keys[i]!) : undefined,
+    );
+    const missing = rows.filter((_, i) => out[i] === undefined);
+    if (missing.length === 0) return out as Service[];
+    const missingDeps = rows
+      .flatMap((_, i) => (out[i] === undefined ? deps[i]!.linked : []))
+      .filter((uuid) => services.has(uuid));
+    // The services they link to are read with them, in the same statement.
+    const withContainers = [...new Set([...missing.map((s) => s.uuid), ...missingDeps])];
+    const data = await readViewData(store, {
+      withContainers,
+      targetsOf: withContainers,
+      named: [],
+      known: [...services.values()],
+      incoming,
       read,
     });
-    const out = [];
+    let built = 0;
     for (const [i, s] of rows.entries()) {
-      out.push(serviceView(s, specs[i]!, data, this.platform));
-      if (i % 50 === 49) await yieldToEventLoop();
+      if (out[i] !== undefined) continue;
+      out[i] = this.serviceFragments.keep(s.uuid, keys[i]!, serviceView(s, specs[i]!, data, this.platform));
+      if (++built % 50 === 0) await yieldToEventLoop();
     }
-    return out;
+    return out as Service[];
   }
 
   async containerView(c: ContainerRow, read?: Set<string>): Promise<Container> {

@@ -432,6 +432,19 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("changes_ns").on("changes").columns(["namespace", "revision"]).execute();
       },
     },
+    "0016_container_versions": {
+      async up(db: AnyDb) {
+        // The versions of a page's containers in one index-only read (ServiceStore.containerVersions:
+        // cached service views are checked against them). Its first column serves every lookup
+        // `containers_service` served, so that one goes: a container write still updates as many indexes.
+        await db.schema
+          .createIndex("containers_versions")
+          .on("containers")
+          .columns(["service_uuid", "uuid", "version", "state", "namespace"])
+          .execute();
+        await db.schema.dropIndex("containers_service").execute();
+      },
+    },
     "0013_state_owners": {
       async up(db: AnyDb) {
         // One writer per piece of state: actions write `phase`, engines and health checks

@@ -194,6 +194,31 @@ export class ServiceStore {
   }
 
   /**
+   * The versions of the live (not Terminated) containers of several services, ordered by service
+   * and uuid: every write of a record raises its version, so an equal list means the records are
+   * as they were (what cached views are checked against, orchestrator/views.ts). Read from the
+   * index `containers_versions` alone.
+   */
+  async containerVersions(
+    serviceUuids: readonly string[],
+  ): Promise<Pick<ContainerRow, "uuid" | "namespace" | "service_uuid" | "version">[]> {
+    const out: Pick<ContainerRow, "uuid" | "namespace" | "service_uuid" | "version">[] = [];
+    for (const part of chunks(serviceUuids)) {
+      out.push(
+        ...(await this.s.db
+          .selectFrom("containers")
+          .select(["uuid", "namespace", "service_uuid", "version"])
+          .where("service_uuid", "in", part)
+          .where("state", "!=", "Terminated")
+          .orderBy("service_uuid")
+          .orderBy("uuid")
+          .execute()),
+      );
+    }
+    return out;
+  }
+
+  /**
    * The links of live services' definitions that point at the given services, ordered as the
    * view lists them (by the linking service's age, then the link's position).
    */

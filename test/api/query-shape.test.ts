@@ -93,10 +93,22 @@ describe("statements per request", () => {
     "/api/audit/v1/action/",
   ];
 
+  /** Statements of a call whose views are all kept from the call before (orchestrator/views.ts). */
+  async function keptStatementsOf(url: string): Promise<number> {
+    h.views.keepViews = true;
+    try {
+      return await statementsOf(url);
+    } finally {
+      h.views.keepViews = false;
+    }
+  }
+
   async function measure(limit: number) {
     const out: Record<string, number> = {};
     for (const url of lists) out[url] = await statementsOf(`${url}?limit=${limit}`);
+    out["services, views kept"] = await keptStatementsOf(`/api/app/v1/service/?limit=${limit}`);
     out["GET service"] = await statementsOf(`/api/app/v1/service/${services[1]!.uuid}/`);
+    out["GET service, view kept"] = await keptStatementsOf(`/api/app/v1/service/${services[1]!.uuid}/`);
     const c = (await h.store.services.containersOfService(services[1]!.uuid))[0]!;
     out["GET container"] = await statementsOf(`/api/app/v1/container/${c.uuid}/`);
     return out;
@@ -110,8 +122,10 @@ describe("statements per request", () => {
     h.identity.cacheTtlMs = 600_000;
     // On PostgreSQL the replica heartbeat runs statements of its own on a timer and on node changes.
     await quiesce(h);
-    // What is measured is the cost of building an answer, not of serving a cached one (below).
+    // What is measured is the cost of building an answer, not of serving a cached one (below), nor
+    // of checking kept views (measured on their own).
     h.answers.enabled = false;
+    h.views.keepViews = false;
     await addNodes(3);
   });
   after(async () => {
@@ -134,6 +148,25 @@ describe("statements per request", () => {
     assert.deepEqual(within(large), large, "a larger namespace costs nothing more per page");
     assert.deepEqual(within(largeFull), largeFull, "a full page of a large namespace costs no more");
     for (const [what, n] of Object.entries(bound)) assert.ok(n <= 8, `${what} runs ${n} statements`);
+  });
+
+  test("a page whose views are kept, or where one service changed, costs no more than a page built anew", async () => {
+    const url = "/api/app/v1/service/?limit=100";
+    const built = await statementsOf(url);
+    const kept = await keptStatementsOf(url);
+    assert.ok(kept <= built, `kept views: ${kept} statements, built: ${built}`);
+    h.views.keepViews = true;
+    try {
+      const c = (await h.store.services.containersOfService(services[3]!.uuid))[0]!;
+      await h.store.services.updateContainer(c, { exit_code_msg: `changed ${randomUUID()}` });
+      const { result, statements } = await h.db.statements.during(() => call(h, alice, "GET", url));
+      assert.equal(result.status, 200);
+      const changed = result.body.objects.find((o: { uuid: string }) => o.uuid === services[3]!.uuid);
+      assert.ok(changed, "the changed service is on the page");
+      assert.ok(statements <= built, `one service changed: ${statements} statements, built: ${built}`);
+    } finally {
+      h.views.keepViews = false;
+    }
   });
 
   test("a cached answer costs one statement (its check against the change feed)", async () => {
