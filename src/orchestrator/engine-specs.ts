@@ -2,7 +2,10 @@
 // container's deployed definition, its service, its node, the live containers of the services it
 // links to (orchestrator/links.ts) and the namespace's nodes. It reads the store and depends on no
 // other component, so the runtime takes it at construction (no late binding in platform.ts).
-import { addTo } from "../domain/collections.ts";
+//
+// The specs of a burst of containers (a batch of starts, a redeploy) share their reads: what the
+// specs asked for during one turn of the event loop is read once when the turn ends (Coalesced), so
+// a service's containers are read once per burst, not once per container linking to it.
 import {
   buildContainerSpec,
   type LinkTargets,
@@ -32,7 +35,42 @@ export function platformHosts(publicUrl: string): { restHost: string; streamHost
 
 const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
   JSON.parse(row.spec) as ServiceSpec;
-const live = (c: ContainerRow) => c.state !== "Terminated";
+
+/**
+ * Reads asked for during one turn of the event loop, made together once it ends (one statement for
+ * every key asked). Each caller asked before the read began, so it sees every commit made before it
+ * asked: a container started just before (sequential deployment) is among the link targets of the
+ * next one.
+ */
+class Coalesced<K, V> {
+  private next: { keys: Set<K>; result: Promise<Map<K, V>> } | undefined;
+
+  constructor(private readonly read: (keys: K[]) => Promise<Map<K, V>>) {}
+
+  get(key: K): Promise<V | undefined> {
+    const batch = this.next ?? this.begin();
+    batch.keys.add(key);
+    return batch.result.then((found) => found.get(key));
+  }
+
+  private begin(): { keys: Set<K>; result: Promise<Map<K, V>> } {
+    const keys = new Set<K>();
+    const result = new Promise<Map<K, V>>((resolve, reject) => {
+      setImmediate(() => {
+        this.next = undefined;
+        this.read([...keys]).then(resolve, reject);
+      });
+    });
+    this.next = { keys, result };
+    return this.next;
+  }
+}
+
+/** A service's live containers, and those of them that are link targets. */
+interface Containers {
+  live: ContainerRow[];
+  targets: LinkTarget[];
+}
 
 /** How long a namespace's node hosts are reused without a node change being announced. */
 const NODE_HOSTS_TTL_MS = 5000;
@@ -40,6 +78,23 @@ const NODE_HOSTS_TTL_MS = 5000;
 export class EngineSpecs {
   /** Hosts entries of each namespace's nodes (every container gets them): read once per burst. */
   private readonly nodeHosts = new Map<string, { hosts: Promise<string[]>; until: number }>();
+  /** Live containers of services (links, volumes_from), by service. */
+  private readonly containers = new Coalesced<string, Containers>(async (uuids) => {
+    const out = new Map<string, Containers>(uuids.map((u) => [u, { live: [], targets: [] }]));
+    const specs = new Map<string, ServiceSpec>();
+    for (const c of await this.store.services.containersOfServices(uuids)) {
+      const of = out.get(c.service_uuid)!;
+      of.live.push(c);
+      if ((TARGET_STATES as readonly string[]).includes(c.state)) of.targets.push(linkTargetOf(c, specs));
+    }
+    return out;
+  });
+  private readonly services = new Coalesced<string, ServiceRow>(async (uuids) => {
+    return new Map((await this.store.services.servicesByUuid(uuids)).map((s) => [s.uuid, s]));
+  });
+  private readonly nodes = new Coalesced<string, NodeRow>(async (uuids) => {
+    return new Map((await this.store.nodes.nodesByUuid(uuids)).map((n) => [n.uuid, n]));
+  });
 
   constructor(private readonly d: EngineSpecDeps) {
     d.store.onChange((type) => {
@@ -80,11 +135,8 @@ export class EngineSpecs {
   private async links(c: ContainerRow, spec: ServiceSpec, service: ServiceRow): Promise<LinkTargets[]> {
     const uuids = linkedServices(spec, service.uuid);
     const targets = new Map<string, LinkTarget[]>();
-    if (uuids.length) {
-      const specs = new Map<string, ServiceSpec>();
-      for (const t of await this.store.services.containersOfServices(uuids, { states: TARGET_STATES })) {
-        addTo(targets, t.service_uuid, linkTargetOf(t, specs));
-      }
+    for (const [i, found] of (await Promise.all(uuids.map((u) => this.containers.get(u)))).entries()) {
+      targets.set(uuids[i]!, found?.targets ?? []);
     }
     return followedLinks(
       spec,
@@ -98,7 +150,7 @@ export class EngineSpecs {
    * current links); undefined for a container whose service is gone.
    */
   async desiredLinkHosts(c: ContainerRow): Promise<string[] | undefined> {
-    const service = await this.store.services.findService(c.service_uuid);
+    const service = await this.services.get(c.service_uuid);
     if (!service || service.state === "Terminated") return undefined;
     return linkHosts(await this.links(c, specOf(service), service));
   }
@@ -108,14 +160,18 @@ export class EngineSpecs {
     c: ContainerRow,
     opts: { volumesFrom: string[]; service?: ServiceRow; node?: NodeRow },
   ): Promise<ContainerSpec> {
-    const service = opts.service ?? (await this.store.services.findService(c.service_uuid))!;
-    const node = opts.node ?? (await this.store.nodes.findNode(c.node_uuid))!;
+    const [service, node] = await Promise.all([
+      opts.service ?? this.services.get(c.service_uuid),
+      opts.node ?? this.nodes.get(c.node_uuid),
+    ]);
+    if (!service) throw new Error(`the service of container ${c.name} is gone`);
+    if (!node) throw new Error(`the node of container ${c.name} is gone`);
     const spec = specOf(c);
     const sourceIds = new Map<string, string[]>();
     for (const b of spec.bindings) {
       if (!b.volumes_from) continue;
-      const ids = (await this.store.services.containersOfService(b.volumes_from))
-        .filter((x) => live(x) && x.engine_id && x.node_uuid === c.node_uuid)
+      const ids = ((await this.containers.get(b.volumes_from))?.live ?? [])
+        .filter((x) => x.engine_id && x.node_uuid === c.node_uuid)
         .map((x) => x.engine_id!);
       sourceIds.set(b.volumes_from, ids);
     }
