@@ -139,10 +139,23 @@ async function startProfile(
   };
   const session = new Session();
   session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.start");
+  // BERTH_BENCH_ALLOCATIONS=1: a sampled profile of what is allocated (collected objects too) instead.
+  const allocations = process.env.BERTH_BENCH_ALLOCATIONS === "1";
+  if (allocations) {
+    await session.post("HeapProfiler.enable");
+    await session.post("HeapProfiler.startSampling", {
+      samplingInterval: 32768,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  } else {
+    await session.post("Profiler.enable");
+    await session.post("Profiler.start");
+  }
   return async () => {
-    const { profile } = await session.post("Profiler.stop");
+    const profile = allocations
+      ? (await session.post("HeapProfiler.stopSampling")).profile
+      : (await session.post("Profiler.stop")).profile;
     fs.writeFileSync(file, JSON.stringify(profile));
     session.disconnect();
     counter.record = record;

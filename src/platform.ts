@@ -188,8 +188,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const localProvisioner = new LocalProvisioner(local);
   const catalogue = Catalogue.load(undefined, { local: () => localProvisioner.availability() });
   // A simulated node's engine has its node type's size and its own container subnet.
+  let nodeTypes: ReturnType<Catalogue["listNodeTypes"]> | undefined;
   const simulatedEngine = (n: FakeNodeFacts) => {
-    const type = catalogue.listNodeTypes().find((t) => t.resource_uri === n.node_type);
+    nodeTypes ??= catalogue.listNodeTypes();
+    const type = nodeTypes.find((t) => t.resource_uri === n.node_type);
     const data = type
       ? catalogue.providerData(lastSegment(type.provider)!)?.node_types.find((t) => t.name === type.name)
       : undefined;

@@ -33,8 +33,16 @@ export function platformHosts(publicUrl: string): { restHost: string; streamHost
   return { restHost: publicUrl, streamHost: publicUrl.replace(/^http/, "ws") };
 }
 
-const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
-  JSON.parse(row.spec) as ServiceSpec;
+/**
+ * The definition a row holds. The last one parsed is kept: a burst of containers deployed with one
+ * definition (a service's) parses it once, not once per container. buildContainerSpec copies
+ * what it takes from it, so sharing it is safe.
+ */
+let lastSpec: { json: string; spec: ServiceSpec } | undefined;
+const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">): ServiceSpec => {
+  if (lastSpec?.json !== row.spec) lastSpec = { json: row.spec, spec: JSON.parse(row.spec) as ServiceSpec };
+  return lastSpec.spec;
+};
 
 /**
  * Reads asked for during one turn of the event loop, made together once it ends (one statement for
@@ -77,7 +85,7 @@ const NODE_HOSTS_TTL_MS = 5000;
 
 export class EngineSpecs {
   /** Hosts entries of each namespace's nodes (every container gets them): read once per burst. */
-  private readonly nodeHosts = new Map<string, { hosts: Promise<string[]>; until: number }>();
+  private readonly nodeHosts = new Map<string, { hosts: Promise<readonly string[]>; until: number }>();
   /** Live containers of services (links, volumes_from), by service. */
   private readonly containers = new Coalesced<string, Containers>(async (uuids) => {
     const out = new Map<string, Containers>(uuids.map((u) => [u, { live: [], targets: [] }]));
@@ -110,14 +118,16 @@ export class EngineSpecs {
    * `<fqdn>:<address>` of every live node of the namespace that has an address. The specs of a
    * burst of containers built at once share one read (the first caller's), not one each.
    */
-  private nodeHostsOf(namespace: string): Promise<string[]> {
+  private nodeHostsOf(namespace: string): Promise<readonly string[]> {
     const now = performance.now();
     const hit = this.nodeHosts.get(namespace);
     if (hit && hit.until > now) return hit.hosts;
     const hosts = this.store.nodes
       .liveNodeSummaries(namespace)
       .then((nodes) =>
-        nodes.filter((n) => n.public_ip && n.external_fqdn).map((n) => `${n.external_fqdn}:${n.public_ip}`),
+        Object.freeze(
+          nodes.filter((n) => n.public_ip && n.external_fqdn).map((n) => `${n.external_fqdn}:${n.public_ip}`),
+        ),
       );
     const entry = { hosts, until: now + NODE_HOSTS_TTL_MS };
     this.nodeHosts.set(namespace, entry);
@@ -198,8 +208,12 @@ export class EngineSpecs {
     });
     // Node FQDNs resolve through Berth's own records, never outside DNS (CONTRACT §13): every
     // container gets a hosts entry for each node of its namespace that has an address.
+    // A container without hosts of its own shares the namespace's list (one entry per node: a
+    // copy per container would cost in proportion to the nodes); engines only read it.
     const nodeHosts = await this.nodeHostsOf(service.namespace);
-    engineSpec.extraHosts = [...(engineSpec.extraHosts ?? []), ...nodeHosts];
+    engineSpec.extraHosts = engineSpec.extraHosts?.length
+      ? [...engineSpec.extraHosts, ...nodeHosts]
+      : (nodeHosts as string[]);
     return engineSpec;
   }
 }

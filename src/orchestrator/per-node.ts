@@ -68,38 +68,44 @@ class PerNodeQueue<T extends { node_uuid: string }> {
   }
 }
 
+/** Told when an item of `eachPerNode` starts and when it ends (a group commit counts them). */
+export interface PerNodeHooks {
+  started(): void;
+  ended(): void;
+}
+
 /**
  * Runs `fn` over the items, at most `limits.perNode` at a time on one node and `limits.total` in
- * all; answers the errors of the items that failed (the others ran). `progress.running` follows
- * the items in flight, and `afterEach` runs after each one ended (ensureRunningMany's group
- * commit looks at both).
+ * all; answers the errors of the items that failed (the others ran). `hooks` hear of each item's
+ * start and end (the runtime's group commit, shared by every call, counts the items in flight).
  */
 export async function eachPerNode<T extends { node_uuid: string }>(
   items: readonly T[],
   limits: Limits,
   fn: (item: T) => Promise<void>,
-  opts: { progress?: { running: number }; afterEach?: () => void } = {},
+  hooks?: PerNodeHooks,
 ): Promise<Error[]> {
   const errors: Error[] = [];
   const queue = new PerNodeQueue(items, limits.perNode);
-  const progress = opts.progress ?? { running: 0 };
+  let running = 0;
   if (items.length === 0) return errors;
   await new Promise<void>((resolve) => {
     const pump = () => {
-      while (progress.running < limits.total) {
+      while (running < limits.total) {
         const item = queue.take();
         if (!item) break;
-        progress.running += 1;
+        running += 1;
+        hooks?.started();
         void fn(item)
           .catch((err: unknown) => {
             errors.push(err instanceof Error ? err : new Error(String(err)));
           })
           .finally(() => {
             queue.release(item.node_uuid);
-            progress.running -= 1;
+            running -= 1;
             pump();
-            opts.afterEach?.();
-            if (queue.size === 0 && progress.running === 0) resolve();
+            hooks?.ended();
+            if (queue.size === 0 && running === 0) resolve();
           });
       }
     };

@@ -3,8 +3,7 @@
 // there) before acting, and records what it observed.
 import { randomBytes } from "node:crypto";
 import { addTo } from "../domain/collections.ts";
-import { environmentFromEngine, linkHostsFromEngine } from "../domain/container-spec.ts";
-import { LABELS, type ServiceSpec } from "../domain/service.ts";
+import { LABELS } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import {
   type ContainerSpec,
@@ -15,10 +14,19 @@ import {
 } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
-import type { ContainerPatch, ContainerRow, ServiceRow } from "../store/services.ts";
+import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
+import {
+  engineRecord,
+  exitCodeMessage,
+  observedPatch,
+  redeployPatch,
+  removedPatch,
+  stepDonePatch,
+} from "./container-patches.ts";
 import { sameEntries } from "./links.ts";
-import { eachPerNode, type Limits } from "./per-node.ts";
+import type { Limits } from "./per-node.ts";
+import { eachWithCommit, RecordBatches } from "./record-batches.ts";
 
 export type Log = (line: string) => Promise<void>;
 
@@ -47,114 +55,17 @@ export interface RuntimeDeps {
   linkHostsFor?(c: ContainerRow): Promise<string[] | undefined>;
 }
 
-export function exitCodeMessage(code: number | null | undefined): string | null {
-  if (code === null || code === undefined) return null;
-  const known: Record<number, string> = {
-    0: "Exited normally",
-    1: "Exited with an error (code 1)",
-    125: "The engine could not run the container",
-    126: "The command cannot be invoked",
-    127: "The command was not found",
-    130: "Interrupted (SIGINT)",
-    137: "Killed (SIGKILL)",
-    143: "Terminated (SIGTERM)",
-  };
-  return known[code] ?? `Exited with code ${code}`;
-}
-
-/**
- * What the record keeps of the engine container that embodies it, read from the engine itself:
- * its id, the environment it was created with and the link host entries it was given.
- */
-function engineRecord(c: ContainerRow, view: ContainerView): ContainerPatch {
-  return {
-    engine_id: view.id,
-    environment: JSON.stringify(environmentFromEngine(view.env, view.labels, envvarsOf(c.spec))),
-    link_hosts: linkHostsFromEngine(view.labels),
-  };
-}
-
-/**
- * The variables a definition sets, parsed once for a burst of records deployed with the same
- * definition (a service's containers), not once per record.
- */
-let lastSpec: { json: string; envvars: ServiceSpec["container_envvars"] } | undefined;
-function envvarsOf(specJson: string): ServiceSpec["container_envvars"] {
-  if (lastSpec?.json !== specJson) {
-    lastSpec = { json: specJson, envvars: (JSON.parse(specJson) as ServiceSpec).container_envvars };
-  }
-  return lastSpec.envvars;
-}
-
-/** Records written in one transaction by ensureRunningMany, at most. */
-const RECORD_BATCH_MAX = 250;
-/** How long a container the engine has started waits for others to share its record batch. */
-const RECORD_DELAY_MS = 50;
-
-/**
- * Group commit of record patches: each caller parks its patch and waits; a batch is written (one
- * `ServiceStore.patchContainers`: one transaction) as soon as every item in flight is parked, when it holds
- * RECORD_BATCH_MAX, or RECORD_DELAY_MS after its first patch. `hooks` go to eachPerNode, which
- * keeps `progress.running` and calls `afterEach` when an item ends.
- */
-class RecordBatches {
-  private batch: {
-    uuid: string;
-    fn: (r: ContainerRow) => ContainerPatch | undefined;
-    done(row: ContainerRow | undefined): void;
-    fail(err: unknown): void;
-  }[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private parked = 0;
-  readonly hooks = { progress: { running: 0 }, afterEach: () => this.maybeFlush() };
-
-  constructor(
-    private readonly write: (
-      uuids: string[],
-      fn: (r: ContainerRow) => ContainerPatch | undefined,
-    ) => Promise<Map<string, ContainerRow>>,
-  ) {}
-
-  /** Patches the record in the next batch; answers the record as it is after the batch. */
-  record(uuid: string, fn: (r: ContainerRow) => ContainerPatch | undefined) {
-    this.parked += 1;
-    return new Promise<ContainerRow | undefined>((done, fail) => {
-      this.batch.push({ uuid, fn, done, fail });
-      this.maybeFlush();
-    }).finally(() => {
-      this.parked -= 1;
-    });
-  }
-
-  private maybeFlush(): void {
-    if (this.batch.length === 0) return;
-    if (this.batch.length >= RECORD_BATCH_MAX || this.parked >= this.hooks.progress.running) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), RECORD_DELAY_MS);
-  }
-
-  private flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const items = this.batch;
-    this.batch = [];
-    if (items.length === 0) return;
-    const fns = new Map(items.map((i) => [i.uuid, i.fn]));
-    this.write([...fns.keys()], (r) => fns.get(r.uuid)?.(r)).then(
-      (written) => {
-        for (const w of items) w.done(written.get(w.uuid));
-      },
-      (err: unknown) => {
-        for (const w of items) w.fail(err);
-      },
-    );
-  }
-}
-
 export class ContainerRuntime {
   /** Engine containers (with the entries asked for) whose image could not rewrite its hosts. */
   private readonly hostsRefused = new Set<string>();
+  /** The group commit every batched operation in flight shares (see record-batches.ts). */
+  private readonly commit: RecordBatches;
 
-  constructor(private readonly d: RuntimeDeps) {}
+  constructor(private readonly d: RuntimeDeps) {
+    this.commit = new RecordBatches((uuids, fn, known) =>
+      d.store.services.patchContainers(uuids, fn, { known }),
+    );
+  }
 
   /**
    * `ensureRunning` over many records (a service's start or scale): the engine work runs in
@@ -170,7 +81,7 @@ export class ContainerRuntime {
     if (rows.length === 0) return [];
     const services = await this.servicesOf(rows);
     const images = new Map<string, Promise<void>>();
-    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error("the node of the container no longer exists");
       await this.runAndRecord(c, node, commit, {
         service: services.get(c.service_uuid),
@@ -196,11 +107,13 @@ export class ContainerRuntime {
     if (rows.length === 0) return [];
     const services = await this.servicesOf(rows);
     const images = new Map<string, Promise<void>>();
-    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error("the node of the container no longer exists");
       const now = this.d.clock.now();
-      const moved = await commit.record(c.uuid, (r) =>
-        r.state === "Terminated" ? undefined : redeployPatch(opts, now),
+      const moved = await commit.record(
+        c.uuid,
+        (r) => (r.state === "Terminated" ? undefined : redeployPatch(opts, now)),
+        c,
       );
       if (!moved || moved.state === "Terminated") return;
       await this.runAndRecord(moved, node, commit, {
@@ -238,7 +151,7 @@ export class ContainerRuntime {
     const engine = this.d.engines.forNode(node);
     const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, { ...opts, node });
     const now = this.d.clock.now();
-    const row = await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now));
+    const row = await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
     if (row && row.state !== "Running" && row.state !== "Starting") {
       const v = view ? await engine.inspectContainer(view.id) : undefined;
       throw new Error(
@@ -253,42 +166,11 @@ export class ContainerRuntime {
   }
 
   /**
-   * Runs `work` over the records in parallel (per-node limit) with their nodes, read in one query,
-   * and one group commit for what they record.
-   */
-  private async eachWithCommit(
-    rows: ContainerRow[],
-    limits: Limits,
-    work: (c: ContainerRow, node: NodeRow | undefined, commit: RecordBatches) => Promise<void>,
-  ): Promise<Error[]> {
-    if (rows.length === 0) return [];
-    const nodes = new Map(
-      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-    );
-    const commit = new RecordBatches((uuids, fn) => this.d.store.services.patchContainers(uuids, fn));
-    return eachPerNode(
-      rows,
-      limits,
-      async (c) => {
-        const node = nodes.get(c.node_uuid);
-        try {
-          await work(c, node, commit);
-        } catch (err) {
-          // Each failure names its container and node: the action's error lists them all.
-          const where = node ? node.nickname || node.external_fqdn || node.uuid : c.node_uuid;
-          throw new Error(`${c.name} on node ${where}: ${err instanceof Error ? err.message : String(err)}`);
-        }
-      },
-      commit.hooks,
-    );
-  }
-
-  /**
    * `ensureStopped` over many records (a service's stop): engines stopped in parallel (per-node
    * limit), what they report then recorded in group-committed batches (see ensureRunningMany).
    */
   async ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
-    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error("the node of the container no longer exists");
       const engine = this.d.engines.forNode(node);
       let view = await this.find(c, engine);
@@ -298,7 +180,7 @@ export class ContainerRuntime {
         view = await engine.inspectContainer(view.id);
       }
       const now = this.d.clock.now();
-      await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now));
+      await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
     });
   }
 
@@ -310,10 +192,10 @@ export class ContainerRuntime {
     rows: ContainerRow[],
     opts: { limits: Limits; log: Log; removeVolumes: boolean },
   ): Promise<Error[]> {
-    return this.eachWithCommit(rows, opts.limits, async (c, node, commit) => {
+    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
       if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts);
       const now = this.d.clock.now();
-      await commit.record(c.uuid, (r) => removedPatch(r, now));
+      await commit.record(c.uuid, (r) => removedPatch(r, now), c);
     });
   }
 
@@ -722,84 +604,3 @@ export class ContainerRuntime {
 
 /** How many times `observe` asks the engine again when the record moved while it asked. */
 const OBSERVE_ATTEMPTS = 5;
-
-/**
- * The write that ends an action's engine step on record `c` (as the action read it, `r` as it is
- * now): what the engine reported, and the end of the action's phase. Nothing when the record was
- * removed or moved to another generation meanwhile (the report is of a container it no longer has).
- */
-function stepDonePatch(
-  c: ContainerRow,
-  r: ContainerRow,
-  view: ContainerView | undefined,
-  now: number,
-): ContainerPatch | undefined {
-  if (r.destroyed_at !== null || r.generation !== c.generation) return undefined;
-  const patch: ContainerPatch = { ...observedPatch(r, view, now) };
-  if (r.phase !== null && r.phase === c.phase) patch.phase = null;
-  return Object.keys(patch).length ? patch : undefined;
-}
-
-/** The write of a record whose engine containers an action removed: it is Terminated. */
-function removedPatch(r: ContainerRow, now: number): ContainerPatch | undefined {
-  if (r.destroyed_at !== null) return undefined;
-  return { desired: "terminated", destroyed_at: now, observed: "missing", phase: null };
-}
-
-/**
- * A record's move to the definition it is redeployed with. A new generation makes the running
- * engine container stale even when the definition is unchanged.
- */
-function redeployPatch(opts: { specJson: string; specVersion: number }, now: number): ContainerPatch {
-  return {
-    spec: opts.specJson,
-    spec_version: opts.specVersion,
-    generation: randomBytes(8).toString("hex"),
-    // deployed_datetime is the container's last deploy, as the service's is.
-    deployed_at: now,
-  };
-}
-
-/**
- * What a record should say once its engine reported `view` (undefined: the engine has no
- * container of the record's generation): the patch of `observe`, undefined when nothing changes.
- */
-function observedPatch(
-  r: ContainerRow,
-  view: ContainerView | undefined,
-  now: number,
-): ContainerPatch | undefined {
-  if (!view) {
-    if (r.desired === "terminated") return { observed: "missing", destroyed_at: now };
-    return r.engine_id === null && (r.observed === "none" || r.observed === "missing")
-      ? undefined
-      : { observed: "missing", engine_id: null, exit_code_msg: "The container is gone from its engine" };
-  }
-  const ports = Object.entries(view.ports).map(([key, outer]) => {
-    const [inner, protocol] = key.split("/");
-    return { inner_port: Number(inner), protocol, outer_port: outer };
-  });
-  const running = view.running || view.state === "restarting";
-  const wasRunning = r.observed === "running" || r.observed === "restarting";
-  const patch: ContainerPatch = {
-    ...(view.id !== r.engine_id || r.environment === null ? engineRecord(r, view) : {}),
-    engine_id: view.id,
-    observed: view.state === "restarting" ? "restarting" : running ? "running" : "exited",
-    exit_code: running ? null : (view.exitCode ?? null),
-    exit_code_msg: running ? null : exitCodeMessage(view.exitCode ?? null),
-    private_ip: view.ipAddress ?? r.private_ip,
-    ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
-  };
-  // The engine's own restarts (restart policy) count too, even one that happened between two
-  // observations: the engine's start time moved while the record still said running.
-  const restarted = view.startedAt !== undefined && view.startedAt !== r.started_at;
-  if (running && (r.observed !== "running" || restarted)) {
-    patch.started_at = view.startedAt ?? now;
-    // Every start gives the container the /etc/hosts of its create again: rewritten entries are gone.
-    patch.link_hosts = linkHostsFromEngine(view.labels);
-  }
-  // Any move to stopped of a container that has run counts as its last stop.
-  if (!running && wasRunning && r.started_at !== null) patch.stopped_at = view.finishedAt ?? now;
-  const changed = Object.entries(patch).some(([k, v]) => r[k as keyof ContainerRow] !== v);
-  return changed ? patch : undefined;
-}

@@ -1,6 +1,6 @@
 // Queries of services and containers.
 import { randomUUID } from "node:crypto";
-import { type RawBuilder, sql } from "kysely";
+import { CompiledQuery, type RawBuilder, sql } from "kysely";
 import { addTo } from "../domain/collections.ts";
 import { VersionConflict } from "../domain/errors.ts";
 import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
@@ -366,61 +366,38 @@ export class ServiceStore {
   }
 
   /**
-   * `updateContainer` over many records in one statement per UPDATE_ROWS records that change the
-   * same columns (each column set to a CASE over the uuids), each version-checked, with their
-   * change-feed entries in one more statement, in one transaction: when any record moved on since
-   * it was read, VersionConflict is thrown (the transaction rolls back). Answers the records as
-   * written, in the given order.
+   * `updateContainer` over many records, each version-checked, with their change-feed entries in
+   * one more statement, in one transaction: when any record moved on since it was read,
+   * VersionConflict is thrown (the transaction rolls back). Answers the records as written, in the
+   * given order, made from the rows as read and their patches (nothing is read back).
+   * On SQLite each record is one run of a statement prepared once per set of columns (a run is a
+   * seek by uuid: cheaper than any multi-row form, whose CASE over the uuids costs in proportion
+   * to the batch for every row); on PostgreSQL, where each statement is a round trip, records that
+   * change the same columns share one statement per UPDATE_ROWS (each column a CASE over the uuids).
    */
   async updateContainers(
     patches: readonly { row: ContainerRow; patch: ContainerPatch }[],
   ): Promise<ContainerRow[]> {
     if (patches.length === 0) return [];
-    // Each record's derived state is written with it (every patch then carries `state`).
-    const items = patches.map(({ row, patch }) => ({
-      row,
-      patch: { ...patch, ...derivedColumns("container", { ...row, ...patch }) } as Partial<ContainerRow>,
-    }));
+    // Each record's derived state is written with it (every patch then carries `state`). A key
+    // whose value is undefined is no change (as Kysely's set() leaves it out).
+    const items = patches.map(({ row, patch }) => {
+      const full: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(patch)) if (v !== undefined) full[k] = v;
+      Object.assign(full, derivedColumns("container", { ...row, ...full }));
+      return { row, patch: full as Partial<ContainerRow> };
+    });
     return this.s.transaction(async (tx) => {
-      const written = new Map<string, ContainerRow>();
       const groups = new Map<string, (typeof items)[number][]>();
-      for (const item of items) {
-        const key = Object.keys(item.patch).sort().join(",");
-        addTo(groups, key, item);
-      }
+      for (const item of items) addTo(groups, Object.keys(item.patch).sort().join(","), item);
       for (const [key, group] of groups) {
         const columns = key.split(",") as (keyof ContainerRow)[];
-        for (let i = 0; i < group.length; i += UPDATE_ROWS) {
-          const part = group.slice(i, i + UPDATE_ROWS);
-          const set: Record<string, RawBuilder<unknown>> = { version: sql`${sql.ref("version")} + 1` };
-          for (const column of columns) {
-            const cases = part.map(({ row, patch }) => {
-              const v = patch[column];
-              // PostgreSQL types a CASE of bare parameters as text: integer columns get a cast.
-              const value = INTEGER_COLUMNS.has(column) ? sql`cast(${v} as bigint)` : sql`${v}`;
-              return sql`when ${row.uuid} then ${value}`;
-            });
-            set[column] = sql`case ${sql.ref("uuid")} ${sql.join(cases, sql` `)} end`;
-          }
-          const rows = await tx.db
-            .updateTable("containers")
-            .set(set as never)
-            .where((eb) =>
-              eb.or(
-                part.map(({ row }) => eb.and([eb("uuid", "=", row.uuid), eb("version", "=", row.version)])),
-              ),
-            )
-            .returningAll()
-            .execute();
-          if (rows.length !== part.length) {
-            throw new VersionConflict(
-              `containers (${part.length - rows.length} of ${part.length} changed meanwhile)`,
-            );
-          }
-          for (const r of rows) written.set(r.uuid, r);
-        }
+        if (tx.dialect === "sqlite") await updateEachSqlite(tx, columns, group);
+        else await updateCasePostgres(tx, columns, group);
       }
-      const out = items.map((item) => written.get(item.row.uuid)!);
+      const out = items.map(
+        ({ row, patch }) => ({ ...row, ...patch, version: row.version + 1 }) as ContainerRow,
+      );
       await tx.recordWrites(
         "container",
         items.map((item, i) => ({ before: item.row, row: out[i]! })),
@@ -431,18 +408,21 @@ export class ServiceStore {
 
   /**
    * `Store.mutate` over many container records in one transaction: read in one query, written by
-   * `updateContainers`. Should another writer get in between (another replica), each record is
-   * patched on its own instead. Answers the records as they are now.
+   * `updateContainers`. `known`: records as the caller last saw them (what it wrote last); those
+   * whose version is still the stored one are not read again (one statement reads the versions).
+   * Should another writer get in between (another replica), each record is patched on its own
+   * instead. Answers the records as they are now.
    */
   async patchContainers(
     uuids: readonly string[],
     fn: (c: ContainerRow) => ContainerPatch | undefined,
+    opts: { known?: ReadonlyMap<string, ContainerRow> } = {},
   ): Promise<Map<string, ContainerRow>> {
     const out = new Map<string, ContainerRow>();
     if (uuids.length === 0) return out;
     try {
       await this.s.transaction(async (tx) => {
-        const rows = new Map((await tx.services.containersByUuid(uuids)).map((c) => [c.uuid, c]));
+        const rows = await tx.services.currentRows(uuids, opts.known);
         const todo: { row: ContainerRow; patch: ContainerPatch }[] = [];
         for (const uuid of new Set(uuids)) {
           const c = rows.get(uuid);
@@ -462,6 +442,32 @@ export class ServiceStore {
       }
     }
     return out;
+  }
+
+  /** The records by uuid: the known ones still at their stored version as they are, the others read. */
+  private async currentRows(
+    uuids: readonly string[],
+    known: ReadonlyMap<string, ContainerRow> | undefined,
+  ): Promise<Map<string, ContainerRow>> {
+    const rows = new Map<string, ContainerRow>();
+    let missing = uuids;
+    if (known?.size) {
+      const hinted = uuids.filter((u) => known.has(u));
+      for (const part of chunks(hinted)) {
+        const versions = await this.s.db
+          .selectFrom("containers")
+          .select(["uuid", "version"])
+          .where("uuid", "in", part)
+          .execute();
+        for (const v of versions) {
+          const k = known.get(v.uuid)!;
+          if (k.version === v.version) rows.set(v.uuid, k);
+        }
+      }
+      missing = uuids.filter((u) => !rows.has(u));
+    }
+    for (const c of await this.containersByUuid(missing)) rows.set(c.uuid, c);
+    return rows;
   }
 
   async containersOfService(serviceUuid: string): Promise<ContainerRow[]> {
@@ -549,5 +555,65 @@ export class ServiceStore {
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };
+  }
+}
+
+/** SQL text of the version-checked UPDATE of one container record, by its set of columns. */
+const UPDATE_ONE_SQL = new Map<string, string>();
+
+/** updateContainers on SQLite: one run of a prepared statement per record. */
+async function updateEachSqlite(
+  tx: Store,
+  columns: readonly (keyof ContainerRow)[],
+  group: readonly { row: ContainerRow; patch: Partial<ContainerRow> }[],
+): Promise<void> {
+  const key = columns.join(",");
+  let text = UPDATE_ONE_SQL.get(key);
+  if (!text) {
+    const set = columns.map((c) => `"${c}" = ?`).join(", ");
+    text = `update "containers" set ${set}, "version" = "version" + 1 where "uuid" = ? and "version" = ?`;
+    UPDATE_ONE_SQL.set(key, text);
+  }
+  let moved = 0;
+  for (const { row, patch } of group) {
+    const parameters: unknown[] = columns.map((c) => patch[c]);
+    parameters.push(row.uuid, row.version);
+    const result = await tx.db.executeQuery(CompiledQuery.raw(text, parameters));
+    if (Number(result.numAffectedRows ?? 0) !== 1) moved += 1;
+  }
+  if (moved) throw new VersionConflict(`containers (${moved} of ${group.length} changed meanwhile)`);
+}
+
+/** updateContainers on PostgreSQL: one statement per UPDATE_ROWS records, each column a CASE over the uuids. */
+async function updateCasePostgres(
+  tx: Store,
+  columns: readonly (keyof ContainerRow)[],
+  group: readonly { row: ContainerRow; patch: Partial<ContainerRow> }[],
+): Promise<void> {
+  for (let i = 0; i < group.length; i += UPDATE_ROWS) {
+    const part = group.slice(i, i + UPDATE_ROWS);
+    const set: Record<string, RawBuilder<unknown>> = { version: sql`${sql.ref("version")} + 1` };
+    for (const column of columns) {
+      const cases = part.map(({ row, patch }) => {
+        const v = patch[column];
+        // PostgreSQL types a CASE of bare parameters as text: integer columns get a cast.
+        const value = INTEGER_COLUMNS.has(column) ? sql`cast(${v} as bigint)` : sql`${v}`;
+        return sql`when ${row.uuid} then ${value}`;
+      });
+      set[column] = sql`case ${sql.ref("uuid")} ${sql.join(cases, sql` `)} end`;
+    }
+    const rows = await tx.db
+      .updateTable("containers")
+      .set(set as never)
+      .where((eb) =>
+        eb.or(part.map(({ row }) => eb.and([eb("uuid", "=", row.uuid), eb("version", "=", row.version)]))),
+      )
+      .returning("uuid")
+      .execute();
+    if (rows.length !== part.length) {
+      throw new VersionConflict(
+        `containers (${part.length - rows.length} of ${part.length} changed meanwhile)`,
+      );
+    }
   }
 }

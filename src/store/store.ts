@@ -268,7 +268,10 @@ export class Store {
     if (values.length === 0) return [];
     return this.transaction(async (tx) => {
       const out: FeedRows[K][] = [];
-      for (let i = 0; i < values.length; i += ROWS_PER_INSERT) {
+      if (type === "container" && tx.dialect === "sqlite") {
+        out.push(...((await insertEachSqlite(tx, TABLES[type], values)) as FeedRows[K][]));
+      }
+      for (let i = out.length; i < values.length; i += ROWS_PER_INSERT) {
         const part = values.slice(i, i + ROWS_PER_INSERT);
         const rows = (await tx.db
           .insertInto(TABLES[type] as "nodes")
@@ -851,4 +854,34 @@ export class Store {
     }
     return { pending, active, oldestPendingStart };
   }
+}
+
+/** SQL text of a one-row INSERT into a table, by its table and columns. */
+const INSERT_ONE_SQL = new Map<string, string>();
+
+/**
+ * Container records on SQLite: one run of a statement prepared once per record (as cheap as a
+ * multi-row statement there, without building one of thousands of parameters or reading the
+ * rows back): each answered as inserted, with its id.
+ */
+async function insertEachSqlite<K extends FeedType>(
+  tx: Store,
+  table: string,
+  values: readonly NewRow<K>[],
+): Promise<FeedRows[K][]> {
+  const out: FeedRows[K][] = [];
+  for (const v of values) {
+    const row: Record<string, unknown> = { ...v, ...derivedColumns("container", v as never), version: 1 };
+    for (const k of Object.keys(row)) if (row[k] === undefined) delete row[k];
+    const columns = Object.keys(row);
+    const key = `${table}\u0000${columns.join(",")}`;
+    let text = INSERT_ONE_SQL.get(key);
+    if (!text) {
+      text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(", ")}) values (${columns.map(() => "?").join(", ")})`;
+      INSERT_ONE_SQL.set(key, text);
+    }
+    const result = await tx.db.executeQuery(CompiledQuery.raw(text, Object.values(row)));
+    out.push({ id: Number(result.insertId), ...row } as unknown as FeedRows[K]);
+  }
+  return out;
 }

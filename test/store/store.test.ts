@@ -236,17 +236,62 @@ for (const target of targets) {
         ],
       );
       assert.equal(typeof updated[0]!.started_at, "number");
+      // The records answered (built from the rows as read and their patches, not read back) are
+      // the records stored, for inserts and updates alike.
+      const stored = new Map(
+        (await store.services.containersByUuid(rows.map((r) => r.uuid))).map((r) => [r.uuid, r]),
+      );
+      for (const r of updated) assert.deepEqual(r, stored.get(r.uuid));
+      const [fresh] = await store.services.insertContainers([
+        newContainerRow(
+          { namespace: "batchns", uuid: "batch-svc", name: "web", spec: "{}", spec_version: 1 },
+          "node-0",
+          8,
+          now,
+          { uuid: "batch-7" },
+        ),
+      ]);
+      assert.deepEqual(fresh, (await store.services.containersByUuid(["batch-7"]))[0]);
+      // Rows the caller knows are used only while they are current: a stale one is read again.
+      const seen = new Map<string, number>();
+      const patched = await store.services.patchContainers(
+        ["batch-0", "batch-1"],
+        (r) => {
+          seen.set(r.uuid, r.version);
+          return { exit_code_msg: `seen at ${r.version}` };
+        },
+        {
+          known: new Map([
+            ["batch-0", updated[0]!],
+            ["batch-1", rows[1]!],
+          ]),
+        },
+      );
+      assert.deepEqual(
+        [...seen],
+        [
+          ["batch-0", 2],
+          ["batch-1", 2],
+        ],
+      );
+      assert.deepEqual(
+        [...patched.values()].map((r) => [r.uuid, r.version, r.exit_code_msg]),
+        [
+          ["batch-0", 3, "seen at 2"],
+          ["batch-1", 3, "seen at 2"],
+        ],
+      );
       // One record moved on meanwhile: the batch is refused as a whole.
       await assert.rejects(
         store.transaction((tx) =>
           tx.services.updateContainers(
-            rows.slice(0, 3).map((r) => ({ row: r, patch: { phase: "stopping" as const } })),
+            rows.slice(2, 5).map((r) => ({ row: r, patch: { phase: "stopping" as const } })),
           ),
         ),
         VersionConflict,
       );
       assert.deepEqual(
-        (await store.services.containersByUuid(["batch-0", "batch-1", "batch-2"])).map((r) => r.state),
+        (await store.services.containersByUuid(["batch-2", "batch-3", "batch-4"])).map((r) => r.state),
         ["Running", "Running", "Running"],
       );
     });

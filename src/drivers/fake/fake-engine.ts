@@ -205,7 +205,12 @@ let lastHosts: readonly string[] = [];
 
 function sharedHosts(hosts: readonly string[] | undefined): string[] {
   if (!hosts?.length) return [];
-  if (hosts === lastHosts) return hosts as string[];
+  // A frozen list (callers that share one among their specs) cannot change: it is kept as it is.
+  if (hosts === lastHosts || Object.isFrozen(hosts)) return hosts as string[];
+  return sharedList(hosts) as string[];
+}
+
+function sharedList(hosts: readonly string[]): readonly string[] {
   if (hosts.length === lastHosts.length && hosts.every((h, i) => h === lastHosts[i])) {
     return lastHosts as string[];
   }

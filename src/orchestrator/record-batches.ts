@@ -1,0 +1,132 @@
+// The runtime's group commit: what the engines report about the containers of every batched
+// operation in flight (a service's start, redeploy, stop, terminate; many at once) is recorded in
+// shared batches, each one transaction with its change-feed entries, instead of a transaction per
+// container or per operation; and the fan-out that runs the engine work of such an operation in
+// parallel (per-node limit) with that group commit.
+import type { NodeRow } from "../store/nodes.ts";
+import type { ContainerPatch, ContainerRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+import { eachPerNode, type Limits, type PerNodeHooks } from "./per-node.ts";
+
+/** Records written in one transaction, at most. */
+export const RECORD_BATCH_MAX = 250;
+/** How long a container the engine has started waits for others to share its record batch. */
+export const RECORD_DELAY_MS = 50;
+
+type Write = (
+  uuids: string[],
+  fn: (r: ContainerRow) => ContainerPatch | undefined,
+  known: ReadonlyMap<string, ContainerRow>,
+) => Promise<Map<string, ContainerRow>>;
+
+interface Parked {
+  uuid: string;
+  fn: (r: ContainerRow) => ContainerPatch | undefined;
+  known: ContainerRow | undefined;
+  done(row: ContainerRow | undefined): void;
+  fail(err: unknown): void;
+}
+
+/**
+ * Group commit of record patches: each caller parks its patch and waits; a batch is written (one
+ * `write`: `ServiceStore.patchContainers`, one transaction) as soon as every item in flight is
+ * parked, when it holds RECORD_BATCH_MAX, or RECORD_DELAY_MS after its first patch. Items in
+ * flight are counted through `hooks` (eachPerNode tells when each starts and ends), over every
+ * operation that shares this instance.
+ */
+export class RecordBatches {
+  private batch: Parked[] = [];
+  private uuids = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private parked = 0;
+  private running = 0;
+  readonly hooks: PerNodeHooks = {
+    started: () => {
+      this.running += 1;
+    },
+    ended: () => {
+      this.running -= 1;
+      this.maybeFlush();
+    },
+  };
+
+  constructor(private readonly write: Write) {}
+
+  /**
+   * Patches the record in the next batch; answers the record as it is after the batch. `known`:
+   * the record as the caller last saw it (read again only if it moved since).
+   */
+  record(
+    uuid: string,
+    fn: (r: ContainerRow) => ContainerPatch | undefined,
+    known?: ContainerRow,
+  ): Promise<ContainerRow | undefined> {
+    // Two patches of one record never share a batch: the first is written before the second reads it.
+    if (this.uuids.has(uuid)) this.flush();
+    this.parked += 1;
+    return new Promise<ContainerRow | undefined>((done, fail) => {
+      this.batch.push({ uuid, fn, known, done, fail });
+      this.uuids.add(uuid);
+      this.maybeFlush();
+    }).finally(() => {
+      this.parked -= 1;
+    });
+  }
+
+  private maybeFlush(): void {
+    if (this.batch.length === 0) return;
+    if (this.batch.length >= RECORD_BATCH_MAX || this.parked >= this.running) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), RECORD_DELAY_MS);
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const items = this.batch;
+    this.batch = [];
+    this.uuids = new Set();
+    if (items.length === 0) return;
+    const fns = new Map(items.map((i) => [i.uuid, i.fn]));
+    const known = new Map(items.flatMap((i) => (i.known ? [[i.uuid, i.known] as const] : [])));
+    this.write([...fns.keys()], (r) => fns.get(r.uuid)?.(r), known).then(
+      (written) => {
+        for (const w of items) w.done(written.get(w.uuid));
+      },
+      (err: unknown) => {
+        for (const w of items) w.fail(err);
+      },
+    );
+  }
+}
+
+/**
+ * Runs `work` over the records in parallel (per-node limit) with their nodes, read in one query,
+ * recording through `commit`. Answers the errors of the records that failed, each naming its
+ * container and node (the action's error lists them all).
+ */
+export async function eachWithCommit(
+  store: Store,
+  commit: RecordBatches,
+  rows: ContainerRow[],
+  limits: Limits,
+  work: (c: ContainerRow, node: NodeRow | undefined, commit: RecordBatches) => Promise<void>,
+): Promise<Error[]> {
+  if (rows.length === 0) return [];
+  const nodes = new Map(
+    (await store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+  );
+  return eachPerNode(
+    rows,
+    limits,
+    async (c) => {
+      const node = nodes.get(c.node_uuid);
+      try {
+        await work(c, node, commit);
+      } catch (err) {
+        const where = node ? node.nickname || node.external_fqdn || node.uuid : c.node_uuid;
+        throw new Error(`${c.name} on node ${where}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
+    commit.hooks,
+  );
+}
