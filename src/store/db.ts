@@ -1,6 +1,8 @@
 // Opens the database named by BERTH_DATABASE_URL: SQLite (default) or PostgreSQL.
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
+import { Worker } from "node:worker_threads";
 import SQLite from "better-sqlite3";
 import {
   type DatabaseIntrospector,
@@ -79,6 +81,15 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
     sqlite.pragma("cache_size = -65536");
     sqlite.pragma("temp_store = MEMORY");
     if (file !== ":memory:") sqlite.pragma("mmap_size = 268435456");
+    // Checkpoints (copying the WAL into the database file, with its fsyncs) run on a thread of
+    // their own (Checkpointer), not in the commit that happens to cross the WAL's threshold: the
+    // event loop never waits for them. The connection's own is only a backstop, at a large WAL.
+    const checkpointer = file === ":memory:" ? undefined : new Checkpointer(file);
+    if (checkpointer) {
+      sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+      // A WAL that grew large is cut back once a checkpoint has emptied it.
+      sqlite.pragma(`journal_size_limit = ${WAL_KEPT_BYTES}`);
+    }
     const kysely = new Kysely<Database>({
       dialect: new SqliteDialect({ database: preparedOnce(sqlite) }),
       log,
@@ -88,6 +99,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
       dialect: "sqlite",
       statements,
       close: async () => {
+        await checkpointer?.close();
         // Keeps the query planner's statistics fresh for the next start (cheap: it samples).
         if (sqlite.open) sqlite.pragma("optimize");
         await kysely.destroy();
@@ -107,6 +119,86 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
   pool.on("connect", (client) => client.on("error", () => undefined));
   const kysely = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }), log });
   return { kysely, dialect: "postgres", statements, close: () => kysely.destroy() };
+}
+
+/** WAL size from which the checkpointer's thread copies it into the database file. */
+const CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024;
+/** How often the WAL's size is looked at. */
+const CHECKPOINT_POLL_MS = 250;
+/** WAL pages from which the connection checkpoints by itself (the thread fell far behind). */
+const BACKSTOP_CHECKPOINT_PAGES = 65536;
+/**
+ * WAL size kept on disk when it starts over after a checkpoint: below CHECKPOINT_WAL_BYTES, so a
+ * WAL that started over is checkpointed again only once it has grown again.
+ */
+const WAL_KEPT_BYTES = 1024 * 1024;
+
+/** The checkpointer thread: a connection of its own that checkpoints when asked, then answers. */
+const CHECKPOINT_WORKER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const SQLite = require(workerData.module);
+const db = new SQLite(workerData.file);
+parentPort.on("message", (m) => {
+  if (m === "close") { db.close(); process.exit(0); }
+  try { db.pragma("wal_checkpoint(PASSIVE)"); } catch {}
+  parentPort.postMessage("done");
+});
+`;
+
+/**
+ * Checkpoints a WAL database from a worker thread (a second connection, as another process
+ * would: SQLite lets a PASSIVE checkpoint run beside the writer and readers): once the WAL holds
+ * CHECKPOINT_WAL_BYTES, the thread copies it into the database file while this thread goes on
+ * committing; the next commit after a complete checkpoint starts the WAL over. The thread is
+ * started the first time it is needed (most databases of tests never need one).
+ */
+class Checkpointer {
+  private worker: Worker | undefined;
+  private exited: Promise<unknown> | undefined;
+  private busy = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly file: string) {
+    this.timer = setInterval(() => this.tick(), CHECKPOINT_POLL_MS);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    if (this.busy) return;
+    let size = 0;
+    try {
+      size = fs.statSync(`${this.file}-wal`).size;
+    } catch {
+      return;
+    }
+    if (size < CHECKPOINT_WAL_BYTES) return;
+    this.busy = true;
+    if (!this.worker) {
+      this.worker = new Worker(CHECKPOINT_WORKER, {
+        eval: true,
+        workerData: { file: this.file, module: createRequire(import.meta.url).resolve("better-sqlite3") },
+      });
+      this.worker.unref();
+      this.exited = new Promise((resolve) => this.worker!.once("exit", resolve));
+      this.worker.on("message", () => {
+        this.busy = false;
+      });
+      // A thread that failed leaves checkpoints to the connection's backstop.
+      this.worker.on("error", () => undefined);
+    }
+    this.worker.postMessage("checkpoint");
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    const worker = this.worker;
+    if (!worker) return;
+    this.worker = undefined;
+    // Kept alive until it has closed its connection (it is unreferenced otherwise).
+    worker.ref();
+    worker.postMessage("close");
+    await this.exited;
+  }
 }
 
 /**
