@@ -69,8 +69,20 @@ function reachable(targets: readonly LinkTarget[]): Numbered[] {
     .sort((a, b) => a.number - b.number);
 }
 
+/** sortedPorts of a list of ports: the targets of one definition share theirs (never changed). */
+const sorted = new WeakMap<LinkTarget["ports"], LinkTarget["ports"]>();
+
 /** Docker's order: by port number, tcp before udp on a tie. Duplicates are dropped. */
 function sortedPorts(ports: LinkTarget["ports"]): LinkTarget["ports"] {
+  let out = sorted.get(ports);
+  if (!out) {
+    out = sortPorts(ports);
+    sorted.set(ports, out);
+  }
+  return out;
+}
+
+function sortPorts(ports: LinkTarget["ports"]): LinkTarget["ports"] {
   const seen = new Set<string>();
   return [...ports]
     .sort((a, b) => a.inner_port - b.inner_port || (a.protocol === "tcp" ? -1 : b.protocol === "tcp" ? 1 : 0))

@@ -11,25 +11,42 @@ import type { ServiceSpec } from "../domain/service.ts";
 import { containerUri } from "../domain/uri.ts";
 import type { ContainerRow } from "../store/services.ts";
 
+/** The key of a container's deployed definition among those of a page: service and version. */
+export const deployedKey = (c: Pick<ContainerRow, "service_uuid" | "spec_version">) =>
+  `${c.service_uuid}/${c.spec_version}`;
+
+/** A container's target ports and variables, made once per definition (shared by its targets). */
+const targetParts = new WeakMap<ServiceSpec, Pick<LinkTarget, "ports" | "envvars">>();
+
 /**
  * A container as a link target. Ports and variables are its own (the definition it was deployed
  * with), as a Docker link reads them from the target container: a target whose definition changed
- * offers the new ones once it is redeployed. `specs` caches parsed definitions by service and version.
+ * offers the new ones once it is redeployed. `specs` caches parsed definitions by service and
+ * version (deployedKey); a record read without its definition needs its version's there.
  */
-export function linkTargetOf(c: ContainerRow, specs?: Map<string, ServiceSpec>): LinkTarget {
-  const key = `${c.service_uuid}/${c.spec_version}`;
+export function linkTargetOf(
+  c: Pick<ContainerRow, "uuid" | "namespace" | "service_uuid" | "name" | "private_ip" | "spec_version"> & {
+    spec?: string;
+  },
+  specs?: Map<string, ServiceSpec>,
+): LinkTarget {
+  const key = deployedKey(c);
   let spec = specs?.get(key);
   if (!spec) {
+    if (c.spec === undefined)
+      throw new Error(`the definition of ${c.name} (version ${c.spec_version}) was not read`);
     spec = JSON.parse(c.spec) as ServiceSpec;
     specs?.set(key, spec);
   }
-  return {
-    name: c.name,
-    resource_uri: containerUri(c),
-    private_ip: c.private_ip || null,
-    ports: spec.container_ports.map((p) => ({ inner_port: p.inner_port, protocol: p.protocol })),
-    envvars: spec.container_envvars,
-  };
+  let parts = targetParts.get(spec);
+  if (!parts) {
+    parts = {
+      ports: spec.container_ports.map((p) => ({ inner_port: p.inner_port, protocol: p.protocol })),
+      envvars: spec.container_envvars,
+    };
+    targetParts.set(spec, parts);
+  }
+  return { name: c.name, resource_uri: containerUri(c), private_ip: c.private_ip || null, ...parts };
 }
 
 /** A container as a link target for host entries only (its name and address). */

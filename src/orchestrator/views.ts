@@ -36,10 +36,17 @@ import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domai
 import { restTime } from "../domain/time.ts";
 import { containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { NodeRow } from "../store/nodes.ts";
-import type { ContainerRow, IncomingLink, ServiceRow } from "../store/services.ts";
+import type { ContainerRow, IncomingLink, ServiceRow, ViewedContainer } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import { platformHosts } from "./engine-specs.ts";
-import { followedLinks, linkedServices, linkTargetOf, sameEntries, TARGET_STATES } from "./links.ts";
+import {
+  deployedKey,
+  followedLinks,
+  linkedServices,
+  linkTargetOf,
+  sameEntries,
+  TARGET_STATES,
+} from "./links.ts";
 
 type PlatformHosts = ReturnType<typeof platformHosts>;
 
@@ -53,8 +60,8 @@ export interface ViewData {
   /** Services the page names, by uuid, in any state. */
   services: Map<string, ServiceRow>;
   nodes: Map<string, NodeRow>;
-  /** Live containers of the page's services, by service. */
-  live: Map<string, ContainerRow[]>;
+  /** Live containers of the page's services, by service (without their definitions: deployedSpec). */
+  live: Map<string, ViewedContainer[]>;
   /** Running and starting containers as link targets, by service. */
   targets: Map<string, LinkTarget[]>;
   /** The same link targets by their container's resource URI (a container's own link variables). */
@@ -63,6 +70,8 @@ export interface ViewData {
   incoming: Map<string, IncomingLink[]>;
   /** A service's current definition (parsed once per page). */
   currentSpec(s: ServiceRow): ServiceSpec;
+  /** The definition a live container was deployed with (one per service and version, read once). */
+  deployedSpec(c: Pick<ContainerRow, "service_uuid" | "spec_version">): ServiceSpec | undefined;
 }
 
 /**
@@ -71,11 +80,16 @@ export interface ViewData {
  * running container's environment cannot change: new ones need a redeploy), and the link host
  * entries written into it the current ones.
  */
-function synchronizedWith(c: ContainerRow, service: ServiceRow, links: readonly LinkTargets[]): boolean {
+function synchronizedWith(
+  c: ViewedContainer,
+  deployed: () => ServiceSpec | undefined,
+  service: ServiceRow,
+  links: readonly LinkTargets[],
+): boolean {
   if (c.spec_version !== service.spec_version) return false;
   if (c.environment === null || c.state === "Terminated") return true;
   const recorded = JSON.parse(c.environment) as CalculatedEnvVar[];
-  const userEnvvars = (JSON.parse(c.spec) as ServiceSpec).container_envvars;
+  const userEnvvars = deployed()?.container_envvars ?? [];
   if (!linkEnvironmentCurrent(recorded, links, { name: c.name, userEnvvars })) return false;
   return sameEntries(JSON.parse(c.link_hosts ?? "[]") as string[], linkHosts(links));
 }
@@ -155,10 +169,22 @@ export async function readViewData(
   }
   const nodes = new Map<string, NodeRow>();
   if (opts.nodes?.length) for (const n of await store.nodes.nodesByUuid(opts.nodes)) nodes.set(n.uuid, n);
-  const live = new Map<string, ContainerRow[]>();
+  const live = new Map<string, ViewedContainer[]>();
+  const targetSpecs = new Map<string, ServiceSpec>();
   if (opts.withContainers?.length) {
-    for (const c of await store.services.containersOfServices(opts.withContainers)) {
+    // The containers without their definitions, then the definition of each version once: should
+    // a container be redeployed between the two reads, its records are read whole instead.
+    let rows: (ViewedContainer & { spec?: string })[] = await store.services.viewedContainers(
+      opts.withContainers,
+    );
+    for (const d of await store.services.deployedSpecs(opts.withContainers))
+      targetSpecs.set(deployedKey(d), specOf(d));
+    if (rows.some((c) => !targetSpecs.has(deployedKey(c))))
+      rows = await store.services.containersOfServices(opts.withContainers);
+    for (const c of rows) {
       addTo(live, c.service_uuid, c);
+      if (c.spec !== undefined && !targetSpecs.has(deployedKey(c)))
+        targetSpecs.set(deployedKey(c), JSON.parse(c.spec) as ServiceSpec);
     }
   }
   const targets = new Map<string, LinkTarget[]>();
@@ -170,7 +196,6 @@ export async function readViewData(
     ...[...live.values()].flatMap((list) => list.filter((c) => isTargetState(c.state))),
     ...(others.length ? await store.services.containersOfServices(others, { states: TARGET_STATES }) : []),
   ];
-  const targetSpecs = new Map<string, ServiceSpec>();
   const targetByUri = new Map<string, LinkTarget>();
   for (const c of running) {
     if (!services.has(c.service_uuid)) continue;
@@ -185,7 +210,9 @@ export async function readViewData(
       for (const r of rows) into.add(r.namespace);
     for (const list of incoming.values()) for (const l of list) into.add(l.namespace);
   }
-  return { services, nodes, live, targets, targetByUri, incoming, currentSpec };
+  const deployedSpec = (c: Pick<ContainerRow, "service_uuid" | "spec_version">) =>
+    targetSpecs.get(deployedKey(c));
+  return { services, nodes, live, targets, targetByUri, incoming, currentSpec, deployedSpec };
 }
 
 /** A service reference's name and URI, as the namespace's live services resolve it. */
@@ -213,6 +240,7 @@ export function serviceView(
   const synchronized = liveOnes.every((c) =>
     synchronizedWith(
       c,
+      () => data.deployedSpec(c),
       s,
       followedLinks(spec, { serviceUuid: s.uuid, serviceName: s.name, number: c.number }, targetsOf),
     ),
@@ -313,7 +341,7 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     name: c.name,
     public_dns: containerFqdn(c.name, c.namespace),
     state: c.state,
-    synchronized: service ? synchronizedWith(c, service, followed) : true,
+    synchronized: service ? synchronizedWith(c, () => spec, service, followed) : true,
     deployed_datetime: restTime(c.deployed_at),
     started_datetime: restTime(c.started_at),
     stopped_datetime: restTime(c.stopped_at),

@@ -113,6 +113,24 @@ const INTEGER_COLUMNS = new Set<string>([
   "created",
 ]);
 
+/**
+ * What a service's view reads of each of its live containers: no definition (the one of each
+ * version is read once: ServiceStore.deployedSpecs), no engine facts it does not show.
+ */
+export type ViewedContainer = Pick<
+  ContainerRow,
+  | "uuid"
+  | "namespace"
+  | "service_uuid"
+  | "name"
+  | "number"
+  | "state"
+  | "spec_version"
+  | "private_ip"
+  | "environment"
+  | "link_hosts"
+>;
+
 /** A link of another service's definition that points at a service (`linked_from_service`). */
 export interface IncomingLink {
   namespace: string;
@@ -189,6 +207,68 @@ export class ServiceStore {
         ? q.where("state", "in", opts.states.length ? [...opts.states] : [""])
         : q.where("state", "!=", "Terminated");
       out.push(...(await q.orderBy("service_uuid").orderBy("number").orderBy("id").execute()));
+    }
+    return out;
+  }
+
+  /**
+   * The live containers of several services as their views read them (no definitions), ordered by
+   * service and number.
+   */
+  async viewedContainers(serviceUuids: readonly string[]): Promise<ViewedContainer[]> {
+    const out: ViewedContainer[] = [];
+    for (const part of chunks(serviceUuids)) {
+      out.push(
+        ...(await this.s.db
+          .selectFrom("containers")
+          .select([
+            "uuid",
+            "namespace",
+            "service_uuid",
+            "name",
+            "number",
+            "state",
+            "spec_version",
+            "private_ip",
+            "environment",
+            "link_hosts",
+          ])
+          .where("service_uuid", "in", part)
+          .where("state", "!=", "Terminated")
+          .orderBy("service_uuid")
+          .orderBy("number")
+          .orderBy("id")
+          .execute()),
+      );
+    }
+    return out;
+  }
+
+  /**
+   * The definition the live containers of several services were deployed with, once per service
+   * and definition version: every container of one version has the same one, but for the
+   * scheduling fields (domain/service-spec.ts SCHEDULING_FIELDS), which views of a service do not
+   * read from its containers.
+   */
+  async deployedSpecs(
+    serviceUuids: readonly string[],
+  ): Promise<Pick<ContainerRow, "service_uuid" | "spec_version" | "spec">[]> {
+    const out: Pick<ContainerRow, "service_uuid" | "spec_version" | "spec">[] = [];
+    for (const part of chunks(serviceUuids)) {
+      out.push(
+        ...(await this.s.db
+          .selectFrom("containers")
+          .select(["service_uuid", "spec_version", "spec"])
+          .where("id", "in", (eb) =>
+            eb
+              .selectFrom("containers")
+              .select((e) => e.fn.min("id").as("id"))
+              .where("service_uuid", "in", part)
+              .where("state", "!=", "Terminated")
+              .groupBy(["service_uuid", "spec_version"]),
+          )
+          .execute()),
+      );
     }
     return out;
   }

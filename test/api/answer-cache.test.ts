@@ -7,7 +7,12 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { openDatabase } from "../../src/store/db.ts";
 import type { NodeRow } from "../../src/store/nodes.ts";
-import { type ContainerRow, newContainerRow, type ServiceRow } from "../../src/store/services.ts";
+import {
+  type ContainerRow,
+  newContainerRow,
+  type ServiceRow,
+  ServiceStore,
+} from "../../src/store/services.ts";
 import { Store } from "../../src/store/store.ts";
 import { type Caller, call, createUser, type Harness, quiesce, startHarness } from "../support/harness.ts";
 import { fakeEngineNodeRow } from "../support/rows.ts";
@@ -287,6 +292,34 @@ describe("cached answers follow every row they were built from", () => {
       await other.nodes.updateNode(current, { external_fqdn: `y${current.external_fqdn}` });
     });
     assert.notDeepEqual(r.after.container_ports, r.before.container_ports);
+  });
+
+  test("a container redeployed while its service's view is read shows as redeployed", async () => {
+    // A service's view reads its containers without their definitions, then each version's
+    // definition: a redeploy committed in between (by another replica) leaves a version without
+    // one, and the view reads the records whole instead of failing or showing the old definition.
+    const s = await addService("raced", { container_envvars: [{ key: "V", value: "one" }] });
+    const c = await addContainer(s, node, 1);
+    const read = ServiceStore.prototype.deployedSpecs;
+    let raced = false;
+    ServiceStore.prototype.deployedSpecs = async function (this: ServiceStore, uuids) {
+      if (!raced && uuids.includes(s.uuid)) {
+        raced = true;
+        const current = await fresh((u) => other.services.findContainer(u), c);
+        const spec = { ...JSON.parse(current.spec), container_envvars: [{ key: "V", value: "two" }] };
+        await other.services.updateContainer(current, { spec: JSON.stringify(spec), spec_version: 2 });
+      }
+      return read.call(this, uuids);
+    };
+    try {
+      const res = await call(h, alice, "GET", `/api/app/v1/service/${s.uuid}/`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.ok(raced, "the redeploy came between the two reads");
+      assert.equal(res.body.link_variables.RACED_1_ENV_V, "two");
+      assert.equal(res.body.synchronized, false);
+    } finally {
+      ServiceStore.prototype.deployedSpecs = read;
+    }
   });
 
   test("another namespace's answer is not served: a foreign object is still a 404", async () => {
