@@ -101,6 +101,10 @@ export class ActionEngine {
   private scanning = false;
   private rescan = false;
   private readonly idleWaiters = new Set<() => void>();
+  /** Log lines of every action waiting for the next write, and the writes (see logOf). */
+  private logLines: { action_uuid: string; ts: number; line: string }[] = [];
+  private lastLogWrite: Promise<void> = Promise.resolve();
+  private nextLogWrite: Promise<void> | undefined;
   /** Polls in a row that found nothing (the back-off of the safety poll). */
   private idlePolls = 0;
 
@@ -449,27 +453,26 @@ export class ActionEngine {
    * An action's log: lines are stored in the order they were logged, each call resolving once its
    * line is. A write starts at once (in a microtask, never behind a timer or I/O turn, so a step's
    * last line cannot lose a race with its own timeout); lines logged while a write is under way
-   * (a step working on many containers at once) go together into the next statement.
+   * (by this action or any other: many steps working on many containers at once) go together into
+   * the next statement.
    */
   private logOf(uuid: string): (line: string) => Promise<void> {
-    let pending: { ts: number; line: string }[] = [];
-    let last: Promise<void> = Promise.resolve();
-    let next: Promise<void> | undefined;
-    const write = () => {
-      const lines = pending;
-      pending = [];
-      next = undefined;
-      return this.store.appendActionLogs(uuid, lines);
-    };
     return (line) => {
-      pending.push({ ts: this.opts.clock.now(), line });
-      if (!next) {
-        next = last.then(write, write);
-        last = next;
+      this.logLines.push({ action_uuid: uuid, ts: this.opts.clock.now(), line });
+      if (!this.nextLogWrite) {
+        this.nextLogWrite = this.lastLogWrite.then(this.writeLogLines, this.writeLogLines);
+        this.lastLogWrite = this.nextLogWrite;
       }
-      return next;
+      return this.nextLogWrite;
     };
   }
+
+  private readonly writeLogLines = () => {
+    const lines = this.logLines;
+    this.logLines = [];
+    this.nextLogWrite = undefined;
+    return this.store.appendActionLogs(lines);
+  };
 
   private async run(claimed: ActionRow): Promise<void> {
     const controller = new AbortController();

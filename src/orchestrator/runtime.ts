@@ -1,7 +1,7 @@
 // Idempotent operations on one container record against its node's engine. Each `ensure*`
 // may be repeated after a crash: it looks at what the engine has (by the Berth labels it put
 // there) before acting, and records what it observed.
-import { randomBytes } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { addTo } from "../domain/collections.ts";
 import { LABELS } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
@@ -256,7 +256,7 @@ export class ContainerRuntime {
       });
       spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
       // A fresh suffix per engine container: during a redeploy the old one still holds its name.
-      spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
+      spec.name = `${spec.name ?? c.name}-${randomUUID().slice(0, 6)}`;
       await this.ensureImage(engine, spec.image, log, {
         namespace: c.namespace,
         refresh: opts.refreshImage,
@@ -437,7 +437,7 @@ export class ContainerRuntime {
     const spec = await this.d.specFor(c, { volumesFrom: reuse ? stale : [] });
     spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
     // A fresh suffix per engine container: during a redeploy the old one still holds its name.
-    spec.name = `${spec.name ?? c.name}-${randomBytes(3).toString("hex")}`;
+    spec.name = `${spec.name ?? c.name}-${randomUUID().slice(0, 6)}`;
     await this.ensureImage(engine, spec.image, log, {
       namespace: c.namespace,
       refresh: opts.refreshImage,

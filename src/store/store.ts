@@ -693,15 +693,15 @@ export class Store {
     await this.db.insertInto("action_logs").values({ action_uuid: actionUuid, ts, line }).execute();
   }
 
-  /** Several lines of one action's log in one statement, in order. */
-  async appendActionLogs(actionUuid: string, lines: readonly { ts: number; line: string }[]): Promise<void> {
+  /** Lines of actions' logs (of one action or several) in one statement per ROWS_PER_INSERT, in order. */
+  async appendActionLogs(lines: readonly { action_uuid: string; ts: number; line: string }[]): Promise<void> {
     for (let i = 0; i < lines.length; i += ROWS_PER_INSERT) {
       await this.db
         .insertInto("action_logs")
         .values(
           lines
             .slice(i, i + ROWS_PER_INSERT)
-            .map((l) => ({ action_uuid: actionUuid, ts: l.ts, line: l.line })),
+            .map((l) => ({ action_uuid: l.action_uuid, ts: l.ts, line: l.line })),
         )
         .execute();
     }

@@ -145,8 +145,18 @@ function numberToIp(value: number): string {
   return [24, 16, 8, 0].map((shift) => Math.floor(value / 2 ** shift) % 256).join(".");
 }
 
+/** Random bytes drawn from a pool refilled 8 KiB at a time (one call per id costs more than the id). */
+const RANDOM_POOL_BYTES = 8192;
+let randomPool = Buffer.alloc(0);
+let randomAt = 0;
+
 function randomHex(bytes: number): string {
-  return randomBytes(bytes).toString("hex");
+  if (randomAt + bytes > randomPool.length) {
+    randomPool = randomBytes(Math.max(RANDOM_POOL_BYTES, bytes));
+    randomAt = 0;
+  }
+  randomAt += bytes;
+  return randomPool.toString("hex", randomAt - bytes, randomAt);
 }
 
 function dockerStyleId(): string {
