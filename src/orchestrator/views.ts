@@ -171,31 +171,31 @@ export async function readViewData(
   if (opts.nodes?.length) for (const n of await store.nodes.nodesByUuid(opts.nodes)) nodes.set(n.uuid, n);
   const live = new Map<string, ViewedContainer[]>();
   const targetSpecs = new Map<string, ServiceSpec>();
-  if (opts.withContainers?.length) {
-    // The containers without their definitions, then the definition of each version once: should
-    // a container be redeployed between the two reads, its records are read whole instead.
-    let rows: (ViewedContainer & { spec?: string })[] = await store.services.viewedContainers(
-      opts.withContainers,
-    );
-    for (const d of await store.services.deployedSpecs(opts.withContainers))
-      targetSpecs.set(deployedKey(d), specOf(d));
+  /**
+   * Live containers of services without their definitions, then the definition of each version
+   * once: should a container be redeployed between the two reads, the records are read whole.
+   */
+  const liveOf = async (uuids: string[]): Promise<ViewedContainer[]> => {
+    if (uuids.length === 0) return [];
+    let rows: (ViewedContainer & { spec?: string })[] = await store.services.viewedContainers(uuids);
+    for (const d of await store.services.deployedSpecs(uuids)) targetSpecs.set(deployedKey(d), specOf(d));
     if (rows.some((c) => !targetSpecs.has(deployedKey(c))))
-      rows = await store.services.containersOfServices(opts.withContainers);
+      rows = await store.services.containersOfServices(uuids);
     for (const c of rows) {
-      addTo(live, c.service_uuid, c);
       if (c.spec !== undefined && !targetSpecs.has(deployedKey(c)))
         targetSpecs.set(deployedKey(c), JSON.parse(c.spec) as ServiceSpec);
     }
-  }
+    return rows;
+  };
+  for (const c of await liveOf(opts.withContainers ?? [])) addTo(live, c.service_uuid, c);
   const targets = new Map<string, LinkTarget[]>();
   // The page's own services' running containers are among the live ones just read; only the
   // other services' are read again.
   const read = new Set(opts.withContainers);
   const others = [...new Set(targetsOf)].filter((uuid) => !read.has(uuid));
-  const running = [
-    ...[...live.values()].flatMap((list) => list.filter((c) => isTargetState(c.state))),
-    ...(others.length ? await store.services.containersOfServices(others, { states: TARGET_STATES }) : []),
-  ];
+  const running = [...[...live.values()].flat(), ...(await liveOf(others))].filter((c) =>
+    isTargetState(c.state),
+  );
   const targetByUri = new Map<string, LinkTarget>();
   for (const c of running) {
     if (!services.has(c.service_uuid)) continue;
