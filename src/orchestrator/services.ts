@@ -94,6 +94,8 @@ interface WaitingPlacement {
 
 interface Placed {
   plan: PlacementPlan;
+  /** The records made for the service, as written (later writes re-read only the versions). */
+  rows: ContainerRow[];
 }
 
 export class Orchestrator {
@@ -192,7 +194,10 @@ export class Orchestrator {
    * planned together by the next one (one snapshot for all of them, each seeing the others'
    * placements), and its records and change-feed entries are written in one transaction.
    */
-  private async place(s: ServiceRow, log: Log): Promise<string[] | undefined> {
+  private async place(
+    s: ServiceRow,
+    log: Log,
+  ): Promise<{ shortfall: string[] | undefined; placed: ContainerRow[] }> {
     const result = await new Promise<Placed>((resolve, reject) => {
       const waiting = this.placing.get(s.namespace);
       if (waiting) waiting.push({ service: s, resolve, reject });
@@ -209,7 +214,7 @@ export class Orchestrator {
       await log(`Placing ${result.plan.placements.length} container(s) of ${s.name}`);
     }
     if (result.plan.shortfall) for (const line of result.plan.shortfall) await log(line);
-    return result.plan.shortfall;
+    return { shortfall: result.plan.shortfall, placed: result.rows };
   }
 
   /** Plans (and records) the placements the namespace's services wait for, one batch after the other. */
@@ -224,11 +229,11 @@ export class Orchestrator {
         return;
       }
       try {
-        const plans = await this.placeBatch(
+        const placed = await this.placeBatch(
           namespace,
           batch.map((w) => w.service),
         );
-        for (const [i, w] of batch.entries()) w.resolve({ plan: plans[i]! });
+        for (const [i, w] of batch.entries()) w.resolve(placed[i]!);
       } catch (err) {
         for (const w of batch) w.reject(err);
       }
@@ -240,7 +245,7 @@ export class Orchestrator {
    * container records (state Starting, made from each service's current definition) and their
    * change-feed entries: a plan is never made against state another plan has changed meanwhile.
    */
-  private async placeBatch(namespace: string, services: ServiceRow[]): Promise<PlacementPlan[]> {
+  private async placeBatch(namespace: string, services: ServiceRow[]): Promise<Placed[]> {
     return this.store.transaction(async (tx) => {
       const { state, numbers } = await this.placementSnapshot(tx, namespace);
       const plans: PlacementPlan[] = [];
@@ -258,8 +263,9 @@ export class Orchestrator {
           records.push(newContainerRow(s, node, number, now));
         }
       }
-      await tx.services.insertContainers(records);
-      return plans;
+      const rows = new Map<string, ContainerRow[]>();
+      for (const r of await tx.services.insertContainers(records)) addTo(rows, r.service_uuid, r);
+      return plans.map((plan, i) => ({ plan, rows: rows.get(services[i]!.uuid) ?? [] }));
     });
   }
 
@@ -285,9 +291,9 @@ export class Orchestrator {
   }
 
   /** Starts every live container of the service (engine work in parallel, records written in batches). */
-  private async startAll(s: ServiceRow, log: Log): Promise<void> {
+  private async startAll(s: ServiceRow, log: Log, placed: ContainerRow[] = []): Promise<void> {
     const containers = (await this.liveContainers(s.uuid)).filter((c) => c.desired !== "terminated");
-    const marked = await this.markDesired(containers, "running", "starting");
+    const marked = await this.markDesired(containers, "running", "starting", placed);
     const errors = await this.d.runtime.ensureRunningMany(Orchestrator.liveOf(containers, marked), {
       limits: this.limit(s),
       log,
@@ -305,12 +311,14 @@ export class Orchestrator {
 
   /**
    * Records what the user wants of the containers and, for those not already there, the phase the
-   * operation puts them in (the API shows it until their engine step ends it).
+   * operation puts them in (the API shows it until their engine step ends it). `known`: records
+   * the operation has just written (its placements), read again only if they moved since.
    */
   private async markDesired(
     containers: ContainerHead[],
     desired: string,
     phase?: ContainerPhase,
+    known: ContainerRow[] = [],
   ): Promise<Map<string, ContainerRow>> {
     return this.store.services.patchContainers(
       containers.map((c) => c.uuid),
@@ -327,6 +335,7 @@ export class Orchestrator {
         }
         return p;
       },
+      { known: new Map(known.map((r) => [r.uuid, r])) },
     );
   }
 
@@ -475,8 +484,8 @@ export class Orchestrator {
 
   private async startSteps(s: ServiceRow, ctx: Ctx<{ service: string }>): Promise<void> {
     await this.waitForLinkTargets(s, ctx);
-    const shortfall = await this.place(s, ctx.log);
-    await this.startAll(s, ctx.log);
+    const { shortfall, placed } = await this.place(s, ctx.log);
+    await this.startAll(s, ctx.log, placed);
     const now = this.d.clock.now();
     await this.store.mutate("service", s.uuid, (r) =>
       r.deployed_at === null ? { deployed_at: now } : undefined,
@@ -613,8 +622,8 @@ export class Orchestrator {
     const wasRunning = live.some((c) => c.desired === "running");
     if (!wasRunning && live.length > 0) return;
     if (live.length === 0 && s.deployed_at === null) return;
-    const shortfall = await this.place(s, ctx.log);
-    await this.startAll(s, ctx.log);
+    const { shortfall, placed } = await this.place(s, ctx.log);
+    await this.startAll(s, ctx.log, placed);
     Orchestrator.failShort(shortfall);
   }
 
@@ -622,9 +631,9 @@ export class Orchestrator {
     s: ServiceRow,
     ctx: Ctx<{ service: string; reuse_volumes?: boolean }>,
   ): Promise<void> {
-    const shortfall = await this.place(s, ctx.log);
+    const { shortfall, placed } = await this.place(s, ctx.log);
     const containers = await this.liveContainers(s.uuid);
-    const marked = await this.markDesired(containers, "running", "redeploying");
+    const marked = await this.markDesired(containers, "running", "redeploying", placed);
     // Every container moves to the definition as it is when the redeploy begins.
     const fresh = (await this.store.services.findService(s.uuid)) ?? s;
     const errors = await this.d.runtime.redeployMany(Orchestrator.liveOf(containers, marked), {
