@@ -498,8 +498,9 @@ export class Reconciler {
     const ours = await this.listing(node);
     this.listings.delete(node.uuid);
     const records = new Map(
+      // Only which records live is needed: their heads, not whole records with their definitions.
       (
-        await this.d.store.services.containersByUuid(
+        await this.d.store.services.containerHeads(
           ours.flatMap((o) => (o.labels[LABELS.container] ? [o.labels[LABELS.container]!] : [])),
         )
       ).map((r) => [r.uuid, r]),
