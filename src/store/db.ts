@@ -18,6 +18,7 @@ import {
 } from "kysely";
 import pg from "pg";
 import type { Database } from "./schema.ts";
+import { ReadWriteSqliteDialect } from "./sqlite-driver.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -90,10 +91,13 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
       // A WAL that grew large is cut back once a checkpoint has emptied it.
       sqlite.pragma(`journal_size_limit = ${WAL_KEPT_BYTES}`);
     }
-    const kysely = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: preparedOnce(sqlite) }),
-      log,
-    });
+    // A file gets a second connection for reads outside transactions (store/sqlite-driver.ts);
+    // an in-memory database exists only on its one connection.
+    const dialect =
+      file === ":memory:"
+        ? new SqliteDialect({ database: preparedOnce(sqlite) })
+        : new ReadWriteSqliteDialect(sqlite, openReader(file));
+    const kysely = new Kysely<Database>({ dialect, log });
     return {
       kysely,
       dialect: "sqlite",
@@ -199,6 +203,17 @@ class Checkpointer {
     worker.postMessage("close");
     await this.exited;
   }
+}
+
+/** The reading connection of a SQLite file the writer has opened (and put in WAL mode). */
+function openReader(file: string): SQLite.Database {
+  const reader = new SQLite(file, { fileMustExist: true });
+  reader.pragma("query_only = ON");
+  reader.pragma("busy_timeout = 5000");
+  reader.pragma("cache_size = -65536");
+  reader.pragma("temp_store = MEMORY");
+  reader.pragma("mmap_size = 268435456");
+  return reader;
 }
 
 /**
