@@ -18,7 +18,7 @@ import {
 } from "kysely";
 import pg from "pg";
 import type { Database } from "./schema.ts";
-import { ReadWriteSqliteDialect } from "./sqlite-driver.ts";
+import { ReadWriteSqliteDialect, Statements } from "./sqlite-driver.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -217,28 +217,13 @@ function openReader(file: string): SQLite.Database {
 }
 
 /**
- * Kysely prepares every statement anew; this keeps the most recent prepared statements by their
- * SQL text, so a query the server runs again (every request runs the same few) is only bound and
- * stepped. Safe because Kysely runs one statement at a time on its single SQLite connection
- * (a streamed query holds that connection until it ends).
+ * An in-memory database's one connection, for Kysely's own driver: Kysely prepares every statement
+ * anew, this reuses the prepared statements of recent SQL texts (Statements). Safe because that
+ * driver runs one statement at a time on its single connection (a streamed query holds it).
  */
-function preparedOnce(sqlite: SQLite.Database, capacity = 500): SqliteDatabase {
-  const cache = new Map<string, SQLite.Statement>();
-  return {
-    close: () => sqlite.close(),
-    prepare(text: string) {
-      let statement = cache.get(text);
-      if (statement) {
-        // Most recently used last, so the first key is the one to evict.
-        cache.delete(text);
-      } else {
-        statement = sqlite.prepare(text);
-        if (cache.size >= capacity) cache.delete(cache.keys().next().value as string);
-      }
-      cache.set(text, statement);
-      return statement;
-    },
-  };
+function preparedOnce(sqlite: SQLite.Database): SqliteDatabase {
+  const statements = new Statements(sqlite);
+  return { close: () => sqlite.close(), prepare: (text: string) => statements.get(text) };
 }
 
 /**

@@ -27,8 +27,11 @@ import {
   SqliteQueryCompiler,
 } from "kysely";
 
-/** Prepared statements of one connection, by SQL text (the most recent `capacity` of them). */
-class Statements {
+/**
+ * Prepared statements of one connection, by SQL text (the most recent `capacity` of them): a query
+ * the server runs again (every request runs the same few) is only bound and stepped.
+ */
+export class Statements {
   private readonly cache = new Map<string, SQLite.Statement>();
 
   constructor(
