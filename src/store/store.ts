@@ -15,6 +15,7 @@ import { ReplicaStore } from "./replicas.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
 import { type ContainerRow, chunks, ROWS_PER_INSERT, type ServiceRow, ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
+import { TurnReads } from "./turn-reads.ts";
 
 export type UserRow = Omit<UserTable, "id"> & { id: number };
 export type ApiKeyRow = Omit<ApiKeyTable, "id"> & { id: number };
@@ -117,6 +118,8 @@ export class Store {
   private readonly afterCommit: (() => void)[];
   /** namespaceRevision's SQL text, by number of namespaces. */
   private readonly revisionSql = new Map<number, string>();
+  /** namespaceRevision's reads of one turn of the event loop, shared. */
+  private revisionReads: TurnReads<number> | undefined;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -799,6 +802,13 @@ export class Store {
    */
   async namespaceRevision(namespaces: readonly string[]): Promise<number> {
     if (namespaces.length === 0) return 0;
+    // Outside a transaction, the checks of one turn share their statement (TurnReads).
+    if (this.inTransaction) return this.readNamespaceRevision(namespaces);
+    this.revisionReads ??= new TurnReads((key) => this.readNamespaceRevision(key.split("\u0000")));
+    return this.revisionReads.get(namespaces.join("\u0000"));
+  }
+
+  private async readNamespaceRevision(namespaces: readonly string[]): Promise<number> {
     let text = this.revisionSql.get(namespaces.length);
     if (text === undefined) {
       const compiled = this.db
