@@ -9,7 +9,8 @@
 // its own disk. What remains is mostly Berth's (records read in batches, caches, Fastify).
 import fs from "node:fs";
 import { Session } from "node:inspector/promises";
-import { formatLoad, runLoad } from "./load.ts";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
 import {
   ADMIN_AUTH,
   api,
@@ -52,6 +53,10 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     const transactions0 = b.platform.db.statements.transactions;
     const profile = await startProfile(b, process.env.BERTH_BENCH_CPU_PROFILE, out);
     const cpu0 = process.cpuUsage();
+    // What an API client sees meanwhile: a GET of one service every 100 ms, over HTTP.
+    const poll = pollWhile(`${b.base}/api/app/v1/service/${services[0]}/`);
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     const t0 = performance.now();
     const actions: string[] = [];
     for (const uuid of services) {
@@ -79,6 +84,8 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
       await sleep(200);
     }
     const elapsedS = (performance.now() - t0) / 1000;
+    const polled = await poll.stop();
+    loopDelay.disable();
     // CPU time of this process (Berth and the simulated engines): a figure a loaded machine
     // disturbs far less than the elapsed time, which waits for the CPU when others hold it.
     const cpu = process.cpuUsage(cpu0);
@@ -101,6 +108,9 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     );
     out(
       `  store: ${statements} SQL statements (${(statements / total).toFixed(2)} per container), ${transactions} transactions (${(transactions / total).toFixed(3)} per container)`,
+    );
+    out(
+      `  GET one service every 100 ms meanwhile: ${polled.length} answered, p50 ${fmtMs(percentile(polled, 0.5))} ms, p99 ${fmtMs(percentile(polled, 0.99))} ms, max ${fmtMs(polled.at(-1) ?? 0)} ms; event loop delay p99 ${fmtMs(loopDelay.percentile(99) / 1e6)} ms, max ${fmtMs(loopDelay.max / 1e6)} ms`,
     );
     out(`  RSS ${rss0} MB before, ${rssMb()} MB after`);
     const list = await runLoad({
@@ -162,5 +172,27 @@ async function startProfile(
     out(`  CPU profile of the placement written to ${file}; statements by time:`);
     for (const [sql, t] of [...bySql].sort((x, y) => y[1].ms - x[1].ms).slice(0, 15))
       out(`    ${t.ms.toFixed(0).padStart(6)} ms ${String(t.n).padStart(6)}×  ${sql}`);
+  };
+}
+
+/** GETs `url` every 100 ms until stopped; answers the latencies of those that succeeded, sorted. */
+function pollWhile(url: string): { stop(): Promise<number[]> } {
+  const latencies: number[] = [];
+  let stopped = false;
+  const done = (async () => {
+    while (!stopped) {
+      const t0 = performance.now();
+      const res = await fetch(url, { headers: { authorization: ADMIN_AUTH } }).catch(() => undefined);
+      await res?.arrayBuffer();
+      if (res?.ok) latencies.push(performance.now() - t0);
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await done;
+      return latencies.sort((a, b) => a - b);
+    },
   };
 }
