@@ -33,7 +33,25 @@ function answers(socket, done, fail) {
   let buf = Buffer.alloc(0);
   let head; // { status, length } or { status, chunked: true }
   let bodyAt = 0;
-  socket.on("data", (chunk) => {
+  // Bytes of a Content-Length body still to come: counted as they arrive, never kept (joining a
+  // large body's chunks would cost the client more than the server's answer).
+  let remaining = 0;
+  /** Counts `chunk`'s bytes of the body under way; answers what follows it. */
+  const skip = (chunk) => {
+    const n = Math.min(remaining, chunk.length);
+    remaining -= n;
+    if (remaining > 0) return undefined;
+    const { status, length } = head;
+    head = undefined;
+    done(status, length);
+    return chunk.subarray(n);
+  };
+  socket.on("data", (data) => {
+    let chunk = data;
+    if (head && !head.chunked) {
+      chunk = skip(chunk);
+      if (!chunk?.length) return;
+    }
     buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
     for (;;) {
       if (!head) {
@@ -48,12 +66,10 @@ function answers(socket, done, fail) {
         bodyAt = end + 4;
       }
       if (!head.chunked) {
-        if (buf.length < bodyAt + head.length) return;
-        const size = bodyAt + head.length;
-        const { status, length } = head;
-        buf = buf.subarray(size);
-        head = undefined;
-        done(status, length);
+        remaining = head.length;
+        const rest = skip(buf.subarray(bodyAt));
+        buf = rest ?? Buffer.alloc(0);
+        if (!rest?.length) return;
         continue;
       }
       // Chunked: walk the chunks from bodyAt; the answer ends with a zero-size chunk.
