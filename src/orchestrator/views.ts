@@ -457,8 +457,8 @@ function serviceKey(
   return h.digest("base64");
 }
 
-/** JSON kept of service views at most (ViewFragments). */
-const SERVICE_FRAGMENT_CHARS = 24 * 1024 * 1024;
+/** Characters of JSON of service views kept at most (ViewFragments; their bytes and objects are held too). */
+const SERVICE_FRAGMENT_CHARS = 16 * 1024 * 1024;
 
 /**
  * The wire views of services and containers: one page of rows in, their views out, from a fixed
