@@ -78,6 +78,42 @@ class Mutex {
   }
 }
 
+/**
+ * How long statements may keep running in one turn of the event loop. SQLite answers
+ * synchronously, so work whose every other step also answers at once (a batch on simulated nodes,
+ * a large plan) runs as one chain of promise jobs and keeps the loop from everything else: no
+ * request is answered, no timer fires, until it ends. Past this slice, a write waits for the
+ * next turn, after what arrived meanwhile.
+ */
+const SLICE_MS = 50;
+let sliceStarted = 0;
+let inTurn = false;
+
+/**
+ * Waits for a later turn when this one has run statements for longer than its slice. Only writes
+ * wait: what a request reads is answered in its turn, and batch work, which writes as it goes,
+ * gives way to it.
+ */
+async function nextTurnIfSliceUsed(): Promise<void> {
+  for (let turn = yieldIfSliceUsed(); turn; turn = yieldIfSliceUsed()) await turn;
+}
+
+/** Undefined while the turn's slice lasts; else a promise of a later turn. */
+function yieldIfSliceUsed(): Promise<void> | undefined {
+  const now = performance.now();
+  if (!inTurn) {
+    // The first statement of a turn: its slice starts now, and ends with the turn.
+    inTurn = true;
+    sliceStarted = now;
+    setImmediate(() => {
+      inTurn = false;
+    });
+    return undefined;
+  }
+  if (now - sliceStarted < SLICE_MS) return undefined;
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** What Kysely gets from acquireConnection: routes each statement to the right connection. */
 class RoutingConnection implements DatabaseConnection {
   /** Set while this connection runs a transaction (it then holds the writer's mutex). */
@@ -90,9 +126,13 @@ class RoutingConnection implements DatabaseConnection {
   ) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.holdsWriter) return run(this.writer.get(query.sql), query.parameters) as QueryResult<R>;
+    if (this.holdsWriter) {
+      await nextTurnIfSliceUsed();
+      return run(this.writer.get(query.sql), query.parameters) as QueryResult<R>;
+    }
     const reading = this.reader.get(query.sql);
     if (reading.readonly) return run(reading, query.parameters) as QueryResult<R>;
+    await nextTurnIfSliceUsed();
     await this.mutex.lock();
     try {
       return run(this.writer.get(query.sql), query.parameters) as QueryResult<R>;

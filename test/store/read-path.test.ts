@@ -1,7 +1,8 @@
 // Reads do not queue behind writers (issue 18 item 2): while a transaction is open — across the
 // awaits of its callback, as the orchestrator's group commits are — a read outside it is answered
 // at once with the last committed state, and sees the transaction's rows once it commits. A write
-// outside the transaction waits for it on SQLite, so writes keep their order. Runs on SQLite (a reading
+// outside the transaction waits for it on SQLite, so writes keep their order. A long run of writes
+// gives the event loop back now and then (SLICE_MS). Runs on SQLite (a reading
 // connection beside the writing one, store/sqlite-driver.ts) and PostgreSQL (the pool).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -83,6 +84,26 @@ for (const target of targets) {
       await write;
       assert.equal(await count("rp-open"), 1, "committed rows are read at once");
       assert.equal(await count("rp-after"), 1);
+    });
+
+    test("a long run of writes leaves the event loop turns for everything else", async () => {
+      // Each write answers at once on SQLite: without turns given back, this loop would be one
+      // chain of promise jobs and no timer (or request) would run until it ended.
+      let ticks = 0;
+      const ticker = setInterval(() => {
+        ticks += 1;
+      }, 5);
+      const t0 = performance.now();
+      let writes = 0;
+      try {
+        while (performance.now() - t0 < 400) {
+          await db.kysely.insertInto("changes").values(change("rp-long")).execute();
+          writes += 1;
+        }
+      } finally {
+        clearInterval(ticker);
+      }
+      assert.ok(ticks >= 3, `a 5 ms timer ran ${ticks} times during 400 ms of writes (${writes} writes)`);
     });
 
     test("a transaction that rolls back leaves nothing, and the next one is not held up", async () => {
