@@ -1,12 +1,14 @@
-// The load generator's thread (bench/load.ts). Each of `connections` keep-alive sockets sends one
+// The load generator's process (bench/load.ts forks it: its memory and CPU are not the server's,
+// so the server's RSS is its own). Each of `connections` keep-alive sockets sends one
 // request, reads the whole answer, and sends the next. It writes a request built once and parses
 // only what it must (status, Content-Length or chunked framing): Node's HTTP client costs about as
 // much CPU per request as the server it measures, and on a 2-core machine the client's cost would
 // otherwise be the figure measured at 100 connections.
 import net from "node:net";
-import { parentPort, workerData } from "node:worker_threads";
 
-const { url, headers, connections, durationMs, warmupMs } = workerData;
+const { url, headers, connections, durationMs, warmupMs } = JSON.parse(
+  process.env.BERTH_LOAD_OPTIONS ?? "{}",
+);
 const target = new URL(url);
 const request = Buffer.from(
   [
@@ -151,6 +153,6 @@ setTimeout(() => {
     await Promise.all(loops);
     // The window, or longer when answers to requests sent inside it ended after it.
     const elapsed = Math.max(durationMs, lastEnd - startedAt);
-    parentPort.postMessage({ latencies, errors, bad, bytes, elapsed });
+    process.send({ latencies, errors, bad, bytes, elapsed }, () => process.exit(0));
   }, durationMs);
 }, warmupMs);

@@ -1,7 +1,8 @@
-// A small keep-alive HTTP load generator. It runs in a worker thread (bench/load-worker.mjs), so its
-// own work does not share the event loop of the server it measures: each of `connections` sockets
-// sends one request, waits for the whole response, and sends the next.
-import { Worker } from "node:worker_threads";
+// A small keep-alive HTTP load generator. It runs in a process of its own (bench/load-worker.mjs),
+// so its own work shares neither the event loop nor the memory (RSS) of the server it measures:
+// each of `connections` sockets sends one request, waits for the whole response, and sends the next.
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
 
 export interface LoadOptions {
   url: string;
@@ -28,8 +29,10 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
-  const worker = new Worker(new URL("./load-worker.mjs", import.meta.url), {
-    workerData: { headers: {}, warmupMs: 500, ...opts },
+  const child = fork(fileURLToPath(new URL("./load-worker.mjs", import.meta.url)), {
+    env: { ...process.env, BERTH_LOAD_OPTIONS: JSON.stringify({ headers: {}, warmupMs: 500, ...opts }) },
+    execArgv: [],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   try {
     const m = await new Promise<{
@@ -39,8 +42,9 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
       bytes: number;
       elapsed: number;
     }>((resolve, reject) => {
-      worker.once("message", resolve);
-      worker.once("error", reject);
+      child.once("message", (m) => resolve(m as never));
+      child.once("error", reject);
+      child.once("exit", (code) => reject(new Error(`the load generator exited (${code}) before reporting`)));
     });
     const sorted = m.latencies.sort((a, b) => a - b);
     return {
@@ -52,7 +56,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
       latencyMs: { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted.at(-1) ?? 0 },
     };
   } finally {
-    await worker.terminate();
+    child.kill();
   }
 }
 
