@@ -4,7 +4,7 @@
 // other component, so the runtime takes it at construction (no late binding in platform.ts).
 //
 // The specs of a burst of containers (a batch of starts, a redeploy) share their reads: what the
-// specs asked for during one turn of the event loop is read once when the turn ends (Coalesced), so
+// specs asked for during one turn of the event loop is read once when the turn ends (TurnReads), so
 // a service's containers are read once per burst, not once per container linking to it.
 import {
   buildContainerSpec,
@@ -20,6 +20,7 @@ import type { SecretBox } from "../identity/secret-box.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
+import { TurnReads } from "../store/turn-reads.ts";
 import { followedLinks, linkedServices, linkTargetOf, TARGET_STATES } from "./links.ts";
 
 export interface EngineSpecDeps {
@@ -44,36 +45,6 @@ const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">): Ser
   return lastSpec.spec;
 };
 
-/**
- * Reads asked for during one turn of the event loop, made together once it ends (one statement for
- * every key asked). Each caller asked before the read began, so it sees every commit made before it
- * asked: a container started just before (sequential deployment) is among the link targets of the
- * next one.
- */
-class Coalesced<K, V> {
-  private next: { keys: Set<K>; result: Promise<Map<K, V>> } | undefined;
-
-  constructor(private readonly read: (keys: K[]) => Promise<Map<K, V>>) {}
-
-  get(key: K): Promise<V | undefined> {
-    const batch = this.next ?? this.begin();
-    batch.keys.add(key);
-    return batch.result.then((found) => found.get(key));
-  }
-
-  private begin(): { keys: Set<K>; result: Promise<Map<K, V>> } {
-    const keys = new Set<K>();
-    const result = new Promise<Map<K, V>>((resolve, reject) => {
-      setImmediate(() => {
-        this.next = undefined;
-        this.read([...keys]).then(resolve, reject);
-      });
-    });
-    this.next = { keys, result };
-    return this.next;
-  }
-}
-
 /** A service's live containers, and those of them that are link targets. */
 interface Containers {
   live: ContainerRow[];
@@ -87,7 +58,7 @@ export class EngineSpecs {
   /** Hosts entries of each namespace's nodes (every container gets them): read once per burst. */
   private readonly nodeHosts = new Map<string, { hosts: Promise<readonly string[]>; until: number }>();
   /** Live containers of services (links, volumes_from), by service. */
-  private readonly containers = new Coalesced<string, Containers>(async (uuids) => {
+  private readonly containers = new TurnReads<string, Containers>(async (uuids) => {
     const out = new Map<string, Containers>(uuids.map((u) => [u, { live: [], targets: [] }]));
     const specs = new Map<string, ServiceSpec>();
     for (const c of await this.store.services.containersOfServices(uuids)) {
@@ -97,10 +68,10 @@ export class EngineSpecs {
     }
     return out;
   });
-  private readonly services = new Coalesced<string, ServiceRow>(async (uuids) => {
+  private readonly services = new TurnReads<string, ServiceRow>(async (uuids) => {
     return new Map((await this.store.services.servicesByUuid(uuids)).map((s) => [s.uuid, s]));
   });
-  private readonly nodes = new Coalesced<string, NodeRow>(async (uuids) => {
+  private readonly nodes = new TurnReads<string, NodeRow>(async (uuids) => {
     return new Map((await this.store.nodes.nodesByUuid(uuids)).map((n) => [n.uuid, n]));
   });
 

@@ -119,7 +119,7 @@ export class Store {
   /** namespaceRevision's SQL text, by number of namespaces. */
   private readonly revisionSql = new Map<number, string>();
   /** namespaceRevision's reads of one turn of the event loop, shared. */
-  private revisionReads: TurnReads<number> | undefined;
+  private revisionReads: TurnReads<string, number> | undefined;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -804,8 +804,16 @@ export class Store {
     if (namespaces.length === 0) return 0;
     // Outside a transaction, the checks of one turn share their statement (TurnReads).
     if (this.inTransaction) return this.readNamespaceRevision(namespaces);
-    this.revisionReads ??= new TurnReads((key) => this.readNamespaceRevision(key.split("\u0000")));
-    return this.revisionReads.get(namespaces.join("\u0000"));
+    this.revisionReads ??= new TurnReads(
+      async (keys) =>
+        new Map(
+          await Promise.all(
+            keys.map(async (k) => [k, await this.readNamespaceRevision(k.split("\u0000"))] as const),
+          ),
+        ),
+      { firstAtOnce: true },
+    );
+    return (await this.revisionReads.get(namespaces.join("\u0000"))) ?? 0;
   }
 
   private async readNamespaceRevision(namespaces: readonly string[]): Promise<number> {

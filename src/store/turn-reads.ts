@@ -1,46 +1,45 @@
-// Reads asked for in one turn of the event loop, shared. The first read of a turn is sent at once;
-// callers that ask for the same key later in that turn (a hundred GETs checking their cached
-// answers while the server is busy) wait for one read sent when the turn ends (setImmediate),
-// which is after each of them asked: whatever any of them could have seen committed, that read
-// sees. So a lone request pays nothing, and a busy server sends a statement or two per turn
-// instead of one per request.
-export class TurnReads<V> {
-  private pending = new Map<string, { resolve(v: V): void; reject(e: unknown): void }[]>();
-  /** Whether a read has been sent in this turn (cleared when the turn ends). */
+// Reads asked for during one turn of the event loop, made together: every key asked for before the
+// read is sent goes into it, and the read is sent when the turn ends (setImmediate), so it starts
+// after each of its callers asked: whatever any of them could have seen committed, it sees. A
+// container started just before (sequential deployment) is among the link targets of the next one
+// (orchestrator/engine-specs.ts); a cached answer checked after a commit sees it
+// (Store.namespaceRevision).
+//
+// `firstAtOnce`: the first read of a turn is sent at once, alone, and only the later callers of
+// that turn share a read. A lone request then waits for no turn to end; a hundred GETs checking
+// their cached answers in one turn still send two reads, not a hundred.
+export class TurnReads<K, V> {
+  private next: { keys: Set<K>; result: Promise<Map<K, V>> } | undefined;
+  /** Whether a read has been sent at once in this turn (firstAtOnce; cleared when it ends). */
   private busyTurn = false;
 
-  constructor(private readonly read: (key: string) => Promise<V>) {}
+  constructor(
+    private readonly read: (keys: K[]) => Promise<Map<K, V>>,
+    private readonly opts: { firstAtOnce?: boolean } = {},
+  ) {}
 
-  get(key: string): Promise<V> {
-    if (!this.busyTurn) {
+  get(key: K): Promise<V | undefined> {
+    if (this.opts.firstAtOnce && !this.busyTurn) {
       this.busyTurn = true;
-      setImmediate(() => this.endTurn());
-      return this.read(key);
+      setImmediate(() => {
+        this.busyTurn = false;
+      });
+      return this.read([key]).then((found) => found.get(key));
     }
-    return new Promise<V>((resolve, reject) => {
-      let waiters = this.pending.get(key);
-      if (!waiters) {
-        waiters = [];
-        this.pending.set(key, waiters);
-      }
-      waiters.push({ resolve, reject });
-    });
+    const batch = this.next ?? this.begin();
+    batch.keys.add(key);
+    return batch.result.then((found) => found.get(key));
   }
 
-  private endTurn(): void {
-    this.busyTurn = false;
-    const batch = this.pending;
-    if (batch.size === 0) return;
-    this.pending = new Map();
-    for (const [key, waiters] of batch) {
-      this.read(key).then(
-        (v) => {
-          for (const w of waiters) w.resolve(v);
-        },
-        (err: unknown) => {
-          for (const w of waiters) w.reject(err);
-        },
-      );
-    }
+  private begin(): { keys: Set<K>; result: Promise<Map<K, V>> } {
+    const keys = new Set<K>();
+    const result = new Promise<Map<K, V>>((resolve, reject) => {
+      setImmediate(() => {
+        this.next = undefined;
+        this.read([...keys]).then(resolve, reject);
+      });
+    });
+    this.next = { keys, result };
+    return this.next;
   }
 }

@@ -8,17 +8,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Db } from "../../src/store/db.ts";
 import { migrateToLatest } from "../../src/store/migrations.ts";
+import { serviceChangeRow } from "../support/rows.ts";
 import { targets } from "./targets.ts";
-
-const change = (namespace: string) => ({
-  type: "service",
-  action: "update",
-  resource_uri: `/api/app/v1/${namespace}/service/x/`,
-  state: "Running",
-  parents: "[]",
-  namespace,
-  datetime: 1,
-});
 
 /** Resolves with `p`'s value, or "still waiting" when it has not settled within `ms`. */
 function within<T>(p: Promise<T>, ms: number): Promise<T | "still waiting"> {
@@ -65,7 +56,7 @@ for (const target of targets) {
         written = resolve;
       });
       const tx = db.kysely.transaction().execute(async (trx) => {
-        await trx.insertInto("changes").values(change("rp-open")).execute();
+        await trx.insertInto("changes").values(serviceChangeRow("rp-open")).execute();
         written();
         await held;
       });
@@ -75,7 +66,7 @@ for (const target of targets) {
         assert.equal(await within(count("rp-open"), 2000), 0, "the read waited for the transaction");
         // On SQLite a write outside the transaction waits for it to end: one writer, writes in
         // order. (PostgreSQL writes other rows meanwhile.)
-        write = db.kysely.insertInto("changes").values(change("rp-after")).execute();
+        write = db.kysely.insertInto("changes").values(serviceChangeRow("rp-after")).execute();
         if (db.dialect === "sqlite") assert.equal(await within(write, 300), "still waiting");
       } finally {
         release();
@@ -97,7 +88,7 @@ for (const target of targets) {
       let writes = 0;
       try {
         while (performance.now() - t0 < 400) {
-          await db.kysely.insertInto("changes").values(change("rp-long")).execute();
+          await db.kysely.insertInto("changes").values(serviceChangeRow("rp-long")).execute();
           writes += 1;
         }
       } finally {
@@ -109,14 +100,14 @@ for (const target of targets) {
     test("a transaction that rolls back leaves nothing, and the next one is not held up", async () => {
       await assert.rejects(
         db.kysely.transaction().execute(async (trx) => {
-          await trx.insertInto("changes").values(change("rp-rolled")).execute();
+          await trx.insertInto("changes").values(serviceChangeRow("rp-rolled")).execute();
           throw new Error("changed my mind");
         }),
         /changed my mind/,
       );
       assert.equal(await count("rp-rolled"), 0);
       const next = db.kysely.transaction().execute(async (trx) => {
-        await trx.insertInto("changes").values(change("rp-next")).execute();
+        await trx.insertInto("changes").values(serviceChangeRow("rp-next")).execute();
       });
       assert.notEqual(await within(next, 2000), "still waiting", "the writer was left locked");
       assert.equal(await count("rp-next"), 1);

@@ -1,8 +1,10 @@
 // Rows seeded straight into the store by tests and benchmarks: a Deployed node on a fake engine
 // (the engine facts a real one would have reported), built on the platform's own newNodeRow.
+// Also a change-feed entry, for tests that only need the feed to move.
 import { randomUUID } from "node:crypto";
 import { newNodeRow } from "../../src/nodes/records.ts";
 import type { NewNode } from "../../src/store/nodes.ts";
+import type { ChangeTable } from "../../src/store/schema.ts";
 
 export function fakeEngineNodeRow(namespace: string, now: number, fields: Partial<NewNode> = {}): NewNode {
   const uuid = fields.uuid ?? randomUUID();
@@ -28,4 +30,17 @@ export function fakeEngineNodeRow(namespace: string, now: number, fields: Partia
     deployed_at: now,
     ...fields,
   });
+}
+
+/** A change-feed entry of a service in `namespace` (tests that only need the feed to move). */
+export function serviceChangeRow(namespace: string): Omit<ChangeTable, "revision"> {
+  return {
+    type: "service",
+    action: "update",
+    resource_uri: `/api/app/v1/${namespace}/service/x/`,
+    state: "Running",
+    parents: "[]",
+    namespace,
+    datetime: 1,
+  };
 }
