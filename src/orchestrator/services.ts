@@ -1,6 +1,7 @@
 // Services and containers: the asynchronous operations as action kinds made of idempotent
 // steps, placement through the scheduler, and state derived from the containers.
 
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
 import {
   ContainerActionParams,
@@ -220,7 +221,7 @@ export class Orchestrator {
   /** Plans (and records) the placements the namespace's services wait for, one batch after the other. */
   private async placeWaiting(namespace: string): Promise<void> {
     // Services started by the same burst of calls join this batch.
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     for (;;) {
       const waiting = this.placing.get(namespace) ?? [];
       const batch = waiting.splice(0);

@@ -14,6 +14,7 @@
 // come from one index) and builds again only the services whose rows changed.
 
 import { createHash } from "node:crypto";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Container } from "../contract/container.ts";
 import type { Service } from "../contract/service.ts";
 import { addTo } from "../domain/collections.ts";
@@ -119,8 +120,6 @@ function definitionFields(spec: ServiceSpec) {
     run_command: spec.run_command ?? "",
   };
 }
-
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The rows a page of views refers to, read in a fixed number of batched queries. */
 export async function readViewData(
@@ -536,7 +535,7 @@ export class Views {
     for (const [i, s] of rows.entries()) {
       if (out[i] !== undefined) continue;
       out[i] = this.serviceFragments.keep(s.uuid, keys[i]!, serviceView(s, specs[i]!, data, this.platform));
-      if (++built % 50 === 0) await yieldToEventLoop();
+      if (++built % 50 === 0) await nextTurn();
     }
     return out as Service[];
   }
@@ -563,7 +562,7 @@ export class Views {
     const out = [];
     for (const [i, c] of rows.entries()) {
       out.push(containerView(c, specs[i]!, data));
-      if (i % 50 === 49) await yieldToEventLoop();
+      if (i % 50 === 49) await nextTurn();
     }
     return out;
   }

@@ -12,6 +12,7 @@
 //   same mutex for its one statement;
 // - a statement outside a transaction that only reads runs on the reading connection at once, and
 //   sees every transaction committed before it (a WAL read snapshot starts at each statement).
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type SQLite from "better-sqlite3";
 import {
   CompiledQuery,
@@ -92,26 +93,23 @@ let inTurn = false;
 /**
  * Waits for a later turn when this one has run statements for longer than its slice. Only writes
  * wait: what a request reads is answered in its turn, and batch work, which writes as it goes,
- * gives way to it.
+ * gives way to it. The slice is the process's (one event loop), shared by every connection.
  */
 async function nextTurnIfSliceUsed(): Promise<void> {
-  for (let turn = yieldIfSliceUsed(); turn; turn = yieldIfSliceUsed()) await turn;
-}
-
-/** Undefined while the turn's slice lasts; else a promise of a later turn. */
-function yieldIfSliceUsed(): Promise<void> | undefined {
-  const now = performance.now();
-  if (!inTurn) {
-    // The first statement of a turn: its slice starts now, and ends with the turn.
-    inTurn = true;
-    sliceStarted = now;
-    setImmediate(() => {
-      inTurn = false;
-    });
-    return undefined;
+  for (;;) {
+    const now = performance.now();
+    if (!inTurn) {
+      // The first statement of a turn: its slice starts now, and ends with the turn.
+      inTurn = true;
+      sliceStarted = now;
+      setImmediate(() => {
+        inTurn = false;
+      });
+      return;
+    }
+    if (now - sliceStarted < SLICE_MS) return;
+    await nextTurn();
   }
-  if (now - sliceStarted < SLICE_MS) return undefined;
-  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** What Kysely gets from acquireConnection: routes each statement to the right connection. */
