@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
-import { type Closed, inState, listen, openStream, type StreamClient } from "./support.ts";
+import { type Closed, closedWithin, inState, listen, openStream, type StreamClient } from "./support.ts";
 
 let h: Harness;
 let base: string;
@@ -63,25 +63,6 @@ async function openAll(auth: string): Promise<Record<string, StreamClient>> {
     logs: await openStream(`${base}${container}logs/?follow=true&tail=1`, { auth }),
     exec: await openStream(`${base}${container}exec/?command=cat`, { auth }),
   };
-}
-
-/** How each stream closed, or "still open" when it had not within `ms`. */
-async function closedWithin(streams: Record<string, StreamClient>, ms: number) {
-  const out: Record<string, Closed | "still open"> = {};
-  await Promise.all(
-    Object.entries(streams).map(async ([name, s]) => {
-      let timer: NodeJS.Timeout | undefined;
-      out[name] = await Promise.race([
-        s.closed,
-        new Promise<"still open">((resolve) => {
-          timer = setTimeout(() => resolve("still open"), ms);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (out[name] === "still open") s.ws.terminate();
-    }),
-  );
-  return out;
 }
 
 describe("access ends, streams close", () => {

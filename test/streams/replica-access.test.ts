@@ -22,7 +22,7 @@ import {
   startHarness,
   waitFor,
 } from "../support/harness.ts";
-import { type Closed, openStream } from "./support.ts";
+import { type Closed, closedWithin, openStream } from "./support.ts";
 
 const onPostgres = process.env.BERTH_TEST_DATABASE_URL?.startsWith("postgres") ?? false;
 
@@ -72,10 +72,6 @@ describe("access ended through one replica ends on another", {
   const onB = async (auth: string, url: string) =>
     (await fetch(`http://${baseB}${url}`, { headers: { authorization: auth } })).status;
 
-  /** How `s` closed, or "still open" after `ms`. */
-  const closedWithin = (s: { closed: Promise<Closed> }, ms: number) =>
-    Promise.race([s.closed, new Promise<"still open">((r) => setTimeout(() => r("still open"), ms).unref())]);
-
   test("a key revoked through A is refused by B at once, and its stream on B closes with 1008", async () => {
     const made = await call(
       a,
@@ -104,7 +100,7 @@ describe("access ended through one replica ends on another", {
       async () => (await onB(key, "/api/app/v1/service/")) === 401,
       3000,
     );
-    const closed = await closedWithin(stream, 3000);
+    const { stream: closed } = await closedWithin({ stream }, 3000);
     assert.notEqual(closed, "still open", "the stream on B stayed open 3 s after the key was revoked on A");
     assert.equal((closed as Closed).code, 1008);
     assert.match((closed as Closed).reason, /revoked/);
@@ -132,7 +128,7 @@ describe("access ended through one replica ends on another", {
       async () => (await onB(bob.auth, "/api/app/v1/crew/service/")) === 404,
       3000,
     );
-    const closed = await closedWithin(stream, 3000);
+    const { stream: closed } = await closedWithin({ stream }, 3000);
     assert.notEqual(closed, "still open", "bob's stream of the namespace on B stayed open 3 s after removal");
     assert.equal((closed as Closed).code, 1008);
     // Bob's own namespace is untouched.

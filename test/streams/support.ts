@@ -204,3 +204,22 @@ export async function fakeContainer(h: Harness, containerUri: string) {
   if (!(engine instanceof FakeEngine)) throw new Error("not a simulated node");
   return { engine, id: row.engine_id, name: row.name };
 }
+
+/** How each stream closed, or "still open" when it had not within `ms`. */
+export async function closedWithin(streams: Record<string, StreamClient>, ms: number) {
+  const out: Record<string, Closed | "still open"> = {};
+  await Promise.all(
+    Object.entries(streams).map(async ([name, s]) => {
+      let timer: NodeJS.Timeout | undefined;
+      out[name] = await Promise.race([
+        s.closed,
+        new Promise<"still open">((resolve) => {
+          timer = setTimeout(() => resolve("still open"), ms);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (out[name] === "still open") s.ws.terminate();
+    }),
+  );
+  return out;
+}
