@@ -55,6 +55,29 @@ export async function runRealDeploy(
       await fn();
       return performance.now() - t0;
     };
+    /** Engine calls Berth has made so far, by operation (its metrics: every call through a node's engine client). */
+    const engineCalls = async (): Promise<Map<string, number>> => {
+      const counts = new Map<string, number>();
+      for (const v of (await b.platform.metrics.engineCalls.get()).values) {
+        if (v.metricName !== "berth_engine_call_duration_seconds_count") continue;
+        const op = String(v.labels.operation);
+        counts.set(op, (counts.get(op) ?? 0) + v.value);
+      }
+      return counts;
+    };
+    /** Calls per container made while `fn` ran, by operation (last round's figures are printed). */
+    const callsDuring = async <T>(fn: () => Promise<T>): Promise<[T, string]> => {
+      const before = await engineCalls();
+      const value = await fn();
+      const after = await engineCalls();
+      const per = [...after]
+        .map(([op, n]) => [op, (n - (before.get(op) ?? 0)) / opts.containers] as const)
+        .filter(([, n]) => n > 0)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([op, n]) => `${op} ${Number(n.toFixed(2))}`);
+      return [value, per.join(", ")];
+    };
+    const calls = { start: "", stop: "" };
     const berthRound = async (round: number) => {
       const s = await must(
         api<{ uuid: string }>(
@@ -72,23 +95,29 @@ export async function runRealDeploy(
         "create",
       );
       let state = "";
-      const start = await timed(async () => {
-        const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/start/`);
-        const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
-        for (;;) {
-          state = (await b.platform.store.findAction(action))?.state ?? "";
-          if (["Success", "Failed", "Canceled"].includes(state)) break;
-          await sleep(5);
-        }
-        if (state !== "Success") {
-          const log = (await b.platform.store.actionLogTail(action, 5)).map((l) => l.line).join(" | ");
-          throw new Error(`the start action ended ${state}: ${log}`);
-        }
-      });
-      const stop = await timed(async () => {
-        await must(api(b, "POST", `/api/app/v1/service/${s.uuid}/stop/`), "stop");
-        await b.platform.actions.idle(120_000);
-      });
+      const [start, startCalls] = await callsDuring(() =>
+        timed(async () => {
+          const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/start/`);
+          const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
+          for (;;) {
+            state = (await b.platform.store.findAction(action))?.state ?? "";
+            if (["Success", "Failed", "Canceled"].includes(state)) break;
+            await sleep(5);
+          }
+          if (state !== "Success") {
+            const log = (await b.platform.store.actionLogTail(action, 5)).map((l) => l.line).join(" | ");
+            throw new Error(`the start action ended ${state}: ${log}`);
+          }
+        }),
+      );
+      const [stop, stopCalls] = await callsDuring(() =>
+        timed(async () => {
+          await must(api(b, "POST", `/api/app/v1/service/${s.uuid}/stop/`), "stop");
+          await b.platform.actions.idle(120_000);
+        }),
+      );
+      calls.start = startCalls;
+      calls.stop = stopCalls;
       await must(api(b, "DELETE", `/api/app/v1/service/${s.uuid}/`), "terminate");
       await b.platform.actions.idle(120_000);
       return { start, stop };
@@ -131,6 +160,9 @@ export async function runRealDeploy(
       const each = rounds.map((r) => `${(r.berth[op] / r.raw[op]).toFixed(2)}×`).join(", ");
       out(
         `  Berth ${op === "start" ? "start until the action ended (Success)" : "stop"}: ${berth.toFixed(0)} ms; raw dockerode ${op === "start" ? "create+start" : "stop"}: ${raw.toFixed(0)} ms → ${(berth / raw).toFixed(2)}× raw (rounds: ${each})`,
+      );
+      out(
+        `  Berth engine calls per container (${op}, last round): ${calls[op]}; raw: ${op === "start" ? "createContainer 1, startContainer 1" : "stopContainer 1"}`,
       );
     }
   } finally {
