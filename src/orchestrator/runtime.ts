@@ -1,12 +1,13 @@
 // Idempotent operations on one container record against its node's engine. Each `ensure*`
 // may be repeated after a crash: it looks at what the engine has (by the Berth labels it put
 // there) before acting, and records what it observed.
-import { randomUUID } from "node:crypto";
 import { addTo } from "../domain/collections.ts";
 import { LABELS } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import {
   type ContainerSpec,
+  type ContainerState,
+  type ContainerSummary,
   type ContainerView,
   type Engine,
   isEngineError,
@@ -16,6 +17,7 @@ import type { EngineSource } from "../nodes/provisioners.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
+import { BatchListings } from "./batch-listings.ts";
 import {
   engineRecord,
   exitCodeMessage,
@@ -74,19 +76,22 @@ export class ContainerRuntime {
    * batch one transaction with its change-feed entries. A batch is written as soon as every
    * container in flight waits for it, when it holds RECORD_BATCH_MAX, or RECORD_DELAY_MS after its
    * first entry. A record says Running only once its engine said so. Safe to repeat after a crash:
-   * an engine container made but not yet recorded is found again by its labels.
+   * an engine container made but not yet recorded is found again by its labels (one listing per
+   * node for the whole batch, see BatchListings) or, made after that listing, by its name.
    * Answers the errors of the containers that failed; the others run.
    */
   async ensureRunningMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
     if (rows.length === 0) return [];
     const services = await this.servicesOf(rows);
     const images = new Map<string, Promise<void>>();
+    const listings = new BatchListings(rows);
     return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error("the node of the container no longer exists");
       await this.runAndRecord(c, node, commit, {
         service: services.get(c.service_uuid),
         log: opts.log,
         images,
+        listings,
       });
     });
   }
@@ -107,6 +112,9 @@ export class ContainerRuntime {
     if (rows.length === 0) return [];
     const services = await this.servicesOf(rows);
     const images = new Map<string, Promise<void>>();
+    // Listed before some records move to their new generation: what each record's listing shows of
+    // the old one is stale to it then, as it should be.
+    const listings = new BatchListings(rows);
     return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error("the node of the container no longer exists");
       const now = this.d.clock.now();
@@ -122,6 +130,7 @@ export class ContainerRuntime {
         reuseVolumes: opts.reuseVolumes,
         refreshImage: true,
         images,
+        listings,
       });
     });
   }
@@ -146,6 +155,7 @@ export class ContainerRuntime {
       reuseVolumes?: boolean;
       refreshImage?: boolean;
       images: Map<string, Promise<void>>;
+      listings: BatchListings;
     },
   ): Promise<void> {
     const engine = this.d.engines.forNode(node);
@@ -170,15 +180,12 @@ export class ContainerRuntime {
    * limit), what they report then recorded in group-committed batches (see ensureRunningMany).
    */
   async ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
+    const listings = new BatchListings(rows);
     return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
       if (!node) throw new Error("the node of the container no longer exists");
       const engine = this.d.engines.forNode(node);
-      let view = await this.find(c, engine);
-      if (view?.running || view?.state === "restarting") {
-        await engine.stopContainer(view.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
-        await opts.log(`Stopped ${c.name}`);
-        view = await engine.inspectContainer(view.id);
-      }
+      const { current } = byGeneration(c, await listings.of(c, engine));
+      const view = current ? await this.stopListed(c, engine, current, opts.log) : undefined;
       const now = this.d.clock.now();
       await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
     });
@@ -192,24 +199,36 @@ export class ContainerRuntime {
     rows: ContainerRow[],
     opts: { limits: Limits; log: Log; removeVolumes: boolean },
   ): Promise<Error[]> {
+    const listings = new BatchListings(rows);
     return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
-      if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts);
+      if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts, listings);
       const now = this.d.clock.now();
       await commit.record(c.uuid, (r) => removedPatch(r, now), c);
     });
   }
 
-  /** The engine's half of ensureRemoved: every engine container of the record goes. */
+  /**
+   * The engine's half of ensureRemoved: every engine container of the record goes. `listings`: the
+   * batch's (see BatchListings). An engine container of the record made after that listing (by an
+   * actor that still held an older view of it) is not removed here, but it does not outlive the
+   * record: once the record is Terminated the reconciler's orphan sweep removes every engine
+   * container carrying its label (Reconciler.sweepOrphans).
+   */
   private async removeFromEngine(
     c: ContainerRow,
     node: NodeRow,
     opts: { log: Log; removeVolumes: boolean },
+    listings: BatchListings = new BatchListings([c]),
   ): Promise<void> {
     const engine = this.d.engines.forNode(node);
     try {
-      const { current, stale } = await this.engineContainers(c, engine);
+      const { current, stale } = byGeneration(c, await listings.of(c, engine));
       for (const id of [...(current ? [current.id] : []), ...stale]) {
-        await engine.removeContainer(id, { force: true, removeVolumes: opts.removeVolumes });
+        try {
+          await engine.removeContainer(id, { force: true, removeVolumes: opts.removeVolumes });
+        } catch (err) {
+          if (!isEngineError(err, "not_found")) throw err; // gone since the listing
+        }
       }
       if (current) await opts.log(`Removed ${c.name}`);
     } catch (err) {
@@ -236,10 +255,11 @@ export class ContainerRuntime {
       reuseVolumes?: boolean;
       refreshImage?: boolean;
       images?: Map<string, Promise<void>>;
+      listings: BatchListings;
     },
   ): Promise<{ view: ContainerView | undefined; staleLeft: string[] }> {
-    const { current, stale } = await this.engineContainers(c, engine);
-    let view = current;
+    const { current, stale } = byGeneration(c, await opts.listings.of(c, engine));
+    let view = current ? await this.startListed(c, engine, current, log) : undefined;
     let staleLeft = stale;
     if (!view) {
       // Older generations keep their volumes for the new one (a redeploy's default), or go with them.
@@ -255,27 +275,101 @@ export class ContainerRuntime {
         node: opts.node,
       });
       spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
-      // A fresh suffix per engine container: during a redeploy the old one still holds its name.
-      spec.name = `${spec.name ?? c.name}-${randomUUID().slice(0, 6)}`;
+      spec.name = engineName(spec.name ?? c.name, c.generation);
       await this.ensureImage(engine, spec.image, log, {
         namespace: c.namespace,
         refresh: opts.refreshImage,
         node: c.node_uuid,
         shared: opts.images,
       });
-      const id = await engine.createContainer(spec);
-      await log(`Created ${c.name}${staleLeft.length ? " with the volumes of its previous container" : ""}`);
+      const made = await this.createOnce(c, engine, spec);
+      await log(
+        made.found
+          ? `Found ${c.name} made meanwhile`
+          : `Created ${c.name}${staleLeft.length ? " with the volumes of its previous container" : ""}`,
+      );
       // A new container is not running: start it and look once, after the start.
-      await engine.startContainer(id);
+      await engine.startContainer(made.id);
       await log(`Started ${c.name}`);
-      view = await engine.inspectContainer(id);
+      view = await engine.inspectContainer(made.id);
       if (!view) throw new Error(`container ${c.name} vanished right after it was started`);
-    } else if (!view.running) {
-      await engine.startContainer(view.id);
-      await log(`Started ${c.name}`);
-      view = await engine.inspectContainer(view.id);
     }
     return { view, staleLeft };
+  }
+
+  /**
+   * Creates the engine container of the record's generation under its name (engineName), or
+   * answers the one that holds that name already. An engine refuses a second container of one
+   * name, so two creators of a record's generation never make two, whatever they listed before:
+   * a batch decides from one listing per node taken before the record's turn (BatchListings), and a
+   * step run again after its lease lapsed may overlap the first run. Nothing else creates engine
+   * containers: the reconciler only observes them and removes those without a live record.
+   */
+  private async createOnce(
+    c: ContainerRow,
+    engine: Engine,
+    spec: ContainerSpec,
+  ): Promise<{ id: string; found: boolean }> {
+    try {
+      return { id: await engine.createContainer(spec), found: false };
+    } catch (err) {
+      if (!isEngineError(err, "conflict") || spec.name === undefined) throw err;
+      const holder = await engine.inspectContainer(spec.name);
+      const ours =
+        holder?.labels[LABELS.container] === c.uuid && holder.labels[GENERATION_LABEL] === c.generation;
+      if (!ours) throw err;
+      return { id: holder.id, found: true };
+    }
+  }
+
+  /**
+   * A listed engine container of the record's generation, started unless it runs; undefined when
+   * it is gone. The listing may be older than the record's turn, so what it said is checked by the
+   * calls made anyway (a running one is inspected, a stopped one started).
+   */
+  private async startListed(
+    c: ContainerRow,
+    engine: Engine,
+    listed: ContainerSummary,
+    log: Log,
+  ): Promise<ContainerView | undefined> {
+    if (PROCESS_STATES.has(listed.state)) {
+      const view = await engine.inspectContainer(listed.id);
+      if (!view || view.running) return view;
+    }
+    try {
+      await engine.startContainer(listed.id);
+    } catch (err) {
+      if (isEngineError(err, "not_found")) return undefined;
+      throw err;
+    }
+    await log(`Started ${c.name}`);
+    return engine.inspectContainer(listed.id);
+  }
+
+  /**
+   * A listed engine container of the record's generation, stopped if it runs (or restarts); what
+   * the engine says of it then, undefined when it is gone. A container listed as stopped is
+   * inspected first (a restart policy may have started it since the listing).
+   */
+  private async stopListed(
+    c: ContainerRow,
+    engine: Engine,
+    listed: ContainerSummary,
+    log: Log,
+  ): Promise<ContainerView | undefined> {
+    if (!PROCESS_STATES.has(listed.state) && listed.state !== "restarting") {
+      const view = await engine.inspectContainer(listed.id);
+      if (!view || !(view.running || view.state === "restarting")) return view;
+    }
+    try {
+      await engine.stopContainer(listed.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
+    } catch (err) {
+      if (isEngineError(err, "not_found")) return undefined;
+      throw err;
+    }
+    await log(`Stopped ${c.name}`);
+    return engine.inspectContainer(listed.id);
   }
 
   /**
@@ -294,6 +388,9 @@ export class ContainerRuntime {
     for (const c of live) {
       addTo(byNode, c.node_uuid, c);
     }
+    // One listing per node for all its records; a record whose engine container was made after it
+    // is marked missing until that container's engine event has it observed again.
+    const listings = new BatchListings(live);
     await Promise.all(
       [...byNode].map(async ([nodeUuid, list]) => {
         const node = nodes.get(nodeUuid);
@@ -303,7 +400,9 @@ export class ContainerRuntime {
           await Promise.all(
             list.slice(i, i + opts.perNode).map(async (c) => {
               try {
-                seen.push({ uuid: c.uuid, generation: c.generation, view: await this.find(c, engine) });
+                const { current } = byGeneration(c, await listings.of(c, engine));
+                const view = current ? await engine.inspectContainer(current.id) : undefined;
+                seen.push({ uuid: c.uuid, generation: c.generation, view });
               } catch {
                 // unreachable or failing: the health watcher and the reconciler look again later
               }
@@ -348,13 +447,8 @@ export class ContainerRuntime {
   ): Promise<{ current?: ContainerView; stale: string[] }> {
     const e = engine ?? (await this.engineOf(c));
     const found = await e.listContainers({ labels: { [LABELS.container]: c.uuid }, all: true });
-    const sorted = [...found].sort((a, b) => b.createdAt - a.createdAt);
-    const isCurrent = (labels: Record<string, string>) => labels[GENERATION_LABEL] === c.generation;
-    const currentSummary = sorted.find((x) => isCurrent(x.labels));
-    // Two current ones exist only if a crash hit between create and record: the newest wins.
-    const stale = sorted.filter((x) => x !== currentSummary).map((x) => x.id);
-    const current = currentSummary ? await e.inspectContainer(currentSummary.id) : undefined;
-    return { current, stale };
+    const { current, stale } = byGeneration(c, found);
+    return { current: current ? await e.inspectContainer(current.id) : undefined, stale };
   }
 
   async find(c: ContainerRow, engine?: Engine): Promise<ContainerView | undefined> {
@@ -436,14 +530,13 @@ export class ContainerRuntime {
     }
     const spec = await this.d.specFor(c, { volumesFrom: reuse ? stale : [] });
     spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
-    // A fresh suffix per engine container: during a redeploy the old one still holds its name.
-    spec.name = `${spec.name ?? c.name}-${randomUUID().slice(0, 6)}`;
+    spec.name = engineName(spec.name ?? c.name, c.generation);
     await this.ensureImage(engine, spec.image, log, {
       namespace: c.namespace,
       refresh: opts.refreshImage,
       node: c.node_uuid,
     });
-    const id = await engine.createContainer(spec);
+    const { id } = await this.createOnce(c, engine, spec);
     const view = await engine.inspectContainer(id);
     if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
     await this.d.store.mutate("container", c.uuid, (r) => engineRecord(r, view));
@@ -604,3 +697,33 @@ export class ContainerRuntime {
 
 /** How many times `observe` asks the engine again when the record moved while it asked. */
 const OBSERVE_ATTEMPTS = 5;
+
+/** Listed states in which a container has a process (ContainerView.running). */
+const PROCESS_STATES: ReadonlySet<ContainerState> = new Set(["running", "paused"]);
+
+/**
+ * The record's engine containers, listed: `current` belongs to the record's generation, `stale`
+ * to older ones (a redeploy that has not finished). Two current ones exist only if a crash hit
+ * between create and record before engine names were per generation: the newest wins.
+ */
+function byGeneration(
+  c: Pick<ContainerRow, "generation">,
+  found: readonly ContainerSummary[],
+): { current?: ContainerSummary; stale: string[] } {
+  const sorted = [...found].sort((a, b) => b.createdAt - a.createdAt);
+  const current = sorted.find((x) => x.labels[GENERATION_LABEL] === c.generation);
+  return { current, stale: sorted.filter((x) => x !== current).map((x) => x.id) };
+}
+
+/**
+ * The engine's name of a record's container in one generation: its base name (see
+ * engineContainerName) and the generation's first 12 hex digits. During a redeploy the old
+ * container keeps its own name beside the new one; within a generation the name is the engine's
+ * guard against a second container (ContainerRuntime.createOnce).
+ */
+function engineName(base: string, generation: string): string {
+  return `${base}-${generation
+    .replace(/[^0-9a-f]/gi, "")
+    .slice(0, 12)
+    .toLowerCase()}`;
+}

@@ -4,7 +4,9 @@
 import assert from "node:assert/strict";
 import type {
   ContainerSpec,
+  ContainerSummary,
   ContainerView,
+  ListContainersOptions,
   RemoveContainerOptions,
   StopContainerOptions,
 } from "../../src/drivers/engine.ts";
@@ -19,6 +21,13 @@ export const AWS = {
 /** A fake engine that remembers every spec it was asked to create, and can hold changes. */
 export class RecordingEngine extends FakeEngine {
   readonly created: { id: string; spec: ContainerSpec }[] = [];
+  /**
+   * Container and image calls made on this engine, in order: the operation's name, and for a
+   * listing the labels it filtered by (`listContainers io.berth.node`).
+   */
+  readonly calls: string[] = [];
+  /** Runs once, after the next listing of a whole node (`io.berth.node`) has been read. */
+  afterNodeListing: (() => Promise<void>) | undefined;
   private gate: Promise<void> | undefined;
   /** Creates, stops and removes held by the gate right now (Berth's calls in flight on this engine). */
   waiting = 0;
@@ -33,7 +42,35 @@ export class RecordingEngine extends FakeEngine {
     }
   }
 
+  override async listContainers(options?: ListContainersOptions): Promise<ContainerSummary[]> {
+    const labels = Object.keys(options?.labels ?? {});
+    this.calls.push(["listContainers", ...labels].join(" "));
+    const found = await super.listContainers(options);
+    const hook = this.afterNodeListing;
+    if (hook && labels.includes("io.berth.node")) {
+      this.afterNodeListing = undefined;
+      await hook();
+    }
+    return found;
+  }
+
+  override async inspectContainer(id: string): Promise<ContainerView | undefined> {
+    this.calls.push("inspectContainer");
+    return super.inspectContainer(id);
+  }
+
+  override async startContainer(id: string): Promise<void> {
+    this.calls.push("startContainer");
+    return super.startContainer(id);
+  }
+
+  override async hasImage(ref: string): Promise<boolean> {
+    this.calls.push("hasImage");
+    return super.hasImage(ref);
+  }
+
   override async createContainer(spec: ContainerSpec): Promise<string> {
+    this.calls.push("createContainer");
     await this.pass();
     const id = await super.createContainer(spec);
     this.created.push({ id, spec: structuredClone(spec) });
@@ -41,11 +78,13 @@ export class RecordingEngine extends FakeEngine {
   }
 
   override async stopContainer(id: string, options?: StopContainerOptions): Promise<void> {
+    this.calls.push("stopContainer");
     await this.pass();
     return super.stopContainer(id, options);
   }
 
   override async removeContainer(id: string, options?: RemoveContainerOptions): Promise<void> {
+    this.calls.push("removeContainer");
     await this.pass();
     return super.removeContainer(id, options);
   }

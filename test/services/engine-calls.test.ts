@@ -1,0 +1,151 @@
+// The engine round trips of a service's start, stop and terminate: per container only the calls
+// that do the work (create, start and one look; stop and one look; remove), and per node one
+// listing of Berth's containers for the whole operation instead of one listing per container
+// (issue 18: a deploy on real engines costs what raw create+start costs). And the listing being
+// shared does not weaken crash safety: a container of a record made by another actor after that
+// listing is found, not made twice.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import {
+  createService,
+  deployCluster,
+  engineContainersOfService,
+  operate,
+  type Sim,
+  startSim,
+} from "./sim.ts";
+
+/** How many of each call, sorted by name. */
+function tally(calls: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of [...calls].sort()) out[c] = (out[c] ?? 0) + 1;
+  return out;
+}
+
+describe("the engine calls of a service of 10 containers on 2 nodes", () => {
+  let s: Sim;
+  let service: { uuid: string; resource_uri: string };
+  /** Containers of the service per node. */
+  const perNode = new Map<string, number>();
+
+  before(async () => {
+    s = await startSim({ env: { BERTH_RECONCILE_INTERVAL_MS: "3600000" } });
+    await deployCluster(s, { name: "pair", target_num_nodes: 2 });
+    // Only the operations' own calls are counted: the reconciler (engine events, passes) is off.
+    s.h.reconciler.stop();
+    service = await createService(s, {
+      name: "ten",
+      image: "busybox:local",
+      run_command: "sleep 100000",
+      target_num_containers: 10,
+    });
+  });
+  after(() => s.close());
+
+  /** The calls each node's engine received while `op` ran on the service, by node. */
+  async function callsOf(op: string): Promise<Map<string, string[]>> {
+    for (const e of s.engines.values()) e.calls.length = 0;
+    await operate(s, service.resource_uri, op);
+    return new Map([...s.engines].map(([node, e]) => [node, [...e.calls]]));
+  }
+
+  test("start: a create, a start and an inspect per container; one listing and one image check per node", async () => {
+    const calls = await callsOf("start");
+    const rows = await s.h.store.services.containersOfService(service.uuid);
+    assert.equal(rows.filter((c) => c.state === "Running").length, 10, "every container runs");
+    for (const c of rows) perNode.set(c.node_uuid, (perNode.get(c.node_uuid) ?? 0) + 1);
+    assert.equal(perNode.size, 2, "the containers are spread over both nodes");
+    for (const [node, n] of perNode) {
+      assert.ok(n >= 2, `node ${node} runs ${n} containers`);
+      assert.deepEqual(tally(calls.get(node) ?? []), {
+        createContainer: n,
+        hasImage: 1,
+        inspectContainer: n,
+        "listContainers io.berth.node": 1,
+        startContainer: n,
+      });
+    }
+  });
+
+  test("stop: a stop and an inspect per container; one listing per node", async () => {
+    const calls = await callsOf("stop");
+    for (const [node, n] of perNode) {
+      assert.deepEqual(tally(calls.get(node) ?? []), {
+        inspectContainer: n,
+        "listContainers io.berth.node": 1,
+        stopContainer: n,
+      });
+    }
+  });
+
+  test("start again: a start and an inspect per stopped container, no create", async () => {
+    const calls = await callsOf("start");
+    for (const [node, n] of perNode) {
+      assert.deepEqual(tally(calls.get(node) ?? []), {
+        inspectContainer: n,
+        "listContainers io.berth.node": 1,
+        startContainer: n,
+      });
+    }
+  });
+
+  test("terminate: a remove per container; one listing per node", async () => {
+    const calls = await callsOf("terminate");
+    for (const [node, n] of perNode) {
+      assert.deepEqual(tally(calls.get(node) ?? []), {
+        "listContainers io.berth.node": 1,
+        removeContainer: n,
+      });
+    }
+    assert.deepEqual(await engineContainersOfService(s, service.resource_uri), [], "nothing is left");
+  });
+});
+
+describe("a container made after the start's listing of its node", () => {
+  let s: Sim;
+
+  before(async () => {
+    s = await startSim({ env: { BERTH_RECONCILE_INTERVAL_MS: "3600000" } });
+    await deployCluster(s, { name: "one", target_num_nodes: 1 });
+  });
+  after(() => s.close());
+
+  test("is found by its name and recorded, not made a second time", async () => {
+    const svc = await createService(s, {
+      name: "three",
+      image: "busybox:local",
+      run_command: "sleep 100000",
+      target_num_containers: 3,
+    });
+    const [engine] = [...s.engines.values()];
+    assert.ok(engine);
+    let madeMeanwhile: string | undefined;
+    // Another actor (a run of the step that overlapped this one after its lease lapsed) makes the
+    // engine container of one record just after the start has listed the node.
+    engine.afterNodeListing = async () => {
+      const [c] = await s.h.store.services.containersOfService(svc.uuid);
+      assert.ok(c);
+      madeMeanwhile = (await s.h.runtime.ensureCreated(c, async () => {})).id;
+    };
+    const a = await operate(s, svc.resource_uri, "start");
+    assert.ok(madeMeanwhile, "the other actor made its container after the listing");
+
+    const onEngine = await engineContainersOfService(s, svc.resource_uri);
+    assert.equal(onEngine.length, 3, "one engine container per record");
+    assert.ok(onEngine.every((x) => x.running));
+    const rows = await s.h.store.services.containersOfService(svc.uuid);
+    assert.deepEqual(
+      rows.map((c) => c.state),
+      ["Running", "Running", "Running"],
+    );
+    assert.ok(
+      rows.some((c) => c.engine_id === madeMeanwhile),
+      "the record holds the container made meanwhile",
+    );
+    assert.ok(
+      a.log.some((l) => /^Found three-\d made meanwhile$/.test(l)),
+      a.log.join("\n"),
+    );
+    assert.ok(onEngine.every((x) => rows.some((c) => c.engine_id === x.id)));
+  });
+});
