@@ -43,13 +43,18 @@ export async function runLargeNamespace(
     out(
       `large namespace: ${opts.nodes} nodes, ${opts.containers} containers (RSS ${rss0} MB empty, ${rssMb()} MB seeded)`,
     );
-    for (const [label, path] of [
+    const pages: [label: string, path: string, opts?: { anew: boolean }][] = [
       ["list of 100 containers", "/api/app/v1/container/?limit=100"],
       ["list of 100 services", "/api/app/v1/service/?limit=100"],
       ["list of 100 nodes", "/api/infra/v1/node/?limit=100"],
+      // Every answer built again (no cached answer): what a page costs after each change.
+      ["list of 100 nodes, built anew", "/api/infra/v1/node/?limit=100", { anew: true }],
       ["GET one container", `/api/app/v1/container/${oneContainer.uuid}/`],
       ["GET one service", `/api/app/v1/service/${last.uuid}/`],
-    ] as const) {
+      ["GET one node", `/api/infra/v1/node/${nodes[0]!.uuid}/`],
+    ];
+    for (const [label, path, page] of pages) {
+      b.platform.answers.enabled = !page?.anew;
       for (const connections of [1, 10]) {
         const r = await runLoad({
           url: `${b.base}${path}`,
@@ -60,6 +65,7 @@ export async function runLargeNamespace(
         out(`  ${label}, ${connections} conn: ${formatLoad(r)}`);
       }
     }
+    b.platform.answers.enabled = true;
     out(`  RSS after the lists: ${rssMb()} MB`);
   } finally {
     await b.close();

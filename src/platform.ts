@@ -489,7 +489,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           clusters,
           attachedEngines,
           allowUserEngines: config.nodes.allowUserEngines,
-          containersOnNodes: (uuids) => store.services.countLiveContainersOnNodes(uuids),
+          containersOnNodes: (uuids, namespaces) =>
+            store.services.countLiveContainersOnNodes(uuids, namespaces),
+          answers,
         }),
       (a) => tokenRoutes(a, { agents: agentNodes }),
       (a) =>

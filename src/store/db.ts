@@ -5,6 +5,7 @@ import path from "node:path";
 import { Worker } from "node:worker_threads";
 import SQLite from "better-sqlite3";
 import {
+  type CompiledQuery,
   type DatabaseIntrospector,
   type DatabaseMetadata,
   Kysely,
@@ -30,6 +31,8 @@ export type Dialect = "sqlite" | "postgres";
 export class StatementCounter {
   private n = 0;
   private tx = 0;
+  /** The statements themselves, while `queriesDuring` keeps them. */
+  private kept: CompiledQuery[] | undefined;
   get count(): number {
     return this.n;
   }
@@ -41,6 +44,18 @@ export class StatementCounter {
   record(event: LogEvent): void {
     this.n += 1;
     if (/^begin\b/i.test(event.query.sql)) this.tx += 1;
+    this.kept?.push(event.query);
+  }
+  /** The statements run while `fn` ran, with their parameters: a test asks the planner how it runs them. */
+  async queriesDuring<T>(fn: () => Promise<T>): Promise<{ result: T; queries: CompiledQuery[] }> {
+    const queries: CompiledQuery[] = [];
+    const outer = this.kept;
+    this.kept = queries;
+    try {
+      return { result: await fn(), queries };
+    } finally {
+      this.kept = outer;
+    }
   }
   /** Statements run while `fn` ran (other work of the process in that time counts too). */
   async during<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number; transactions: number }> {

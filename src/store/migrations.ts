@@ -445,6 +445,23 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.dropIndex("containers_service").execute();
       },
     },
+    "0017_live_containers_per_node": {
+      async up(db: AnyDb) {
+        // The live containers of a page of nodes, counted from an index that holds live containers
+        // only (ServiceStore.countLiveContainersOnNodes, ServiceStore.liveContainers of a node):
+        // terminated containers stay in the table for good, and `containers_node` kept every one
+        // of them under its node, so a count of a node's live ones read its whole history. Its
+        // columns answer the count alone, with the namespaces counted (cached node answers check
+        // them). It replaces `containers_node`, which served only these lookups.
+        await db.schema
+          .createIndex("containers_live_node")
+          .on("containers")
+          .columns(["node_uuid", "namespace", "state"])
+          .where(sql.ref("state"), "<>", sql.lit("Terminated"))
+          .execute();
+        await db.schema.dropIndex("containers_node").execute();
+      },
+    },
     "0013_state_owners": {
       async up(db: AnyDb) {
         // One writer per piece of state: actions write `phase`, engines and health checks

@@ -34,8 +34,12 @@ describe("cached answers follow every row they were built from", () => {
     return h.store.nodes.insertNode(fakeEngineNodeRow(namespace, Date.now()));
   }
 
-  async function addService(name: string, extra: Record<string, unknown> = {}): Promise<ServiceRow> {
-    const res = await call(h, alice, "POST", "/api/app/v1/service/", {
+  async function addService(
+    name: string,
+    extra: Record<string, unknown> = {},
+    who: Caller = alice,
+  ): Promise<ServiceRow> {
+    const res = await call(h, who, "POST", "/api/app/v1/service/", {
       image: "busybox:local",
       name,
       container_ports: [{ inner_port: 80, protocol: "tcp", published: true }],
@@ -73,6 +77,17 @@ describe("cached answers follow every row they were built from", () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     return { before: first.body, after: res.body };
   }
+
+  /** The object `uuid` as `afterChange` saw it before and after: `one` is its own URL, else a list's. */
+  const beforeAndAfter =
+    (one: string, uuid: string) =>
+    (url: string, r: { before: Json; after: Json }): [Json, Json] =>
+      url === one
+        ? [r.before, r.after]
+        : [
+            r.before.objects.find((o: Json) => o.uuid === uuid),
+            r.after.objects.find((o: Json) => o.uuid === uuid),
+          ];
 
   const fresh = async <T extends { uuid: string }>(find: (uuid: string) => Promise<T | undefined>, r: T) =>
     (await find(r.uuid))!;
@@ -242,13 +257,7 @@ describe("cached answers follow every row they were built from", () => {
     const stack = (await h.store.stacks.findStack(res.body.uuid))!;
     const one = `/api/app/v1/stack/${stack.uuid}/`;
     const list = "/api/app/v1/stack/?limit=10";
-    const pick = (url: string, r: { before: Json; after: Json }): [Json, Json] =>
-      url === one
-        ? [r.before, r.after]
-        : [
-            r.before.objects.find((o: Json) => o.uuid === stack.uuid),
-            r.after.objects.find((o: Json) => o.uuid === stack.uuid),
-          ];
+    const pick = beforeAndAfter(one, stack.uuid);
 
     for (const url of [one, list]) {
       const r = await afterChange(url, async () => {
@@ -280,6 +289,104 @@ describe("cached answers follow every row they were built from", () => {
     }
   });
 
+  test("a node's answer follows its row and the containers placed on it or removed from it", async () => {
+    const n = await addNode("alice");
+    const s = await addService("on-node");
+    const one = `/api/infra/v1/node/${n.uuid}/`;
+    const list = "/api/infra/v1/node/?limit=100";
+    const pick = beforeAndAfter(one, n.uuid);
+
+    // A container placed on it.
+    let number = 0;
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.services.findService(u), s);
+        await other.services.insertContainer(
+          newContainerRow(current, n.uuid, ++number, Date.now(), { phase: null, observed: "running" }),
+        );
+      });
+      const [b, a] = pick(url, r);
+      assert.equal(a.current_num_containers, b.current_num_containers + 1);
+    }
+
+    // A container removed from it (terminated).
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const [c] = await other.services.liveContainers({ node: n.uuid });
+        await other.services.updateContainer(c!, { destroyed_at: Date.now() });
+      });
+      const [b, a] = pick(url, r);
+      assert.equal(a.current_num_containers, b.current_num_containers - 1);
+    }
+
+    // Renamed.
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.nodes.findNode(u), n);
+        await other.nodes.updateNode(current, { nickname: `${current.nickname}-x` });
+      });
+      const [b, a] = pick(url, r);
+      assert.equal(a.nickname, `${b.nickname}-x`);
+    }
+
+    // Its state (the health check finds it unreachable, then reachable again).
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.nodes.findNode(u), n);
+        await other.nodes.updateNode(current, {
+          observed: current.observed === "unreachable" ? "reachable" : "unreachable",
+        });
+      });
+      const [b, a] = pick(url, r);
+      assert.notEqual(a.state, b.state);
+    }
+  });
+
+  test("a node cluster's answer follows its row and its nodes", async () => {
+    const res = await call(h, alice, "POST", "/api/infra/v1/nodecluster/", {
+      name: "pool",
+      region: "/api/infra/v1/region/aws/us-east-1/",
+      node_type: "/api/infra/v1/nodetype/aws/t2.micro/",
+      target_num_nodes: 2,
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const cluster = (await h.store.nodes.findCluster(res.body.uuid))!;
+    const members = [
+      await h.store.nodes.insertNode(fakeEngineNodeRow("alice", Date.now(), { cluster_uuid: cluster.uuid })),
+      await h.store.nodes.insertNode(fakeEngineNodeRow("alice", Date.now(), { cluster_uuid: cluster.uuid })),
+    ];
+    const one = `/api/infra/v1/nodecluster/${cluster.uuid}/`;
+    const list = "/api/infra/v1/nodecluster/?limit=100";
+    const pick = beforeAndAfter(one, cluster.uuid);
+
+    // Its own row.
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.nodes.findCluster(u), cluster);
+        await other.nodes.updateCluster(current, { nickname: `${current.nickname}-x` });
+      });
+      const [b, a] = pick(url, r);
+      assert.equal(a.nickname, `${b.nickname}-x`);
+    }
+
+    // A node's state: a node being deployed again is not counted among the deployed ones.
+    for (const url of [one, list]) {
+      const r = await afterChange(url, async () => {
+        const current = await fresh((u) => other.nodes.findNode(u), members[0]!);
+        await other.nodes.updateNode(current, { phase: current.phase === null ? "deploying" : null });
+      });
+      const [b, a] = pick(url, r);
+      assert.notEqual(a.current_num_nodes, b.current_num_nodes);
+    }
+
+    // A node terminated leaves the cluster's nodes.
+    const r = await afterChange(one, async () => {
+      const current = await fresh((u) => other.nodes.findNode(u), members[1]!);
+      await other.nodes.updateNode(current, { destroyed_at: Date.now() });
+    });
+    assert.equal(r.after.nodes.length, r.before.nodes.length - 1);
+  });
+
   test("a row of another namespace the answer reads is checked too", async () => {
     // A container on a node of another namespace: the first answer cannot be kept (its build read
     // a namespace it had not checked); the next one checks both and is kept.
@@ -292,6 +399,19 @@ describe("cached answers follow every row they were built from", () => {
       await other.nodes.updateNode(current, { external_fqdn: `y${current.external_fqdn}` });
     });
     assert.notDeepEqual(r.after.container_ports, r.before.container_ports);
+
+    // A node's answer counts the containers on it of another namespace (the node's answer reads
+    // them as the container's answer reads the node): the first answer is not kept, the next is.
+    const ofBob = await addService("bobs", {}, bob);
+    const bobs = await addContainer(ofBob, node, 1);
+    const url = `/api/infra/v1/node/${node.uuid}/`;
+    const first = await call(h, alice, "GET", url);
+    const r2 = await afterChange(url, async () => {
+      const current = await fresh((u) => other.services.findContainer(u), bobs);
+      await other.services.updateContainer(current, { destroyed_at: Date.now() });
+    });
+    assert.equal(r2.before.current_num_containers, first.body.current_num_containers);
+    assert.equal(r2.after.current_num_containers, r2.before.current_num_containers - 1);
   });
 
   test("a container redeployed while its service's view is read shows as redeployed", async () => {
@@ -327,5 +447,9 @@ describe("cached answers follow every row they were built from", () => {
     assert.equal((await call(h, alice, "GET", `/api/app/v1/service/${s.uuid}/`)).status, 200);
     assert.equal((await call(h, bob, "GET", `/api/app/v1/service/${s.uuid}/`)).status, 404);
     assert.equal((await call(h, bob, "GET", `/api/app/v1/alice/service/${s.uuid}/`)).status, 404);
+    const n = `/api/infra/v1/node/${node.uuid}/`;
+    assert.equal((await call(h, alice, "GET", n)).status, 200);
+    assert.equal((await call(h, bob, "GET", n)).status, 404);
+    assert.equal((await call(h, bob, "GET", `/api/infra/v1/alice/node/${node.uuid}/`)).status, 404);
   });
 });

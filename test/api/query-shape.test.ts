@@ -15,6 +15,8 @@ describe("statements per request", () => {
   let h: Harness;
   let alice: Caller;
   const nodes: NodeRow[] = [];
+  /** The node cluster every node belongs to: its answer lists them all. */
+  let cluster = "";
   const services: { uuid: string; name: string }[] = [];
 
   async function addNodes(count: number) {
@@ -27,6 +29,7 @@ describe("statements per request", () => {
               nickname: `n-${nodes.length}`,
               public_ip: `10.9.0.${nodes.length + 1}`,
               slot: nodes.length,
+              cluster_uuid: cluster,
             }),
           ),
         );
@@ -111,6 +114,8 @@ describe("statements per request", () => {
     out["GET service, view kept"] = await keptStatementsOf(`/api/app/v1/service/${services[1]!.uuid}/`);
     const c = (await h.store.services.containersOfService(services[1]!.uuid))[0]!;
     out["GET container"] = await statementsOf(`/api/app/v1/container/${c.uuid}/`);
+    out["GET node"] = await statementsOf(`/api/infra/v1/node/${nodes[1]!.uuid}/`);
+    out["GET node cluster"] = await statementsOf(`/api/infra/v1/nodecluster/${cluster}/`);
     return out;
   }
 
@@ -126,6 +131,13 @@ describe("statements per request", () => {
     // of checking kept views (measured on their own).
     h.answers.enabled = false;
     h.views.keepViews = false;
+    const created = await call(h, alice, "POST", "/api/infra/v1/nodecluster/", {
+      name: "pool",
+      region: "/api/infra/v1/region/aws/us-east-1/",
+      node_type: "/api/infra/v1/nodetype/aws/t2.micro/",
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    cluster = created.body.uuid;
     await addNodes(3);
   });
   after(async () => {
@@ -178,6 +190,10 @@ describe("statements per request", () => {
         "/api/app/v1/container/?limit=100",
         `/api/app/v1/service/${services[1]!.uuid}/`,
         `/api/app/v1/container/${c.uuid}/`,
+        "/api/infra/v1/node/?limit=100",
+        `/api/infra/v1/node/${nodes[1]!.uuid}/`,
+        "/api/infra/v1/nodecluster/?limit=100",
+        `/api/infra/v1/nodecluster/${cluster}/`,
       ])
         assert.equal(await statementsOf(url), 1, url);
     } finally {

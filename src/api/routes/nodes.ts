@@ -21,6 +21,7 @@ import { tagNames } from "../../nodes/records.ts";
 import { clusterUri, clusterView, nodeUri, nodeView } from "../../nodes/views.ts";
 import type { ClusterRow, NodePatch as NodeRecordPatch, NodeRow } from "../../store/nodes.ts";
 import type { Store } from "../../store/store.ts";
+import type { AnswerCache } from "../answer-cache.ts";
 import { ENGINE_UPGRADE_ALIASES, withNodeAliases } from "../compat.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf } from "../namespaces.ts";
@@ -63,8 +64,13 @@ interface Deps {
   attachedEngines: AttachedEngines;
   /** Non-admins may attach engines only when this is set. */
   allowUserEngines: boolean;
-  /** Live containers on each of the nodes (one query for a page). */
-  containersOnNodes(nodeUuids: string[]): Promise<Map<string, number>>;
+  /**
+   * Live containers on each of the nodes (one query for a page); `namespaces` gets the namespace of
+   * every container counted.
+   */
+  containersOnNodes(nodeUuids: string[], namespaces?: Set<string>): Promise<Map<string, number>>;
+  /** GET answers, kept while the change feed has not moved in their namespaces. */
+  answers: AnswerCache;
 }
 
 function stateFilter(states: readonly string[], value: string | undefined): string | undefined {
@@ -75,27 +81,33 @@ function stateFilter(states: readonly string[], value: string | undefined): stri
 
 export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, actions, probe, clusters, attachedEngines } = deps;
+  const { store, actions, probe, clusters, attachedEngines, answers } = deps;
   const tags = ["node clusters and nodes"];
 
   const clusterOf = async (req: FastifyRequest, uuid: string): Promise<ClusterRow> =>
     ownObject(req, await store.nodes.findCluster(uuid), "node cluster", clusterUri);
   const nodeOf = async (req: FastifyRequest, uuid: string): Promise<NodeRow> =>
     ownObject(req, await store.nodes.findNode(uuid), "node", nodeUri);
-  // A page of clusters or nodes reads their nodes or container counts in one query.
-  const showClusters = async (cs: ClusterRow[]) => {
+  const answer = answers.forRequest.bind(answers);
+  // A page of clusters or nodes reads their nodes or container counts in one query. `read` gets
+  // the namespace of every row read (cached answers check them: api/answer-cache.ts).
+  const showClusters = async (cs: ClusterRow[], read?: Set<string>) => {
     const byCluster = new Map<string, NodeRow[]>();
     for (const n of await store.nodes.nodesOfClusters(cs.map((c) => c.uuid))) {
       addTo(byCluster, n.cluster_uuid!, n);
+      read?.add(n.namespace);
     }
     return cs.map((c) => clusterView(c, byCluster.get(c.uuid) ?? []));
   };
-  const showCluster = async (c: ClusterRow) => (await showClusters([c]))[0]!;
-  const showNodes = async (ns: NodeRow[]) => {
-    const counts = await deps.containersOnNodes(ns.map((n) => n.uuid));
+  const showCluster = async (c: ClusterRow, read?: Set<string>) => (await showClusters([c], read))[0]!;
+  const showNodes = async (ns: NodeRow[], read?: Set<string>) => {
+    const counts = await deps.containersOnNodes(
+      ns.map((n) => n.uuid),
+      read,
+    );
     return ns.map((n) => withNodeAliases(nodeView(n, { currentNumContainers: counts.get(n.uuid) ?? 0 })));
   };
-  const showNode = async (n: NodeRow) => (await showNodes([n]))[0]!;
+  const showNode = async (n: NodeRow, read?: Set<string>) => (await showNodes([n], read))[0]!;
 
   const enqueue = (req: FastifyRequest, kind: string, params: unknown, namespace: string, object: string) =>
     enqueueOperation(req, { store, actions }, { kind, params, namespace, object });
@@ -123,22 +135,23 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           response: { 200: listSchema(NodeClusterView) },
         },
       },
-      async (req) => {
-        const ns = namespaceOf(req);
-        const q = req.query;
-        const page = pageOf(q);
-        const { rows, total } = await store.nodes.listClusters({
-          namespace: ns,
-          uuid: q.uuid,
-          uuidPrefix: q.uuid__startswith,
-          state: stateFilter(CLUSTER_STATES, q.state),
-          name: q.name,
-          region: q.region ? canonicalUri(q.region) : undefined,
-          nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
-          ...page,
-        });
-        return envelope(req, page, total, await showClusters(rows));
-      },
+      async (req) =>
+        answer(req, req.url, async (read) => {
+          const ns = namespaceOf(req);
+          const q = req.query;
+          const page = pageOf(q);
+          const { rows, total } = await store.nodes.listClusters({
+            namespace: ns,
+            uuid: q.uuid,
+            uuidPrefix: q.uuid__startswith,
+            state: stateFilter(CLUSTER_STATES, q.state),
+            name: q.name,
+            region: q.region ? canonicalUri(q.region) : undefined,
+            nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
+            ...page,
+          });
+          return envelope(req, page, total, await showClusters(rows, read));
+        }),
     );
     app.post(
       url,
@@ -173,7 +186,10 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           response: { 200: NodeClusterView },
         },
       },
-      async (req) => showCluster(await clusterOf(req, req.params.uuid)),
+      async (req) =>
+        answer(req, `nodecluster ${req.params.uuid}`, async (read) =>
+          showCluster(await clusterOf(req, req.params.uuid), read),
+        ),
     );
     app.patch(
       url,
@@ -280,23 +296,24 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           response: { 200: listSchema(NodeView) },
         },
       },
-      async (req) => {
-        const ns = namespaceOf(req);
-        const q = req.query;
-        const page = pageOf(q);
-        const { rows, total } = await store.nodes.listNodes({
-          namespace: ns,
-          uuid: q.uuid,
-          uuidPrefix: q.uuid__startswith,
-          state: stateFilter(NODE_STATES, q.state),
-          cluster: q.node_cluster ? lastSegment(q.node_cluster) : undefined,
-          nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
-          region: q.region ? canonicalUri(q.region) : undefined,
-          engineVersion: q.engine_version,
-          ...page,
-        });
-        return envelope(req, page, total, await showNodes(rows));
-      },
+      async (req) =>
+        answer(req, req.url, async (read) => {
+          const ns = namespaceOf(req);
+          const q = req.query;
+          const page = pageOf(q);
+          const { rows, total } = await store.nodes.listNodes({
+            namespace: ns,
+            uuid: q.uuid,
+            uuidPrefix: q.uuid__startswith,
+            state: stateFilter(NODE_STATES, q.state),
+            cluster: q.node_cluster ? lastSegment(q.node_cluster) : undefined,
+            nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
+            region: q.region ? canonicalUri(q.region) : undefined,
+            engineVersion: q.engine_version,
+            ...page,
+          });
+          return envelope(req, page, total, await showNodes(rows, read));
+        }),
     );
     app.post(
       url,
@@ -334,7 +351,10 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         config: { access: "namespace" },
         schema: { tags, summary: "Get a node", params: UuidParams, response: { 200: NodeView } },
       },
-      async (req) => showNode(await nodeOf(req, req.params.uuid)),
+      async (req) =>
+        answer(req, `node ${req.params.uuid}`, async (read) =>
+          showNode(await nodeOf(req, req.params.uuid), read),
+        ),
     );
     app.patch(
       url,
