@@ -125,6 +125,8 @@ export interface Platform {
   replicaId: string;
   /** Leases on nodes and jobs shared with other replicas (PostgreSQL only). */
   coordinator: ReplicaCoordinator | undefined;
+  /** Other replicas' commit notifications (PostgreSQL only); readers poll while it is not connected. */
+  listener: ChangeListener | undefined;
   metrics: Metrics;
   app: FastifyInstance;
   /** Database reachable, migrations done, workers running. */
@@ -574,6 +576,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     triggers,
     replicaId,
     coordinator,
+    listener,
     metrics,
     app,
     readiness,

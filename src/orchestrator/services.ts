@@ -39,6 +39,7 @@ import {
   type ServiceRow,
 } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
+import { PlacementSnapshots, type Snapshot } from "./placement-snapshots.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
 
 export interface OrchestratorDeps {
@@ -102,8 +103,12 @@ interface Placed {
 export class Orchestrator {
   /** Services waiting for placement, per namespace, while a batch of that namespace is being planned. */
   private readonly placing = new Map<string, WaitingPlacement[]>();
+  /** A batch's snapshot, kept for the next batch of its namespace while nothing it holds changed. */
+  private readonly snapshots: PlacementSnapshots;
 
-  constructor(private readonly d: OrchestratorDeps) {}
+  constructor(private readonly d: OrchestratorDeps) {
+    this.snapshots = new PlacementSnapshots(d.store);
+  }
 
   private get store() {
     return this.d.store;
@@ -140,7 +145,7 @@ export class Orchestrator {
    * What placement needs of a namespace, read once per plan: its live nodes, its live containers
    * with what each claims (from its service's definition), counted into a PlacementState.
    */
-  private async placementSnapshot(store: Store, namespace: string) {
+  private async placementSnapshot(store: Store, namespace: string): Promise<Snapshot> {
     const nodes = (await store.nodes.liveNodeSummaries(namespace)).map((n) => ({
       uuid: n.uuid,
       name: n.nickname || n.external_fqdn,
@@ -245,10 +250,17 @@ export class Orchestrator {
    * One plan for several services over one snapshot, read in the transaction that writes the
    * container records (state Starting, made from each service's current definition) and their
    * change-feed entries: a plan is never made against state another plan has changed meanwhile.
+   * The snapshot is the previous batch's when nothing it holds changed since (placement-snapshots.ts).
    */
   private async placeBatch(namespace: string, services: ServiceRow[]): Promise<Placed[]> {
-    return this.store.transaction(async (tx) => {
-      const { state, numbers } = await this.placementSnapshot(tx, namespace);
+    let generation = 0;
+    let snapshot: Snapshot | undefined;
+    let wrote = 0;
+    const placed = await this.store.transaction(async (tx) => {
+      // Read before the snapshot is (a commit after it moves the generation past what keep() expects).
+      generation = this.snapshots.generation(namespace);
+      snapshot = this.snapshots.take(namespace, generation) ?? (await this.placementSnapshot(tx, namespace));
+      const { state, numbers } = snapshot;
       const plans: PlacementPlan[] = [];
       const records: NewContainer[] = [];
       const now = this.d.clock.now();
@@ -266,8 +278,12 @@ export class Orchestrator {
       }
       const rows = new Map<string, ContainerRow[]>();
       for (const r of await tx.services.insertContainers(records)) addTo(rows, r.service_uuid, r);
+      // One committed write of container rows (insertRows), told once to the snapshots.
+      wrote = records.length > 0 ? 1 : 0;
       return plans.map((plan, i) => ({ plan, rows: rows.get(services[i]!.uuid) ?? [] }));
     });
+    if (snapshot) this.snapshots.keep(namespace, snapshot, generation, wrote);
+    return placed;
   }
 
   /** Fails the step (after what fits has started) when placement fell short. */

@@ -68,7 +68,7 @@ export interface ActionQuery {
 
 export const ACTIVE_STATES = ["In progress", "Canceling"];
 
-export type { FeedRows, FeedType, NewRow, Patch };
+export type { FeedRows, FeedType, NewRow, Patch, Written };
 
 /** What a store and the stores of its transactions share. */
 interface Shared {
@@ -79,7 +79,14 @@ interface Shared {
   feed: ChangeFeed;
   /** The store's own connection, outside any transaction (what runs after a commit uses it). */
   root: Kysely<Database>;
+  /** Told of the rows each committed transaction of this process wrote (onCommittedWrites). */
+  writeListeners: Set<WriteListener>;
+  /** Told of the changes other replicas announce (onRemoteChange). */
+  remoteNotifier: ChangeNotifier;
 }
+
+/** What a committed transaction wrote to rows of one type (see Store.onCommittedWrites). */
+export type WriteListener = <K extends FeedType>(type: K, written: readonly Written<K>[]) => void;
 
 export interface StoreOptions {
   /** The time of change-feed entries. */
@@ -131,6 +138,8 @@ export class Store {
       identityNotifier: new ChangeNotifier(),
       feed: new ChangeFeed(opts.clock ?? systemClock),
       root: db,
+      writeListeners: new Set(),
+      remoteNotifier: new ChangeNotifier(),
     };
     this.inTransaction = opts.within !== undefined;
     this.afterCommit = opts.within?.afterCommit ?? [];
@@ -329,6 +338,23 @@ export class Store {
   async recordWrites<K extends FeedType>(type: K, written: readonly Written<K>[]): Promise<void> {
     if (!this.inTransaction) throw new Error("recordWrites() runs in the transaction of the write");
     await this.shared.feed.record(this, type, written);
+    const listeners = this.shared.writeListeners;
+    if (listeners.size) {
+      this.committed(() => {
+        for (const l of listeners) l(type, written);
+      });
+    }
+  }
+
+  /**
+   * Subscribes to the rows this process's transactions write through the store's write methods
+   * (every write of a row that has events goes through `recordWrites`), told once each
+   * transaction commits, before `transaction()` answers; a transaction rolled back tells nothing.
+   * Other replicas' writes are not told here: see onRemoteChange.
+   */
+  onCommittedWrites(listener: WriteListener): () => void {
+    this.shared.writeListeners.add(listener);
+    return () => this.shared.writeListeners.delete(listener);
   }
 
   /**
@@ -851,6 +877,16 @@ export class Store {
     // "" is a reconnect of the listener: what was missed meanwhile may include identity changes.
     if (type === IDENTITY_CHANGE || type === "") this.identityNotifier.notify();
     if (type !== IDENTITY_CHANGE) this.notifier.notify(type);
+    this.shared.remoteNotifier.notify(type);
+  }
+
+  /**
+   * Subscribes to the commits other replicas announce (`type` of the changed object, "" when
+   * unknown, as after a reconnect of the listener): in-process state derived from rows this
+   * process did not write is dropped on them.
+   */
+  onRemoteChange(listener: (type: string) => void): () => void {
+    return this.shared.remoteNotifier.subscribe(listener);
   }
 
   /** Unfinished actions: how many wait (Pending) or run, and since when the oldest waits. */
