@@ -168,11 +168,9 @@ export class ContainerRuntime {
         `did not stay running: ${v?.error || exitCodeMessage(v?.exitCode ?? null) || "unknown reason"}`,
       );
     }
-    // The previous containers' volumes are mounted by the new one now; the containers can go.
-    if (staleLeft.length) {
-      const { stale } = await this.engineContainers(c, engine);
-      for (const id of stale) await engine.removeContainer(id, { force: true, removeVolumes: false });
-    }
+    // The previous containers' volumes are mounted by the new one now; the containers can go (the
+    // ones the batch's listing showed: only this record's work makes containers of it).
+    await removeAll(engine, staleLeft, { removeVolumes: false });
   }
 
   /**
@@ -223,13 +221,7 @@ export class ContainerRuntime {
     const engine = this.d.engines.forNode(node);
     try {
       const { current, stale } = byGeneration(c, await listings.of(c, engine));
-      for (const id of [...(current ? [current.id] : []), ...stale]) {
-        try {
-          await engine.removeContainer(id, { force: true, removeVolumes: opts.removeVolumes });
-        } catch (err) {
-          if (!isEngineError(err, "not_found")) throw err; // gone since the listing
-        }
-      }
+      await removeAll(engine, [...(current ? [current.id] : []), ...stale], opts);
       if (current) await opts.log(`Removed ${c.name}`);
     } catch (err) {
       // An engine that cannot be reached cannot be cleaned now; the orphan sweep removes leftovers
@@ -697,6 +689,17 @@ export class ContainerRuntime {
 
 /** How many times `observe` asks the engine again when the record moved while it asked. */
 const OBSERVE_ATTEMPTS = 5;
+
+/** Removes the engine containers, one after the other; one gone already (since a listing) is no error. */
+async function removeAll(engine: Engine, ids: readonly string[], opts: { removeVolumes: boolean }) {
+  for (const id of ids) {
+    try {
+      await engine.removeContainer(id, { force: true, removeVolumes: opts.removeVolumes });
+    } catch (err) {
+      if (!isEngineError(err, "not_found")) throw err;
+    }
+  }
+}
 
 /** Listed states in which a container has a process (ContainerView.running). */
 const PROCESS_STATES: ReadonlySet<ContainerState> = new Set(["running", "paused"]);

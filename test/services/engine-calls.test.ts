@@ -89,6 +89,25 @@ describe("the engine calls of a service of 10 containers on 2 nodes", () => {
     }
   });
 
+  test("redeploy: the new container made, started and inspected, the old one stopped and removed", async () => {
+    const calls = await callsOf("redeploy");
+    for (const [node, n] of perNode) {
+      assert.deepEqual(tally(calls.get(node) ?? []), {
+        createContainer: n,
+        // A redeploy takes the image's current content: asked once per node.
+        hasImage: 1,
+        inspectContainer: n,
+        "listContainers io.berth.node": 1,
+        removeContainer: n,
+        startContainer: n,
+        stopContainer: n,
+      });
+    }
+    const onEngine = await engineContainersOfService(s, service.resource_uri);
+    assert.equal(onEngine.length, 10, "the old containers are gone");
+    assert.ok(onEngine.every((x) => x.running));
+  });
+
   test("terminate: a remove per container; one listing per node", async () => {
     const calls = await callsOf("terminate");
     for (const [node, n] of perNode) {
