@@ -78,16 +78,21 @@ export interface PerNodeHooks {
  * Runs `fn` over the items, at most `limits.perNode` at a time on one node and `limits.total` in
  * all; answers the errors of the items that failed (the others ran). `hooks` hear of each item's
  * start and end (the runtime's group commit, shared by every call, counts the items in flight).
+ * An item may call `release` before it ends: its slot goes to the next item then, and what it still
+ * does (waiting for its record's group commit) holds no engine work back.
  */
 export async function eachPerNode<T extends { node_uuid: string }>(
   items: readonly T[],
   limits: Limits,
-  fn: (item: T) => Promise<void>,
+  fn: (item: T, release: () => void) => Promise<void>,
   hooks?: PerNodeHooks,
 ): Promise<Error[]> {
   const errors: Error[] = [];
   const queue = new PerNodeQueue(items, limits.perNode);
+  /** Items holding a slot. */
   let running = 0;
+  /** Items started and not ended (with a slot or released). */
+  let unfinished = 0;
   if (items.length === 0) return errors;
   await new Promise<void>((resolve) => {
     const pump = () => {
@@ -95,17 +100,25 @@ export async function eachPerNode<T extends { node_uuid: string }>(
         const item = queue.take();
         if (!item) break;
         running += 1;
+        unfinished += 1;
         hooks?.started();
-        void fn(item)
+        let released = false;
+        const release = () => {
+          if (released) return;
+          released = true;
+          queue.release(item.node_uuid);
+          running -= 1;
+          pump();
+        };
+        void fn(item, release)
           .catch((err: unknown) => {
             errors.push(err instanceof Error ? err : new Error(String(err)));
           })
           .finally(() => {
-            queue.release(item.node_uuid);
-            running -= 1;
-            pump();
+            release();
+            unfinished -= 1;
             hooks?.ended();
-            if (queue.size === 0 && running === 0) resolve();
+            if (queue.size === 0 && unfinished === 0) resolve();
           });
       }
     };

@@ -102,14 +102,22 @@ export class RecordBatches {
 /**
  * Runs `work` over the records in parallel (per-node limit) with their nodes, read in one query,
  * recording through `commit`. Answers the errors of the records that failed, each naming its
- * container and node (the action's error lists them all).
+ * container and node (the action's error lists them all). `work` calls `engineDone` once its
+ * engine calls are made (its patch parked): the next record of the node starts while this one
+ * waits for its batch to be written. One at a time in all (sequential_deployment) keeps the slot
+ * until the record is written: the next container's links read it.
  */
 export async function eachWithCommit(
   store: Store,
   commit: RecordBatches,
   rows: ContainerRow[],
   limits: Limits,
-  work: (c: ContainerRow, node: NodeRow | undefined, commit: RecordBatches) => Promise<void>,
+  work: (
+    c: ContainerRow,
+    node: NodeRow | undefined,
+    commit: RecordBatches,
+    engineDone: () => void,
+  ) => Promise<void>,
 ): Promise<Error[]> {
   if (rows.length === 0) return [];
   const nodes = new Map(
@@ -118,10 +126,10 @@ export async function eachWithCommit(
   return eachPerNode(
     rows,
     limits,
-    async (c) => {
+    async (c, release) => {
       const node = nodes.get(c.node_uuid);
       try {
-        await work(c, node, commit);
+        await work(c, node, commit, limits.total > 1 ? release : () => {});
       } catch (err) {
         const where = node ? node.nickname || node.external_fqdn || node.uuid : c.node_uuid;
         throw new Error(`${c.name} on node ${where}: ${err instanceof Error ? err.message : String(err)}`);

@@ -85,15 +85,22 @@ export class ContainerRuntime {
     const services = await this.servicesOf(rows);
     const images = new Map<string, Promise<void>>();
     const listings = new BatchListings(rows);
-    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
-      if (!node) throw new Error("the node of the container no longer exists");
-      await this.runAndRecord(c, node, commit, {
-        service: services.get(c.service_uuid),
-        log: opts.log,
-        images,
-        listings,
-      });
-    });
+    return eachWithCommit(
+      this.d.store,
+      this.commit,
+      rows,
+      opts.limits,
+      async (c, node, commit, engineDone) => {
+        if (!node) throw new Error("the node of the container no longer exists");
+        await this.runAndRecord(c, node, commit, {
+          service: services.get(c.service_uuid),
+          log: opts.log,
+          images,
+          listings,
+          engineDone,
+        });
+      },
+    );
   }
 
   /**
@@ -115,24 +122,31 @@ export class ContainerRuntime {
     // Listed before some records move to their new generation: what each record's listing shows of
     // the old one is stale to it then, as it should be.
     const listings = new BatchListings(rows);
-    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
-      if (!node) throw new Error("the node of the container no longer exists");
-      const now = this.d.clock.now();
-      const moved = await commit.record(
-        c.uuid,
-        (r) => (r.state === "Terminated" ? undefined : redeployPatch(opts, now)),
-        c,
-      );
-      if (!moved || moved.state === "Terminated") return;
-      await this.runAndRecord(moved, node, commit, {
-        service: services.get(c.service_uuid),
-        log: opts.log,
-        reuseVolumes: opts.reuseVolumes,
-        refreshImage: true,
-        images,
-        listings,
-      });
-    });
+    return eachWithCommit(
+      this.d.store,
+      this.commit,
+      rows,
+      opts.limits,
+      async (c, node, commit, engineDone) => {
+        if (!node) throw new Error("the node of the container no longer exists");
+        const now = this.d.clock.now();
+        const moved = await commit.record(
+          c.uuid,
+          (r) => (r.state === "Terminated" ? undefined : redeployPatch(opts, now)),
+          c,
+        );
+        if (!moved || moved.state === "Terminated") return;
+        await this.runAndRecord(moved, node, commit, {
+          service: services.get(c.service_uuid),
+          log: opts.log,
+          reuseVolumes: opts.reuseVolumes,
+          refreshImage: true,
+          images,
+          listings,
+          engineDone,
+        });
+      },
+    );
   }
 
   private async servicesOf(rows: ContainerRow[]): Promise<Map<string, ServiceRow>> {
@@ -156,12 +170,17 @@ export class ContainerRuntime {
       refreshImage?: boolean;
       images: Map<string, Promise<void>>;
       listings: BatchListings;
+      engineDone: () => void;
     },
   ): Promise<void> {
     const engine = this.d.engines.forNode(node);
     const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, { ...opts, node });
     const now = this.d.clock.now();
-    const row = await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
+    const recorded = commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
+    // The node's next container starts while this record waits for its batch (the old containers
+    // of a redeploy are removed only once the new one is recorded running: the slot is kept).
+    if (staleLeft.length === 0) opts.engineDone();
+    const row = await recorded;
     if (row && row.state !== "Running" && row.state !== "Starting") {
       const v = view ? await engine.inspectContainer(view.id) : undefined;
       throw new Error(
@@ -179,14 +198,22 @@ export class ContainerRuntime {
    */
   async ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
     const listings = new BatchListings(rows);
-    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
-      if (!node) throw new Error("the node of the container no longer exists");
-      const engine = this.d.engines.forNode(node);
-      const { current } = byGeneration(c, await listings.of(c, engine));
-      const view = current ? await this.stopListed(c, engine, current, opts.log) : undefined;
-      const now = this.d.clock.now();
-      await commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
-    });
+    return eachWithCommit(
+      this.d.store,
+      this.commit,
+      rows,
+      opts.limits,
+      async (c, node, commit, engineDone) => {
+        if (!node) throw new Error("the node of the container no longer exists");
+        const engine = this.d.engines.forNode(node);
+        const { current } = byGeneration(c, await listings.of(c, engine));
+        const view = current ? await this.stopListed(c, engine, current, opts.log) : undefined;
+        const now = this.d.clock.now();
+        const recorded = commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
+        engineDone();
+        await recorded;
+      },
+    );
   }
 
   /**
@@ -198,11 +225,19 @@ export class ContainerRuntime {
     opts: { limits: Limits; log: Log; removeVolumes: boolean },
   ): Promise<Error[]> {
     const listings = new BatchListings(rows);
-    return eachWithCommit(this.d.store, this.commit, rows, opts.limits, async (c, node, commit) => {
-      if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts, listings);
-      const now = this.d.clock.now();
-      await commit.record(c.uuid, (r) => removedPatch(r, now), c);
-    });
+    return eachWithCommit(
+      this.d.store,
+      this.commit,
+      rows,
+      opts.limits,
+      async (c, node, commit, engineDone) => {
+        if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, opts, listings);
+        const now = this.d.clock.now();
+        const recorded = commit.record(c.uuid, (r) => removedPatch(r, now), c);
+        engineDone();
+        await recorded;
+      },
+    );
   }
 
   /**
@@ -275,15 +310,17 @@ export class ContainerRuntime {
         shared: opts.images,
       });
       const made = await this.createOnce(c, engine, spec);
-      await log(
-        made.found
-          ? `Found ${c.name} made meanwhile`
-          : `Created ${c.name}${staleLeft.length ? " with the volumes of its previous container" : ""}`,
-      );
-      // A new container is not running: start it and look once, after the start.
-      await engine.startContainer(made.id);
-      await log(`Started ${c.name}`);
-      view = await engine.inspectContainer(made.id);
+      // A new container is not running: start it and look once, after the start. Each log line is
+      // written while the engine works (lines keep their order; none is a reason to wait).
+      await Promise.all([
+        log(
+          made.found
+            ? `Found ${c.name} made meanwhile`
+            : `Created ${c.name}${staleLeft.length ? " with the volumes of its previous container" : ""}`,
+        ),
+        engine.startContainer(made.id),
+      ]);
+      [, view] = await Promise.all([log(`Started ${c.name}`), engine.inspectContainer(made.id)]);
       if (!view) throw new Error(`container ${c.name} vanished right after it was started`);
     }
     return { view, staleLeft };
@@ -335,8 +372,8 @@ export class ContainerRuntime {
       if (isEngineError(err, "not_found")) return undefined;
       throw err;
     }
-    await log(`Started ${c.name}`);
-    return engine.inspectContainer(listed.id);
+    const [, view] = await Promise.all([log(`Started ${c.name}`), engine.inspectContainer(listed.id)]);
+    return view;
   }
 
   /**
@@ -360,8 +397,8 @@ export class ContainerRuntime {
       if (isEngineError(err, "not_found")) return undefined;
       throw err;
     }
-    await log(`Stopped ${c.name}`);
-    return engine.inspectContainer(listed.id);
+    const [, view] = await Promise.all([log(`Stopped ${c.name}`), engine.inspectContainer(listed.id)]);
+    return view;
   }
 
   /**
