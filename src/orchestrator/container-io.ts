@@ -40,7 +40,7 @@ export class EngineContainerIO implements ContainerIO {
   ) {}
 
   private async engineOf(c: ContainerRef): Promise<Engine | undefined> {
-    const node = await this.store.nodes.findNode(c.node_uuid);
+    const node = await this.store.nodes.knownNode(c.node_uuid);
     return node && node.state !== "Terminated" ? this.engines.forNode(node) : undefined;
   }
 

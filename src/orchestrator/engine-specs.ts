@@ -72,7 +72,7 @@ export class EngineSpecs {
     return new Map((await this.store.services.servicesByUuid(uuids)).map((s) => [s.uuid, s]));
   });
   private readonly nodes = new TurnReads<string, NodeRow>(async (uuids) => {
-    return new Map((await this.store.nodes.nodesByUuid(uuids)).map((n) => [n.uuid, n]));
+    return this.store.nodes.knownNodes(uuids);
   });
 
   constructor(private readonly d: EngineSpecDeps) {

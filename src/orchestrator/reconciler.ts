@@ -421,9 +421,7 @@ export class Reconciler {
       (c) => c.state !== "Terminated",
     );
     if (rows.length === 0) return;
-    const nodes = new Map(
-      (await this.d.store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-    );
+    const nodes = await this.d.store.nodes.knownNodes(rows.map((c) => c.node_uuid));
     // Their node is gone, and the containers with it.
     const orphaned = rows.filter((c) => {
       const node = nodes.get(c.node_uuid);
@@ -492,7 +490,7 @@ export class Reconciler {
 
   /** Engine containers that carry Berth's labels but no live record are removed (proof of ownership: the labels). */
   private async sweepOrphans(nodeUuid: string): Promise<void> {
-    const node = await this.d.store.nodes.findNode(nodeUuid);
+    const node = await this.d.store.nodes.knownNode(nodeUuid);
     if (node?.state !== "Deployed") return;
     const engine = this.d.engines.forNode(node);
     const ours = await this.listing(node);

@@ -120,9 +120,7 @@ export async function eachWithCommit(
   ) => Promise<void>,
 ): Promise<Error[]> {
   if (rows.length === 0) return [];
-  const nodes = new Map(
-    (await store.nodes.nodesByUuid(rows.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-  );
+  const nodes = await store.nodes.knownNodes(rows.map((c) => c.node_uuid));
   return eachPerNode(
     rows,
     limits,

@@ -409,9 +409,7 @@ export class ContainerRuntime {
    */
   async observeMany(rows: ContainerRow[], opts: { perNode: number }): Promise<Map<string, ContainerRow>> {
     const live = rows.filter((c) => c.state !== "Terminated");
-    const nodes = new Map(
-      (await this.d.store.nodes.nodesByUuid(live.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
-    );
+    const nodes = await this.d.store.nodes.knownNodes(live.map((c) => c.node_uuid));
     const seen: { uuid: string; generation: string; view: ContainerView | undefined }[] = [];
     const byNode = new Map<string, ContainerRow[]>();
     for (const c of live) {
@@ -461,7 +459,7 @@ export class ContainerRuntime {
   }
 
   async engineOf(c: Pick<ContainerRow, "node_uuid">): Promise<Engine> {
-    const node = await this.d.store.nodes.findNode(c.node_uuid);
+    const node = await this.d.store.nodes.knownNode(c.node_uuid);
     if (!node) throw new Error(`node ${c.node_uuid} of the container no longer exists`);
     return this.d.engines.forNode(node);
   }
@@ -613,7 +611,7 @@ export class ContainerRuntime {
 
   /** Removes the engine containers (and their anonymous volumes when asked) and marks the record Terminated. */
   async ensureRemoved(c: ContainerRow, log: Log, opts: { removeVolumes: boolean }): Promise<ContainerRow> {
-    const node = await this.d.store.nodes.findNode(c.node_uuid);
+    const node = await this.d.store.nodes.knownNode(c.node_uuid);
     if (node && node.state !== "Terminated") await this.removeFromEngine(c, node, { log, ...opts });
     const now = this.d.clock.now();
     return (await this.d.store.mutate("container", c.uuid, (r) => removedPatch(r, now)))!;

@@ -37,8 +37,81 @@ export interface NodeQuery {
   offset: number;
 }
 
+/** Node rows as this process last read or wrote them (NodeStore.knownNodes). */
+export class NodeRowCache {
+  private readonly rows = new Map<string, NodeRow>();
+  /** Counts the changes told; a read keeps a row only if no change of it was told since the read began. */
+  private generation = 0;
+  /** When each row was last written (its generation), and when everything was last dropped. */
+  private readonly writtenAt = new Map<string, number>();
+  private clearedAt = 0;
+  private static readonly MAX = 100_000;
+
+  /** Rows this process's committed transactions wrote. */
+  wrote(rows: readonly NodeRow[]): void {
+    this.generation += 1;
+    for (const r of rows) {
+      this.rows.set(r.uuid, r);
+      this.writtenAt.set(r.uuid, this.generation);
+    }
+  }
+
+  /** Another replica changed nodes (or what it changed is not known): nothing held is trusted. */
+  clear(): void {
+    this.generation += 1;
+    this.clearedAt = this.generation;
+    this.rows.clear();
+    this.writtenAt.clear();
+  }
+
+  async get(
+    uuids: readonly string[],
+    read: (missing: string[]) => Promise<NodeRow[]>,
+  ): Promise<Map<string, NodeRow>> {
+    const out = new Map<string, NodeRow>();
+    const missing: string[] = [];
+    for (const u of new Set(uuids)) {
+      const hit = this.rows.get(u);
+      if (hit) out.set(u, hit);
+      else missing.push(u);
+    }
+    if (missing.length === 0) return out;
+    const began = this.generation;
+    const found = await read(missing);
+    if (this.rows.size + found.length > NodeRowCache.MAX) this.clear();
+    for (const r of found) {
+      out.set(r.uuid, r);
+      // A row written, or everything dropped, while the read ran: what the read saw may be older.
+      if (this.clearedAt > began || (this.writtenAt.get(r.uuid) ?? 0) > began) continue;
+      this.rows.set(r.uuid, r);
+    }
+    return out;
+  }
+}
+
 export class NodeStore {
-  constructor(private readonly s: Store) {}
+  constructor(
+    private readonly s: Store,
+    private readonly cache?: NodeRowCache,
+  ) {}
+
+  /**
+   * Nodes by uuid as this process last read or wrote them, for the work of actions and the
+   * reconciler (a burst of container work reads each node once, not once per batch): every
+   * committed write of this process updates them (Store.recordWrites), and a commit another
+   * replica announces drops them all, so they lag another replica's write only until its
+   * notification arrives, as a read made just before that write would. Views and anything in a
+   * transaction read the database (`nodesByUuid`).
+   */
+  async knownNodes(uuids: readonly string[]): Promise<Map<string, NodeRow>> {
+    if (!this.cache) return new Map((await this.nodesByUuid([...new Set(uuids)])).map((n) => [n.uuid, n]));
+    return this.cache.get(uuids, (missing) => this.nodesByUuid(missing));
+  }
+
+  /** One node as `knownNodes` holds it. */
+  async knownNode(uuid: string): Promise<NodeRow | undefined> {
+    return (await this.knownNodes([uuid])).get(uuid);
+  }
 
   /** Inserts a cluster with its change-feed entry. */
   async insertCluster(c: NewCluster): Promise<ClusterRow> {

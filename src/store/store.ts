@@ -9,7 +9,7 @@ import type { Dialect } from "./db.ts";
 import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import { ChangeFeed, type FeedRows, type FeedType, type Written } from "./feed.ts";
-import { NodeStore } from "./nodes.ts";
+import { type NodeRow, NodeRowCache, NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
@@ -83,6 +83,8 @@ interface Shared {
   writeListeners: Set<WriteListener>;
   /** Told of the changes other replicas announce (onRemoteChange). */
   remoteNotifier: ChangeNotifier;
+  /** Node rows as last read or written (NodeStore.knownNodes). */
+  nodeRows: NodeRowCache;
 }
 
 /** What a committed transaction wrote to rows of one type (see Store.onCommittedWrites). */
@@ -140,6 +142,7 @@ export class Store {
       root: db,
       writeListeners: new Set(),
       remoteNotifier: new ChangeNotifier(),
+      nodeRows: new NodeRowCache(),
     };
     this.inTransaction = opts.within !== undefined;
     this.afterCommit = opts.within?.afterCommit ?? [];
@@ -155,7 +158,7 @@ export class Store {
 
   /** Node clusters and nodes. */
   get nodes(): NodeStore {
-    return new NodeStore(this);
+    return new NodeStore(this, this.inTransaction ? undefined : this.shared.nodeRows);
   }
 
   /** Services and containers. */
@@ -338,6 +341,10 @@ export class Store {
   async recordWrites<K extends FeedType>(type: K, written: readonly Written<K>[]): Promise<void> {
     if (!this.inTransaction) throw new Error("recordWrites() runs in the transaction of the write");
     await this.shared.feed.record(this, type, written);
+    if (type === "node") {
+      const rows = written.map((w) => w.row as NodeRow);
+      this.committed(() => this.shared.nodeRows.wrote(rows));
+    }
     const listeners = this.shared.writeListeners;
     if (listeners.size) {
       this.committed(() => {
@@ -877,6 +884,7 @@ export class Store {
     // "" is a reconnect of the listener: what was missed meanwhile may include identity changes.
     if (type === IDENTITY_CHANGE || type === "") this.identityNotifier.notify();
     if (type !== IDENTITY_CHANGE) this.notifier.notify(type);
+    if (type === "node" || type === "") this.shared.nodeRows.clear();
     this.shared.remoteNotifier.notify(type);
   }
 
