@@ -13,6 +13,7 @@ export interface FollowerDeps {
 }
 
 const ENDED = ["Success", "Failed", "Canceled"];
+const PAGE = 500;
 
 export class StackFollower {
   private revision: number | undefined;
@@ -26,7 +27,11 @@ export class StackFollower {
   start(): void {
     if (this.unsubscribe) return;
     const { store } = this.d;
-    this.unsubscribe = store.onChange(() => this.wake());
+    // Only a service's change or an action's can change a stack's state: a burst of container
+    // changes (a large deploy commits hundreds a second) does not make it read the feed each time.
+    this.unsubscribe = store.onChange((type) => {
+      if (type === "service" || type === "action" || type === "") this.wake();
+    });
     this.timer = setInterval(() => this.wake(), this.d.pollMs ?? 2000);
     this.timer.unref();
     void (async () => {
@@ -63,7 +68,8 @@ export class StackFollower {
 
   private async follow(): Promise<void> {
     for (;;) {
-      const changes = await this.d.store.changesSince(this.revision!, 500);
+      // Only the entries that can move a stack (a large deploy's container entries stay in SQL).
+      const changes = await this.d.store.changesSince(this.revision!, PAGE, ["service", "action"]);
       if (!changes.length || !this.unsubscribe) return;
       const stacks = new Set<string>();
       for (const c of changes) {
@@ -75,6 +81,7 @@ export class StackFollower {
       }
       for (const uuid of stacks) await this.d.settle(uuid);
       this.revision = changes.at(-1)!.revision;
+      if (changes.length < PAGE) return;
     }
   }
 }

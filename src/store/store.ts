@@ -808,14 +808,11 @@ export class Store {
     });
   }
 
-  async changesSince(revision: number, limit: number): Promise<ChangeRow[]> {
-    return this.db
-      .selectFrom("changes")
-      .selectAll()
-      .where("revision", ">", revision)
-      .orderBy("revision")
-      .limit(limit)
-      .execute();
+  /** Feed entries after `revision`, in order; only those of `types` when given (the rest are skipped in SQL). */
+  async changesSince(revision: number, limit: number, types?: readonly FeedType[]): Promise<ChangeRow[]> {
+    let q = this.db.selectFrom("changes").selectAll().where("revision", ">", revision);
+    if (types) q = q.where("type", "in", types);
+    return q.orderBy("revision").limit(limit).execute();
   }
 
   async latestRevision(): Promise<number> {
