@@ -1,7 +1,7 @@
 // Queries of node clusters and nodes.
 import type { NewRow, Patch } from "./derived.ts";
 import type { NodeClusterTable, NodeTable } from "./schema.ts";
-import { chunks } from "./services.ts";
+import { inChunks } from "./services.ts";
 import type { Store } from "./store.ts";
 
 export type ClusterRow = Omit<NodeClusterTable, "id"> & { id: number };
@@ -154,11 +154,9 @@ export class NodeStore {
 
   /** Nodes by uuid, in any state (batched lookups of views). */
   async nodesByUuid(uuids: readonly string[]): Promise<NodeRow[]> {
-    const out: NodeRow[] = [];
-    for (const part of chunks(uuids)) {
-      out.push(...(await this.s.db.selectFrom("nodes").selectAll().where("uuid", "in", part).execute()));
-    }
-    return out;
+    return inChunks(uuids, (part) =>
+      this.s.db.selectFrom("nodes").selectAll().where("uuid", "in", part).execute(),
+    );
   }
 
   /** Optimistic update with its change-feed entry (`Store.updateRow`). */
@@ -192,19 +190,15 @@ export class NodeStore {
 
   /** Nodes of several clusters, ordered by cluster and age. */
   async nodesOfClusters(clusterUuids: readonly string[]): Promise<NodeRow[]> {
-    const out: NodeRow[] = [];
-    for (const part of chunks(clusterUuids)) {
-      out.push(
-        ...(await this.s.db
-          .selectFrom("nodes")
-          .selectAll()
-          .where("cluster_uuid", "in", part)
-          .orderBy("cluster_uuid")
-          .orderBy("id")
-          .execute()),
-      );
-    }
-    return out;
+    return inChunks(clusterUuids, (part) =>
+      this.s.db
+        .selectFrom("nodes")
+        .selectAll()
+        .where("cluster_uuid", "in", part)
+        .orderBy("cluster_uuid")
+        .orderBy("id")
+        .execute(),
+    );
   }
 
   /** Nodes that are not Terminated, of every namespace (health watcher, scheduler, routes). */

@@ -92,10 +92,20 @@ const CHUNK = 500;
  */
 const TERMINATED = sql.lit("Terminated");
 
-export function chunks<T>(items: readonly T[]): T[][] {
+function chunks<T>(items: readonly T[]): T[][] {
   const unique = [...new Set(items)];
   const out: T[][] = [];
   for (let i = 0; i < unique.length; i += CHUNK) out.push(unique.slice(i, i + CHUNK));
+  return out;
+}
+
+/**
+ * The rows of a query over an IN list, sent one chunk of the (deduplicated) list at a time and
+ * answered in chunk order: an ORDER BY holds within each chunk.
+ */
+export async function inChunks<T, R>(items: readonly T[], read: (part: T[]) => Promise<R[]>): Promise<R[]> {
+  const out: R[] = [];
+  for (const part of chunks(items)) out.push(...(await read(part)));
   return out;
 }
 
@@ -207,15 +217,13 @@ export class ServiceStore {
     serviceUuids: readonly string[],
     opts: { states?: readonly string[] } = {},
   ): Promise<ContainerRow[]> {
-    const out: ContainerRow[] = [];
-    for (const part of chunks(serviceUuids)) {
+    return inChunks(serviceUuids, (part) => {
       let q = this.s.db.selectFrom("containers").selectAll().where("service_uuid", "in", part);
       q = opts.states
         ? q.where("state", "in", opts.states.length ? [...opts.states] : [""])
         : q.where("state", "!=", "Terminated");
-      out.push(...(await q.orderBy("service_uuid").orderBy("number").orderBy("id").execute()));
-    }
-    return out;
+      return q.orderBy("service_uuid").orderBy("number").orderBy("id").execute();
+    });
   }
 
   /**
@@ -223,32 +231,28 @@ export class ServiceStore {
    * service and number.
    */
   async viewedContainers(serviceUuids: readonly string[]): Promise<ViewedContainer[]> {
-    const out: ViewedContainer[] = [];
-    for (const part of chunks(serviceUuids)) {
-      out.push(
-        ...(await this.s.db
-          .selectFrom("containers")
-          .select([
-            "uuid",
-            "namespace",
-            "service_uuid",
-            "name",
-            "number",
-            "state",
-            "spec_version",
-            "private_ip",
-            "environment",
-            "link_hosts",
-          ])
-          .where("service_uuid", "in", part)
-          .where("state", "!=", "Terminated")
-          .orderBy("service_uuid")
-          .orderBy("number")
-          .orderBy("id")
-          .execute()),
-      );
-    }
-    return out;
+    return inChunks(serviceUuids, (part) =>
+      this.s.db
+        .selectFrom("containers")
+        .select([
+          "uuid",
+          "namespace",
+          "service_uuid",
+          "name",
+          "number",
+          "state",
+          "spec_version",
+          "private_ip",
+          "environment",
+          "link_hosts",
+        ])
+        .where("service_uuid", "in", part)
+        .where("state", "!=", "Terminated")
+        .orderBy("service_uuid")
+        .orderBy("number")
+        .orderBy("id")
+        .execute(),
+    );
   }
 
   /**
@@ -260,24 +264,20 @@ export class ServiceStore {
   async deployedSpecs(
     serviceUuids: readonly string[],
   ): Promise<Pick<ContainerRow, "service_uuid" | "spec_version" | "spec">[]> {
-    const out: Pick<ContainerRow, "service_uuid" | "spec_version" | "spec">[] = [];
-    for (const part of chunks(serviceUuids)) {
-      out.push(
-        ...(await this.s.db
-          .selectFrom("containers")
-          .select(["service_uuid", "spec_version", "spec"])
-          .where("id", "in", (eb) =>
-            eb
-              .selectFrom("containers")
-              .select((e) => e.fn.min("id").as("id"))
-              .where("service_uuid", "in", part)
-              .where("state", "!=", "Terminated")
-              .groupBy(["service_uuid", "spec_version"]),
-          )
-          .execute()),
-      );
-    }
-    return out;
+    return inChunks(serviceUuids, (part) =>
+      this.s.db
+        .selectFrom("containers")
+        .select(["service_uuid", "spec_version", "spec"])
+        .where("id", "in", (eb) =>
+          eb
+            .selectFrom("containers")
+            .select((e) => e.fn.min("id").as("id"))
+            .where("service_uuid", "in", part)
+            .where("state", "!=", "Terminated")
+            .groupBy(["service_uuid", "spec_version"]),
+        )
+        .execute(),
+    );
   }
 
   /**
@@ -289,20 +289,16 @@ export class ServiceStore {
   async containerVersions(
     serviceUuids: readonly string[],
   ): Promise<Pick<ContainerRow, "uuid" | "namespace" | "service_uuid" | "version">[]> {
-    const out: Pick<ContainerRow, "uuid" | "namespace" | "service_uuid" | "version">[] = [];
-    for (const part of chunks(serviceUuids)) {
-      out.push(
-        ...(await this.s.db
-          .selectFrom("containers")
-          .select(["uuid", "namespace", "service_uuid", "version"])
-          .where("service_uuid", "in", part)
-          .where("state", "!=", "Terminated")
-          .orderBy("service_uuid")
-          .orderBy("uuid")
-          .execute()),
-      );
-    }
-    return out;
+    return inChunks(serviceUuids, (part) =>
+      this.s.db
+        .selectFrom("containers")
+        .select(["uuid", "namespace", "service_uuid", "version"])
+        .where("service_uuid", "in", part)
+        .where("state", "!=", "Terminated")
+        .orderBy("service_uuid")
+        .orderBy("uuid")
+        .execute(),
+    );
   }
 
   /**
@@ -310,22 +306,18 @@ export class ServiceStore {
    * view lists them (by the linking service's age, then the link's position).
    */
   async linksTo(serviceUuids: readonly string[]): Promise<IncomingLink[]> {
-    const out: IncomingLink[] = [];
-    for (const part of chunks(serviceUuids)) {
-      out.push(
-        ...(await this.s.db
-          .selectFrom("service_links as l")
-          .innerJoin("services as s", "s.uuid", "l.from_uuid")
-          .select(["s.namespace", "l.from_uuid", "l.to_uuid", "l.name"])
-          .where("l.to_uuid", "in", part)
-          .where("s.state", "!=", "Terminated")
-          .whereRef("l.from_uuid", "!=", "l.to_uuid")
-          .orderBy("s.id")
-          .orderBy("l.position")
-          .execute()),
-      );
-    }
-    return out;
+    return inChunks(serviceUuids, (part) =>
+      this.s.db
+        .selectFrom("service_links as l")
+        .innerJoin("services as s", "s.uuid", "l.from_uuid")
+        .select(["s.namespace", "l.from_uuid", "l.to_uuid", "l.name"])
+        .where("l.to_uuid", "in", part)
+        .where("s.state", "!=", "Terminated")
+        .whereRef("l.from_uuid", "!=", "l.to_uuid")
+        .orderBy("s.id")
+        .orderBy("l.position")
+        .execute(),
+    );
   }
 
   async findService(uuid: string): Promise<ServiceRow | undefined> {
@@ -387,11 +379,9 @@ export class ServiceStore {
 
   /** Containers by uuid, in any state. */
   async containersByUuid(uuids: readonly string[]): Promise<ContainerRow[]> {
-    const out: ContainerRow[] = [];
-    for (const part of chunks(uuids)) {
-      out.push(...(await this.s.db.selectFrom("containers").selectAll().where("uuid", "in", part).execute()));
-    }
-    return out;
+    return inChunks(uuids, (part) =>
+      this.s.db.selectFrom("containers").selectAll().where("uuid", "in", part).execute(),
+    );
   }
 
   /**
@@ -399,37 +389,26 @@ export class ServiceStore {
    * engine events during a large deploy reads a few columns of each record, not the whole row.
    */
   async containerHeads(uuids: readonly string[]) {
-    const out: Pick<
-      ContainerRow,
-      "uuid" | "namespace" | "service_uuid" | "node_uuid" | "state" | "engine_id" | "link_hosts"
-    >[] = [];
-    for (const part of chunks(uuids)) {
-      out.push(
-        ...(await this.s.db
-          .selectFrom("containers")
-          .select(["uuid", "namespace", "service_uuid", "node_uuid", "state", "engine_id", "link_hosts"])
-          .where("uuid", "in", part)
-          .execute()),
-      );
-    }
-    return out;
+    return inChunks(uuids, (part) =>
+      this.s.db
+        .selectFrom("containers")
+        .select(["uuid", "namespace", "service_uuid", "node_uuid", "state", "engine_id", "link_hosts"])
+        .where("uuid", "in", part)
+        .execute(),
+    );
   }
 
   /** Services of several stacks, ordered by stack and age. */
   async servicesOfStacks(stackUuids: readonly string[]): Promise<ServiceRow[]> {
-    const out: ServiceRow[] = [];
-    for (const part of chunks(stackUuids)) {
-      out.push(
-        ...(await this.s.db
-          .selectFrom("services")
-          .selectAll()
-          .where("stack_uuid", "in", part)
-          .orderBy("stack_uuid")
-          .orderBy("id")
-          .execute()),
-      );
-    }
-    return out;
+    return inChunks(stackUuids, (part) =>
+      this.s.db
+        .selectFrom("services")
+        .selectAll()
+        .where("stack_uuid", "in", part)
+        .orderBy("stack_uuid")
+        .orderBy("id")
+        .execute(),
+    );
   }
 
   /** Inserts a container record with its change-feed entry. */
@@ -540,16 +519,12 @@ export class ServiceStore {
     let missing = uuids;
     if (known?.size) {
       const hinted = uuids.filter((u) => known.has(u));
-      for (const part of chunks(hinted)) {
-        const versions = await this.s.db
-          .selectFrom("containers")
-          .select(["uuid", "version"])
-          .where("uuid", "in", part)
-          .execute();
-        for (const v of versions) {
-          const k = known.get(v.uuid)!;
-          if (k.version === v.version) rows.set(v.uuid, k);
-        }
+      const versions = await inChunks(hinted, (part) =>
+        this.s.db.selectFrom("containers").select(["uuid", "version"]).where("uuid", "in", part).execute(),
+      );
+      for (const v of versions) {
+        const k = known.get(v.uuid)!;
+        if (k.version === v.version) rows.set(v.uuid, k);
       }
       missing = uuids.filter((u) => !rows.has(u));
     }
@@ -613,19 +588,19 @@ export class ServiceStore {
     nodeUuids: readonly string[],
     namespaces?: Set<string>,
   ): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    for (const part of chunks(nodeUuids)) {
-      const rows = await this.s.db
+    const rows = await inChunks(nodeUuids, (part) =>
+      this.s.db
         .selectFrom("containers")
         .select((eb) => ["node_uuid", "namespace", eb.fn.countAll<number>().as("n")])
         .where("node_uuid", "in", part)
         .where("state", "<>", TERMINATED)
         .groupBy(["node_uuid", "namespace"])
-        .execute();
-      for (const r of rows) {
-        out.set(r.node_uuid, (out.get(r.node_uuid) ?? 0) + Number(r.n));
-        namespaces?.add(r.namespace);
-      }
+        .execute(),
+    );
+    const out = new Map<string, number>();
+    for (const r of rows) {
+      out.set(r.node_uuid, (out.get(r.node_uuid) ?? 0) + Number(r.n));
+      namespaces?.add(r.namespace);
     }
     return out;
   }

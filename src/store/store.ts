@@ -13,7 +13,7 @@ import { type NodeRow, NodeRowCache, NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
 import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
-import { type ContainerRow, chunks, ROWS_PER_INSERT, type ServiceRow, ServiceStore } from "./services.ts";
+import { type ContainerRow, inChunks, ROWS_PER_INSERT, type ServiceRow, ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
 import { TurnReads } from "./turn-reads.ts";
 
@@ -629,18 +629,16 @@ export class Store {
   /** The action currently holding the object (In progress or Canceling), if any. */
   /** Which of `objects` an action works on now (one statement per chunk of objects). */
   async objectsWithActiveActions(objects: readonly string[]): Promise<Set<string>> {
-    const out = new Set<string>();
-    for (const part of chunks(objects)) {
-      const rows = await this.db
+    const rows = await inChunks(objects, (part) =>
+      this.db
         .selectFrom("actions")
         .select("object")
         .where("object", "in", part)
         .where("kind", "is not", null)
         .where("state", "in", ACTIVE_STATES)
-        .execute();
-      for (const r of rows) out.add(r.object);
-    }
-    return out;
+        .execute(),
+    );
+    return new Set(rows.map((r) => r.object));
   }
 
   async activeActionOn(object: string): Promise<ActionRow | undefined> {
