@@ -7,7 +7,7 @@
 import { spawnSync } from "node:child_process";
 import Dockerode from "dockerode";
 import { dockerdUnavailable, startPrivateDockerd, TEST_IMAGE } from "../test/support/dockerd.ts";
-import { api, must, SERVICE_BODY, sleep, startBerth } from "./support.ts";
+import { api, must, SERVICE_BODY, startBerth } from "./support.ts";
 
 const PARALLEL = 4;
 const ROUNDS = 3;
@@ -78,6 +78,44 @@ export async function runRealDeploy(
       return [value, per.join(", ")];
     };
     const calls = { start: "", stop: "" };
+    /**
+     * The state an action ends in, read when the store announces a change of actions (not by
+     * polling: a poll loop would cost CPU the engine, on the same 2 cores, needs while Berth works).
+     */
+    const actionEnd = (uuid: string) =>
+      new Promise<string>((resolve, reject) => {
+        let reading = false;
+        let again = false;
+        const check = async (): Promise<void> => {
+          if (reading) {
+            again = true;
+            return;
+          }
+          reading = true;
+          try {
+            const state = (await b.platform.store.findAction(uuid))?.state ?? "";
+            if (["Success", "Failed", "Canceled"].includes(state)) {
+              unlisten();
+              resolve(state);
+              return;
+            }
+          } catch (err) {
+            unlisten();
+            reject(err);
+            return;
+          } finally {
+            reading = false;
+          }
+          if (again) {
+            again = false;
+            await check();
+          }
+        };
+        const unlisten = b.platform.store.onChange((type) => {
+          if (type === "action" || type === "") void check();
+        });
+        void check();
+      });
     const berthRound = async (round: number) => {
       const s = await must(
         api<{ uuid: string }>(
@@ -99,11 +137,7 @@ export async function runRealDeploy(
         timed(async () => {
           const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/start/`);
           const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
-          for (;;) {
-            state = (await b.platform.store.findAction(action))?.state ?? "";
-            if (["Success", "Failed", "Canceled"].includes(state)) break;
-            await sleep(5);
-          }
+          state = await actionEnd(action);
           if (state !== "Success") {
             const log = (await b.platform.store.actionLogTail(action, 5)).map((l) => l.line).join(" | ");
             throw new Error(`the start action ended ${state}: ${log}`);
