@@ -31,7 +31,31 @@ export function engineFields(info: EngineInfo, now: number): Partial<NewNode> {
   };
 }
 
+/**
+ * How stale a recorded `last_seen` may grow while a node keeps answering and nothing else about it
+ * changes. The health watcher probes every node every few seconds; recording each answer wrote
+ * every node's row, added a change-feed entry (an `update` event of each node every 5 s) and moved
+ * its namespace's revision, so at 1,000 nodes ~200 writes a second kept every cached answer of the
+ * namespace from being reused. The silence that makes a node Unreachable is counted from the last
+ * answer this process heard (`lastHeard`), not from the recorded `last_seen`.
+ */
+export const LAST_SEEN_RESOLUTION_MS = 60_000;
+
+/** Engine facts as recorded, compared with an answer's (a change is recorded at once). */
+const FACTS = [
+  "engine_id",
+  "engine_version",
+  "engine_graphdriver",
+  "engine_execdriver",
+  "cpu",
+  "memory",
+  "disk",
+] as const;
+
 export class NodeProbe {
+  /** When each node's engine last answered this process. */
+  private readonly lastHeard = new Map<string, number>();
+
   /**
    * Silence counts only while this process could hear it: after Berth itself was down (a restart,
    * a restore), a node's `last_seen` is old through no fault of its own.
@@ -64,7 +88,7 @@ export class NodeProbe {
    * answers, Unreachable otherwise (at once when `immediate`, else after the grace period).
    */
   async probe(uuid: string, opts: { immediate: boolean }): Promise<NodeRow | undefined> {
-    const node = await this.o.store.nodes.findNode(uuid);
+    const node = await this.o.store.nodes.knownNode(uuid);
     if (!node?.engine_url) return node;
     const now = this.o.clock.now();
     // An agent's node is Deploying until Berth first reaches its engine through the tunnel. It
@@ -73,6 +97,8 @@ export class NodeProbe {
     const joining = (n: NodeRow) => n.state === "Deploying" && n.engine_url.startsWith("tunnel://");
     try {
       const info = await this.engineInfo(node);
+      this.lastHeard.set(uuid, now);
+      if (this.forgoes(node, info, now, opts)) return node;
       return this.o.store.mutate("node", uuid, (n) => {
         if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
         return {
@@ -87,16 +113,32 @@ export class NodeProbe {
         if (n.state === "Unreachable") return undefined;
         if (n.state !== "Deployed" && !joining(n)) return undefined;
         const since = n.unreachable_since ?? now;
-        const silentSince = Math.max(n.last_seen ?? since, this.listeningSince);
+        const heard = Math.max(this.lastHeard.get(uuid) ?? 0, n.last_seen ?? 0);
+        const silentSince = Math.max(heard || since, this.listeningSince);
         const lapsed = opts.immediate || now - silentSince >= this.o.unreachableGraceMs;
-        if (!lapsed) return { unreachable_since: since };
-        // A joining agent's node whose engine went silent is no longer being brought up.
+        if (!lapsed) return n.unreachable_since === null ? { unreachable_since: since } : undefined;
+        // A joining agent's node whose engine went silent is no longer being brought up. Its
+        // last_seen becomes the last answer heard (recorded only now and then while it answered).
         return {
           observed: "unreachable" as const,
           unreachable_since: since,
+          ...(heard > (n.last_seen ?? 0) ? { last_seen: heard } : {}),
           ...(joining(n) ? { phase: null } : {}),
         };
       });
     }
+  }
+
+  /**
+   * Whether an answer changes nothing worth a write: a Deployed node, reachable as recorded, whose
+   * engine facts are as recorded and whose last_seen is within LAST_SEEN_RESOLUTION_MS. A probe
+   * someone asked for (`immediate`: a health-check, a deploy, an agent's tunnel) always records.
+   */
+  private forgoes(n: NodeRow, info: EngineInfo, now: number, opts: { immediate: boolean }): boolean {
+    if (opts.immediate || n.state !== "Deployed" || n.observed !== "reachable") return false;
+    if (n.unreachable_since !== null || n.deployed_at === null || n.last_seen === null) return false;
+    if (now - n.last_seen >= LAST_SEEN_RESOLUTION_MS) return false;
+    const answered = engineFields(info, now) as Record<string, unknown>;
+    return FACTS.every((k) => answered[k] === undefined || answered[k] === n[k]);
   }
 }

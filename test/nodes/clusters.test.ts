@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { systemClock } from "../../src/domain/time.ts";
-import { NodeProbe } from "../../src/nodes/probe.ts";
+import { LAST_SEEN_RESOLUTION_MS, NodeProbe } from "../../src/nodes/probe.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 
 let h: Harness;
@@ -290,6 +290,29 @@ describe("node health", () => {
     assert.equal(back.status, 200);
     assert.equal(back.body.state, "Deployed");
     assert.ok(back.headers["x-platform-action-uri"], "health-check is an audited call");
+  });
+
+  test("a node that keeps answering is recorded at most once a minute: health sweeps add no write and no event", async () => {
+    const c = await deployed(alice, { name: "quiet", ...AWS, target_num_nodes: 1 });
+    const uuid = c.nodes[0].split("/").filter(Boolean).pop()!;
+    await h.health.sweep();
+    const before = (await h.store.nodes.findNode(uuid))!;
+    const revision = await h.store.latestRevision();
+    for (let i = 0; i < 3; i++) await h.health.sweep();
+    const after = (await h.store.nodes.findNode(uuid))!;
+    assert.equal(after.version, before.version, "the node's row was not written");
+    const events = (await h.store.changesSince(revision, 1000)).filter((x) => x.resource_uri === c.nodes[0]);
+    assert.deepEqual(events, []);
+    // Once the recorded last_seen is a minute old, the next answer is recorded.
+    const later = new NodeProbe({
+      store: h.store,
+      engines: h.engines,
+      clock: { now: () => Date.now() + LAST_SEEN_RESOLUTION_MS },
+      unreachableGraceMs: 60_000,
+    });
+    const recorded = (await later.probe(uuid, { immediate: false }))!;
+    assert.ok(recorded.version > before.version);
+    assert.ok(recorded.last_seen! >= before.last_seen! + LAST_SEEN_RESOLUTION_MS);
   });
 
   test("after Berth itself was down, a node is not Unreachable before it was heard silent for the grace", async () => {
