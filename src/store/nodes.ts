@@ -98,10 +98,10 @@ export class NodeStore {
   /**
    * Nodes by uuid as this process last read or wrote them, for the work of actions and the
    * reconciler (a burst of container work reads each node once, not once per batch): every
-   * committed write of this process updates them (Store.recordWrites), and a commit another
-   * replica announces drops them all, so they lag another replica's write only until its
-   * notification arrives, as a read made just before that write would. Views and anything in a
-   * transaction read the database (`nodesByUuid`).
+   * committed write of this process updates them (Store.onCommittedWrites), and a commit another
+   * replica announces (Store.onRemoteChange) drops them all, so they lag another replica's write
+   * only until its notification arrives, as a read made just before that write would. Views and
+   * anything in a transaction read the database (`nodesByUuid`).
    */
   async knownNodes(uuids: readonly string[]): Promise<Map<string, NodeRow>> {
     if (!this.cache) return new Map((await this.nodesByUuid([...new Set(uuids)])).map((n) => [n.uuid, n]));

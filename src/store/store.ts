@@ -146,6 +146,16 @@ export class Store {
     };
     this.inTransaction = opts.within !== undefined;
     this.afterCommit = opts.within?.afterCommit ?? [];
+    if (!opts.within) {
+      // Node rows follow this process's commits, and are dropped on another replica's.
+      const nodeRows = this.shared.nodeRows;
+      this.onCommittedWrites((type, written) => {
+        if (type === "node") nodeRows.wrote(written.map((w) => w.row as NodeRow));
+      });
+      this.onRemoteChange((type) => {
+        if (type === "node" || type === "") nodeRows.clear();
+      });
+    }
   }
 
   private get notifier(): ChangeNotifier {
@@ -341,10 +351,6 @@ export class Store {
   async recordWrites<K extends FeedType>(type: K, written: readonly Written<K>[]): Promise<void> {
     if (!this.inTransaction) throw new Error("recordWrites() runs in the transaction of the write");
     await this.shared.feed.record(this, type, written);
-    if (type === "node") {
-      const rows = written.map((w) => w.row as NodeRow);
-      this.committed(() => this.shared.nodeRows.wrote(rows));
-    }
     const listeners = this.shared.writeListeners;
     if (listeners.size) {
       this.committed(() => {
@@ -626,7 +632,6 @@ export class Store {
     return { rows, total: Number(count?.n ?? 0) };
   }
 
-  /** The action currently holding the object (In progress or Canceling), if any. */
   /** Which of `objects` an action works on now (one statement per chunk of objects). */
   async objectsWithActiveActions(objects: readonly string[]): Promise<Set<string>> {
     const rows = await inChunks(objects, (part) =>
@@ -641,6 +646,7 @@ export class Store {
     return new Set(rows.map((r) => r.object));
   }
 
+  /** The action currently holding the object (In progress or Canceling), if any. */
   async activeActionOn(object: string): Promise<ActionRow | undefined> {
     return this.db
       .selectFrom("actions")
@@ -879,7 +885,6 @@ export class Store {
     // "" is a reconnect of the listener: what was missed meanwhile may include identity changes.
     if (type === IDENTITY_CHANGE || type === "") this.identityNotifier.notify();
     if (type !== IDENTITY_CHANGE) this.notifier.notify(type);
-    if (type === "node" || type === "") this.shared.nodeRows.clear();
     this.shared.remoteNotifier.notify(type);
   }
 
