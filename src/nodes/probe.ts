@@ -41,17 +41,6 @@ export function engineFields(info: EngineInfo, now: number): Partial<NewNode> {
  */
 export const LAST_SEEN_RESOLUTION_MS = 60_000;
 
-/** Engine facts as recorded, compared with an answer's (a change is recorded at once). */
-const FACTS = [
-  "engine_id",
-  "engine_version",
-  "engine_graphdriver",
-  "engine_execdriver",
-  "cpu",
-  "memory",
-  "disk",
-] as const;
-
 export class NodeProbe {
   /** When each node's engine last answered this process. */
   private readonly lastHeard = new Map<string, number>();
@@ -138,7 +127,10 @@ export class NodeProbe {
     if (opts.immediate || n.state !== "Deployed" || n.observed !== "reachable") return false;
     if (n.unreachable_since !== null || n.deployed_at === null || n.last_seen === null) return false;
     if (now - n.last_seen >= LAST_SEEN_RESOLUTION_MS) return false;
-    const answered = engineFields(info, now) as Record<string, unknown>;
-    return FACTS.every((k) => answered[k] === undefined || answered[k] === n[k]);
+    // What the answer would write (last_seen and the silence aside) is what the row holds.
+    const recorded = n as unknown as Record<string, unknown>;
+    return Object.entries(engineFields(info, now)).every(
+      ([k, v]) => k === "last_seen" || k === "unreachable_since" || recorded[k] === v,
+    );
   }
 }
