@@ -4,7 +4,6 @@
 // commit another replica announced.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { LogEvent } from "kysely";
 import {
   call,
   containersOf,
@@ -36,18 +35,8 @@ after(() => s.close());
 
 /** The SQL texts of the statements the store ran while `fn` ran. */
 async function statementsDuring<T>(fn: () => Promise<T>): Promise<{ result: T; sql: string[] }> {
-  const counter = s.h.db.statements;
-  const record = counter.record;
-  const sql: string[] = [];
-  counter.record = (event: LogEvent) => {
-    sql.push(event.query.sql);
-    record.call(counter, event);
-  };
-  try {
-    return { result: await fn(), sql };
-  } finally {
-    counter.record = record;
-  }
+  const { result, queries } = await s.h.db.statements.queriesDuring(fn);
+  return { result, sql: queries.map((q) => q.sql) };
 }
 
 /** Placement's read of every live container of a namespace (ServiceStore.containerLoads). */
