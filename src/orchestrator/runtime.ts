@@ -276,40 +276,14 @@ export class ContainerRuntime {
     c: ContainerRow,
     engine: Engine,
     log: Log,
-    opts: {
-      service?: ServiceRow;
-      node?: NodeRow;
-      reuseVolumes?: boolean;
-      refreshImage?: boolean;
-      images?: Map<string, Promise<void>>;
-      listings: BatchListings;
-    },
+    opts: GenerationOptions & { listings: BatchListings },
   ): Promise<{ view: ContainerView | undefined; staleLeft: string[] }> {
     const { current, stale } = byGeneration(c, await opts.listings.of(c, engine));
     let view = current ? await this.startListed(c, engine, current, log) : undefined;
     let staleLeft = stale;
     if (!view) {
-      // Older generations keep their volumes for the new one (a redeploy's default), or go with them.
-      const reuse = opts.reuseVolumes ?? true;
-      for (const id of stale) {
-        if (reuse) await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
-        else await engine.removeContainer(id, { force: true, removeVolumes: true });
-      }
-      staleLeft = reuse ? stale : [];
-      const spec = await this.d.specFor(c, {
-        volumesFrom: staleLeft,
-        service: opts.service,
-        node: opts.node,
-      });
-      spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
-      spec.name = engineName(spec.name ?? c.name, c.generation);
-      await this.ensureImage(engine, spec.image, log, {
-        namespace: c.namespace,
-        refresh: opts.refreshImage,
-        node: c.node_uuid,
-        shared: opts.images,
-      });
-      const made = await this.createOnce(c, engine, spec);
+      const made = await this.createOfGeneration(c, engine, log, stale, opts);
+      staleLeft = made.staleLeft;
       // A new container is not running: start it and look once, after the start. Each log line is
       // written while the engine works (lines keep their order; none is a reason to wait).
       await Promise.all([
@@ -324,6 +298,37 @@ export class ContainerRuntime {
       if (!view) throw new Error(`container ${c.name} vanished right after it was started`);
     }
     return { view, staleLeft };
+  }
+
+  /**
+   * Makes the engine container of the record's generation: older generations (`stale`) are
+   * stopped to lend their volumes to the new one (`reuseVolumes`, a redeploy's default) or removed
+   * with theirs; the spec is labelled with the generation and named after it, its image pulled when
+   * missing, and the container created once (createOnce). Answers which older ones are left.
+   */
+  private async createOfGeneration(
+    c: ContainerRow,
+    engine: Engine,
+    log: Log,
+    stale: string[],
+    opts: GenerationOptions,
+  ): Promise<{ id: string; found: boolean; staleLeft: string[] }> {
+    const reuse = opts.reuseVolumes ?? true;
+    for (const id of stale) {
+      if (reuse) await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
+      else await engine.removeContainer(id, { force: true, removeVolumes: true });
+    }
+    const staleLeft = reuse ? stale : [];
+    const spec = await this.d.specFor(c, { volumesFrom: staleLeft, service: opts.service, node: opts.node });
+    spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
+    spec.name = engineName(spec.name ?? c.name, c.generation);
+    await this.ensureImage(engine, spec.image, log, {
+      namespace: c.namespace,
+      refresh: opts.refreshImage,
+      node: c.node_uuid,
+      shared: opts.images,
+    });
+    return { ...(await this.createOnce(c, engine, spec)), staleLeft };
   }
 
   /**
@@ -550,27 +555,12 @@ export class ContainerRuntime {
         await this.d.store.mutate("container", c.uuid, (r) => engineRecord(r, current));
       return { view: current, engine, staleLeft: stale };
     }
-    const reuse = opts.reuseVolumes ?? true;
-    for (const id of stale) {
-      if (reuse) await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
-      else await engine.removeContainer(id, { force: true, removeVolumes: true });
-    }
-    const spec = await this.d.specFor(c, { volumesFrom: reuse ? stale : [] });
-    spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
-    spec.name = engineName(spec.name ?? c.name, c.generation);
-    await this.ensureImage(engine, spec.image, log, {
-      namespace: c.namespace,
-      refresh: opts.refreshImage,
-      node: c.node_uuid,
-    });
-    const { id } = await this.createOnce(c, engine, spec);
+    const { id, staleLeft } = await this.createOfGeneration(c, engine, log, stale, opts);
     const view = await engine.inspectContainer(id);
     if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
     await this.d.store.mutate("container", c.uuid, (r) => engineRecord(r, view));
-    await log(
-      `Created ${c.name}${stale.length && reuse ? " with the volumes of its previous container" : ""}`,
-    );
-    return { view, engine, staleLeft: reuse ? stale : [] };
+    await log(`Created ${c.name}${staleLeft.length ? " with the volumes of its previous container" : ""}`);
+    return { view, engine, staleLeft };
   }
 
   async ensureRunning(
@@ -720,6 +710,19 @@ export class ContainerRuntime {
     const now = this.d.clock.now();
     return this.d.store.mutate("container", c.uuid, (r) => stepDonePatch(c, r, view, now));
   }
+}
+
+/** How a record's engine container of a new generation is made (ContainerRuntime.createOfGeneration). */
+interface GenerationOptions {
+  /** The record's service and node, when the caller has read them (the spec reads them otherwise). */
+  service?: ServiceRow;
+  node?: NodeRow;
+  /** Older generations lend their volumes to the new one (the default), or go with theirs. */
+  reuseVolumes?: boolean;
+  /** Pull the image again even when the node has it (its tag may have moved). */
+  refreshImage?: boolean;
+  /** Images a batch has ensured so far, by node and image. */
+  images?: Map<string, Promise<void>>;
 }
 
 /** How many times `observe` asks the engine again when the record moved while it asked. */
