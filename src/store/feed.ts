@@ -36,6 +36,24 @@ export interface Written<K extends FeedType> {
 /** Parents remembered per container: a container's service, stack, node and cluster never change. */
 const PARENTS_CACHE_MAX = 100_000;
 
+/** Remembers `value`; a map at its bound is emptied first (what it held is read again when needed). */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  if (map.size >= PARENTS_CACHE_MAX) map.clear();
+  map.set(key, value);
+}
+
+/** A container's parents that come from its service: the service and its stack. */
+function serviceParts(s: ServiceRow): string[] {
+  return s.stack_uuid ? [serviceUri(s), stackUri(s.namespace, s.stack_uuid)] : [serviceUri(s)];
+}
+
+/** A container's parents that come from its node: the node and its cluster. */
+function nodeParts(n: NodeRow): string[] {
+  return n.cluster_uuid
+    ? [nodeUri(n), clusterUri({ namespace: n.namespace, uuid: n.cluster_uuid })]
+    : [nodeUri(n)];
+}
+
 /**
  * Columns no answer shows: the row's version, and the two owners of a container's or node's state
  * (an action's `phase`, the engine's `observed`), which show only through the `state` derived from
@@ -66,6 +84,8 @@ function actionOf(w: Written<FeedType>): FeedAction {
 /** One per root store, shared by its transactions (the parents cache outlives them). */
 export class ChangeFeed {
   private readonly parents = new Map<string, string>();
+  private readonly serviceParts = new Map<string, string[]>();
+  private readonly nodeParts = new Map<string, string[]>();
 
   constructor(readonly clock: Clock) {}
 
@@ -138,37 +158,59 @@ export class ChangeFeed {
     return { namespace: row.namespace, type, action, resource_uri, state: row.state, parents, datetime };
   }
 
-  /** Parents of each container (JSON), the missing ones looked up together and remembered. */
+  /**
+   * Parents of each container (JSON), remembered per container. A new container's are made from
+   * its service's part (service, stack) and its node's part (node, cluster), each remembered per
+   * service and per node: a service's stack and a node's cluster are set when they are created
+   * and never change, so a burst of new containers reads neither table once both are known.
+   */
   private async containerParents(tx: Store, rows: readonly ContainerRow[]): Promise<string[]> {
     const missing = rows.filter((c) => !this.parents.has(c.uuid));
     const found = new Map<string, string>();
     if (missing.length) {
-      const services = new Map(
-        (await tx.services.servicesByUuid(missing.map((c) => c.service_uuid))).map((s) => [s.uuid, s]),
+      const services = await this.partsOf(
+        this.serviceParts,
+        missing.map((c) => c.service_uuid),
+        async (uuids) => (await tx.services.servicesByUuid(uuids)).map((s) => [s.uuid, serviceParts(s)]),
       );
-      const nodes = new Map(
-        (await tx.nodes.nodesByUuid(missing.map((c) => c.node_uuid))).map((n) => [n.uuid, n]),
+      const nodes = await this.partsOf(
+        this.nodeParts,
+        missing.map((c) => c.node_uuid),
+        async (uuids) => (await tx.nodes.nodesByUuid(uuids)).map((n) => [n.uuid, nodeParts(n)]),
       );
       for (const c of missing) {
         const service = services.get(c.service_uuid);
         const node = nodes.get(c.node_uuid);
-        const parents = [serviceUri({ namespace: c.namespace, uuid: c.service_uuid })];
-        if (service?.stack_uuid) parents.push(stackUri(c.namespace, service.stack_uuid));
-        if (node) {
-          parents.push(nodeUri(node));
-          if (node.cluster_uuid)
-            parents.push(clusterUri({ namespace: node.namespace, uuid: node.cluster_uuid }));
-        }
-        const json = JSON.stringify(parents);
+        const parents = service ?? [serviceUri({ namespace: c.namespace, uuid: c.service_uuid })];
+        const json = JSON.stringify(node ? [...parents, ...node] : parents);
         found.set(c.uuid, json);
         // Only complete answers are kept (a service or node not visible yet would be missing).
-        if (service && node) {
-          if (this.parents.size >= PARENTS_CACHE_MAX) this.parents.clear();
-          this.parents.set(c.uuid, json);
-        }
+        if (service && node) remember(this.parents, c.uuid, json);
       }
     }
     return rows.map((c) => this.parents.get(c.uuid) ?? found.get(c.uuid)!);
+  }
+
+  /** The parts of `uuids` (services' or nodes'), those not remembered read together and remembered. */
+  private async partsOf(
+    known: Map<string, string[]>,
+    uuids: readonly string[],
+    read: (uuids: string[]) => Promise<[string, string[]][]>,
+  ): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    const unknown = new Set<string>();
+    for (const uuid of uuids) {
+      const parts = known.get(uuid);
+      if (parts) out.set(uuid, parts);
+      else unknown.add(uuid);
+    }
+    if (unknown.size) {
+      for (const [uuid, parts] of await read([...unknown])) {
+        out.set(uuid, parts);
+        remember(known, uuid, parts);
+      }
+    }
+    return out;
   }
 
   /**

@@ -735,16 +735,7 @@ export class Store {
 
   /** Lines of actions' logs (of one action or several) in one statement per ROWS_PER_INSERT, in order. */
   async appendActionLogs(lines: readonly { action_uuid: string; ts: number; line: string }[]): Promise<void> {
-    for (let i = 0; i < lines.length; i += ROWS_PER_INSERT) {
-      await this.db
-        .insertInto("action_logs")
-        .values(
-          lines
-            .slice(i, i + ROWS_PER_INSERT)
-            .map((l) => ({ action_uuid: l.action_uuid, ts: l.ts, line: l.line })),
-        )
-        .execute();
-    }
+    await insertMany(this, "action_logs", ["action_uuid", "ts", "line"], lines);
   }
 
   /** The last `tail` lines of an action's log, oldest first, with ids for following. */
@@ -800,12 +791,7 @@ export class Store {
         this.db,
       );
     }
-    for (let i = 0; i < cs.length; i += ROWS_PER_INSERT) {
-      await this.db
-        .insertInto("changes")
-        .values(cs.slice(i, i + ROWS_PER_INSERT))
-        .execute();
-    }
+    await insertMany(this, "changes", CHANGE_COLUMNS, cs);
     const types = new Set(cs.map((c) => c.type));
     this.committed(() => {
       for (const type of types) this.notifier.notify(type);
@@ -920,6 +906,50 @@ export class Store {
 
 /** SQL text of a one-row INSERT into a table, by its table and columns. */
 const INSERT_ONE_SQL = new Map<string, string>();
+
+/** The columns of a change-feed entry as written (the revision is the database's). */
+const CHANGE_COLUMNS = [
+  "namespace",
+  "type",
+  "action",
+  "resource_uri",
+  "state",
+  "parents",
+  "datetime",
+] as const satisfies readonly (keyof NewChangeRow)[];
+type NewChangeRow = Omit<ChangeRow, "revision">;
+
+const INSERT_MANY_SQL = new Map<string, string>();
+
+/**
+ * Rows of the same columns in multi-row statements (ROWS_PER_INSERT rows each) whose text is made
+ * once per table, columns and row count: the feed's entries and actions' log lines are appended
+ * at every commit of a large deploy, and building each statement through the query builder cost
+ * more than running it.
+ */
+async function insertMany<C extends string>(
+  tx: Store,
+  table: string,
+  columns: readonly C[],
+  rows: readonly Readonly<Record<C, unknown>>[],
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    const part = rows.slice(i, i + ROWS_PER_INSERT);
+    const key = `${tx.dialect}\u0000${table}\u0000${columns.join(",")}\u0000${part.length}`;
+    let text = INSERT_MANY_SQL.get(key);
+    if (!text) {
+      let n = 0;
+      const placeholder = tx.dialect === "postgres" ? () => `$${++n}` : () => "?";
+      const tuples = part.map(() => `(${columns.map(placeholder).join(", ")})`);
+      text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(", ")}) values ${tuples.join(", ")}`;
+      if (INSERT_MANY_SQL.size >= 1000) INSERT_MANY_SQL.clear();
+      INSERT_MANY_SQL.set(key, text);
+    }
+    const parameters: unknown[] = [];
+    for (const row of part) for (const c of columns) parameters.push(row[c]);
+    await tx.db.executeQuery(CompiledQuery.raw(text, parameters));
+  }
+}
 
 /**
  * Container records on SQLite: one run of a statement prepared once per record (as cheap as a

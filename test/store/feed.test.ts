@@ -413,6 +413,25 @@ for (const target of targets) {
         assert.deepEqual(await appended(start), expected);
       });
     }
+
+    // A deploy inserts containers in bursts: their parents come from what the feed remembers of
+    // their service (its stack) and node (its cluster), which never change, not from a read of
+    // the services and nodes tables inside each burst's transaction.
+    test("a burst of containers of a known service on a known node reads neither services nor nodes", async () => {
+      const start = await store.latestRevision();
+      const web = await webRow(store);
+      const { result: rows, queries } = await db.statements.queriesDuring(() =>
+        store.services.insertContainers([7, 8, 9].map((n) => newContainerRow(web, ids.node, n, NOW))),
+      );
+      const reads = queries.map((q) => q.sql).filter((q) => /from "(services|nodes)"/.test(q));
+      assert.deepEqual(reads, []);
+      assert.deepEqual(
+        await appended(start),
+        rows.map((r) =>
+          e("container", "create", containerUri({ namespace: NS, uuid: r.uuid }), "Starting", webParents),
+        ),
+      );
+    });
   });
 }
 
