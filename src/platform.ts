@@ -221,8 +221,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     (sealed) => box.open(sealed),
     (url) => !url.startsWith(labPrefix) || local.listNodes().some((n) => n.engineUrl === url),
     tunnels,
-    (node, operation, seconds, ok) =>
-      metrics.engineCalls.observe({ node, operation, result: ok ? "ok" : "error" }, seconds),
+    (_node, operation, seconds, ok) =>
+      metrics.engineCalls.observe({ operation, result: ok ? "ok" : "error" }, seconds),
   );
   const nodeProbe = new NodeProbe({
     store,
