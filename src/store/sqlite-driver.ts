@@ -84,9 +84,11 @@ class Mutex {
  * synchronously, so work whose every other step also answers at once (a batch on simulated nodes,
  * a large plan) runs as one chain of promise jobs and keeps the loop from everything else: no
  * request is answered, no timer fires, until it ends. Past this slice, a write waits for the
- * next turn, after what arrived meanwhile.
+ * next turn, after what arrived meanwhile. At 20 ms rather than 50, a GET during a placement of
+ * 10,000 containers waited half as long (p50 28 ms instead of 59) and the placement went as fast
+ * (3,190–3,260 placements/s against 3,180–3,210, two runs each of `npm run bench -- placement`).
  */
-const SLICE_MS = 50;
+const SLICE_MS = 20;
 let sliceStarted = 0;
 let inTurn = false;
 
