@@ -188,13 +188,17 @@ export class NodeStore {
       .execute();
   }
 
-  /** Nodes of several clusters, ordered by cluster and age. */
-  async nodesOfClusters(clusterUuids: readonly string[]): Promise<NodeRow[]> {
+  /**
+   * Live nodes of several clusters, ordered by cluster and age: a cluster's answer shows only
+   * those, and its terminated nodes (its whole history) are left unread.
+   */
+  async liveNodesOfClusters(clusterUuids: readonly string[]): Promise<NodeRow[]> {
     return inChunks(clusterUuids, (part) =>
       this.s.db
         .selectFrom("nodes")
         .selectAll()
         .where("cluster_uuid", "in", part)
+        .where("state", "!=", "Terminated")
         .orderBy("cluster_uuid")
         .orderBy("id")
         .execute(),

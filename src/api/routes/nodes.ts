@@ -93,7 +93,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
   // the namespace of every row read (cached answers check them: api/answer-cache.ts).
   const showClusters = async (cs: ClusterRow[], read?: Set<string>) => {
     const byCluster = new Map<string, NodeRow[]>();
-    for (const n of await store.nodes.nodesOfClusters(cs.map((c) => c.uuid))) {
+    for (const n of await store.nodes.liveNodesOfClusters(cs.map((c) => c.uuid))) {
       addTo(byCluster, n.cluster_uuid!, n);
       read?.add(n.namespace);
     }
