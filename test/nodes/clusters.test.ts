@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { systemClock } from "../../src/domain/time.ts";
+import type { FakeEngine } from "../../src/drivers/fake/index.ts";
 import { LAST_SEEN_RESOLUTION_MS, NodeProbe } from "../../src/nodes/probe.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 
@@ -313,6 +314,26 @@ describe("node health", () => {
     const recorded = (await later.probe(uuid, { immediate: false }))!;
     assert.ok(recorded.version > before.version);
     assert.ok(recorded.last_seen! >= before.last_seen! + LAST_SEEN_RESOLUTION_MS);
+  });
+
+  test("a node's changed engine facts are recorded by the next sweep, with one update event", async () => {
+    const c = await deployed(alice, { name: "resized", ...AWS, target_num_nodes: 1 });
+    const uuid = c.nodes[0].split("/").filter(Boolean).pop()!;
+    await h.health.sweep();
+    const before = (await h.store.nodes.findNode(uuid))!;
+    const revision = await h.store.latestRevision();
+    const fake = h.engines.forNode(before) as unknown as FakeEngine;
+    fake.changeHost({ memoryMb: before.memory! + 4096, engineVersion: "99.0.1" });
+    await h.health.sweep();
+    const node = (await call(h, alice, "GET", c.nodes[0])).body;
+    assert.equal(node.memory, before.memory! + 4096);
+    assert.equal(node.engine_version, "99.0.1");
+    assert.equal(node.docker_version, "99.0.1");
+    const events = (await h.store.changesSince(revision, 1000)).filter((x) => x.resource_uri === c.nodes[0]);
+    assert.deepEqual(
+      events.map((x) => `${x.action}:${x.state}`),
+      ["update:Deployed"],
+    );
   });
 
   test("after Berth itself was down, a node is not Unreachable before it was heard silent for the grace", async () => {

@@ -304,6 +304,11 @@ export class FakeEngine implements Engine {
 
   // ---- test hooks: things happening on the node ----------------------------------------------------
 
+  /** The engine's host changed: an engine upgrade, more memory or CPUs (what `info` reports). */
+  changeHost(facts: Partial<Pick<EngineInfo, "engineVersion" | "memoryMb" | "cpus" | "diskGb">>): void {
+    Object.assign(this.info_, facts);
+  }
+
   /** An unreachable engine refuses every call, and open streams break, as when its host goes away. */
   setReachable(reachable: boolean): void {
     this.reachable = reachable;
