@@ -59,6 +59,9 @@ describe("sessions in Chromium", { skip: unavailable }, () => {
     });
     assert.equal(cluster.status, 201);
     assert.equal((await berth.api("POST", `${cluster.body.resource_uri}deploy/`)).status, 202);
+    // The service is started by the first test: its node must be there by then (a start with no
+    // node to place on fails, and the service would never run).
+    await waitForState(berth, cluster.body.resource_uri, "Deployed");
     const svc = await berth.api("POST", "/api/app/v1/service/", {
       image: "busybox:local",
       name: "secretapp",
@@ -177,7 +180,7 @@ describe("sessions in Chromium", { skip: unavailable }, () => {
   });
 
   test("a terminal without a TTY (line mode) on a simulated node's container runs a typed command", async () => {
-    await waitForRunning(berth, adminService.resource_uri);
+    await waitForState(berth, adminService.resource_uri, "Running");
     const list = await berth.api("GET", `/api/app/v1/container/?service=${adminService.resource_uri}`);
     const container = list.body.objects[0];
     const { page, errors, context } = await openPage(browser, berth.url);
@@ -205,10 +208,12 @@ describe("sessions in Chromium", { skip: unavailable }, () => {
   });
 });
 
-async function waitForRunning(berth: BerthProcess, uri: string): Promise<void> {
+async function waitForState(berth: BerthProcess, uri: string, state: string): Promise<void> {
+  let last = "";
   for (let i = 0; i < 200; i++) {
-    if ((await berth.api("GET", uri)).body.state === "Running") return;
+    last = (await berth.api("GET", uri)).body.state;
+    if (last === state) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${uri} did not reach Running`);
+  throw new Error(`${uri} did not reach ${state} (still ${last})`);
 }
