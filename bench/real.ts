@@ -2,7 +2,8 @@
 // (test/support/dockerd.ts: its own bridge, nothing leaves the machine) attached as a node; a
 // service of N containers started through the API until its action ends, and N containers made
 // and started with dockerode directly, as many at a time as Berth runs per action; then both
-// stopped. Three rounds, each side going first in turn; medians are printed. Real engines
+// stopped. Five rounds, each side going first in turn; medians are printed (single rounds on this
+// 2-core machine ranged from 0.73× to 1.43×: three were too few for a stable median). Real engines
 // run one at a time on this machine: the benchmark takes /tmp/berth-real.lock through flock(1).
 import { spawnSync } from "node:child_process";
 import Dockerode from "dockerode";
@@ -10,7 +11,7 @@ import { dockerdUnavailable, startPrivateDockerd, TEST_IMAGE } from "../test/sup
 import { api, must, SERVICE_BODY, startBerth } from "./support.ts";
 
 const PARALLEL = 4;
-const ROUNDS = 3;
+const ROUNDS = 5;
 
 export async function runRealDeploy(
   opts: { containers: number },
