@@ -80,7 +80,10 @@ export class AgentNodes {
     namespace: string,
     createdBy: string,
   ): Promise<{ row: RegistrationTokenRow; token: string }> {
-    const token = secret();
+    // Never starting with "-": a base64url secret does one time in 64, and `--token -x…` is then
+    // taken for an option by the agent's parser (the command printed would fail). The prefix also
+    // lets secret scanners recognize a leaked token.
+    const token = `brt_${secret()}`;
     const now = this.o.clock.now();
     const row = await this.o.store.agents.insertToken({
       uuid: randomUUID(),
