@@ -34,6 +34,9 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
   const b = await startBerth({ start: true, env: { BERTH_RECONCILE_INTERVAL_MS: "15000" } });
   try {
     await seedNodes(b, "admin", opts.nodes);
+    // As in a running installation, the reconciler watches every node's engine events (its
+    // watchers start with a pass; the periodic one is at 15 s, after the placement).
+    await b.platform.reconciler.resync();
     const services: string[] = [];
     for (let i = 0; i < opts.services; i++) {
       const s = await must(

@@ -94,6 +94,8 @@ export class ActionEngine {
   private readonly kinds = new Map<string, ActionKind<never>>();
   private readonly paramChecks = new Map<string, BodyCheck<unknown>>();
   private readonly inFlight = new Map<string, AbortController>();
+  /** The objects of the actions this process runs now, with how many run on each. */
+  private readonly heldObjects = new Map<string, number>();
   private readonly instanceId: string;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -126,6 +128,16 @@ export class ActionEngine {
   }
 
   /** What is wrong with parameters for a kind, in one sentence; undefined when they fit. */
+  /**
+   * Whether an action this process runs now works on one of `objects` (URIs), from its own
+   * bookkeeping, without a read. Such an action is active in the store too (Store.activeActionOn),
+   * so whoever leaves busy objects alone may skip these without asking the store.
+   */
+  runsOnAny(objects: readonly string[]): boolean {
+    if (this.heldObjects.size === 0) return false;
+    return objects.some((o) => this.heldObjects.has(o));
+  }
+
   private paramProblem(kind: string, params: unknown): string | undefined {
     const problems = this.paramChecks.get(kind)?.problems(params) ?? [];
     if (problems.length === 0) return undefined;
@@ -477,6 +489,7 @@ export class ActionEngine {
   private async run(claimed: ActionRow): Promise<void> {
     const controller = new AbortController();
     this.inFlight.set(claimed.uuid, controller);
+    this.heldObjects.set(claimed.object, (this.heldObjects.get(claimed.object) ?? 0) + 1);
     const heartbeat = setInterval(
       () => {
         void this.heartbeat(claimed.uuid).catch((err) => this.opts.onError?.(err));
@@ -491,6 +504,9 @@ export class ActionEngine {
     } finally {
       clearInterval(heartbeat);
       this.inFlight.delete(claimed.uuid);
+      const held = (this.heldObjects.get(claimed.object) ?? 1) - 1;
+      if (held > 0) this.heldObjects.set(claimed.object, held);
+      else this.heldObjects.delete(claimed.object);
       for (const w of this.idleWaiters) w();
       this.idleWaiters.clear();
       this.wake();

@@ -128,6 +128,10 @@ export class Reconciler {
       for (const row of rows) {
         this.feedRevision = Math.max(this.feedRevision, Number(row.revision));
         if (row.type !== "container" || row.action === "delete" || row.state !== "Running") continue;
+        // An action of this process holds the container, its service or its stack: followLinks
+        // would find it busy and leave it (a large deploy's every container would be read for
+        // nothing). What changed meanwhile is the periodic pass's (compareLinkHosts).
+        if (this.d.actions.runsOnAny([row.resource_uri, ...(JSON.parse(row.parents) as string[])])) continue;
         const uuid = lastSegment(row.resource_uri);
         if (uuid) this.queue.add(`l:${uuid}`);
       }
@@ -536,6 +540,20 @@ export class Reconciler {
     }
   }
 
+  /**
+   * Whether an action of this process holds the container of an engine event, or its service (as
+   * its labels name them): reconcileContainersQueued would find it busy and leave it, after reading
+   * it. A stack's action is not seen here; the store is asked then, as for other replicas' actions.
+   */
+  private heldHere(uuid: string, labels: Record<string, string>): boolean {
+    const namespace = labels[LABELS.namespace];
+    const service = labels[LABELS.service];
+    if (namespace === undefined) return false;
+    const objects = [containerUri({ namespace, uuid })];
+    if (service !== undefined) objects.push(serviceUri({ namespace, uuid: service }));
+    return this.d.actions.runsOnAny(objects);
+  }
+
   private async watch(node: NodeRow, signal: AbortSignal): Promise<void> {
     try {
       const engine = this.d.engines.forNode(node);
@@ -544,7 +562,7 @@ export class Reconciler {
         since: this.d.clock.now() - 1000,
       }) as AsyncIterable<ContainerEvent>) {
         const uuid = ev.labels?.[LABELS.container];
-        if (uuid) this.enqueue(uuid);
+        if (uuid && !this.heldHere(uuid, ev.labels!)) this.enqueue(uuid);
       }
     } catch (err) {
       if (!signal.aborted) this.d.onError?.(err);
