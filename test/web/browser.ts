@@ -172,7 +172,10 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
-/** The row of a table that contains `text`. */
-export function row(page: Page, text: string) {
-  return page.locator("tr", { hasText: text });
+/**
+ * The row of a table whose link is named `name` exactly (an object's row: its name links to it).
+ * Not any row containing the text: a row may mention another object ("web" links to "db").
+ */
+export function row(page: Page, name: string) {
+  return page.locator("tr", { has: page.getByRole("link", { name, exact: true }) });
 }

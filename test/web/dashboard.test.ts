@@ -103,8 +103,7 @@ describe("dashboard in Chromium", { skip: unavailable }, () => {
     await row(page, "db").locator(".state", { hasText: "Not running" }).waitFor();
     await page.getByRole("button", { name: "Start" }).click();
     for (const name of ["db", "web"]) {
-      await page
-        .locator("tr", { hasText: name })
+      await row(page, name)
         .locator(".state", { hasText: /^Running$/ })
         .waitFor({ timeout: 30_000 });
     }
