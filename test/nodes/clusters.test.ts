@@ -324,9 +324,13 @@ describe("node health", () => {
     const revision = await h.store.latestRevision();
     const fake = h.engines.forNode(before) as unknown as FakeEngine;
     fake.changeHost({ memoryMb: before.memory! + 4096, engineVersion: "99.0.1" });
-    await h.health.sweep();
-    const node = (await call(h, alice, "GET", c.nodes[0])).body;
-    assert.equal(node.memory, before.memory! + 4096);
+    // The next sweep records it (one already under way when this one is asked may have read the
+    // engine before the change: sweeps are asked again until one ran after it).
+    const node = await waitFor("the new facts", async () => {
+      await h.health.sweep();
+      const n = (await call(h, alice, "GET", c.nodes[0])).body;
+      return n.memory === before.memory! + 4096 ? n : undefined;
+    });
     assert.equal(node.engine_version, "99.0.1");
     assert.equal(node.docker_version, "99.0.1");
     const events = (await h.store.changesSince(revision, 1000)).filter((x) => x.resource_uri === c.nodes[0]);
