@@ -415,13 +415,13 @@ export class ContainerRuntime {
   async observeMany(rows: ContainerRow[], opts: { perNode: number }): Promise<Map<string, ContainerRow>> {
     const live = rows.filter((c) => c.state !== "Terminated");
     const nodes = await this.d.store.nodes.knownNodes(live.map((c) => c.node_uuid));
-    const seen: { uuid: string; generation: string; view: ContainerView | undefined }[] = [];
+    const seen: Observed[] = [];
     const byNode = new Map<string, ContainerRow[]>();
     for (const c of live) {
       addTo(byNode, c.node_uuid, c);
     }
-    // One listing per node for all its records; a record whose engine container was made after it
-    // is marked missing until that container's engine event has it observed again.
+    // One listing per node for all its records. An engine container made after it is not in it:
+    // its record, once it holds that container, is left alone (recordObserved).
     const listings = new BatchListings(live);
     await Promise.all(
       [...byNode].map(async ([nodeUuid, list]) => {
@@ -434,7 +434,7 @@ export class ContainerRuntime {
               try {
                 const { current } = byGeneration(c, await listings.of(c, engine));
                 const view = current ? await engine.inspectContainer(current.id) : undefined;
-                seen.push({ uuid: c.uuid, generation: c.generation, view });
+                seen.push({ uuid: c.uuid, generation: c.generation, engineId: c.engine_id, view });
               } catch {
                 // unreachable or failing: the health watcher and the reconciler look again later
               }
@@ -449,16 +449,17 @@ export class ContainerRuntime {
   }
 
   /** What engines reported about many records, written in one transaction (see ensureRunningMany). */
-  private async recordObserved(
-    items: readonly { uuid: string; generation: string; view: ContainerView | undefined }[],
-  ): Promise<Map<string, ContainerRow>> {
+  private async recordObserved(items: readonly Observed[]): Promise<Map<string, ContainerRow>> {
     const now = this.d.clock.now();
     const seen = new Map(items.map((i) => [i.uuid, i]));
     // A record removed, or moved to another generation (a redeploy), since it was read is left
-    // alone: the engine spoke of a container it no longer has. Phases are the action's to end.
+    // alone: the engine spoke of a container it no longer has. So is a record found without its
+    // container that holds another one now than when it was read: that one was made (and
+    // recorded) after the listing, which could not show it. Phases are the action's to end.
     return this.d.store.services.patchContainers([...seen.keys()], (r) => {
       const item = seen.get(r.uuid);
       if (!item || r.destroyed_at !== null || r.generation !== item.generation) return undefined;
+      if (!item.view && r.engine_id !== item.engineId) return undefined;
       return observedPatch(r, item.view, now);
     });
   }
@@ -747,6 +748,14 @@ const PROCESS_STATES: ReadonlySet<ContainerState> = new Set(["running", "paused"
  * to older ones (a redeploy that has not finished). Two current ones exist only if a crash hit
  * between create and record before engine names were per generation: the newest wins.
  */
+/** What observeMany saw of a record: its engine container, and the one it held when it was read. */
+interface Observed {
+  uuid: string;
+  generation: string;
+  engineId: string | null;
+  view: ContainerView | undefined;
+}
+
 function byGeneration(
   c: Pick<ContainerRow, "generation">,
   found: readonly ContainerSummary[],

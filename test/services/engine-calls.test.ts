@@ -3,7 +3,7 @@
 // listing of Berth's containers for the whole operation instead of one listing per container
 // (issue 18: a deploy on real engines costs what raw create+start costs). And the listing being
 // shared does not weaken crash safety: a container of a record made by another actor after that
-// listing is found, not made twice.
+// listing is found, not made twice, and an observation does not call it missing.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
@@ -166,5 +166,50 @@ describe("a container made after the start's listing of its node", () => {
       a.log.join("\n"),
     );
     assert.ok(onEngine.every((x) => rows.some((c) => c.engine_id === x.id)));
+  });
+});
+
+describe("an observation of a node with a container made after its listing", () => {
+  let s: Sim;
+
+  before(async () => {
+    s = await startSim({ env: { BERTH_RECONCILE_INTERVAL_MS: "3600000" } });
+    await deployCluster(s, { name: "one", target_num_nodes: 1 });
+  });
+  after(() => s.close());
+
+  test("leaves that container's record as the actor that made it wrote it, and marks a gone one missing", async () => {
+    const svc = await createService(s, {
+      name: "pair",
+      image: "busybox:local",
+      run_command: "sleep 100000",
+      target_num_containers: 2,
+    });
+    await operate(s, svc.resource_uri, "start");
+    const [engine] = [...s.engines.values()];
+    assert.ok(engine);
+    // Both records as an observer reads them; then both engine containers go (a user's `docker rm`).
+    const read = await s.h.store.services.containersOfService(svc.uuid);
+    assert.deepEqual(
+      read.map((c) => c.state),
+      ["Running", "Running"],
+    );
+    for (const c of read) await engine.removeContainer(c.engine_id!, { force: true, removeVolumes: false });
+    const [remade, gone] = read;
+    assert.ok(remade && gone);
+    // Just after the observer lists the node, another actor makes the first record's container
+    // again and records it.
+    let made: string | undefined;
+    engine.afterNodeListing = async () => {
+      made = (await s.h.runtime.ensureRunning(remade, async () => {})).engine_id ?? undefined;
+    };
+    await s.h.runtime.observeMany(read, { perNode: 4 });
+    assert.ok(made, "the other actor made its container after the listing");
+
+    const rows = new Map((await s.h.store.services.containersOfService(svc.uuid)).map((c) => [c.uuid, c]));
+    assert.equal(rows.get(remade.uuid)?.state, "Running", "the container made meanwhile runs");
+    assert.equal(rows.get(remade.uuid)?.engine_id, made, "its record still holds it");
+    assert.equal(rows.get(gone.uuid)?.engine_id, null, "the container that is gone is missing");
+    assert.notEqual(rows.get(gone.uuid)?.state, "Running");
   });
 });
