@@ -9,7 +9,7 @@
 // its own disk. What remains is mostly Berth's (records read in batches, caches, Fastify).
 import fs from "node:fs";
 import { Session } from "node:inspector/promises";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
 import {
   ADMIN_AUTH,
@@ -56,6 +56,7 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     const transactions0 = b.platform.db.statements.transactions;
     const profile = await startProfile(b, process.env.BERTH_BENCH_CPU_PROFILE, out);
     const cpu0 = process.cpuUsage();
+    const elu0 = performance.eventLoopUtilization();
     // What an API client sees meanwhile: a GET of one service every 100 ms, over HTTP.
     const poll = pollWhile(`${b.base}/api/app/v1/service/${services[0]}/`);
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -96,6 +97,10 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
     // CPU time of this process (Berth and the simulated engines): a figure a loaded machine
     // disturbs far less than the elapsed time, which waits for the CPU when others hold it.
     const cpu = process.cpuUsage(cpu0);
+    // The event loop's busy time: Berth's one thread (the simulated engines run on it too), which
+    // bounds the placement when it is saturated; CPU time counts the helper threads too (GC, the
+    // SQLite checkpointer).
+    const elu = performance.eventLoopUtilization(elu0);
     const cpuS = (cpu.user + cpu.system) / 1e6;
     await profile?.();
     // The store's work of the whole run (the bench's own polling included).
@@ -111,7 +116,7 @@ export async function runPlacement(opts: PlacementOptions, out: (line: string) =
       `  ${running} Running after ${elapsedS.toFixed(1)} s: ${Math.round(running / elapsedS)} placements/s; start calls answered in ${answeredMs.toFixed(0)} ms; actions: ${outcome || "none ended"}${ended.length < actions.length ? ` (cap of ${opts.capMs / 1000} s reached, ${actions.length - ended.length} still running)` : ""}`,
     );
     out(
-      `  CPU ${cpuS.toFixed(1)} s (${((cpuS * 1e6) / total).toFixed(0)} µs per container): ${Math.round(total / cpuS)} placements per CPU second`,
+      `  CPU ${cpuS.toFixed(1)} s (${((cpuS * 1e6) / total).toFixed(0)} µs per container): ${Math.round(total / cpuS)} placements per CPU second; event loop busy ${(elu.active / 1000).toFixed(2)} s (${((elu.active * 1000) / total).toFixed(0)} µs per container, ${(elu.utilization * 100).toFixed(0)}% of the time)`,
     );
     out(
       `  store: ${statements} SQL statements (${(statements / total).toFixed(2)} per container), ${transactions} transactions (${(transactions / total).toFixed(3)} per container)`,
