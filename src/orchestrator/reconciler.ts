@@ -29,6 +29,15 @@ const OBSERVE_PER_NODE = 4;
 /** How long engine events gather in the queue before it is worked on. */
 const EVENT_BATCH_MS = 20;
 
+/** Engine events that end a container's process, or the container. */
+const END_EVENTS: ReadonlySet<string> = new Set(["die", "oom", "kill", "stop", "destroy"]);
+
+/** States of a record that claim its container's process runs (or is coming up). */
+const LIVE_STATES: ReadonlySet<string> = new Set(["Running", "Starting"]);
+
+/** The states an action ends in. */
+const ACTION_ENDS: ReadonlySet<string> = new Set(["Success", "Failed", "Canceled"]);
+
 const SYSTEM = {
   method: "POST",
   path: "",
@@ -53,6 +62,15 @@ export class Reconciler {
   private unlistenFeed: (() => void) | undefined;
   private readingFeed = false;
   private readFeedAgain = false;
+  /**
+   * Containers whose engine container (by record uuid: its engine id) reported an end while an
+   * action held them. The action's own record of them may predate that end: once an action ends,
+   * those whose record still holds that container and claims it runs are looked at again, rather
+   * than at the next periodic pass (recheckEnded).
+   */
+  private readonly endedWhileHeld = new Map<string, string>();
+  /** Containers queued because of such an end event (by record uuid: its engine id), until worked on. */
+  private readonly endsQueued = new Map<string, string>();
 
   constructor(
     private readonly d: {
@@ -80,7 +98,8 @@ export class Reconciler {
     this.timer = setInterval(() => void this.resync(), this.d.intervalMs);
     this.timer.unref();
     this.unlistenFeed = this.d.store.onChange((type) => {
-      if (type === "container" || type === "") this.readFeed();
+      if (type === "container" || type === "" || (type === "action" && this.endedWhileHeld.size))
+        this.readFeed();
     });
     this.readFeed();
     void this.resync();
@@ -123,10 +142,12 @@ export class Reconciler {
   private async readFeedPages(): Promise<void> {
     // Starts from now: containers changed before are covered by the periodic pass.
     this.feedRevision ??= await this.d.store.latestRevision();
+    let actionEnded = false;
     for (;;) {
       const rows = await this.d.store.changesSince(this.feedRevision, FEED_PAGE);
       for (const row of rows) {
         this.feedRevision = Math.max(this.feedRevision, Number(row.revision));
+        if (row.type === "action" && ACTION_ENDS.has(row.state)) actionEnded = true;
         if (row.type !== "container" || row.action === "delete" || row.state !== "Running") continue;
         // An action of this process holds the container, its service or its stack: followLinks
         // would find it busy and leave it (a large deploy's every container would be read for
@@ -137,7 +158,24 @@ export class Reconciler {
       }
       if (rows.length < FEED_PAGE) break;
     }
+    if (actionEnded && this.endedWhileHeld.size) await this.recheckEnded();
     void this.drain();
+  }
+
+  /**
+   * Containers whose engine container ended while an action held them (endedWhileHeld), once an
+   * action has ended: those whose record still holds that container and says it runs are queued
+   * to be compared with their engine (their actions may still hold them: they wait for the next).
+   */
+  private async recheckEnded(): Promise<void> {
+    const ended = new Map(this.endedWhileHeld);
+    this.endedWhileHeld.clear();
+    for (const c of await this.d.store.services.containerHeads([...ended.keys()])) {
+      const engineId = ended.get(c.uuid);
+      if (engineId === undefined || c.engine_id !== engineId || !LIVE_STATES.has(c.state)) continue;
+      this.endsQueued.set(c.uuid, engineId);
+      this.queue.add(`c:${c.uuid}`);
+    }
   }
 
   /**
@@ -358,8 +396,15 @@ export class Reconciler {
       const free = rows.filter((c) => {
         if (c.state === "Terminated") return false;
         const s = services.get(c.service_uuid);
-        if (!s || busy.has(containerUri(c)) || busy.has(serviceUri(s))) return false;
-        return !(s.stack_uuid && busy.has(stackUri(s.namespace, s.stack_uuid)));
+        if (!s) return false;
+        const held =
+          busy.has(containerUri(c)) ||
+          busy.has(serviceUri(s)) ||
+          (s.stack_uuid !== null && busy.has(stackUri(s.namespace, s.stack_uuid)));
+        // An end the engine reported is looked at again once an action has ended (recheckEnded).
+        const ended = this.endsQueued.get(c.uuid);
+        if (held && ended !== undefined) this.endedWhileHeld.set(c.uuid, ended);
+        return !held;
       });
       await this.reconcileContainers(
         free.map((c) => c.uuid),
@@ -368,7 +413,10 @@ export class Reconciler {
     } catch (err) {
       this.d.onError?.(err);
     } finally {
-      for (const k of keys) this.inFlight.delete(k);
+      for (const k of keys) {
+        this.inFlight.delete(k);
+        this.endsQueued.delete(k.slice(2));
+      }
     }
   }
 
@@ -562,7 +610,15 @@ export class Reconciler {
         since: this.d.clock.now() - 1000,
       }) as AsyncIterable<ContainerEvent>) {
         const uuid = ev.labels?.[LABELS.container];
-        if (uuid && !this.heldHere(uuid, ev.labels!)) this.enqueue(uuid);
+        if (!uuid) continue;
+        const ended = END_EVENTS.has(ev.action);
+        if (this.heldHere(uuid, ev.labels)) {
+          // Left to the action, unless what ended is what its record holds once the action is over.
+          if (ended) this.endedWhileHeld.set(uuid, ev.id);
+          continue;
+        }
+        if (ended) this.endsQueued.set(uuid, ev.id);
+        this.enqueue(uuid);
       }
     } catch (err) {
       if (!signal.aborted) this.d.onError?.(err);

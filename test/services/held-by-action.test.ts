@@ -1,9 +1,23 @@
 // Containers an action of this process holds are left to it by the reconciler without a read
 // (ActionEngine.runsOnAny): their change-feed entries (link host checks) and their engines'
-// events would find them busy, and a large deploy's every container was read for nothing.
+// events would find them busy, and a large deploy's every container was read for nothing. What
+// the engine reports of them meanwhile is not lost: an end of the container a record holds is
+// looked at again once the action is over.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { call, createService, deployCluster, type Sim, startSim, until, waitFor } from "./sim.ts";
+import {
+  call,
+  containersOf,
+  createService,
+  deployCluster,
+  engineContainer,
+  finished,
+  runningService,
+  type Sim,
+  startSim,
+  until,
+  waitFor,
+} from "./sim.ts";
 
 let s: Sim;
 
@@ -50,5 +64,42 @@ describe("link hosts while an action holds the service", () => {
     );
     const after = await until(s, svc.resource_uri, "Running");
     assert.equal(after.containers.length, 4);
+  });
+});
+
+describe("a container that ends while an action holds its service", () => {
+  test("is recorded as it ended once the action is over, not at the next periodic pass (an hour away)", async () => {
+    const svc = await runningService(s, { name: "ends-held", target_num_containers: 1 });
+    const [c] = await containersOf(s, svc);
+    const { engine, id } = await engineContainer(s, c.resource_uri);
+    // A scale-up whose engine work is held: its action holds the service meanwhile.
+    const releases = [...s.engines.values()].map((e) => e.hold());
+    assert.equal(
+      (await call(s.h, s.alice, "PATCH", svc.resource_uri, { target_num_containers: 2 })).status,
+      200,
+    );
+    const scale = await call(s.h, s.alice, "POST", `${svc.resource_uri}scale/`);
+    assert.equal(scale.status, 202, scale.raw);
+    await waitFor("the new container's create held", async () =>
+      [...s.engines.values()].some((e) => e.waiting > 0),
+    );
+    // The running container's process exits by itself: its engine's die event finds the record
+    // held by the scale, which leaves it alone.
+    engine.exitProcess(id, 3);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal((await s.h.store.services.findContainer(c.uuid))?.state, "Running", "left to the action");
+    for (const release of releases) release();
+    const a = await finished(s, scale);
+    assert.equal(a.state, "Success", a.log.join("\n"));
+    const row = await waitFor(
+      "the record says the container stopped",
+      async () => {
+        const r = await s.h.store.services.findContainer(c.uuid);
+        return r?.state === "Stopped" ? r : undefined;
+      },
+      5000,
+    );
+    assert.equal(row.exit_code, 3);
+    assert.equal(row.engine_id, id);
   });
 });
