@@ -4,6 +4,7 @@
 // the engine reports of them meanwhile is not lost: an end of the container a record holds is
 // looked at again once the action is over.
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import {
   call,
@@ -101,5 +102,55 @@ describe("a container that ends while an action holds its service", () => {
     );
     assert.equal(row.exit_code, 3);
     assert.equal(row.engine_id, id);
+  });
+});
+
+describe("a container that ends while another replica's action holds its service", () => {
+  test("is recorded as it ended once that action is over", async () => {
+    const svc = await runningService(s, { name: "ends-elsewhere", target_num_containers: 1 });
+    const [c] = await containersOf(s, svc);
+    const { engine, id } = await engineContainer(s, c.resource_uri);
+    // Another replica's worker runs an action on the service, under a lease of its own: this
+    // process learns that it holds the service from the store only.
+    const now = Date.now();
+    const held = await s.h.store.insertAction(
+      {
+        uuid: randomUUID(),
+        namespace: svc.resource_uri.split("/")[4],
+        object: svc.resource_uri,
+        action: "Service Scale",
+        kind: "service.scale",
+        params: JSON.stringify({ service: svc.uuid }),
+        method: "POST",
+        path: `${svc.resource_uri}scale/`,
+        user: "alice",
+        user_agent: "test",
+        ip: "127.0.0.1",
+        location: "",
+        start_date: now,
+        end_date: null,
+        state: "In progress",
+        is_user_action: 1,
+      },
+      { owner: "another-replica", until: now + 3_600_000 },
+    );
+    engine.exitProcess(id, 4);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal((await s.h.store.services.findContainer(c.uuid))?.state, "Running", "left to that action");
+    await s.h.store.updateAction(held, {
+      state: "Success",
+      end_date: Date.now(),
+      lease_owner: null,
+      lease_until: null,
+    });
+    const row = await waitFor(
+      "the record says the container stopped",
+      async () => {
+        const r = await s.h.store.services.findContainer(c.uuid);
+        return r?.state === "Stopped" ? r : undefined;
+      },
+      5000,
+    );
+    assert.equal(row.exit_code, 4);
   });
 });
