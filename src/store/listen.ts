@@ -2,6 +2,8 @@
 // the change channel and wakes this process's feed readers when another replica commits a change.
 // The feed table stays the source of truth: a notification only says "read the feed now". When the
 // connection drops it reconnects with back-off, and readers poll meanwhile (`connected` is false).
+// The channel is the database's: notifications of other schemas (another installation sharing the
+// database) are dropped.
 import pg from "pg";
 import { CHANGE_CHANNEL } from "./store.ts";
 
@@ -29,6 +31,8 @@ export class ChangeListener {
   private retry: NodeJS.Timeout | undefined;
   private backoffMs: number;
   private ok = false;
+  /** The schema this replica works in (its connection's search_path), read at connect. */
+  private schema: string | undefined;
 
   constructor(private readonly o: ChangeListenerOptions) {
     this.backoffMs = o.minBackoffMs ?? 250;
@@ -70,12 +74,16 @@ export class ChangeListener {
     client.on("end", () => lost());
     client.on("notification", (msg) => {
       if (msg.channel !== CHANGE_CHANNEL) return;
-      const [origin = "", type = "", datetime = "0"] = (msg.payload ?? "").split(" ");
+      const [origin = "", type = "", datetime = "0", ...schema] = (msg.payload ?? "").split(" ");
       if (origin === this.o.origin) return;
+      // Another schema's change; a payload without one comes from an older replica of this one.
+      if (schema.length && schema.join(" ") !== this.schema) return;
       this.o.onChange({ origin, type, datetimeMs: Number(datetime) });
     });
     try {
       await client.connect();
+      const { rows } = await client.query<{ schema: string }>("select coalesce(current_schema(), '') as schema");
+      this.schema = rows[0]?.schema;
       await client.query(`LISTEN ${CHANGE_CHANNEL}`);
       if (this.client !== client) return;
       this.ok = true;

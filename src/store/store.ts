@@ -44,8 +44,23 @@ export class ChangeNotifier {
   }
 }
 
-/** The PostgreSQL channel of change-feed notifications. */
+/**
+ * The PostgreSQL channel of change-feed notifications. A channel belongs to the database, not to a
+ * schema: each payload ends with the schema the change was committed in (`origin type datetime
+ * schema`), and a listener drops those of other schemas (other installations, other tests).
+ */
 export const CHANGE_CHANNEL = "berth_changes";
+
+/**
+ * The advisory lock that makes the feed's revisions commit in order (appendChange), one per
+ * schema: installations sharing a database do not wait for each other's commits.
+ */
+const FEED_LOCK = 7340071;
+
+/** Takes the schema's feed lock and announces the commit (delivered only if it commits). */
+function lockAndAnnounce(payload: string) {
+  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}, hashtext(coalesce(current_schema(), ''))), pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`;
+}
 /** The change channel's type for a change of users, API keys or memberships (not a feed change). */
 export const IDENTITY_CHANGE = "identity";
 
@@ -397,7 +412,7 @@ export class Store {
       this.identityNotifier.notify();
       if (this.dialect !== "postgres") return;
       const payload = `${this.notifier.origin} ${IDENTITY_CHANGE} ${Date.now()}`;
-      void sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`
+      void sql`select pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`
         .execute(this.shared.root)
         .catch(() => undefined);
     });
@@ -769,10 +784,7 @@ export class Store {
   async appendChange(c: Omit<ChangeRow, "revision">): Promise<number> {
     if (this.dialect === "postgres") {
       // NOTIFY is delivered at commit: other replicas wake their feed readers (LISTEN, store/listen.ts).
-      const payload = `${this.notifier.origin} ${c.type} ${c.datetime}`;
-      await sql`select pg_advisory_xact_lock(7340071), pg_notify(${CHANGE_CHANNEL}, ${payload})`.execute(
-        this.db,
-      );
+      await lockAndAnnounce(`${this.notifier.origin} ${c.type} ${c.datetime}`).execute(this.db);
     }
     const row = await this.db.insertInto("changes").values(c).returning("revision").executeTakeFirstOrThrow();
     this.committed(() => this.notifier.notify(c.type));
@@ -786,10 +798,7 @@ export class Store {
   async appendChanges(cs: readonly Omit<ChangeRow, "revision">[]): Promise<void> {
     if (cs.length === 0) return;
     if (this.dialect === "postgres") {
-      const payload = `${this.notifier.origin} ${cs[0]!.type} ${cs[0]!.datetime}`;
-      await sql`select pg_advisory_xact_lock(7340071), pg_notify(${CHANGE_CHANNEL}, ${payload})`.execute(
-        this.db,
-      );
+      await lockAndAnnounce(`${this.notifier.origin} ${cs[0]!.type} ${cs[0]!.datetime}`).execute(this.db);
     }
     await insertMany(this, "changes", CHANGE_COLUMNS, cs);
     const types = new Set(cs.map((c) => c.type));
