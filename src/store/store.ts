@@ -52,15 +52,17 @@ export class ChangeNotifier {
 export const CHANGE_CHANNEL = "berth_changes";
 
 /**
- * The advisory lock that makes the feed's revisions commit in order (appendChange), one per
- * schema: installations sharing a database do not wait for each other's commits.
+ * The advisory lock that makes the feed's revisions commit in order (appendChange). It is the
+ * database's, not the schema's: every replica of an installation must take the same one, those of
+ * the previous release included while a rolling restart mixes them.
  */
 const FEED_LOCK = 7340071;
 
-/** Takes the schema's feed lock and announces the commit (delivered only if it commits). */
+/** Takes the feed lock and announces the commit in the schema's name (delivered only if it commits). */
 function lockAndAnnounce(payload: string) {
-  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}, hashtext(coalesce(current_schema(), ''))), pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`;
+  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}), pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`;
 }
+
 /** The change channel's type for a change of users, API keys or memberships (not a feed change). */
 export const IDENTITY_CHANGE = "identity";
 

@@ -1,8 +1,7 @@
 // Change notifications between replicas (store/listen.ts) belong to one installation. A
-// PostgreSQL channel and an advisory lock belong to the whole database, so two installations in
-// one database (two schemas) woke each other's feed readers, dropped each other's caches and kept
-// snapshots on every commit, and committed one after the other on one feed lock. A notification
-// now names its schema and the feed lock is the schema's.
+// PostgreSQL channel belongs to the whole database, so two installations in one database (two
+// schemas, or two test files) woke each other's feed readers and dropped each other's caches and
+// kept placement snapshots on every commit. A notification now names its schema.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Db } from "../../src/store/db.ts";
@@ -80,35 +79,6 @@ describe("change notifications of two installations in one PostgreSQL database",
       heard.map((c) => [c.origin, c.type]),
       [["replica-1", "service"]],
     );
-  });
-
-  test("an open transaction of the neighbour that appended a change does not hold this installation's commits", async () => {
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const neighbours = neighbour.transaction(async (tx) => {
-      await tx.appendChange({
-        namespace: "ns",
-        type: "service",
-        action: "update",
-        resource_uri: "/api/app/v1/ns/service/y/",
-        state: "",
-        parents: "[]",
-        datetime: Date.now(),
-      });
-      await held;
-    });
-    try {
-      const committed = await Promise.race([
-        commitChange(mine, "container").then(() => "committed"),
-        new Promise((resolve) => setTimeout(() => resolve("waited 3 s for the neighbour's lock"), 3000)),
-      ]);
-      assert.equal(committed, "committed");
-    } finally {
-      release();
-      await neighbours;
-    }
   });
 });
 
