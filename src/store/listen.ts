@@ -82,7 +82,9 @@ export class ChangeListener {
     });
     try {
       await client.connect();
-      const { rows } = await client.query<{ schema: string }>("select coalesce(current_schema(), '') as schema");
+      const { rows } = await client.query<{ schema: string }>(
+        "select coalesce(current_schema(), '') as schema",
+      );
       this.schema = rows[0]?.schema;
       await client.query(`LISTEN ${CHANGE_CHANNEL}`);
       if (this.client !== client) return;
