@@ -174,7 +174,11 @@ export class ContainerRuntime {
     },
   ): Promise<void> {
     const engine = this.d.engines.forNode(node);
-    const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, { ...opts, node });
+    const { view, staleLeft } = await this.startOnEngine(c, engine, opts.log, {
+      ...opts,
+      node,
+      started: opts.engineDone,
+    });
     const now = this.d.clock.now();
     const recorded = commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
     // The node's next container starts while this record waits for its batch (the old containers
@@ -276,7 +280,14 @@ export class ContainerRuntime {
     c: ContainerRow,
     engine: Engine,
     log: Log,
-    opts: GenerationOptions & { listings: BatchListings },
+    opts: GenerationOptions & {
+      listings: BatchListings;
+      /**
+       * Called once a container this call made has been started and no older one is left to
+       * remove: what remains is a look at it (a read), so the node's next container may start.
+       */
+      started?: () => void;
+    },
   ): Promise<{ view: ContainerView | undefined; staleLeft: string[] }> {
     const { current, stale } = byGeneration(c, await opts.listings.of(c, engine));
     let view = current ? await this.startListed(c, engine, current, log) : undefined;
@@ -294,6 +305,7 @@ export class ContainerRuntime {
         ),
         engine.startContainer(made.id),
       ]);
+      if (staleLeft.length === 0) opts.started?.();
       [, view] = await Promise.all([log(`Started ${c.name}`), engine.inspectContainer(made.id)]);
       if (!view) throw new Error(`container ${c.name} vanished right after it was started`);
     }
