@@ -104,8 +104,9 @@ export class RecordBatches {
  * recording through `commit`. Answers the errors of the records that failed, each naming its
  * container and node (the action's error lists them all). `work` calls `engineDone` once the
  * engine's work on the record is done (a started container, before the look at it): the next
- * record of the node starts while this one is looked at and waits for its batch to be written. One at a time in all (sequential_deployment) keeps the slot
- * until the record is written: the next container's links read it.
+ * record of the node starts while this one is looked at and waits for its batch to be written.
+ * One at a time in all (sequential_deployment) keeps the slot until the record is written: the
+ * next container's links read it.
  */
 export async function eachWithCommit(
   store: Store,

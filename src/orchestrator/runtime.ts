@@ -755,11 +755,6 @@ async function removeAll(engine: Engine, ids: readonly string[], opts: { removeV
 /** Listed states in which a container has a process (ContainerView.running). */
 const PROCESS_STATES: ReadonlySet<ContainerState> = new Set(["running", "paused"]);
 
-/**
- * The record's engine containers, listed: `current` belongs to the record's generation, `stale`
- * to older ones (a redeploy that has not finished). Two current ones exist only if a crash hit
- * between create and record before engine names were per generation: the newest wins.
- */
 /** What observeMany saw of a record: its engine container, and the one it held when it was read. */
 interface Observed {
   uuid: string;
@@ -768,6 +763,11 @@ interface Observed {
   view: ContainerView | undefined;
 }
 
+/**
+ * The record's engine containers, listed: `current` belongs to the record's generation, `stale`
+ * to older ones (a redeploy that has not finished). Two current ones exist only if a crash hit
+ * between create and record before engine names were per generation: the newest wins.
+ */
 function byGeneration(
   c: Pick<ContainerRow, "generation">,
   found: readonly ContainerSummary[],
