@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { TSchema } from "typebox";
 import { type BodyCheck, bodyCheck } from "../contract/check.ts";
 import { ApiError, conflict, VersionConflict } from "../domain/errors.ts";
+import { actionEnded } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 
@@ -82,7 +83,6 @@ export interface ActionEngineOptions {
   onError?(err: unknown): void;
 }
 
-const TERMINAL: ActionState[] = ["Canceled", "Success", "Failed"];
 const POLL_BACKOFF_MAX = 8;
 /**
  * Actions run at once by one worker. Their steps mostly wait for engines, so many services
@@ -303,7 +303,7 @@ export class ActionEngine {
         "not_retriable",
       );
     }
-    if (!TERMINAL.includes(a.state as ActionState)) {
+    if (!actionEnded(a.state)) {
       throw conflict(`action is ${a.state}; retry is allowed in Success, Failed, Canceled`, "invalid_state");
     }
     const params = storedParams(a);
@@ -326,7 +326,7 @@ export class ActionEngine {
   }
 
   canBeRetried(a: ActionRow): boolean {
-    return a.kind !== null && this.kinds.has(a.kind) && TERMINAL.includes(a.state as ActionState);
+    return a.kind !== null && this.kinds.has(a.kind) && actionEnded(a.state);
   }
 
   // ---- workers -------------------------------------------------------------------------------
@@ -515,7 +515,7 @@ export class ActionEngine {
 
   private async heartbeat(uuid: string): Promise<void> {
     const a = await this.store.findAction(uuid);
-    if (!a || a.lease_owner !== this.instanceId || TERMINAL.includes(a.state as ActionState)) return;
+    if (!a || a.lease_owner !== this.instanceId || actionEnded(a.state)) return;
     try {
       await this.store.updateAction(a, { lease_until: this.opts.clock.now() + this.opts.leaseMs });
     } catch (err) {
@@ -609,7 +609,7 @@ export class ActionEngine {
   private async end(uuid: string, state: Outcome): Promise<void> {
     let ends = false;
     const ended = await this.store.mutate("action", uuid, (a): Partial<ActionRow> | undefined => {
-      ends = !TERMINAL.includes(a.state as ActionState);
+      ends = !actionEnded(a.state);
       return ends
         ? { state, end_date: this.opts.clock.now(), lease_owner: null, lease_until: null }
         : undefined;

@@ -4,11 +4,10 @@
 // the action (on a terminal); without one it leaves the action running and says how to cancel it.
 import readline from "node:readline";
 import type WebSocket from "ws";
+import { actionEnded } from "../domain/states.ts";
 import { type Client, type Json, uuidOf } from "./client.ts";
 import { CliError, EXIT } from "./errors.ts";
 import { elapsed, type Output, stopwatch } from "./output.ts";
-
-export const FINISHED = new Set(["Success", "Failed", "Canceled"]);
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -141,7 +140,7 @@ export async function followAction(
 
   try {
     action = await Promise.race([client.get(actionUri), interruption]);
-    seenUnfinished = !FINISHED.has(action.state);
+    seenUnfinished = !actionEnded(action.state);
     if (stderr.isTTY && !opts.silent) {
       spinner = new Spinner(
         stderr,
@@ -157,7 +156,7 @@ export async function followAction(
     // The log stream closes when the action ends; a broken stream falls back on polling.
     for (;;) {
       action = await client.get(actionUri);
-      if (FINISHED.has(action.state)) break;
+      if (actionEnded(action.state)) break;
       await Promise.race([new Promise((r) => setTimeout(r, 300)), interruption]);
     }
   } finally {

@@ -219,3 +219,11 @@ export type StackState =
   | "Redeploying"
   | "Terminating"
   | "Terminated";
+
+/** The states an action ends in: none of them ever changes again (a retry is a new action). */
+export const ACTION_ENDED_STATES: readonly string[] = ["Success", "Failed", "Canceled"];
+
+/** Whether an action in this state has ended. */
+export function actionEnded(state: string): boolean {
+  return ACTION_ENDED_STATES.includes(state);
+}

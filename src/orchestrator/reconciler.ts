@@ -8,7 +8,12 @@ import { addTo } from "../domain/collections.ts";
 import { linkHosts } from "../domain/container-spec.ts";
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
 import { LABELS, type ServiceSpec } from "../domain/service.ts";
-import { SERVICE_TRANSITIONAL, type ServiceState, settledServiceState } from "../domain/states.ts";
+import {
+  actionEnded,
+  SERVICE_TRANSITIONAL,
+  type ServiceState,
+  settledServiceState,
+} from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import { containerUri, lastSegment, serviceUri, stackUri } from "../domain/uri.ts";
 import type { ContainerEvent, ContainerSummary } from "../drivers/engine.ts";
@@ -34,9 +39,6 @@ const END_EVENTS: ReadonlySet<string> = new Set(["die", "oom", "kill", "stop", "
 
 /** States of a record that claim its container's process runs (or is coming up). */
 const LIVE_STATES: ReadonlySet<string> = new Set(["Running", "Starting"]);
-
-/** The states an action ends in. */
-const ACTION_ENDS: ReadonlySet<string> = new Set(["Success", "Failed", "Canceled"]);
 
 const SYSTEM = {
   method: "POST",
@@ -142,12 +144,12 @@ export class Reconciler {
   private async readFeedPages(): Promise<void> {
     // Starts from now: containers changed before are covered by the periodic pass.
     this.feedRevision ??= await this.d.store.latestRevision();
-    let actionEnded = false;
+    let ended = false;
     for (;;) {
       const rows = await this.d.store.changesSince(this.feedRevision, FEED_PAGE);
       for (const row of rows) {
         this.feedRevision = Math.max(this.feedRevision, Number(row.revision));
-        if (row.type === "action" && ACTION_ENDS.has(row.state)) actionEnded = true;
+        if (row.type === "action" && actionEnded(row.state)) ended = true;
         if (row.type !== "container" || row.action === "delete" || row.state !== "Running") continue;
         // An action of this process holds the container, its service or its stack: followLinks
         // would find it busy and leave it (a large deploy's every container would be read for
@@ -158,7 +160,7 @@ export class Reconciler {
       }
       if (rows.length < FEED_PAGE) break;
     }
-    if (actionEnded && this.endedWhileHeld.size) await this.recheckEnded();
+    if (ended && this.endedWhileHeld.size) await this.recheckEnded();
     void this.drain();
   }
 

@@ -1,6 +1,7 @@
 // The stack follower: reads the change feed and settles a stack (its state from its services) when a
 // service under it changes or an action on it ends. The feed is the source of truth; a poll covers
 // other replicas' commits. Settling itself belongs to StackService.
+import { actionEnded } from "../domain/states.ts";
 import { parseObjectUri } from "../domain/uri.ts";
 import type { Store } from "../store/store.ts";
 
@@ -12,7 +13,6 @@ export interface FollowerDeps {
   settle(stackUuid: string): Promise<void>;
 }
 
-const ENDED = ["Success", "Failed", "Canceled"];
 const PAGE = 500;
 
 export class StackFollower {
@@ -73,7 +73,7 @@ export class StackFollower {
       if (!changes.length || !this.unsubscribe) return;
       const stacks = new Set<string>();
       for (const c of changes) {
-        if (c.type !== "service" && !(c.type === "action" && ENDED.includes(c.state))) continue;
+        if (c.type !== "service" && !(c.type === "action" && actionEnded(c.state))) continue;
         for (const parent of JSON.parse(c.parents) as string[]) {
           const p = parseObjectUri(parent);
           if (p?.subsystem === "app" && p.resource === "stack" && p.namespace !== undefined) stacks.add(p.id);

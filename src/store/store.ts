@@ -58,9 +58,14 @@ export const CHANGE_CHANNEL = "berth_changes";
  */
 const FEED_LOCK = 7340071;
 
-/** Takes the feed lock and announces the commit in the schema's name (delivered only if it commits). */
+/** A notification on the change channel in the schema's name (delivered only if its transaction commits). */
+function announce(payload: string) {
+  return sql`pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`;
+}
+
+/** Takes the feed lock and announces the commit. */
 function lockAndAnnounce(payload: string) {
-  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}), pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`;
+  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}), ${announce(payload)}`;
 }
 
 /** The change channel's type for a change of users, API keys or memberships (not a feed change). */
@@ -414,9 +419,7 @@ export class Store {
       this.identityNotifier.notify();
       if (this.dialect !== "postgres") return;
       const payload = `${this.notifier.origin} ${IDENTITY_CHANGE} ${Date.now()}`;
-      void sql`select pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`
-        .execute(this.shared.root)
-        .catch(() => undefined);
+      void sql`select ${announce(payload)}`.execute(this.shared.root).catch(() => undefined);
     });
   }
 

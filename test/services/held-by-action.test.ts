@@ -32,6 +32,25 @@ before(async () => {
 });
 after(() => s.close());
 
+/** A running service of one container, with that container and its engine container. */
+async function oneRunning(name: string) {
+  const svc = await runningService(s, { name, target_num_containers: 1 });
+  const [c] = await containersOf(s, svc);
+  return { svc, c, ...(await engineContainer(s, c.resource_uri)) };
+}
+
+/** The container's record once it says Stopped (within 5 s, far before any periodic pass). */
+async function recordedStopped(uuid: string) {
+  return waitFor(
+    "the record says the container stopped",
+    async () => {
+      const r = await s.h.store.services.findContainer(uuid);
+      return r?.state === "Stopped" ? r : undefined;
+    },
+    5000,
+  );
+}
+
 describe("link hosts while an action holds the service", () => {
   test("a sequential start's containers are left to it: the reconciler asks the store nothing about them meanwhile", async () => {
     // Each container of a sequential service follows its started siblings, so each start changes
@@ -70,9 +89,7 @@ describe("link hosts while an action holds the service", () => {
 
 describe("a container that ends while an action holds its service", () => {
   test("is recorded as it ended once the action is over, not at the next periodic pass (an hour away)", async () => {
-    const svc = await runningService(s, { name: "ends-held", target_num_containers: 1 });
-    const [c] = await containersOf(s, svc);
-    const { engine, id } = await engineContainer(s, c.resource_uri);
+    const { svc, c, engine, id } = await oneRunning("ends-held");
     // A scale-up whose engine work is held: its action holds the service meanwhile.
     const releases = [...s.engines.values()].map((e) => e.hold());
     assert.equal(
@@ -92,14 +109,7 @@ describe("a container that ends while an action holds its service", () => {
     for (const release of releases) release();
     const a = await finished(s, scale);
     assert.equal(a.state, "Success", a.log.join("\n"));
-    const row = await waitFor(
-      "the record says the container stopped",
-      async () => {
-        const r = await s.h.store.services.findContainer(c.uuid);
-        return r?.state === "Stopped" ? r : undefined;
-      },
-      5000,
-    );
+    const row = await recordedStopped(c.uuid);
     assert.equal(row.exit_code, 3);
     assert.equal(row.engine_id, id);
   });
@@ -107,9 +117,7 @@ describe("a container that ends while an action holds its service", () => {
 
 describe("a container that ends while another replica's action holds its service", () => {
   test("is recorded as it ended once that action is over", async () => {
-    const svc = await runningService(s, { name: "ends-elsewhere", target_num_containers: 1 });
-    const [c] = await containersOf(s, svc);
-    const { engine, id } = await engineContainer(s, c.resource_uri);
+    const { svc, c, engine, id } = await oneRunning("ends-elsewhere");
     // Another replica's worker runs an action on the service, under a lease of its own: this
     // process learns that it holds the service from the store only.
     const now = Date.now();
@@ -143,14 +151,7 @@ describe("a container that ends while another replica's action holds its service
       lease_owner: null,
       lease_until: null,
     });
-    const row = await waitFor(
-      "the record says the container stopped",
-      async () => {
-        const r = await s.h.store.services.findContainer(c.uuid);
-        return r?.state === "Stopped" ? r : undefined;
-      },
-      5000,
-    );
+    const row = await recordedStopped(c.uuid);
     assert.equal(row.exit_code, 4);
   });
 });

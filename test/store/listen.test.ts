@@ -81,6 +81,3 @@ describe("change notifications of two installations in one PostgreSQL database",
     );
   });
 });
-
-if (!pgUrl)
-  test("change notifications (PostgreSQL only)", { skip: "BERTH_TEST_PG_URL is not set" }, () => {});

@@ -7,6 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { WebSocket } from "ws";
 import { notFound } from "../../domain/errors.ts";
+import { actionEnded } from "../../domain/states.ts";
 import type { ActionRow, Store } from "../../store/store.ts";
 import { principalOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
@@ -16,8 +17,6 @@ import { CLOSE, closeSocket, isOpen, sendJson } from "./sockets.ts";
 
 /** How often followed actions are read for new lines (state changes also wake the watcher). */
 const ACTION_LOG_POLL_MS = 250;
-
-const FINISHED = ["Success", "Failed", "Canceled"];
 
 interface ActionLogRow {
   id: number;
@@ -102,7 +101,7 @@ export class ActionLogWatcher {
       // The state is read before the lines: when it says the action ended, the lines read after
       // it are all the lines it will ever have.
       const action = await this.opts.store.findAction(uuid);
-      const ended = !action || FINISHED.includes(action.state);
+      const ended = !action || actionEnded(action.state);
       const ready = [...set].filter((f) => isOpen(f.ws) && f.ws.bufferedAmount <= f.maxBufferedBytes);
       if (ready.length === 0 && !ended) continue;
       const afterId = Math.min(...[...set].map((f) => f.afterId));
@@ -156,7 +155,7 @@ export function actionLogRoutes(app: FastifyInstance, ctx: StreamContext): void 
       const current = await ctx.store.findAction(uuid);
       const rows = plan.tail > 0 ? await ctx.store.actionLogTail(uuid, plan.tail) : [];
       for (const row of rows) sendJson(ws, logFrame(row));
-      if (!plan.follow || !current || FINISHED.includes(current.state)) {
+      if (!plan.follow || !current || actionEnded(current.state)) {
         closeSocket(ws, CLOSE.normal, plan.follow ? `action ${current?.state ?? "gone"}` : "end of tail");
         return;
       }

@@ -2,6 +2,7 @@
 // cancel and retry.
 
 import { useState } from "preact/hooks";
+import { actionEnded } from "../../../src/domain/states.ts";
 import { call, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
@@ -210,8 +211,8 @@ export function ActionDetail({ uuid }: { uuid: string }) {
         <Op
           label="Retry"
           allowed={{
-            allowed: a.can_be_retried && ["Success", "Failed", "Canceled"].includes(a.state),
-            reason: ["Success", "Failed", "Canceled"].includes(a.state)
+            allowed: a.can_be_retried && actionEnded(a.state),
+            reason: actionEnded(a.state)
               ? "only asynchronous actions can be retried"
               : `action is ${a.state}; retry is allowed in Success, Failed, Canceled`,
           }}
