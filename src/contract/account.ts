@@ -52,3 +52,24 @@ export const OrganizationView = View({
   ),
 });
 export type Organization = Static<typeof OrganizationView>;
+
+/**
+ * An invitation to an organization. An owner's `POST …/members/` answers one, `state: "pending"`,
+ * the same for every name (a name that is no user gets an invitation that is never accepted);
+ * `"accepted"` when the user was already a member (its role changed) or an administrator added it
+ * directly.
+ */
+export const InvitationView = View(
+  {
+    org: Type.String(),
+    username: Type.String(),
+    role: Type.String({ description: "owner or member" }),
+    state: Type.String({ description: "pending, or accepted" }),
+    invited_by: Type.String(),
+    created: Type.String({ description: "ISO 8601 UTC with microseconds" }),
+  },
+  "an invitation to an organization",
+);
+export type Invitation = Static<typeof InvitationView>;
+
+export const InvitationList = View({ objects: Type.Array(InvitationView) }, "invitations");

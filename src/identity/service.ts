@@ -3,7 +3,13 @@
 import { ApiError, conflict, forbidden, invalidField, notFound } from "../domain/errors.ts";
 import { namespaceNameProblem } from "../domain/names.ts";
 import type { Clock } from "../domain/time.ts";
-import { type ApiKeyRow, type Store, UniqueViolation, type UserRow } from "../store/store.ts";
+import {
+  type ApiKeyRow,
+  type InvitationRow,
+  type Store,
+  UniqueViolation,
+  type UserRow,
+} from "../store/store.ts";
 import {
   generateApiKey,
   generatePassword,
@@ -294,26 +300,101 @@ export class IdentityService {
     }
   }
 
-  async addMember(p: Principal, org: string, username: string, role: "owner" | "member"): Promise<void> {
+  /**
+   * Invites a user to an organization (owners). The answer is the same whether or not the name is
+   * a user, and so is the work (one lookup, one write): an invitation to a name that is no user
+   * stays pending and never becomes acceptable, so the answer tells nobody who exists. A member's
+   * role is changed at once (owners see the members anyway); an administrator may add a member
+   * directly (`direct`), which nobody else may.
+   */
+  async invite(
+    p: Principal,
+    org: string,
+    input: { username: string; role: "owner" | "member"; direct?: boolean },
+  ): Promise<{ invitation: InvitationRow; state: "pending" | "accepted" }> {
     await this.requireOwner(p, org);
-    const user = await this.store.findUserByName(username);
-    if (!user) throw invalidField("username", `no user named "${username}"`);
-    await this.store.putMember(org, username, role);
+    const { username, role } = input;
+    if (input.direct) {
+      if (!p.user.is_admin || p.namespaceLimit)
+        throw forbidden("Only administrators can add a member directly; invite the user instead.", "admin_only");
+      const user = await this.store.findUserByName(username);
+      if (!user) throw invalidField("username", `no user named "${username}"`);
+      await this.store.putMember(org, username, role);
+      return { invitation: this.invitationOf(org, username, user.id, role, p), state: "accepted" };
+    }
+    // Both lookups run for every name, so a known name costs what an unknown one does.
+    const [user, member] = await Promise.all([
+      this.store.findUserByName(username),
+      this.store.membership(org, username),
+    ]);
+    if (user && member) {
+      await this.store.putMember(org, username, role);
+      await this.store.deleteInvitation(org, username);
+      return { invitation: this.invitationOf(org, username, user.id, role, p), state: "accepted" };
+    }
+    const invitation = await this.store.putInvitation(this.invitationOf(org, username, user?.id ?? null, role, p));
+    return { invitation, state: "pending" };
   }
 
-  async removeMember(p: Principal, org: string, username: string): Promise<void> {
+  private invitationOf(
+    org: string,
+    username: string,
+    userId: number | null,
+    role: "owner" | "member",
+    p: Principal,
+  ): InvitationRow {
+    return { org, username, user_id: userId, role, invited_by: p.user.username, created: this.clock.now() };
+  }
+
+  /** Pending invitations of an organization (owners). */
+  async orgInvitations(p: Principal, org: string): Promise<InvitationRow[]> {
     await this.requireOwner(p, org);
-    const members = await this.store.orgMembers(org);
-    const target = members.find((m) => m.username === username);
-    if (!target) throw notFound("member");
-    if (target.role === "owner" && members.filter((m) => m.role === "owner").length === 1) {
+    return this.store.orgInvitations(org);
+  }
+
+  /** Withdraws a pending invitation (owners); false when there is none. */
+  async revokeInvitation(p: Principal, org: string, username: string): Promise<boolean> {
+    await this.requireOwner(p, org);
+    return this.store.deleteInvitation(org, username);
+  }
+
+  /** The user's invitations (only those it may accept). */
+  invitationsOf(user: UserRow): Promise<InvitationRow[]> {
+    return this.store.invitationsOf(user);
+  }
+
+  /** Accepts an invitation: the user becomes a member with its role. 404 when it has none to `org`. */
+  async acceptInvitation(user: UserRow, org: string): Promise<void> {
+    const inv = await this.store.acceptInvitation(org, user);
+    if (!inv) throw notFound("invitation");
+    this.accessChanged();
+  }
+
+  /** Declines an invitation (the user's own); 404 when it has none to `org`. */
+  async declineInvitation(user: UserRow, org: string): Promise<void> {
+    const mine = (await this.store.invitationsOf(user)).some((i) => i.org === org);
+    if (!mine || !(await this.store.deleteInvitation(org, user.username))) throw notFound("invitation");
+  }
+
+  /**
+   * Removes a member: owners remove anyone, and a member may leave by removing itself. The last
+   * owner can neither leave nor be removed (409): the organization would have nobody to manage it.
+   */
+  async removeMember(p: Principal, org: string, username: string): Promise<void> {
+    const leaving = username === p.user.username && !p.namespaceLimit;
+    if (leaving) await this.getOrg(p, org);
+    else await this.requireOwner(p, org);
+    const result = await this.store.removeMemberKeepingOwner(org, username);
+    if (result === "missing") throw notFound("member");
+    if (result === "last_owner") {
       throw new ApiError(
         "conflict",
         "last_owner",
-        `${username} is the last owner of ${org}; add another owner first.`,
+        leaving
+          ? `You are the last owner of ${org}, so you cannot leave it; make another member an owner first.`
+          : `${username} is the last owner of ${org}; add another owner first.`,
       );
     }
-    await this.store.removeMember(org, username);
     this.accessChanged();
   }
 

@@ -508,6 +508,29 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           end`.execute(db);
       },
     },
+    // Organization invitations (issue 26): an owner invites, the invited user accepts or declines.
+    // Quotas count rows that exist already; their limits live in namespace_settings.limits.
+    "0020_invitations_quotas": {
+      async up(db: AnyDb) {
+        await db.schema
+          .createTable("org_invitations")
+          .ifNotExists()
+          .addColumn("org", "text", (c) => c.notNull())
+          .addColumn("username", "text", (c) => c.notNull())
+          .addColumn("user_id", "integer")
+          .addColumn("role", "text", (c) => c.notNull())
+          .addColumn("invited_by", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addPrimaryKeyConstraint("org_invitations_pk", ["org", "username"])
+          .execute();
+        await db.schema
+          .createIndex("org_invitations_user")
+          .ifNotExists()
+          .on("org_invitations")
+          .columns(["username", "org"])
+          .execute();
+      },
+    },
   };
 }
 

@@ -67,6 +67,21 @@ export interface OrgMemberTable {
   role: "owner" | "member";
 }
 
+/** An invitation to an organization, pending until the invited user accepts or declines it. */
+export interface OrgInvitationTable {
+  org: string;
+  /** The name invited: it may name no user (an invitation then never becomes acceptable). */
+  username: string;
+  /**
+   * The user the name belonged to when invited (null: no such user). Only that user may accept:
+   * a user created later under the name does not inherit the invitation.
+   */
+  user_id: number | null;
+  role: "owner" | "member";
+  invited_by: string;
+  created: number;
+}
+
 export interface ApiKeyTable {
   id: Generated<number>;
   user_id: number;
@@ -376,6 +391,7 @@ export interface Database {
   sessions: SessionTable;
   email_tokens: EmailTokenTable;
   org_members: OrgMemberTable;
+  org_invitations: OrgInvitationTable;
   api_keys: ApiKeyTable;
   actions: ActionTable;
   action_logs: ActionLogTable;

@@ -12,12 +12,21 @@ import { ChangeFeed, type FeedRows, type FeedType, type Written } from "./feed.t
 import { type NodeRow, NodeRowCache, NodeStore } from "./nodes.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
-import type { ActionTable, ApiKeyTable, ChangeTable, Database, OrgMemberTable, UserTable } from "./schema.ts";
+import type {
+  ActionTable,
+  ApiKeyTable,
+  ChangeTable,
+  Database,
+  OrgInvitationTable,
+  OrgMemberTable,
+  UserTable,
+} from "./schema.ts";
 import { type ContainerRow, inChunks, ROWS_PER_INSERT, type ServiceRow, ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
 import { TurnReads } from "./turn-reads.ts";
 
 export type UserRow = Omit<UserTable, "id"> & { id: number };
+export type InvitationRow = OrgInvitationTable;
 export type ApiKeyRow = Omit<ApiKeyTable, "id"> & { id: number };
 export type ActionRow = Omit<ActionTable, "id"> & { id: number };
 export type ChangeRow = Omit<ChangeTable, "revision"> & { revision: number };
@@ -608,6 +617,115 @@ export class Store {
       .executeTakeFirst();
     this.identityChanged();
     return Number(res.numDeletedRows) > 0;
+  }
+
+  // ---- organization invitations ------------------------------------------------------------------
+
+  /**
+   * Writes an invitation (a second one to the same name replaces the first). `userId` is the user
+   * the name belongs to now, or null: the same statements run for an unknown name.
+   */
+  async putInvitation(inv: OrgInvitationTable): Promise<OrgInvitationTable> {
+    return this.transaction(async (tx) => {
+      await tx.db
+        .deleteFrom("org_invitations")
+        .where("org", "=", inv.org)
+        .where("username", "=", inv.username)
+        .execute();
+      return tx.db.insertInto("org_invitations").values(inv).returningAll().executeTakeFirstOrThrow();
+    });
+  }
+
+  async orgInvitations(org: string): Promise<OrgInvitationTable[]> {
+    return this.db
+      .selectFrom("org_invitations")
+      .selectAll()
+      .where("org", "=", org)
+      .orderBy("created")
+      .orderBy("username")
+      .execute();
+  }
+
+  /** Invitations the user may accept: made to its name while it was this user. */
+  async invitationsOf(user: { id: number; username: string }): Promise<OrgInvitationTable[]> {
+    return this.db
+      .selectFrom("org_invitations")
+      .selectAll()
+      .where("username", "=", user.username)
+      .where("user_id", "=", user.id)
+      .orderBy("created")
+      .orderBy("org")
+      .execute();
+  }
+
+  async deleteInvitation(org: string, username: string): Promise<boolean> {
+    const res = await this.db
+      .deleteFrom("org_invitations")
+      .where("org", "=", org)
+      .where("username", "=", username)
+      .executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
+  }
+
+  /**
+   * Accepts the user's invitation to `org`: the membership (with the invitation's role) and the
+   * invitation's removal commit together. Undefined when the user has no such invitation.
+   */
+  async acceptInvitation(
+    org: string,
+    user: { id: number; username: string },
+  ): Promise<OrgInvitationTable | undefined> {
+    return this.transaction(async (tx) => {
+      const inv = await tx.db
+        .deleteFrom("org_invitations")
+        .where("org", "=", org)
+        .where("username", "=", user.username)
+        .where("user_id", "=", user.id)
+        .returningAll()
+        .executeTakeFirst();
+      if (!inv) return undefined;
+      // The organization may have gone meanwhile; then there is nothing to join.
+      if ((await tx.findNamespace(org))?.kind !== "org") return undefined;
+      if (await tx.membership(org, user.username)) {
+        await tx.db
+          .updateTable("org_members")
+          .set({ role: inv.role })
+          .where("org", "=", org)
+          .where("username", "=", user.username)
+          .execute();
+      } else {
+        await tx.db.insertInto("org_members").values({ org, username: user.username, role: inv.role }).execute();
+      }
+      tx.identityChanged();
+      return inv;
+    });
+  }
+
+  /**
+   * Removes a member unless that would leave the organization without an owner: the check and the
+   * delete commit together, so two owners leaving at once cannot both go. Answers what happened.
+   */
+  async removeMemberKeepingOwner(org: string, username: string): Promise<"removed" | "missing" | "last_owner"> {
+    return this.transaction(async (tx) => {
+      if (tx.dialect === "postgres") await tx.lockNamespace(org);
+      const members = await tx.orgMembers(org);
+      const target = members.find((m) => m.username === username);
+      if (!target) return "missing";
+      if (target.role === "owner" && members.filter((m) => m.role === "owner").length === 1) return "last_owner";
+      await tx.removeMember(org, username);
+      return "removed";
+    });
+  }
+
+  /**
+   * Serializes writers that count before they insert in one namespace (quotas, the last owner):
+   * on PostgreSQL the namespace's row is locked until the transaction ends, so a second writer
+   * counts after the first commits; SQLite runs one write transaction at a time already.
+   */
+  async lockNamespace(namespace: string): Promise<void> {
+    if (!this.inTransaction) throw new Error("lockNamespace() runs in a transaction");
+    if (this.dialect !== "postgres") return;
+    await sql`select name from namespaces where name = ${namespace} for update`.execute(this.db);
   }
 
   // ---- actions ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import { nsPaths } from "../../src/api/routing.ts";
 import { restTime, systemClock } from "../../src/domain/time.ts";
 import { IdentityService } from "../../src/identity/service.ts";
 import type { Store } from "../../src/store/store.ts";
-import { basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { addMember, basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 
 const ACTION_URI =
   /^\/api\/audit\/v1\/action\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/$/;
@@ -301,7 +301,7 @@ describe("visibility", () => {
   test("members of an organization share its actions; others do not see them", async () => {
     const org = await call(h, alice, "POST", "/api/v1.1/orgs/", { name: "acme" });
     assert.equal(org.status, 201);
-    await call(h, alice, "POST", "/api/v1.1/orgs/acme/members/", { username: "bob" });
+    await addMember(h, alice, "acme", bob);
     const uuid = await poke(bob, "/api/app/v1/acme/gadget/shared/poke/");
     const seen = await call(h, alice, "GET", "/api/audit/v1/acme/action/");
     assert.equal(seen.status, 200);

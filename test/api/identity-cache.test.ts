@@ -3,7 +3,7 @@
 // very next call, a new member gains it, and a profile change shows on the next read.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { addMember, basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 
 describe("identity caches", () => {
   let h: Harness;
@@ -49,11 +49,7 @@ describe("identity caches", () => {
   test("membership changes take effect on the next call", async () => {
     assert.equal((await call(h, alice, "POST", "/api/v1.1/orgs/", { name: "crew" })).status, 201);
     assert.equal((await call(h, bob, "GET", "/api/app/v1/crew/service/")).status, 404);
-    const added = await call(h, alice, "POST", "/api/v1.1/orgs/crew/members/", {
-      username: "bob",
-      role: "member",
-    });
-    assert.ok(added.status < 300, JSON.stringify(added.body));
+    await addMember(h, alice, "crew", bob);
     for (let i = 0; i < 3; i++)
       assert.equal((await call(h, bob, "GET", "/api/app/v1/crew/service/")).status, 200);
     const removed = await call(h, alice, "DELETE", "/api/v1.1/orgs/crew/members/bob/");

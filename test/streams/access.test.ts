@@ -3,7 +3,7 @@
 // a follow-logs stream and an exec stream with 1008 and a reason within 3 s.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { addMember, basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 import { type Closed, closedWithin, inState, listen, openStream, type StreamClient } from "./support.ts";
 
 let h: Harness;
@@ -68,7 +68,7 @@ async function openAll(auth: string): Promise<Record<string, StreamClient>> {
 describe("access ends, streams close", () => {
   test("revoking the API key closes its events, logs and exec streams with 1008", async () => {
     const key = await bobKey();
-    await call(h, alice, "POST", "/api/v1.1/orgs/acme/members/", { username: "bob", role: "member" });
+    await addMember(h, alice, "acme", bob);
     const other = await openAll(bob.auth);
     const streams = await openAll(key.auth);
     const revoked = await h.app.inject({
@@ -90,7 +90,7 @@ describe("access ends, streams close", () => {
   });
 
   test("removing the member closes the streams of the organization's namespace with 1008", async () => {
-    await call(h, alice, "POST", "/api/v1.1/orgs/acme/members/", { username: "bob", role: "member" });
+    await addMember(h, alice, "acme", bob);
     const streams = await openAll(bob.auth);
     const own = await openStream(`${base}/api/audit/v1/bob/events/`, { auth: bob.auth });
     const removed = await call(h, alice, "DELETE", "/api/v1.1/orgs/acme/members/bob/");

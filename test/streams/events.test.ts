@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
-import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { addMember, type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import {
   type Frame,
   inState,
@@ -211,11 +211,7 @@ describe("events stream", () => {
 describe("organizations", () => {
   test("an organization's events reach its members, on the bare path and on the organization's", async () => {
     assert.equal((await call(h, alice, "POST", "/api/v1.1/orgs/", { name: "acme" })).status, 201);
-    const added = await call(h, alice, "POST", "/api/v1.1/orgs/acme/members/", {
-      username: "bob",
-      role: "member",
-    });
-    assert.ok(added.status < 300, added.raw);
+    await addMember(h, alice, "acme", bob);
     const bobAll = await openStream(`${base}/v1/events/`, { auth: bob.auth });
     const bobAcme = await openStream(`${base}/api/audit/v1/acme/events/?type=service`, { auth: bob.auth });
     const created = await call(h, alice, "POST", "/api/app/v1/acme/service/", {

@@ -13,6 +13,7 @@ import { after, before, describe, test } from "node:test";
 import { loadConfig } from "../../src/config/index.ts";
 import { assemblePlatform, type Platform } from "../../src/platform.ts";
 import {
+  addMember,
   basic,
   type Caller,
   call,
@@ -112,11 +113,7 @@ describe("access ended through one replica ends on another", {
 
   test("a member removed through A loses the namespace on B at once, and B closes its stream", async () => {
     assert.equal((await call(a, alice, "POST", "/api/v1.1/orgs/", { name: "crew" })).status, 201);
-    const added = await call(a, alice, "POST", "/api/v1.1/orgs/crew/members/", {
-      username: "bob",
-      role: "member",
-    });
-    assert.ok(added.status < 300, added.raw);
+    await addMember(a, alice, "crew", bob);
     assert.equal(await onB(bob.auth, "/api/app/v1/crew/service/"), 200);
     const stream = await openStream(`ws://${baseB}/api/audit/v1/crew/events/`, { auth: bob.auth });
 

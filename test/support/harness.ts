@@ -176,3 +176,24 @@ export async function waitFor<T>(
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
+
+/**
+ * Makes `member` a member of `org` the way users do (issue 26): an owner invites, the member
+ * accepts. Throws when either step is refused.
+ */
+export async function addMember(
+  h: Harness,
+  owner: Caller,
+  org: string,
+  member: Caller,
+  role: "owner" | "member" = "member",
+): Promise<void> {
+  const invited = await call(h, owner, "POST", `/api/v1.1/orgs/${org}/members/`, {
+    username: member.username,
+    role,
+  });
+  if (invited.status !== 201) throw new Error(`invite ${member.username}: ${invited.status} ${invited.raw}`);
+  if (invited.body.state === "accepted") return;
+  const accepted = await call(h, member, "POST", `/api/v1.1/users/${member.username}/invitations/${org}/accept/`);
+  if (accepted.status !== 200) throw new Error(`accept ${org}: ${accepted.status} ${accepted.raw}`);
+}

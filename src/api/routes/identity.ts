@@ -7,6 +7,8 @@ import {
   ApiKeyView,
   AuthView,
   CreatedApiKeyView,
+  InvitationList,
+  InvitationView,
   OrganizationView,
   ProfileView,
 } from "../../contract/account.ts";
@@ -14,7 +16,7 @@ import { NoContent } from "../../contract/common.ts";
 import { notFound } from "../../domain/errors.ts";
 import { accountsTime } from "../../domain/time.ts";
 import type { IdentityService } from "../../identity/service.ts";
-import type { ApiKeyRow, Store, UserRow } from "../../store/store.ts";
+import type { ApiKeyRow, InvitationRow, Store, UserRow } from "../../store/store.ts";
 import { principalOf } from "../namespaces.ts";
 
 const tags = ["users and organizations"];
@@ -38,6 +40,17 @@ export function profileView(u: UserRow, publicUrl: string) {
 
 function keyView(k: ApiKeyRow) {
   return { id: k.id, label: k.label, created: accountsTime(k.created) };
+}
+
+function invitationView(i: InvitationRow, state: "pending" | "accepted") {
+  return {
+    org: i.org,
+    username: i.username,
+    role: i.role,
+    state,
+    invited_by: i.invited_by,
+    created: accountsTime(i.created),
+  };
 }
 
 interface Deps {
@@ -186,31 +199,132 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
     async (req) => identity.getOrg(principalOf(req), req.params.org),
   );
 
+  const Role = Type.Union([Type.Literal("owner"), Type.Literal("member")], { default: "member" });
   app.post(
     "/api/v1.1/orgs/:org/members/",
     {
       config: { access: "caller" },
       schema: {
         tags,
-        summary: "Add a member or change a member's role (owners)",
+        summary: "Invite a user (owners); the user becomes a member on accepting",
+        description:
+          "Answers 201 with a pending invitation, the same for every username (a name that is no user gets an invitation nobody can accept). " +
+          "A member's role is changed at once (state accepted). Administrators may add a member at once with `direct: true`.",
         params: OrgParams,
         body: Type.Object({
-          username: Type.String(),
-          role: Type.Optional(
-            Type.Union([Type.Literal("owner"), Type.Literal("member")], { default: "member" }),
-          ),
+          username: Type.String({ maxLength: 200 }),
+          role: Type.Optional(Role),
+          direct: Type.Optional(Type.Boolean({ description: "administrators only: add at once" })),
         }),
-        response: { 201: OrganizationView },
+        response: { 201: InvitationView },
       },
     },
     async (req, reply) => {
-      const p = principalOf(req);
       const { org } = req.params;
       const body = req.body;
-      await identity.addMember(p, org, body.username, body.role ?? "member");
-      return reply.status(201).send(await identity.getOrg(p, org));
+      const { invitation, state } = await identity.invite(principalOf(req), org, {
+        username: body.username,
+        role: body.role ?? "member",
+        direct: body.direct,
+      });
+      return reply.status(201).send(invitationView(invitation, state));
     },
   );
+
+  app.get(
+    "/api/v1.1/orgs/:org/invitations/",
+    {
+      config: { access: "caller" },
+      schema: {
+        tags,
+        summary: "List an organization's pending invitations (owners)",
+        params: OrgParams,
+        response: { 200: InvitationList },
+      },
+    },
+    async (req) => {
+      const rows = await identity.orgInvitations(principalOf(req), req.params.org);
+      return { objects: rows.map((i) => invitationView(i, "pending")) };
+    },
+  );
+
+  app.delete(
+    "/api/v1.1/orgs/:org/invitations/:username/",
+    {
+      config: { access: "caller" },
+      schema: {
+        tags,
+        summary: "Withdraw a pending invitation (owners)",
+        params: Type.Object({ org: Type.String(), username: Type.String() }),
+        response: { 204: NoContent },
+      },
+    },
+    async (req, reply) => {
+      const { org, username } = req.params;
+      if (!(await identity.revokeInvitation(principalOf(req), org, username))) throw notFound("invitation");
+      return reply.status(204).send();
+    },
+  );
+
+  app.get(
+    "/api/v1.1/users/:username/invitations/",
+    {
+      config: { access: "caller" },
+      schema: {
+        tags,
+        summary: "List the invitations a user may accept",
+        params: UserParams,
+        response: { 200: InvitationList },
+      },
+    },
+    async (req) => {
+      const user = await identity.userForCaller(principalOf(req), req.params.username);
+      const rows = await identity.invitationsOf(user);
+      return { objects: rows.map((i) => invitationView(i, "pending")) };
+    },
+  );
+
+  const InvitationParams = Type.Object({ username: Type.String(), org: Type.String() });
+  app.post(
+    "/api/v1.1/users/:username/invitations/:org/accept/",
+    {
+      config: { access: "caller" },
+      schema: {
+        tags,
+        summary: "Accept an invitation: the user becomes a member with the invitation's role",
+        params: InvitationParams,
+        response: { 200: OrganizationView },
+      },
+    },
+    async (req) => {
+      const p = principalOf(req);
+      const user = await identity.userForCaller(p, req.params.username);
+      await identity.acceptInvitation(user, req.params.org);
+      return identity.getOrg({ ...p, user }, req.params.org);
+    },
+  );
+
+  for (const [method, url] of [
+    ["POST", "/api/v1.1/users/:username/invitations/:org/decline/"],
+    ["DELETE", "/api/v1.1/users/:username/invitations/:org/"],
+  ] as const) {
+    app.route({
+      method,
+      url,
+      config: { access: "caller" },
+      schema: {
+        tags,
+        summary: "Decline an invitation",
+        params: InvitationParams,
+        response: { 204: NoContent },
+      },
+      handler: async (req, reply) => {
+        const user = await identity.userForCaller(principalOf(req), req.params.username);
+        await identity.declineInvitation(user, req.params.org);
+        return reply.status(204).send();
+      },
+    });
+  }
 
   app.delete(
     "/api/v1.1/orgs/:org/members/:username/",
@@ -218,7 +332,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
       config: { access: "caller" },
       schema: {
         tags,
-        summary: "Remove a member (owners)",
+        summary: "Remove a member (owners), or leave (the member itself)",
         params: Type.Object({ org: Type.String(), username: Type.String() }),
         response: { 204: NoContent },
       },
