@@ -181,13 +181,18 @@ export class IdentityService {
     } = {},
   ): Promise<{ row: ApiKeyRow; key: string }> {
     const key = opts.key ?? generateApiKey();
-    const row = await (opts.tx ?? this.store).insertApiKey({
-      user_id: user.id,
-      label: opts.label ?? "",
-      key_hash: hashApiKey(key),
-      created: this.clock.now(),
-      namespace_limit: opts.namespaceLimit ?? null,
-      service_uuid: opts.serviceUuid ?? null,
+    const now = this.clock.now();
+    const row = await (opts.tx ?? this.store).transaction(async (tx) => {
+      // A user's own keys are counted (quota apikeys); the keys Berth makes for services are not.
+      if (!opts.serviceUuid) await tx.quotas.enforce(user.username, "apikeys", 1, { now });
+      return tx.insertApiKey({
+        user_id: user.id,
+        label: opts.label ?? "",
+        key_hash: hashApiKey(key),
+        created: now,
+        namespace_limit: opts.namespaceLimit ?? null,
+        service_uuid: opts.serviceUuid ?? null,
+      });
     });
     return { row, key };
   }

@@ -85,6 +85,7 @@ function scale({ store, clusters }: NodeActionKindsOptions): ActionKind<ScalePar
       assertAllowed(CLUSTER_OPERATIONS, `node cluster ${c.name}`, c.state as ClusterState, "scale");
       const live = (await tx.nodes.nodesOfCluster(c.uuid)).filter((n) => n.state !== "Terminated").length;
       if (target > live) clusters.assertProviderAvailable(c.provider);
+      await tx.quotas.enforce(c.namespace, "nodes", target - c.target_num_nodes, { now: Date.now() });
       await tx.nodes.updateCluster(c, { state: "Scaling", target_num_nodes: target });
     },
     steps: [

@@ -85,7 +85,9 @@ export class AgentNodes {
     // lets secret scanners recognize a leaked token.
     const token = `brt_${secret()}`;
     const now = this.o.clock.now();
-    const row = await this.o.store.agents.insertToken({
+    const row = await this.o.store.transaction(async (tx) => {
+      await tx.quotas.enforce(namespace, "tokens", 1, { now });
+      return tx.agents.insertToken({
       uuid: randomUUID(),
       namespace,
       token_hash: sha256(token),
@@ -94,6 +96,7 @@ export class AgentNodes {
       expires: now + this.o.tokenTtlS * 1000,
       used_at: null,
       node_uuid: null,
+      });
     });
     return { row, token };
   }
@@ -158,6 +161,7 @@ export class AgentNodes {
     const key = secret();
     const tags = tagNames(input.tags);
     const node = await this.o.store.transaction(async (tx) => {
+      await tx.quotas.enforce(t.namespace, "nodes", 1, { now });
       if (!(await tx.agents.claimToken(t.id, now, uuid)))
         throw new ApiError(
           "forbidden",

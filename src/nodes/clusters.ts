@@ -90,7 +90,10 @@ export class NodeClusters {
 
   async create(namespace: string, input: ClusterInput): Promise<ClusterRow> {
     const { provider, disk, tags } = this.validate(input);
+    const now = this.o.clock.now();
     return this.store.transaction(async (tx) => {
+      await tx.quotas.enforce(namespace, "nodeclusters", 1, { now });
+      await tx.quotas.enforce(namespace, "nodes", input.target_num_nodes ?? 1, { now });
       const c = await tx.nodes.insertCluster({
         uuid: randomUUID(),
         namespace,

@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import { conflict } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
+import { assertEnvWithin, limitOf } from "../domain/quotas.ts";
 import { applyUpdate, normalizeCreate, type SpecContext } from "../domain/service-spec.ts";
 import { assertAllowed, SERVICE_OPERATIONS, type ServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
@@ -67,6 +68,10 @@ export class ServiceManager {
     }
     const now = this.d.clock.now();
     return store.transaction(async (tx) => {
+      // Counted in the transaction that inserts (a stack's services count one after another).
+      await this.assertEnvWithin(tx, namespace, n.spec.container_envvars);
+      await tx.quotas.enforce(namespace, "services", 1, { now });
+      await tx.quotas.enforce(namespace, "containers", n.target_num_containers, { now });
       const row = await tx.services.insertService({
         uuid,
         namespace,
@@ -87,6 +92,19 @@ export class ServiceManager {
         created: now,
       });
       return row;
+    });
+  }
+
+  /** Refuses a service environment over the namespace's limits (variables, bytes). */
+  private async assertEnvWithin(
+    store: Store,
+    namespace: string,
+    envvars: readonly { key: string; value: string }[],
+  ): Promise<void> {
+    const { limits, exempt } = await store.quotas.settings(namespace);
+    assertEnvWithin(namespace, envvars, {
+      count: limitOf("envvars_per_service", limits, { exempt }),
+      bytes: limitOf("env_bytes_per_service", limits, { exempt }),
     });
   }
 
@@ -159,6 +177,8 @@ export class ServiceManager {
       resolveService: await this.resolver(s.namespace),
       serviceUuid: s.uuid,
     });
+    if (body.container_envvars !== undefined)
+      await this.assertEnvWithin(this.store, s.namespace, u.spec.container_envvars);
     const wantsKey = u.spec.roles.includes("global");
     let auth = s.auth_secret;
     if (wantsKey && !auth && principal) auth = await this.serviceKey(principal, s.namespace, s.uuid);
@@ -173,7 +193,14 @@ export class ServiceManager {
       ...(u.nickname !== undefined ? { nickname: u.nickname } : {}),
       ...(u.target_num_containers !== undefined ? { target_num_containers: u.target_num_containers } : {}),
       auth_secret: auth,
-    }));
+    }), {
+      // More containers asked for: counted after the write, in its transaction.
+      after: async (tx, before, written) => {
+        const more = written.target_num_containers - before.target_num_containers;
+        if (more > 0)
+          await tx.quotas.enforce(s.namespace, "containers", more, { now: this.d.clock.now(), written: true });
+      },
+    });
     if (u.changed) {
       // Every container now differs from the definition: tell event subscribers (their links, and
       // the reconciler rewriting their link host entries, follow). Containers linking to this

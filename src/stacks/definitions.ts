@@ -257,6 +257,7 @@ export class StackDefinitions {
     }
     const now = this.d.clock.now();
     return this.store.transaction(async (tx) => {
+      await tx.quotas.enforce(namespace, "stacks", 1, { now });
       const st = await tx.stacks.insertStack({
         uuid: randomUUID(),
         namespace,

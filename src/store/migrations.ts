@@ -529,6 +529,15 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .on("org_invitations")
           .columns(["username", "org"])
           .execute();
+        // The namespace settings of migration 0018 hold the limits; a database that has not run
+        // it yet gets the same table here (0018 then finds it, created the same way).
+        await db.schema
+          .createTable("namespace_settings")
+          .ifNotExists()
+          .addColumn("namespace", "text", (c) => c.primaryKey())
+          .addColumn("privileges", "text", (c) => c.notNull().defaultTo("{}"))
+          .addColumn("limits", "text", (c) => c.notNull().defaultTo("{}"))
+          .execute();
       },
     },
   };

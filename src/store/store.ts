@@ -10,6 +10,7 @@ import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import { ChangeFeed, type FeedRows, type FeedType, type Written } from "./feed.ts";
 import { type NodeRow, NodeRowCache, NodeStore } from "./nodes.ts";
+import { QuotaStore } from "./quotas.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
 import type {
@@ -225,6 +226,11 @@ export class Store {
   /** Node registration tokens and agent node keys. */
   get agents(): AgentStore {
     return new AgentStore(this);
+  }
+
+  /** Quotas: what a namespace holds of each bounded resource, and its limits. */
+  get quotas(): QuotaStore {
+    return new QuotaStore(this);
   }
 
   /** Replica heartbeats, leases, shared sign-in counters, control-plane facts. */

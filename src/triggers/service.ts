@@ -62,7 +62,10 @@ export class TriggerService {
   ): Promise<TriggerRow> {
     const operation = body.operation ?? "REDEPLOY";
     const uuid = randomUUID();
-    return this.d.store.registries.insertTrigger({
+    const now = this.d.clock.now();
+    return this.d.store.transaction(async (tx) => {
+      await tx.quotas.enforce(service.namespace, "triggers", 1, { now });
+      return tx.registries.insertTrigger({
       uuid,
       namespace: service.namespace,
       service_uuid: service.uuid,
@@ -70,7 +73,8 @@ export class TriggerService {
       operation,
       secret_hash: sha256(this.secretOf(uuid)).toString("hex"),
       created_by: createdBy,
-      created: this.d.clock.now(),
+      created: now,
+      });
     });
   }
 
@@ -126,6 +130,7 @@ export class TriggerService {
             `service ${s.name} already has ${MAX_CONTAINERS} containers, the most a service may have`,
           );
         }
+        await tx.quotas.enforce(s.namespace, "containers", 1, { now: this.d.clock.now() });
         // In the same transaction as the action: a refused scale leaves the target as it was.
         await tx.services.updateService(s, { target_num_containers: s.target_num_containers + 1 });
         kind = "service.scale";

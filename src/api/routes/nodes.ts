@@ -216,9 +216,19 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const current = (await store.nodes.findCluster(c.uuid))!;
         if (body.target_num_nodes !== undefined && body.target_num_nodes !== current.target_num_nodes) {
           if (current.state === "Init") {
-            const r = await store.mutate("nodecluster", c.uuid, () => ({
-              target_num_nodes: body.target_num_nodes,
-            }));
+            const r = await store.mutate(
+              "nodecluster",
+              c.uuid,
+              () => ({ target_num_nodes: body.target_num_nodes }),
+              {
+                // More nodes asked for: counted after the write, in its transaction (quota nodes).
+                after: (tx, before, written) =>
+                  tx.quotas.enforce(c.namespace, "nodes", written.target_num_nodes - before.target_num_nodes, {
+                    now: Date.now(),
+                    written: true,
+                  }),
+              },
+            );
             return showCluster(r!);
           }
           await enqueue(

@@ -10,6 +10,7 @@ import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { EventFeed } from "./feed.ts";
 import { containerLogRoutes } from "./logs.ts";
+import { OpenStreams } from "./open-streams.ts";
 import type { StreamContext, StreamDeps } from "./route.ts";
 import { Heartbeat } from "./sockets.ts";
 
@@ -32,7 +33,15 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
   const guard = new StreamAccessGuard(deps.identity, feed, (err) =>
     app.log.error({ err }, "streams: could not re-check access"),
   );
-  const ctx: StreamContext = { ...deps, feed, heartbeat, actionLogs, guard, streamUrls: new Set() };
+  const ctx: StreamContext = {
+    ...deps,
+    feed,
+    heartbeat,
+    actionLogs,
+    guard,
+    openStreams: new OpenStreams(),
+    streamUrls: new Set(),
+  };
   // @fastify/websocket would accept an upgrade on any GET route and close it at once; an upgrade
   // is answered on the handshake instead, like every other refusal (after authentication).
   app.addHook("onRequest", async (request) => {

@@ -14,6 +14,7 @@ import { principalOf } from "../namespaces.ts";
 import type { StreamAccessGuard } from "./access.ts";
 import type { ActionLogWatcher } from "./action-logs.ts";
 import type { EventFeed } from "./feed.ts";
+import { type OpenStreams, streamKeyOf } from "./open-streams.ts";
 import { CLOSE, closeSocket, type Heartbeat, sendErrorFrame } from "./sockets.ts";
 
 export interface StreamDeps {
@@ -38,6 +39,8 @@ export interface StreamContext extends StreamDeps {
   actionLogs: ActionLogWatcher;
   /** Closes streams whose caller lost access (api/streams/access.ts). */
   guard: StreamAccessGuard;
+  /** Streams open per key (quota streams_per_key). */
+  openStreams: OpenStreams;
 }
 
 export interface StreamRoute<P, TP extends TSchema, TQ extends TSchema> {
@@ -73,6 +76,8 @@ export function streamRoute<P, TP extends TSchema, TQ extends TSchema>(
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   // prepare() runs in a preHandler hook; the socket handler picks its result up by request.
   const plans = new WeakMap<FastifyRequest, P>();
+  // The stream slot each accepted request holds, given back when its socket closes.
+  const slots = new WeakMap<FastifyRequest, () => void>();
   // Every stream is also served without the `/api` prefix (compat); those copies stay out of the docs.
   for (const url of withUnprefixedStreamPaths(route.urls)) {
     ctx.streamUrls.add(url);
@@ -95,19 +100,30 @@ export function streamRoute<P, TP extends TSchema, TQ extends TSchema>(
         // Static<TP> / Static<TQ>, which is what these say.
         const input = { params: req.params as Static<TP>, query: req.query as Static<TQ> };
         plans.set(req, await route.prepare(req, input));
+        // Counted once the stream is known to be allowed, before the upgrade (so a refusal is a 403).
+        const principal = principalOf(req);
+        const limit = await ctx.store.quotas.limit(principal.user.username, "streams_per_key");
+        const release = ctx.openStreams.reserve(streamKeyOf(principal), limit, principal.user.username);
+        slots.set(req, release);
+        // An upgrade that never completes gives its slot back with its connection.
+        req.raw.socket?.once?.("close", release);
       },
       // A plain GET on a stream path is told how to connect (426 Upgrade Required).
-      handler: async (req, reply) =>
-        reply
+      handler: async (req, reply) => {
+        slots.get(req)?.();
+        return reply
           .status(426)
           .header("Upgrade", "websocket")
           .send({
             error: `${req.url.split("?")[0]} is a WebSocket stream; connect with Upgrade: websocket.`,
             code: "websocket_required",
-          }),
+          });
+      },
       wsHandler: (ws, req) => {
         const plan = plans.get(req);
         plans.delete(req);
+        const release = slots.get(req);
+        if (release) ws.once("close", release);
         ctx.heartbeat.track(ws);
         if (plan === undefined) return closeSocket(ws, CLOSE.internal, "stream was not prepared");
         if (route.namespace)
