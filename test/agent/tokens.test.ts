@@ -290,10 +290,12 @@ describe("the printed command", () => {
     for (let i = 0; i < 300; i++) {
       const res = await call(h, bob, "POST", "/api/infra/v1/token/");
       assert.equal(res.status, 201, res.raw);
-      const { token, command } = res.body as { token: string; command: string };
+      const { token, command, uuid } = res.body as { token: string; command: string; uuid: string };
       const argv = command.split(" && ").at(-1)!.split(" ").slice(3); // after `sudo node berth-agent.mjs`
       const { values } = parseArgs({ args: argv, options: AGENT_OPTIONS, strict: true });
       assert.equal(values.token, token, command);
+      // Usable tokens are a quota (issue 26): each is revoked once looked at.
+      assert.equal((await call(h, bob, "DELETE", `/api/infra/v1/token/${uuid}/`)).status, 204);
     }
   });
 });
