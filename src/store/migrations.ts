@@ -508,6 +508,18 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           end`.execute(db);
       },
     },
+    "0018_namespace_settings": {
+      async up(db: AnyDb) {
+        // What administrators decide per namespace: privileges of its containers (issue 26) and,
+        // reserved for quotas, its limits. JSON objects; a namespace without a row has the defaults.
+        await db.schema
+          .createTable("namespace_settings")
+          .addColumn("namespace", "text", (c) => c.primaryKey())
+          .addColumn("privileges", "text", (c) => c.notNull().defaultTo("{}"))
+          .addColumn("limits", "text", (c) => c.notNull().defaultTo("{}"))
+          .execute();
+      },
+    },
   };
 }
 

@@ -368,8 +368,19 @@ export interface ControlFactTable {
   value: string;
 }
 
+/**
+ * Settings an administrator gives a namespace (migration 0018): its privileges (domain/privileges.ts)
+ * and its limits (quotas), each a JSON object; a namespace without a row has the defaults.
+ */
+export interface NamespaceSettingsTable {
+  namespace: string;
+  privileges: string;
+  limits: string;
+}
+
 export interface Database {
   namespaces: NamespaceTable;
+  namespace_settings: NamespaceSettingsTable;
   users: UserTable;
   emails: EmailTable;
   access_tokens: AccessTokenTable;
