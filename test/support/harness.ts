@@ -176,3 +176,12 @@ export async function waitFor<T>(
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
+
+/**
+ * An administrator allows a namespace options that reach the node (PATCH of the namespace's
+ * privileges, domain/privileges.ts): tests whose tenants need host paths, privileged containers….
+ */
+export async function allowPrivileges(h: Harness, namespace: string, privileges: Record<string, unknown>) {
+  const res = await call(h, h.admin, "PATCH", `/api/v1.1/namespaces/${namespace}/`, { privileges });
+  if (res.status !== 200) throw new Error(`allow ${namespace}: ${res.status} ${res.raw}`);
+}
