@@ -14,6 +14,7 @@ import { AgentBundle } from "./agent/bundle.ts";
 import { AnswerCache } from "./api/answer-cache.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
 import { accountsRoutes } from "./api/routes/accounts.ts";
+import { namespaceRoutes } from "./api/routes/namespaces.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
 import { nodeRoutes } from "./api/routes/nodes.ts";
 import { opsRoutes, type Readiness } from "./api/routes/ops.ts";
@@ -34,6 +35,7 @@ import { FakeEngine } from "./drivers/fake/index.ts";
 import { LocalProvider } from "./drivers/local/index.ts";
 import { TunnelHub } from "./drivers/tunnel/hub.ts";
 import { SecretBox } from "./identity/secret-box.ts";
+import { NamespacePolicies } from "./identity/privileges.ts";
 import { IdentityService } from "./identity/service.ts";
 import { registerNodeActionKinds } from "./nodes/action-kinds.ts";
 import { AgentNodes, ByonProvisioner } from "./nodes/agents.ts";
@@ -92,6 +94,8 @@ export interface Platform {
   db: Db;
   store: Store;
   identity: IdentityService;
+  /** Namespace privileges (what administrators allow a namespace's containers), cached. */
+  policies: NamespacePolicies;
   actions: ActionEngine;
   relations: Relations;
   catalogue: Catalogue;
@@ -157,6 +161,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   };
   let stopping = false;
   const identity = new IdentityService(store, clock);
+  const policies = new NamespacePolicies(store);
   // Background workers report errors to the server log once the app (and its logger) exists.
   let log: FastifyInstance["log"] | undefined;
   const onError = (what: string) => (err: unknown) => log?.error({ err }, what);
@@ -257,6 +262,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   }
   const clusters = new NodeClusters({
     store,
+    policies,
     probe: nodeProbe,
     catalogue,
     provisioners,
@@ -264,6 +270,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   });
   const attachedEngines = new AttachedEngines({
     store,
+    policies,
     probe: nodeProbe,
     clock,
     sealSecret: (plain) => box.seal(plain),
@@ -310,7 +317,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     nativeHost: native?.host,
     log: { warn: (line) => app.log.warn(line) },
   });
-  const specs = new EngineSpecs({ store, box, publicUrl: config.publicUrl });
+  const specs = new EngineSpecs({ store, box, publicUrl: config.publicUrl, policies });
   const runtime = new ContainerRuntime({
     store,
     engines,
@@ -333,6 +340,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     store,
     clock,
     identity,
+    policies,
     box,
     orchestrator,
   });
@@ -483,6 +491,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           ttlS: config.accounts.sessionTtlS,
         }),
       (a) => accountsRoutes(a, { accounts, publicUrl: config.publicUrl }),
+      (a) => namespaceRoutes(a, { identity, policies }),
       (a) =>
         nodeRoutes(a, {
           store,
@@ -553,6 +562,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     db,
     store,
     identity,
+    policies,
     actions,
     relations,
     catalogue,

@@ -22,7 +22,10 @@ export function callMeta(request: FastifyRequest) {
 
 export function installRecorder(app: FastifyInstance, actions: ActionEngine): void {
   app.addHook("onRequest", async (request, reply) => {
-    if (request.area !== "platform" || !request.principal) return;
+    // Platform calls (CONTRACT §7), and the calls of other routes that name their action (the
+    // settings administrators give a namespace: recorded in its audit log).
+    if (!request.principal) return;
+    if (request.area !== "platform" && request.routeOptions.config?.action === undefined) return;
     if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
     request.actionUuid = randomUUID();
     for (const h of ACTION_URI_HEADERS) reply.header(h, actionUri(request.actionUuid));

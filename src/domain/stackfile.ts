@@ -74,6 +74,7 @@ const SPELLINGS: Record<string, string> = {
   restart: "autorestart",
   mem_limit: "memory",
   memswap_limit: "memory_swap",
+  network_mode: "net",
 };
 
 /** Compose keys Berth does not take, with what to do instead. */
@@ -86,7 +87,6 @@ const UNSUPPORTED: Record<string, string> = {
   services: "is not supported: a stack's services are the items of its services list, each named by name",
   depends_on: "is not supported: links decide the order services start in",
   container_name: "is not supported: containers are named after their service (web-1, web-2, …)",
-  network_mode: "is not supported: use net (bridge or host)",
   networks: "is not supported: containers reach each other through links",
 };
 const UNKNOWN = "is not supported: it is neither a stack-file key nor a key of Create service";
@@ -262,6 +262,12 @@ export function convertService(raw: unknown, index: number, problems: FieldProbl
         break;
       case "deployment_strategy":
         it.body.deployment_strategy = strategy(it, value);
+        break;
+      case "network_mode":
+        // Compose's spelling of net; other modes (none, container:<name>, a network's name) are not taken.
+        if (value === "bridge" || value === "host") it.body.net = value;
+        else it.add(key, "must be bridge or host (containers reach each other through links)");
+        it.from("net", key);
         break;
       case "target_num_containers":
       case "cpu_shares":

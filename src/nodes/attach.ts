@@ -3,8 +3,11 @@
 // TLS material is sealed at rest. Terminating such a node leaves the engine alone
 // (provisioners.ts `AttachedProvisioner`); agent nodes are registered in agents.ts instead.
 import { randomUUID } from "node:crypto";
+import { isIP } from "node:net";
+import os from "node:os";
 import { conflict, invalidField } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
+import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { EngineInfo } from "../drivers/engine.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
@@ -20,6 +23,8 @@ export interface AttachInput {
 
 export interface AttachedEnginesOptions {
   store: Store;
+  /** An engine on the Berth host itself is a local node: only namespaces allowed `local_nodes` get one. */
+  policies: NamespacePolicies;
   probe: NodeProbe;
   clock: Clock;
   /** Seals secrets at rest (the TLS key of an attached engine). */
@@ -34,6 +39,7 @@ export class AttachedEngines {
     if (!/^(unix:\/\/\/|tcp:\/\/)/.test(input.engine_url)) {
       throw invalidField("engine_url", "must be unix:///path/to/docker.sock or tcp://host:port");
     }
+    if (onBerthHost(input.engine_url)) await this.o.policies.checkLocalNodes(namespace, "engine_url");
     const tags = tagNames(input.tags);
     const tlsJson = input.tls ? (this.o.sealSecret ?? ((x: string) => x))(JSON.stringify(input.tls)) : null;
     const uuid = randomUUID();
@@ -74,4 +80,27 @@ export class AttachedEngines {
       return n;
     });
   }
+}
+
+/**
+ * Whether an engine address names the Berth host itself: a Unix socket (only a local file), a
+ * loopback address, `localhost`, or an address of one of the host's interfaces. Other names are
+ * not resolved here; an operator who lets users attach engines (BERTH_ALLOW_USER_ENGINES) trusts
+ * the names they give.
+ */
+export function onBerthHost(engineUrl: string): boolean {
+  if (engineUrl.startsWith("unix://")) return true;
+  let host: string;
+  try {
+    host = new URL(engineUrl.replace(/^tcp:/, "http:")).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  } catch {
+    return false;
+  }
+  if (host === "localhost" || host.endsWith(".localhost") || host === "0.0.0.0" || host === "::") return true;
+  if (isIP(host) === 4 && host.startsWith("127.")) return true;
+  if (host === "::1" || /^::ffff:127\./.test(host) || /^::ffff:7f/.test(host)) return true;
+  const own = Object.values(os.networkInterfaces())
+    .flat()
+    .map((i) => i?.address.toLowerCase());
+  return own.includes(host);
 }

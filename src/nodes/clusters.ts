@@ -10,6 +10,7 @@ import type { ProviderOptions } from "../contract/nodes.ts";
 import { ApiError, invalidField } from "../domain/errors.ts";
 import { type NodeState, settledClusterState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
+import type { NamespacePolicies } from "../identity/privileges.ts";
 import { canonicalUri, uriSegments } from "../domain/uri.ts";
 import type { ClusterRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
@@ -33,6 +34,8 @@ export type WorkContext = Pick<StepContext<unknown>, "log" | "signal">;
 
 export interface NodeClustersOptions {
   store: Store;
+  /** Provider `local` runs engines on the Berth host: only namespaces allowed `local_nodes` get them. */
+  policies: NamespacePolicies;
   probe: NodeProbe;
   catalogue: Catalogue;
   provisioners: Record<string, Provisioner>;
@@ -90,6 +93,8 @@ export class NodeClusters {
 
   async create(namespace: string, input: ClusterInput): Promise<ClusterRow> {
     const { provider, disk, tags } = this.validate(input);
+    // Engines of provider local run as root on the Berth host, beside its data and secret key.
+    if (provider.driver === "local") await this.o.policies.checkLocalNodes(namespace, "region");
     const now = this.o.clock.now();
     return this.store.transaction(async (tx) => {
       await tx.quotas.enforce(namespace, "nodeclusters", 1, { now });

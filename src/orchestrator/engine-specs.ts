@@ -16,6 +16,7 @@ import type { LinkTarget } from "../domain/links.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import { containerUri, nodeUri, serviceUri } from "../domain/uri.ts";
 import type { ContainerSpec } from "../drivers/engine.ts";
+import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
@@ -27,6 +28,17 @@ export interface EngineSpecDeps {
   store: Store;
   box: SecretBox;
   publicUrl: string;
+  /**
+   * The namespace's privileges, checked against every engine spec before its container is made:
+   * a definition written before a policy, or under a policy later narrowed, never yields a
+   * container that reaches its node.
+   */
+  policies: NamespacePolicies;
+}
+
+/** An engine spec that asks for more than its namespace is allowed now: the container is not created. */
+export class PrivilegeRefused extends Error {
+  override readonly name = "PrivilegeRefused";
 }
 
 /** The REST and stream hosts injected into containers (PLATFORM_REST_HOST, PLATFORM_STREAM_HOST). */
@@ -181,6 +193,12 @@ export class EngineSpecs {
     // container gets a hosts entry for each node of its namespace that has an address.
     // A container without hosts of its own shares the namespace's list (one entry per node: a
     // copy per container would cost in proportion to the nodes); engines only read it.
+    const refused = await this.d.policies.engineSpecProblems(service.namespace, engineSpec);
+    if (refused.length) {
+      throw new PrivilegeRefused(
+        `container ${c.name} was not created: ${refused.map((p) => `${p.field}: ${p.problem}`).join("; ")}`,
+      );
+    }
     const nodeHosts = await this.nodeHostsOf(service.namespace);
     engineSpec.extraHosts = engineSpec.extraHosts?.length
       ? [...engineSpec.extraHosts, ...nodeHosts]

@@ -3,13 +3,14 @@
 // views.ts; the engine spec of a container is built by engine-specs.ts.
 import { randomUUID } from "node:crypto";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
-import { conflict } from "../domain/errors.ts";
+import { conflict, type FieldProblem } from "../domain/errors.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import { assertEnvWithin, limitOf } from "../domain/quotas.ts";
 import { applyUpdate, normalizeCreate, type SpecContext } from "../domain/service-spec.ts";
 import { assertAllowed, SERVICE_OPERATIONS, type ServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import { lastSegment, nodeUri, serviceUri } from "../domain/uri.ts";
+import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
@@ -20,6 +21,8 @@ export interface ManagerDeps {
   store: Store;
   clock: Clock;
   identity: IdentityService;
+  /** The namespace's privileges: a definition may reach its node only as far as they allow. */
+  policies: NamespacePolicies;
   box: SecretBox;
   orchestrator: Orchestrator;
 }
@@ -47,6 +50,14 @@ export class ServiceManager {
 
   // ---- create and update ----------------------------------------------------------------------------
 
+  /**
+   * The options of a definition the namespace is not allowed (domain/privileges.ts), named by
+   * field: every one of a new service, those an update of `before` introduces or changes.
+   */
+  privilegeProblems(namespace: string, spec: ServiceSpec, before?: ServiceSpec): Promise<FieldProblem[]> {
+    return this.d.policies.definitionProblems(namespace, spec, before);
+  }
+
   async create(
     namespace: string,
     principal: Principal,
@@ -63,6 +74,8 @@ export class ServiceManager {
       resolveService: await this.resolver(namespace, store),
       serviceUuid: uuid,
     });
+    // Whoever acts in the namespace (a member's key, a service key, a stack) gets its allowance.
+    await this.d.policies.checkDefinition(namespace, n.spec);
     if (await store.services.findLiveServiceByName(namespace, n.name)) {
       throw conflict(`A service named "${n.name}" already exists in ${namespace}.`, "name_taken");
     }
@@ -173,10 +186,13 @@ export class ServiceManager {
 
   async update(s: ServiceRow, body: ServiceUpdateBody, principal?: Principal): Promise<ServiceRow> {
     assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "update");
-    const u = applyUpdate(specOf(s), s.name, body, {
+    const before = specOf(s);
+    const u = applyUpdate(before, s.name, body, {
       resolveService: await this.resolver(s.namespace),
       serviceUuid: s.uuid,
     });
+    // Only what the update introduces or changes is judged: a value an administrator set stays.
+    await this.d.policies.checkDefinition(s.namespace, u.spec, before);
     if (body.container_envvars !== undefined)
       await this.assertEnvWithin(this.store, s.namespace, u.spec.container_envvars);
     const wantsKey = u.spec.roles.includes("global");

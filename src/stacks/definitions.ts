@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { type ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import type { StackCreateBody, StackUpdateBody } from "../contract/stack.ts";
 import { ApiError, conflict, type FieldProblem } from "../domain/errors.ts";
+import { privilegeRefusal } from "../domain/privileges.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import { parseCreate, parseUpdate, type ResolvedService } from "../domain/service-spec.ts";
 import { assertStackName, startOrder } from "../domain/stack.ts";
@@ -243,6 +244,10 @@ export class StackDefinitions {
     }
     const order = problems.length ? [] : this.checkCycle(planned, problems);
     if (problems.length) throw problemsError(problems);
+    await this.checkPrivileges(
+      namespace,
+      planned.map((p) => ({ item: p.item, spec: p.spec })),
+    );
 
     if (await this.store.stacks.findLiveStackByName(namespace, body.name)) {
       throw conflict(`A stack named "${body.name}" already exists in ${namespace}.`, "name_taken");
@@ -357,6 +362,14 @@ export class StackDefinitions {
       );
     }
     if (problems.length) throw problemsError(problems);
+    await this.checkPrivileges(st.namespace, [
+      ...created.map((c) => ({ item: c.item, spec: c.spec })),
+      ...updates.map((u) => ({
+        item: items.find((i) => i.name === u.row.name)!,
+        spec: u.spec,
+        before: specOf(u.row),
+      })),
+    ]);
     for (const c of created) {
       if (await this.store.services.findLiveServiceByName(st.namespace, c.name)) {
         throw conflict(
@@ -387,6 +400,23 @@ export class StackDefinitions {
       await this.d.services.update(u.row, refs.rewrite(u.body, real) as ServiceUpdateBody, principal);
     }
     return (await this.store.stacks.findStack(st.uuid))!;
+  }
+
+  /**
+   * Options of the stack's services that reach their node and the namespace is not allowed
+   * (domain/privileges.ts): one 403 naming each as the item wrote it (`services.web.volumes[0]`).
+   * Checked before anything is written; the service manager checks each service again.
+   */
+  private async checkPrivileges(
+    namespace: string,
+    services: { item: ConvertedService; spec: ServiceSpec; before?: ServiceSpec }[],
+  ): Promise<void> {
+    const problems: FieldProblem[] = [];
+    for (const s of services) {
+      for (const p of await this.d.services.privilegeProblems(namespace, s.spec, s.before))
+        problems.push({ field: s.item.path + s.item.fieldOf(p.field), problem: p.problem });
+    }
+    if (problems.length) throw privilegeRefusal(problems);
   }
 
   /** Keys Update service does not take must keep the service's value. */

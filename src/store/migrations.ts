@@ -508,8 +508,20 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           end`.execute(db);
       },
     },
+    "0018_namespace_settings": {
+      async up(db: AnyDb) {
+        // What administrators decide per namespace: privileges of its containers (issue 26) and,
+        // reserved for quotas, its limits. JSON objects; a namespace without a row has the defaults.
+        await db.schema
+          .createTable("namespace_settings")
+          .addColumn("namespace", "text", (c) => c.primaryKey())
+          .addColumn("privileges", "text", (c) => c.notNull().defaultTo("{}"))
+          .addColumn("limits", "text", (c) => c.notNull().defaultTo("{}"))
+          .execute();
+      },
+    },
     // Organization invitations (issue 26): an owner invites, the invited user accepts or declines.
-    // Quotas count rows that exist already; their limits live in namespace_settings.limits.
+    // Quotas count rows that exist already; their limits live in namespace_settings.limits (0018).
     "0020_invitations_quotas": {
       async up(db: AnyDb) {
         await db.schema
@@ -528,15 +540,6 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .ifNotExists()
           .on("org_invitations")
           .columns(["username", "org"])
-          .execute();
-        // The namespace settings of migration 0018 hold the limits; a database that has not run
-        // it yet gets the same table here (0018 then finds it, created the same way).
-        await db.schema
-          .createTable("namespace_settings")
-          .ifNotExists()
-          .addColumn("namespace", "text", (c) => c.primaryKey())
-          .addColumn("privileges", "text", (c) => c.notNull().defaultTo("{}"))
-          .addColumn("limits", "text", (c) => c.notNull().defaultTo("{}"))
           .execute();
       },
     },

@@ -9,6 +9,7 @@ import type { Dialect } from "./db.ts";
 import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import { ChangeFeed, type FeedRows, type FeedType, type Written } from "./feed.ts";
+import { NamespaceStore } from "./namespaces.ts";
 import { type NodeRow, NodeRowCache, NodeStore } from "./nodes.ts";
 import { QuotaStore } from "./quotas.ts";
 import { RegistryStore } from "./registries.ts";
@@ -231,6 +232,11 @@ export class Store {
   /** Quotas: what a namespace holds of each bounded resource, and its limits. */
   get quotas(): QuotaStore {
     return new QuotaStore(this);
+  }
+
+  /** Namespace settings: privileges and limits an administrator set. */
+  get namespaces(): NamespaceStore {
+    return new NamespaceStore(this);
   }
 
   /** Replica heartbeats, leases, shared sign-in counters, control-plane facts. */

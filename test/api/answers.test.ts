@@ -12,7 +12,7 @@ import { ServiceView } from "../../src/contract/service.ts";
 import { StackView } from "../../src/contract/stack.ts";
 import { clusterView, nodeView } from "../../src/nodes/views.ts";
 import { inState, simulatedCluster } from "../streams/support.ts";
-import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import { allowPrivileges, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 
 let h: Harness;
 let alice: Caller;
@@ -24,6 +24,8 @@ const json = (v: unknown) => JSON.parse(JSON.stringify(v));
 before(async () => {
   h = await startHarness();
   alice = await createUser(h, "alice");
+  // The web service mounts a host path: an administrator allowed it.
+  await allowPrivileges(h, "alice", { host_paths: ["/srv/static"] });
   const cluster = await simulatedCluster(h, alice, 2);
   // Tagged nodes, so that the tagged service is placed.
   assert.equal((await call(h, alice, "PATCH", cluster.resource_uri, { tags: ["web"] })).status, 200);

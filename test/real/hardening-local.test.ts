@@ -12,7 +12,15 @@ import { execFile } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { LABELS } from "../../src/domain/service.ts";
-import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import {
+  allowPrivileges,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+  waitFor,
+} from "../support/harness.ts";
 import {
   deployLocalCluster,
   LOCAL_NODE_TYPE,
@@ -174,6 +182,7 @@ describe("a cluster deploy whose nodes all fail", { skip: unavailable ?? false }
     taken = true;
     h = await startHarness({ env: labEnv(TAKEN) });
     alice = await createUser(h, USER);
+    await allowPrivileges(h, USER, { local_nodes: true });
   });
 
   after(async () => {

@@ -57,6 +57,7 @@ describe("engine specs of a burst of containers", () => {
       store: h.store,
       box: SecretBox.open({ secret: h.config.secretKey, dataDir: h.config.dataDir }),
       publicUrl: h.config.publicUrl,
+      policies: h.policies,
     });
   });
   after(async () => {

@@ -197,3 +197,12 @@ export async function addMember(
   const accepted = await call(h, member, "POST", `/api/v1.1/users/${member.username}/invitations/${org}/accept/`);
   if (accepted.status !== 200) throw new Error(`accept ${org}: ${accepted.status} ${accepted.raw}`);
 }
+
+/**
+ * An administrator allows a namespace options that reach the node (PATCH of the namespace's
+ * privileges, domain/privileges.ts): tests whose tenants need host paths, privileged containers….
+ */
+export async function allowPrivileges(h: Harness, namespace: string, privileges: Record<string, unknown>) {
+  const res = await call(h, h.admin, "PATCH", `/api/v1.1/namespaces/${namespace}/`, { privileges });
+  if (res.status !== 200) throw new Error(`allow ${namespace}: ${res.status} ${res.raw}`);
+}

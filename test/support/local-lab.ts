@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { LocalProvider } from "../../src/drivers/local/index.ts";
-import { type Caller, call, type Harness, waitFor } from "./harness.ts";
+import { allowPrivileges, type Caller, call, type Harness, waitFor } from "./harness.ts";
 
 /** The region and node type of the `local` provider, for a node cluster's body. */
 export const LOCAL_NODE_TYPE = {
@@ -123,6 +123,8 @@ export async function deployLocalCluster(
   caller: Caller,
   opts: DeployOptions,
 ): Promise<DeployedCluster> {
+  // Local nodes run on the Berth host: an administrator allows the caller's namespace first.
+  if (caller.username !== h.admin.username) await allowPrivileges(h, caller.username, { local_nodes: true });
   const created = await call(h, caller, "POST", "/api/infra/v1/nodecluster/", {
     name: opts.name,
     ...LOCAL_NODE_TYPE,
