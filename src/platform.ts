@@ -491,7 +491,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           ttlS: config.accounts.sessionTtlS,
         }),
       (a) => accountsRoutes(a, { accounts, publicUrl: config.publicUrl }),
-      (a) => namespaceRoutes(a, { identity, policies }),
+      (a) => namespaceRoutes(a, { identity, policies, store, clock }),
       (a) =>
         nodeRoutes(a, {
           store,

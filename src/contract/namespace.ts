@@ -2,6 +2,7 @@
 // `GET /api/v1.1/namespaces/<ns>/` and `PATCH` with `{privileges: {...}}` (administrators). The
 // answer is an open object, so further settings (limits and usage) join it as fields of their own.
 import { type Static, Type } from "typebox";
+import { MAX_LIMIT, QUOTA_RESOURCES } from "../domain/quotas.ts";
 import { View } from "./common.ts";
 
 const PathList = (description: string) =>
@@ -45,6 +46,21 @@ export const NamespaceView = View({
     description: "the personal namespace of an administrator: allowed everything, whatever is stored",
   }),
   privileges: PrivilegesView,
+  limits: Type.Record(Type.String(), Type.Union([Type.Integer(), Type.Null()]), {
+    description:
+      "limits an administrator set (null: no limit); a quota not named here has its default (docs: domain/quotas.ts)",
+  }),
+  quotas: Type.Record(
+    Type.String(),
+    View({
+      limit: Type.Union([Type.Integer(), Type.Null()], { description: "null: no limit" }),
+      usage: Type.Integer(),
+    }),
+    {
+      description:
+        "each counted quota's limit in force and usage: services, containers (target_num_containers of live services), stacks, nodeclusters, nodes, apikeys, tokens, triggers; the limits of streams_per_key, envvars_per_service and env_bytes_per_service (usage 0: counted per key and per service)",
+    },
+  ),
 });
 export type NamespaceSettingsView = Static<typeof NamespaceView>;
 
@@ -64,8 +80,19 @@ export const PrivilegesPatch = Type.Object(
   { additionalProperties: false },
 );
 
+/** Limits to set: a quota's name and a whole number, or null for no limit; the others stay. */
+export const LimitsPatch = Type.Object(
+  Object.fromEntries(
+    QUOTA_RESOURCES.map((r) => [
+      r,
+      Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: MAX_LIMIT }), Type.Null()])),
+    ]),
+  ),
+  { additionalProperties: false, description: "quota limits to set (null: no limit)" },
+);
+
 export const NamespacePatchBody = Type.Object(
-  { privileges: Type.Optional(PrivilegesPatch) },
+  { privileges: Type.Optional(PrivilegesPatch), limits: Type.Optional(LimitsPatch) },
   { additionalProperties: false, description: "settings to change (administrators)" },
 );
 export type NamespacePatch = Static<typeof NamespacePatchBody>;

@@ -57,17 +57,8 @@ export class QuotaStore {
 
   /** The namespace's limits and whether it is an administrator's own namespace. */
   async settings(namespace: string): Promise<QuotaSettings> {
-    const row = await this.db
-      .selectFrom("namespaces as n")
-      .leftJoin("users as u", "u.username", "n.name")
-      .leftJoin("namespace_settings as st", "st.namespace", "n.name")
-      .select(["n.kind", "u.is_admin", "st.limits"])
-      .where("n.name", "=", namespace)
-      .executeTakeFirst();
-    return {
-      limits: decodeLimits(row?.limits),
-      exempt: row?.kind === "user" && Number(row.is_admin ?? 0) === 1,
-    };
+    const facts = await this.s.namespaces.facts(namespace);
+    return { limits: decodeLimits(facts?.limits), exempt: facts?.ownerIsAdmin ?? false };
   }
 
   /** The limit in force for one resource of the namespace (null: none). */
