@@ -73,7 +73,11 @@ const NOUNS: Record<QuotaResource, string> = {
  * The limit in force: the administrator's (a number, or null for none), else the default. An
  * administrator's own namespace has no default limits (it runs the platform), only those set.
  */
-export function limitOf(resource: QuotaResource, limits: Limits, opts: { exempt?: boolean } = {}): number | null {
+export function limitOf(
+  resource: QuotaResource,
+  limits: Limits,
+  opts: { exempt?: boolean } = {},
+): number | null {
   const set = limits[resource];
   if (set !== undefined) return set;
   return opts.exempt ? null : DEFAULT_LIMITS[resource];
@@ -124,7 +128,10 @@ export function assertWithinQuota(
 }
 
 /** How much environment a service definition holds: variables and their bytes (keys and values). */
-export function envSize(envvars: readonly { key: string; value: string }[]): { count: number; bytes: number } {
+export function envSize(envvars: readonly { key: string; value: string }[]): {
+  count: number;
+  bytes: number;
+} {
   let bytes = 0;
   for (const e of envvars) bytes += Buffer.byteLength(e.key) + Buffer.byteLength(e.value);
   return { count: envvars.length, bytes };
@@ -138,9 +145,13 @@ export function assertEnvWithin(
 ): void {
   const { count, bytes } = envSize(envvars);
   if (limits.count !== null && count > limits.count)
-    throw quotaExceeded(namespace, "envvars_per_service", limits.count, count, { field: "container_envvars" });
+    throw quotaExceeded(namespace, "envvars_per_service", limits.count, count, {
+      field: "container_envvars",
+    });
   if (limits.bytes !== null && bytes > limits.bytes)
-    throw quotaExceeded(namespace, "env_bytes_per_service", limits.bytes, bytes, { field: "container_envvars" });
+    throw quotaExceeded(namespace, "env_bytes_per_service", limits.bytes, bytes, {
+      field: "container_envvars",
+    });
 }
 
 /** Problems of a `limits` object an administrator sends: known resources, whole numbers or null. */
@@ -148,9 +159,16 @@ export function limitsProblems(value: Record<string, unknown>): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const known = new Set<string>(QUOTA_RESOURCES);
   for (const [k, v] of Object.entries(value)) {
-    if (!known.has(k)) problems.push({ field: `limits.${k}`, problem: `is not a quota (one of ${QUOTA_RESOURCES.join(", ")})` });
+    if (!known.has(k))
+      problems.push({
+        field: `limits.${k}`,
+        problem: `is not a quota (one of ${QUOTA_RESOURCES.join(", ")})`,
+      });
     else if (v !== null && (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > MAX_LIMIT))
-      problems.push({ field: `limits.${k}`, problem: `must be null (no limit) or an integer between 0 and ${MAX_LIMIT}` });
+      problems.push({
+        field: `limits.${k}`,
+        problem: `must be null (no limit) or an integer between 0 and ${MAX_LIMIT}`,
+      });
   }
   return problems;
 }

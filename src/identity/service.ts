@@ -321,7 +321,10 @@ export class IdentityService {
     const { username, role } = input;
     if (input.direct) {
       if (!p.user.is_admin || p.namespaceLimit)
-        throw forbidden("Only administrators can add a member directly; invite the user instead.", "admin_only");
+        throw forbidden(
+          "Only administrators can add a member directly; invite the user instead.",
+          "admin_only",
+        );
       const user = await this.store.findUserByName(username);
       if (!user) throw invalidField("username", `no user named "${username}"`);
       await this.store.putMember(org, username, role);
@@ -337,7 +340,9 @@ export class IdentityService {
       await this.store.deleteInvitation(org, username);
       return { invitation: this.invitationOf(org, username, user.id, role, p), state: "accepted" };
     }
-    const invitation = await this.store.putInvitation(this.invitationOf(org, username, user?.id ?? null, role, p));
+    const invitation = await this.store.putInvitation(
+      this.invitationOf(org, username, user?.id ?? null, role, p),
+    );
     return { invitation, state: "pending" };
   }
 

@@ -88,14 +88,14 @@ export class AgentNodes {
     const row = await this.o.store.transaction(async (tx) => {
       await tx.quotas.enforce(namespace, "tokens", 1, { now });
       return tx.agents.insertToken({
-      uuid: randomUUID(),
-      namespace,
-      token_hash: sha256(token),
-      created_by: createdBy,
-      created: now,
-      expires: now + this.o.tokenTtlS * 1000,
-      used_at: null,
-      node_uuid: null,
+        uuid: randomUUID(),
+        namespace,
+        token_hash: sha256(token),
+        created_by: createdBy,
+        created: now,
+        expires: now + this.o.tokenTtlS * 1000,
+        used_at: null,
+        node_uuid: null,
       });
     });
     return { row, token };

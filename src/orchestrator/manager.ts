@@ -4,8 +4,8 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import { conflict, type FieldProblem } from "../domain/errors.ts";
-import type { ServiceSpec } from "../domain/service.ts";
 import { assertEnvWithin, limitOf } from "../domain/quotas.ts";
+import type { ServiceSpec } from "../domain/service.ts";
 import { applyUpdate, normalizeCreate, type SpecContext } from "../domain/service-spec.ts";
 import { assertAllowed, SERVICE_OPERATIONS, type ServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
@@ -203,20 +203,28 @@ export class ServiceManager {
       auth = null;
     }
     const spec = JSON.stringify(u.spec);
-    const r = await this.store.mutate("service", s.uuid, (cur) => ({
-      spec,
-      ...(u.changed ? { spec_version: cur.spec_version + 1 } : {}),
-      ...(u.nickname !== undefined ? { nickname: u.nickname } : {}),
-      ...(u.target_num_containers !== undefined ? { target_num_containers: u.target_num_containers } : {}),
-      auth_secret: auth,
-    }), {
-      // More containers asked for: counted after the write, in its transaction.
-      after: async (tx, before, written) => {
-        const more = written.target_num_containers - before.target_num_containers;
-        if (more > 0)
-          await tx.quotas.enforce(s.namespace, "containers", more, { now: this.d.clock.now(), written: true });
+    const r = await this.store.mutate(
+      "service",
+      s.uuid,
+      (cur) => ({
+        spec,
+        ...(u.changed ? { spec_version: cur.spec_version + 1 } : {}),
+        ...(u.nickname !== undefined ? { nickname: u.nickname } : {}),
+        ...(u.target_num_containers !== undefined ? { target_num_containers: u.target_num_containers } : {}),
+        auth_secret: auth,
+      }),
+      {
+        // More containers asked for: counted after the write, in its transaction.
+        after: async (tx, before, written) => {
+          const more = written.target_num_containers - before.target_num_containers;
+          if (more > 0)
+            await tx.quotas.enforce(s.namespace, "containers", more, {
+              now: this.d.clock.now(),
+              written: true,
+            });
+        },
       },
-    });
+    );
     if (u.changed) {
       // Every container now differs from the definition: tell event subscribers (their links, and
       // the reconciler rewriting their link host entries, follow). Containers linking to this

@@ -200,7 +200,10 @@ export class QuotaStore {
   }
 
   /** Every counted resource's limit and usage (the namespace's `quotas`). */
-  async report(namespace: string, now: number): Promise<Record<CountedResource, { limit: number | null; usage: number }>> {
+  async report(
+    namespace: string,
+    now: number,
+  ): Promise<Record<CountedResource, { limit: number | null; usage: number }>> {
     const { limits, exempt } = await this.settings(namespace);
     const out = {} as Record<CountedResource, { limit: number | null; usage: number }>;
     for (const r of COUNTED_RESOURCES) {

@@ -706,7 +706,10 @@ export class Store {
           .where("username", "=", user.username)
           .execute();
       } else {
-        await tx.db.insertInto("org_members").values({ org, username: user.username, role: inv.role }).execute();
+        await tx.db
+          .insertInto("org_members")
+          .values({ org, username: user.username, role: inv.role })
+          .execute();
       }
       tx.identityChanged();
       return inv;
@@ -717,13 +720,17 @@ export class Store {
    * Removes a member unless that would leave the organization without an owner: the check and the
    * delete commit together, so two owners leaving at once cannot both go. Answers what happened.
    */
-  async removeMemberKeepingOwner(org: string, username: string): Promise<"removed" | "missing" | "last_owner"> {
+  async removeMemberKeepingOwner(
+    org: string,
+    username: string,
+  ): Promise<"removed" | "missing" | "last_owner"> {
     return this.transaction(async (tx) => {
       if (tx.dialect === "postgres") await tx.lockNamespace(org);
       const members = await tx.orgMembers(org);
       const target = members.find((m) => m.username === username);
       if (!target) return "missing";
-      if (target.role === "owner" && members.filter((m) => m.role === "owner").length === 1) return "last_owner";
+      if (target.role === "owner" && members.filter((m) => m.role === "owner").length === 1)
+        return "last_owner";
       await tx.removeMember(org, username);
       return "removed";
     });

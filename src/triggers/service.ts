@@ -66,14 +66,14 @@ export class TriggerService {
     return this.d.store.transaction(async (tx) => {
       await tx.quotas.enforce(service.namespace, "triggers", 1, { now });
       return tx.registries.insertTrigger({
-      uuid,
-      namespace: service.namespace,
-      service_uuid: service.uuid,
-      name: body.name?.trim() || operation.toLowerCase(),
-      operation,
-      secret_hash: sha256(this.secretOf(uuid)).toString("hex"),
-      created_by: createdBy,
-      created: now,
+        uuid,
+        namespace: service.namespace,
+        service_uuid: service.uuid,
+        name: body.name?.trim() || operation.toLowerCase(),
+        operation,
+        secret_hash: sha256(this.secretOf(uuid)).toString("hex"),
+        created_by: createdBy,
+        created: now,
       });
     });
   }

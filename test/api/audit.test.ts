@@ -12,7 +12,15 @@ import { nsPaths } from "../../src/api/routing.ts";
 import { restTime, systemClock } from "../../src/domain/time.ts";
 import { IdentityService } from "../../src/identity/service.ts";
 import type { Store } from "../../src/store/store.ts";
-import { addMember, basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import {
+  addMember,
+  basic,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+} from "../support/harness.ts";
 
 const ACTION_URI =
   /^\/api\/audit\/v1\/action\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/$/;

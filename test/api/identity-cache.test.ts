@@ -3,7 +3,15 @@
 // very next call, a new member gains it, and a profile change shows on the next read.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { addMember, basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import {
+  addMember,
+  basic,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+} from "../support/harness.ts";
 
 describe("identity caches", () => {
   let h: Harness;

@@ -1,7 +1,15 @@
 // Users, API keys, organizations and namespace access (CONTRACT §2, §3).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { addMember, basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import {
+  addMember,
+  basic,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+} from "../support/harness.ts";
 
 let h: Harness;
 let alice: Caller;

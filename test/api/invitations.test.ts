@@ -77,7 +77,10 @@ describe("invitations", () => {
     assert.equal(invited.status, 201);
     const declined = await call(h, carol, "POST", "/api/v1.1/users/carol/invitations/acme/decline/");
     assert.equal(declined.status, 204, declined.raw);
-    assert.equal((await call(h, carol, "POST", "/api/v1.1/users/carol/invitations/acme/accept/")).status, 404);
+    assert.equal(
+      (await call(h, carol, "POST", "/api/v1.1/users/carol/invitations/acme/accept/")).status,
+      404,
+    );
     assert.ok(!(await memberNames("acme")).includes("carol"));
     assert.equal((await call(h, alice, "GET", "/api/v1.1/orgs/acme/invitations/")).body.objects.length, 0);
   });
@@ -87,12 +90,19 @@ describe("invitations", () => {
     const revoked = await call(h, alice, "DELETE", "/api/v1.1/orgs/acme/invitations/carol/");
     assert.equal(revoked.status, 204);
     assert.equal((await call(h, alice, "DELETE", "/api/v1.1/orgs/acme/invitations/carol/")).status, 404);
-    assert.equal((await call(h, carol, "POST", "/api/v1.1/users/carol/invitations/acme/accept/")).status, 404);
+    assert.equal(
+      (await call(h, carol, "POST", "/api/v1.1/users/carol/invitations/acme/accept/")).status,
+      404,
+    );
     assert.ok(!(await memberNames("acme")).includes("carol"));
   });
 
   test("a known and an unknown username get the same answer, and nobody can accept the unknown one", async () => {
-    const strip = (r: { status: number; body: Record<string, unknown>; headers: Record<string, unknown> }) => ({
+    const strip = (r: {
+      status: number;
+      body: Record<string, unknown>;
+      headers: Record<string, unknown>;
+    }) => ({
       status: r.status,
       keys: Object.keys(r.body).sort(),
       body: { ...r.body, username: "<name>", created: "<time>" },
@@ -104,7 +114,10 @@ describe("invitations", () => {
     assert.deepEqual(strip(unknown), strip(known));
     // A user created later under that name does not inherit the invitation.
     const late = await createUser(h, "nosuchuser");
-    assert.equal((await call(h, late, "GET", "/api/v1.1/users/nosuchuser/invitations/")).body.objects.length, 0);
+    assert.equal(
+      (await call(h, late, "GET", "/api/v1.1/users/nosuchuser/invitations/")).body.objects.length,
+      0,
+    );
     assert.equal(
       (await call(h, late, "POST", "/api/v1.1/users/nosuchuser/invitations/acme/accept/")).status,
       404,
@@ -133,7 +146,10 @@ describe("invitations", () => {
   });
 
   test("only administrators may add directly; an owner's direct: true is refused and adds nobody", async () => {
-    const res = await call(h, alice, "POST", "/api/v1.1/orgs/acme/members/", { username: "dave", direct: true });
+    const res = await call(h, alice, "POST", "/api/v1.1/orgs/acme/members/", {
+      username: "dave",
+      direct: true,
+    });
     assert.equal(res.status, 403);
     assert.equal(res.body.code, "admin_only");
     assert.ok(!(await memberNames("acme")).includes("dave"));

@@ -4,8 +4,8 @@
 // pass; terminated objects do not count.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { listen, openStream, refusal, type StreamClient } from "../streams/support.ts";
+import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 
 let h: Harness;
 let base: string;
@@ -59,11 +59,15 @@ describe("the namespace shows its quotas", () => {
     assert.deepEqual(res.body.quotas.services, { limit: 200, usage: 0 });
     assert.deepEqual(res.body.quotas.apikeys, { limit: 20, usage: 1 });
     assert.equal(res.body.quotas.envvars_per_service.limit, 100);
-    const refused = await call(h, alice, "PATCH", "/api/v1.1/namespaces/alice/", { limits: { services: 1000 } });
+    const refused = await call(h, alice, "PATCH", "/api/v1.1/namespaces/alice/", {
+      limits: { services: 1000 },
+    });
     assert.equal(refused.status, 403);
     const bad = await call(h, h.admin, "PATCH", "/api/v1.1/namespaces/alice/", { limits: { planets: 3 } });
     assert.equal(bad.status, 400, bad.raw);
-    const negative = await call(h, h.admin, "PATCH", "/api/v1.1/namespaces/alice/", { limits: { services: -1 } });
+    const negative = await call(h, h.admin, "PATCH", "/api/v1.1/namespaces/alice/", {
+      limits: { services: -1 },
+    });
     assert.equal(negative.status, 400, negative.raw);
   });
 });
@@ -89,7 +93,10 @@ describe("a refusal for each limit", () => {
     const s = await call(h, alice, "GET", "/api/app/v1/service/?name=s3");
     const uri = s.body.objects[0].resource_uri as string;
     assert.equal((await call(h, alice, "DELETE", uri)).status, 202);
-    await waitFor("s3 terminated", async () => (await call(h, alice, "GET", uri)).body.state === "Terminated");
+    await waitFor(
+      "s3 terminated",
+      async () => (await call(h, alice, "GET", uri)).body.state === "Terminated",
+    );
     assert.equal((await service("s4")).status, 201);
     await setLimits("alice", { services: null });
   });
@@ -131,7 +138,10 @@ describe("a refusal for each limit", () => {
   test("stacks", async () => {
     await setLimits("alice", { stacks: 1 });
     const stack = (name: string) =>
-      call(h, alice, "POST", "/api/app/v1/stack/", { name, services: [{ name: `${name}-db`, image: "busybox" }] });
+      call(h, alice, "POST", "/api/app/v1/stack/", {
+        name,
+        services: [{ name: `${name}-db`, image: "busybox" }],
+      });
     assert.equal((await stack("one")).status, 201);
     assertQuota(await stack("two"), "stacks", 1, 1);
     assert.equal((await call(h, alice, "GET", "/api/app/v1/service/?name=two-db")).body.objects.length, 0);
@@ -189,7 +199,12 @@ describe("a refusal for each limit", () => {
     const usage = (await call(h, alice, "GET", "/api/v1.1/namespaces/alice/")).body.quotas.triggers.usage;
     await setLimits("alice", { triggers: usage + 1 });
     assert.equal((await call(h, alice, "POST", `${uri}trigger/`, { name: "t1" })).status, 201);
-    assertQuota(await call(h, alice, "POST", `${uri}trigger/`, { name: "t2" }), "triggers", usage + 1, usage + 1);
+    assertQuota(
+      await call(h, alice, "POST", `${uri}trigger/`, { name: "t2" }),
+      "triggers",
+      usage + 1,
+      usage + 1,
+    );
   });
 
   test("streams per key: refused at the upgrade, and a closed stream gives its place back", async () => {
@@ -235,7 +250,13 @@ describe("a refusal for each limit", () => {
     // The same bound holds for a stack's items and for an update.
     const stack = await call(h, alice, "POST", "/api/app/v1/stack/", {
       name: "envs",
-      services: [{ name: "env-item", image: "busybox", environment: Object.fromEntries(vars.map((v) => [v.key, v.value])) }],
+      services: [
+        {
+          name: "env-item",
+          image: "busybox",
+          environment: Object.fromEntries(vars.map((v) => [v.key, v.value])),
+        },
+      ],
     });
     assert.equal(stack.status, 403, stack.raw);
     assert.equal(stack.body.code, "quota_exceeded");
@@ -266,7 +287,9 @@ describe("concurrency", () => {
 
     await setLimits("racer", { apikeys: 4 });
     const keys = await Promise.all(
-      Array.from({ length: 8 }, () => call(h, racer, "POST", "/api/v1.1/users/racer/apikeys/", { label: "race" })),
+      Array.from({ length: 8 }, () =>
+        call(h, racer, "POST", "/api/v1.1/users/racer/apikeys/", { label: "race" }),
+      ),
     );
     assert.equal(keys.filter((r) => r.status === 201).length, 3, "one key existed already");
   });

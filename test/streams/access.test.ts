@@ -3,7 +3,15 @@
 // a follow-logs stream and an exec stream with 1008 and a reason within 3 s.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { addMember, basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import {
+  addMember,
+  basic,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+} from "../support/harness.ts";
 import { type Closed, closedWithin, inState, listen, openStream, type StreamClient } from "./support.ts";
 
 let h: Harness;

@@ -4,7 +4,15 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
-import { addMember, type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import {
+  addMember,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+  waitFor,
+} from "../support/harness.ts";
 import {
   type Frame,
   inState,

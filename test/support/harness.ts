@@ -194,7 +194,12 @@ export async function addMember(
   });
   if (invited.status !== 201) throw new Error(`invite ${member.username}: ${invited.status} ${invited.raw}`);
   if (invited.body.state === "accepted") return;
-  const accepted = await call(h, member, "POST", `/api/v1.1/users/${member.username}/invitations/${org}/accept/`);
+  const accepted = await call(
+    h,
+    member,
+    "POST",
+    `/api/v1.1/users/${member.username}/invitations/${org}/accept/`,
+  );
   if (accepted.status !== 200) throw new Error(`accept ${org}: ${accepted.status} ${accepted.raw}`);
 }
 

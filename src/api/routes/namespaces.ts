@@ -24,7 +24,10 @@ interface Deps {
 
 const tags = ["users and organizations"];
 
-function view(s: NamespaceSettings, q: { limits: Limits; quotas: Record<string, { limit: number | null; usage: number }> }) {
+function view(
+  s: NamespaceSettings,
+  q: { limits: Limits; quotas: Record<string, { limit: number | null; usage: number }> },
+) {
   return {
     name: s.name,
     kind: s.kind,
@@ -100,7 +103,9 @@ export function namespaceRoutes(untyped: FastifyInstance, deps: Deps): void {
       req.audit.object = namespaceUri(current.name);
       if (req.body.limits !== undefined) await store.quotas.putLimits(current.name, req.body.limits);
       const settings =
-        req.body.privileges === undefined ? current : await policies.updatePrivileges(ns, req.body.privileges);
+        req.body.privileges === undefined
+          ? current
+          : await policies.updatePrivileges(ns, req.body.privileges);
       return view(settings, await quotasOf(settings.name));
     },
   );

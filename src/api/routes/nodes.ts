@@ -223,10 +223,15 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
               {
                 // More nodes asked for: counted after the write, in its transaction (quota nodes).
                 after: (tx, before, written) =>
-                  tx.quotas.enforce(c.namespace, "nodes", written.target_num_nodes - before.target_num_nodes, {
-                    now: Date.now(),
-                    written: true,
-                  }),
+                  tx.quotas.enforce(
+                    c.namespace,
+                    "nodes",
+                    written.target_num_nodes - before.target_num_nodes,
+                    {
+                      now: Date.now(),
+                      written: true,
+                    },
+                  ),
               },
             );
             return showCluster(r!);

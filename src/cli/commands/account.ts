@@ -3,7 +3,7 @@
 
 import os from "node:os";
 import type { Command } from "commander";
-import type { Organization } from "../../contract/account.ts";
+import type { Invitation, Organization } from "../../contract/account.ts";
 import { Client } from "../client.ts";
 import { type Credentials, credentials, readConfig, removeConfig, writeConfig } from "../config.ts";
 import type { Ctx } from "../context.ts";
@@ -238,18 +238,92 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
         o.members ?? [],
       );
     });
+  const invite = async (
+    cmd: Command,
+    name: string,
+    username: string,
+    o: { role: string; direct?: boolean },
+  ): Promise<void> => {
+    const c = ctx(cmd);
+    const made = await c.client.request("POST", `/api/v1.1/orgs/${encodeURIComponent(name)}/members/`, {
+      body: { username, role: o.role, ...(o.direct ? { direct: true } : {}) },
+    });
+    if (c.out.opts.json) return c.out.json(made.body);
+    c.out.line(`${username} ${made.body.state ?? ""}`.trim());
+  };
+  const orgPath = (name: string) => `/api/v1.1/orgs/${encodeURIComponent(name)}`;
+  const invitationPath = async (c: Ctx, name: string) =>
+    `/api/v1.1/users/${encodeURIComponent(await userOf(c))}/invitations/${encodeURIComponent(name)}`;
+  const invitationColumns = [
+    { header: "ORGANIZATION", value: (i: Invitation) => i.org },
+    { header: "USER", value: (i: Invitation) => i.username },
+    { header: "ROLE", value: (i: Invitation) => i.role },
+    { header: "INVITED BY", value: (i: Invitation) => i.invited_by },
+    { header: "CREATED", value: (i: Invitation) => i.created },
+  ];
+  org
+    .command("invite <org> <username>")
+    .description("invite a user (owners); the user becomes a member on accepting")
+    .option("--role <role>", "owner or member", "member")
+    .option("--direct", "add at once, without an invitation (administrators only)")
+    .action((name: string, username: string, o: { role: string; direct?: boolean }, cmd: Command) =>
+      invite(cmd, name, username, o),
+    );
+  org
+    .command("invitations [org]")
+    .description("your pending invitations; with an organization, its pending invitations (owners)")
+    .addOption(quietOption())
+    .action(async (name: string | undefined, _o: unknown, cmd: Command) => {
+      const c = ctx(cmd);
+      const page = await c.client.get(
+        name
+          ? `${orgPath(name)}/invitations/`
+          : `/api/v1.1/users/${encodeURIComponent(await userOf(c))}/invitations/`,
+      );
+      c.out.list(page, invitationColumns, (i: Invitation) => (name ? i.username : i.org));
+    });
+  org
+    .command("accept <org>")
+    .description("accept an invitation: become a member of the organization")
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const c = ctx(cmd);
+      const joined = await c.client.request("POST", `${await invitationPath(c, name)}/accept/`);
+      if (c.out.opts.json) return c.out.json(joined.body);
+      c.out.line(name);
+    });
+  org
+    .command("decline <org>")
+    .description("decline an invitation")
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const c = ctx(cmd);
+      await c.client.request("POST", `${await invitationPath(c, name)}/decline/`);
+      c.out.line(name);
+    });
+  org
+    .command("uninvite <org> <username>")
+    .description("withdraw a pending invitation (owners)")
+    .action(async (name: string, username: string, _o: unknown, cmd: Command) => {
+      const c = ctx(cmd);
+      await c.client.request("DELETE", `${orgPath(name)}/invitations/${encodeURIComponent(username)}/`);
+      c.out.line(username);
+    });
+  org
+    .command("leave <org>")
+    .description("leave an organization (its last owner cannot)")
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const c = ctx(cmd);
+      await c.client.request("DELETE", `${orgPath(name)}/members/${encodeURIComponent(await userOf(c))}/`);
+      c.out.line(name);
+    });
   const member = org.command("member").description("members of an organization");
   member
     .command("add <org> <username>")
-    .description("add a member (owners only)")
+    .description("invite a user (owners; same as org invite)")
     .option("--role <role>", "owner or member", "member")
-    .action(async (name: string, username: string, o: { role: string }, cmd: Command) => {
-      const c = ctx(cmd);
-      await c.client.request("POST", `/api/v1.1/orgs/${encodeURIComponent(name)}/members/`, {
-        body: { username, role: o.role },
-      });
-      c.out.line(username);
-    });
+    .option("--direct", "add at once, without an invitation (administrators only)")
+    .action((name: string, username: string, o: { role: string; direct?: boolean }, cmd: Command) =>
+      invite(cmd, name, username, o),
+    );
   member
     .command("rm <org> <username>")
     .description("remove a member (owners only)")
