@@ -259,18 +259,12 @@ export function introduced(before: readonly Reach[], after: readonly Reach[]): R
 }
 
 /** One problem per key of a policy body that is not well formed (PATCH of a namespace). */
-export function policyProblems(
-  body: Partial<Record<keyof Privileges, unknown>>,
-  prefix: string,
-): FieldProblem[] {
+export function policyProblems(body: Partial<Record<keyof Privileges, unknown>>, prefix: string): FieldProblem[] {
   const out: FieldProblem[] = [];
   if (Array.isArray(body.host_paths)) {
     body.host_paths.forEach((p, i) => {
       if (typeof p !== "string" || !p.startsWith("/") || p.includes(":") || p.includes("\u0000"))
-        out.push({
-          field: `${prefix}host_paths[${i}]`,
-          problem: "must be an absolute host path without ':'",
-        });
+        out.push({ field: `${prefix}host_paths[${i}]`, problem: "must be an absolute host path without ':'" });
     });
   }
   if (Array.isArray(body.capabilities)) {
@@ -300,8 +294,7 @@ export function canonicalPrivileges(p: Partial<Privileges>): Privileges {
 export function privilegeRefusal(problems: readonly FieldProblem[]): ApiError {
   const [first, ...rest] = problems;
   if (!first) throw new Error("privilegeRefusal needs a problem");
-  const more =
-    rest.length === 0 ? "" : ` (and ${rest.length} more refused option${rest.length === 1 ? "" : "s"})`;
+  const more = rest.length === 0 ? "" : ` (and ${rest.length} more refused option${rest.length === 1 ? "" : "s"})`;
   return new ApiError("forbidden", "privilege_not_allowed", `${first.field}: ${first.problem}${more}`, [
     ...problems,
   ]);
