@@ -8,10 +8,7 @@ const PathList = (description: string) =>
   Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { maxItems: 100, description });
 
 const Capabilities = Type.Union(
-  [
-    Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 64 }),
-    Type.Literal("all"),
-  ],
+  [Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 64 }), Type.Literal("all")],
   {
     description:
       'capabilities beyond Docker\'s default set that cap_add may name (such as NET_ADMIN), or "all" (cap_add ALL too)',

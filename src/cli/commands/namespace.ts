@@ -42,7 +42,11 @@ function privilegeOptions(cmd: Command, verb: "allow" | "deny"): Command {
     .option("--devices", `${verb} devices of the node`)
     .option("--security-opt", `${verb} security options (security_opt)`)
     .option("--cgroup-parent", `${verb} cgroup_parent`)
-    .option("--host-path <path>", `${verb} bind mounts of a host path and what lies under it (repeatable)`, collect)
+    .option(
+      "--host-path <path>",
+      `${verb} bind mounts of a host path and what lies under it (repeatable)`,
+      collect,
+    )
     .option("--local-nodes", `${verb} node clusters of provider local (nodes on the Berth host)`);
 }
 
@@ -50,7 +54,10 @@ const shown = (v: Privileges[keyof Privileges]): string =>
   typeof v === "boolean" ? (v ? "yes" : "no") : v === "all" ? "all" : v.length ? v.join(", ") : "-";
 
 function print(c: Ctx, ns: NamespaceSettingsView): void {
-  if (c.out.opts.json) return c.out.json(ns);
+  if (c.out.opts.json) {
+    c.out.json(ns);
+    return;
+  }
   const privileges = ns.privileges as unknown as Privileges;
   c.out.table(
     [
@@ -74,7 +81,8 @@ function change(current: Privileges, o: PrivilegeFlags, allow: boolean): Partial
   else if (o.cap?.length) {
     const caps = o.cap.map((x) => x.toUpperCase().replace(/^CAP_/, ""));
     if (current.capabilities === "all") {
-      if (!allow) throw usageError("every capability is allowed: deny --all-caps first, then allow the ones to keep");
+      if (!allow)
+        throw usageError("every capability is allowed: deny --all-caps first, then allow the ones to keep");
     } else {
       patch.capabilities = allow
         ? [...new Set([...current.capabilities, ...caps])]
