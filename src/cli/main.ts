@@ -9,6 +9,7 @@ import { registerAgent, runAgent } from "./commands/agent.ts";
 import { registerCompletion } from "./commands/completion.ts";
 import { registerContainer } from "./commands/container.ts";
 import { registerInfra } from "./commands/infra.ts";
+import { registerNamespace } from "./commands/namespace.ts";
 import { registerRepo } from "./commands/repo.ts";
 import { registerService } from "./commands/service.ts";
 import { registerStack } from "./commands/stack.ts";
@@ -38,6 +39,7 @@ Exit codes: 0 done, 1 refused or failed (an action that ended Failed or Canceled
   );
   const ctx = (cmd: Command) => contextOf(cmd);
   registerAccount(program, ctx);
+  registerNamespace(program, ctx);
   registerService(program, ctx);
   registerContainer(program, ctx);
   registerStack(program, ctx);

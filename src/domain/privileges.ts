@@ -12,8 +12,6 @@
 // named as the Create service body names them), and the engine's spec of a container just before
 // it is created (domain/container-spec.ts output), so a definition written before a policy, or
 // under a policy later narrowed, never yields a container that reaches its node.
-import path from "node:path";
-import type { ContainerSpec } from "../drivers/engine.ts";
 import { ApiError, type FieldProblem } from "./errors.ts";
 import type { ServiceSpec } from "./service.ts";
 
@@ -97,10 +95,19 @@ export function capabilityName(cap: string): string {
   return upper.startsWith("CAP_") ? upper.slice(4) : upper;
 }
 
-/** A host path as the engine will mount it: `..`, `.` and repeated or trailing slashes resolved. */
+/**
+ * A host path as the engine will mount it: `..`, `.` and repeated or trailing slashes resolved
+ * (`/srv/data/../../etc` is `/etc`). Written out rather than node:path, so the dashboard and the
+ * CLI share it.
+ */
 export function normalHostPath(p: string): string {
-  const n = path.posix.normalize(`/${p}`);
-  return n.length > 1 ? n.replace(/\/+$/, "") : n;
+  const out: string[] = [];
+  for (const part of p.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") out.pop();
+    else out.push(part);
+  }
+  return `/${out.join("/")}`;
 }
 
 /** Whether `p` is `prefix` or lies under it, path segment by segment (`/srv` allows `/srv/x`, not `/srvx`). */
@@ -151,11 +158,26 @@ export function serviceReach(spec: ServiceSpec): Reach[] {
 }
 
 /**
+ * The fields of an engine's container spec (drivers/engine.ts `ContainerSpec`) that can reach the
+ * node, stated here so that the dashboard and the CLI can import this module without the driver.
+ */
+export interface EngineSpecFields {
+  privileged?: boolean;
+  networkMode?: string;
+  pidMode?: string;
+  capAdd?: string[];
+  devices?: { pathOnHost: string; pathInContainer: string }[];
+  securityOpt?: string[];
+  cgroupParent?: string;
+  binds?: string[];
+}
+
+/**
  * Every option of an engine spec that reaches the node, named by the service field it comes from.
  * This reads what the engine would really receive, so a rule of buildContainerSpec that changed
  * cannot slip an option past the policy.
  */
-export function engineSpecReach(spec: ContainerSpec): Reach[] {
+export function engineSpecReach(spec: EngineSpecFields): Reach[] {
   const out: Reach[] = [];
   if (spec.privileged) out.push({ field: "privileged", grant: "privileged", value: "true" });
   const net = spec.networkMode;
@@ -259,12 +281,18 @@ export function introduced(before: readonly Reach[], after: readonly Reach[]): R
 }
 
 /** One problem per key of a policy body that is not well formed (PATCH of a namespace). */
-export function policyProblems(body: Partial<Record<keyof Privileges, unknown>>, prefix: string): FieldProblem[] {
+export function policyProblems(
+  body: Partial<Record<keyof Privileges, unknown>>,
+  prefix: string,
+): FieldProblem[] {
   const out: FieldProblem[] = [];
   if (Array.isArray(body.host_paths)) {
     body.host_paths.forEach((p, i) => {
       if (typeof p !== "string" || !p.startsWith("/") || p.includes(":") || p.includes("\u0000"))
-        out.push({ field: `${prefix}host_paths[${i}]`, problem: "must be an absolute host path without ':'" });
+        out.push({
+          field: `${prefix}host_paths[${i}]`,
+          problem: "must be an absolute host path without ':'",
+        });
     });
   }
   if (Array.isArray(body.capabilities)) {
@@ -294,7 +322,8 @@ export function canonicalPrivileges(p: Partial<Privileges>): Privileges {
 export function privilegeRefusal(problems: readonly FieldProblem[]): ApiError {
   const [first, ...rest] = problems;
   if (!first) throw new Error("privilegeRefusal needs a problem");
-  const more = rest.length === 0 ? "" : ` (and ${rest.length} more refused option${rest.length === 1 ? "" : "s"})`;
+  const more =
+    rest.length === 0 ? "" : ` (and ${rest.length} more refused option${rest.length === 1 ? "" : "s"})`;
   return new ApiError("forbidden", "privilege_not_allowed", `${first.field}: ${first.problem}${more}`, [
     ...problems,
   ]);

@@ -12,7 +12,14 @@ import { ServiceView } from "../../src/contract/service.ts";
 import { StackView } from "../../src/contract/stack.ts";
 import { clusterView, nodeView } from "../../src/nodes/views.ts";
 import { inState, simulatedCluster } from "../streams/support.ts";
-import { allowPrivileges, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
+import {
+  allowPrivileges,
+  type Caller,
+  call,
+  createUser,
+  type Harness,
+  startHarness,
+} from "../support/harness.ts";
 
 let h: Harness;
 let alice: Caller;

@@ -28,7 +28,11 @@ const OPTIONS: { name: string; body: Record<string, unknown>; field: string }[] 
   { name: "privileged", body: { privileged: true }, field: "privileged" },
   { name: "host network", body: { net: "host" }, field: "net" },
   { name: "host PID namespace", body: { pid: "host" }, field: "pid" },
-  { name: "a capability beyond the default set", body: { cap_add: ["CHOWN", "sys_admin"] }, field: "cap_add[1]" },
+  {
+    name: "a capability beyond the default set",
+    body: { cap_add: ["CHOWN", "sys_admin"] },
+    field: "cap_add[1]",
+  },
   { name: "every capability", body: { cap_add: ["ALL"] }, field: "cap_add[0]" },
   { name: "a device", body: { devices: ["/dev/sda:/dev/sda"] }, field: "devices[0]" },
   { name: "a security option", body: { security_opt: ["seccomp=unconfined"] }, field: "security_opt[0]" },
@@ -90,7 +94,10 @@ async function allow(ns: string, privileges: Record<string, unknown>) {
 }
 
 function assertRefused(
-  res: { status: number; body: { code: string; error: string; details?: { field: string; problem: string }[] } },
+  res: {
+    status: number;
+    body: { code: string; error: string; details?: { field: string; problem: string }[] };
+  },
   ns: string,
   fields: string[],
 ) {
@@ -194,7 +201,8 @@ describe("a tenant's namespace allows nothing that reaches the node by default",
 
   for (const dialect of ["REST keys", "stack-file keys"] as const) {
     test(`stack create with ${dialect} is refused for each option, and nothing is created`, async () => {
-      const items = dialect === "REST keys" ? OPTIONS.map((o) => ({ body: o.body, field: o.field })) : STACK_FILE_OPTIONS;
+      const items =
+        dialect === "REST keys" ? OPTIONS.map((o) => ({ body: o.body, field: o.field })) : STACK_FILE_OPTIONS;
       for (const o of items) {
         const name = fresh("st");
         const res = await call(s.h, alice, "POST", "/api/app/v1/stack/", {
@@ -253,13 +261,17 @@ describe("a tenant's namespace allows nothing that reaches the node by default",
       method: "POST",
       url: "/api/app/v1/alice/service/",
       headers: { authorization: auth },
-      payload: { image: "busybox:local", name: fresh("escape"), privileged: true, bindings: [{ host_path: "/", container_path: "/host" }] },
+      payload: {
+        image: "busybox:local",
+        name: fresh("escape"),
+        privileged: true,
+        bindings: [{ host_path: "/", container_path: "/host" }],
+      },
     });
-    assertRefused(
-      { status: res.statusCode, body: res.json() },
-      "alice",
-      ["privileged", "bindings[0].host_path"],
-    );
+    assertRefused({ status: res.statusCode, body: res.json() }, "alice", [
+      "privileged",
+      "bindings[0].host_path",
+    ]);
   });
 
   test("a cluster on provider local is refused, naming region", async () => {
@@ -274,7 +286,11 @@ describe("a tenant's namespace allows nothing that reaches the node by default",
   test("an engine on the Berth host attached into a namespace not allowed local nodes is refused", async () => {
     // Administrators attach engines, but into an organization's namespace the namespace's policy holds.
     assert.equal((await call(s.h, s.h.admin, "POST", "/api/v1.1/orgs/", { name: "ops" })).status, 201);
-    for (const engine_url of ["unix:///var/run/docker.sock", "tcp://127.0.0.1:2375", "tcp://localhost:2375"]) {
+    for (const engine_url of [
+      "unix:///var/run/docker.sock",
+      "tcp://127.0.0.1:2375",
+      "tcp://localhost:2375",
+    ]) {
       const res = await call(s.h, s.h.admin, "POST", "/api/infra/v1/ops/node/", { engine_url });
       assertRefused(res, "ops", ["engine_url"]);
     }
@@ -306,7 +322,10 @@ describe("an administrator allows a namespace", () => {
     });
     assert.equal(patch.status, 403);
     assert.equal(patch.body.code, "admin_only");
-    assert.equal((await call(s.h, alice, "GET", "/api/v1.1/namespaces/alice/")).body.privileges.privileged, false);
+    assert.equal(
+      (await call(s.h, alice, "GET", "/api/v1.1/namespaces/alice/")).body.privileges.privileged,
+      false,
+    );
   });
 
   test("PATCH refuses unknown keys and relative host paths, and 404s an unknown namespace", async () => {
@@ -327,9 +346,8 @@ describe("an administrator allows a namespace", () => {
   test("after the PATCH the same options are accepted, run, and reach the engine; the PATCH is an action", async () => {
     const patched = await allow("alice", ALL_ALLOWED);
     assert.deepEqual(patched.privileges, { ...ALL_ALLOWED, local_nodes: false });
-    const actions = (
-      await call(s.h, alice, "GET", "/api/audit/v1/action/?order_by=-start_date&limit=5")
-    ).body.objects;
+    const actions = (await call(s.h, alice, "GET", "/api/audit/v1/action/?order_by=-start_date&limit=5")).body
+      .objects;
     const recorded = actions.find((a: { action: string }) => a.action === "Namespace Update");
     assert.ok(recorded, JSON.stringify(actions));
     assert.equal(recorded.object, "/api/v1.1/namespaces/alice/");
@@ -362,7 +380,9 @@ describe("an administrator allows a namespace", () => {
 
     const hostNet = await call(s.h, alice, "POST", "/api/app/v1/stack/", {
       name: fresh("hn"),
-      services: [{ name: fresh("hnweb"), image: "busybox:local", network_mode: "host", volumes: ["/:/host:ro"] }],
+      services: [
+        { name: fresh("hnweb"), image: "busybox:local", network_mode: "host", volumes: ["/:/host:ro"] },
+      ],
     });
     assert.equal(hostNet.status, 201, hostNet.raw);
   });
@@ -376,7 +396,10 @@ describe("an administrator allows a namespace", () => {
       })
     ).body;
     await allow("alice", { privileged: false });
-    const scaled = await call(s.h, alice, "PATCH", svc.resource_uri, { target_num_containers: 2, privileged: true });
+    const scaled = await call(s.h, alice, "PATCH", svc.resource_uri, {
+      target_num_containers: 2,
+      privileged: true,
+    });
     assert.equal(scaled.status, 200, scaled.raw);
     assert.equal(scaled.body.privileged, true);
     const off = await call(s.h, alice, "PATCH", svc.resource_uri, { privileged: false });
@@ -396,7 +419,13 @@ describe("an administrator allows a namespace", () => {
       });
       assert.equal(res.status, 201, `${host_path}: ${res.raw}`);
     }
-    for (const host_path of ["/srv/datax", "/srv", "/srv/data/../etc", "/srv/data/../../", "/opt/application"]) {
+    for (const host_path of [
+      "/srv/datax",
+      "/srv",
+      "/srv/data/../etc",
+      "/srv/data/../../",
+      "/opt/application",
+    ]) {
       const res = await call(s.h, alice, "POST", "/api/app/v1/service/", {
         image: "busybox:local",
         name: fresh("hp"),
