@@ -133,8 +133,26 @@ export function envSize(envvars: readonly { key: string; value: string }[]): {
   bytes: number;
 } {
   let bytes = 0;
-  for (const e of envvars) bytes += Buffer.byteLength(e.key) + Buffer.byteLength(e.value);
+  for (const e of envvars) bytes += utf8Length(e.key) + utf8Length(e.value);
   return { count: envvars.length, bytes };
+}
+
+/** Bytes of a string in UTF-8 (a lone surrogate counts as the 3 bytes of U+FFFD), without Node's Buffer. */
+export function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
 }
 
 /** Refuses a service environment over the namespace's limits (a create or an update). */
@@ -152,23 +170,4 @@ export function assertEnvWithin(
     throw quotaExceeded(namespace, "env_bytes_per_service", limits.bytes, bytes, {
       field: "container_envvars",
     });
-}
-
-/** Problems of a `limits` object an administrator sends: known resources, whole numbers or null. */
-export function limitsProblems(value: Record<string, unknown>): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  const known = new Set<string>(QUOTA_RESOURCES);
-  for (const [k, v] of Object.entries(value)) {
-    if (!known.has(k))
-      problems.push({
-        field: `limits.${k}`,
-        problem: `is not a quota (one of ${QUOTA_RESOURCES.join(", ")})`,
-      });
-    else if (v !== null && (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > MAX_LIMIT))
-      problems.push({
-        field: `limits.${k}`,
-        problem: `must be null (no limit) or an integer between 0 and ${MAX_LIMIT}`,
-      });
-  }
-  return problems;
 }

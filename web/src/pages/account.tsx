@@ -1,5 +1,6 @@
 // The account: profile, email addresses (verification, primary), API keys (shown once),
-// organizations and their members, each namespace's privileges (editable by administrators), and
+// invitations to organizations (accept, decline), organizations, their members and pending
+// invitations, each namespace's privileges (editable by administrators), and
 // (administrators) new users.
 import { useEffect, useState } from "preact/hooks";
 import type { NamespaceSettingsView } from "../../../src/contract/namespace.ts";
@@ -29,6 +30,13 @@ interface ApiKey {
 interface Org {
   name: string;
   members: { username: string; role: string }[];
+}
+interface InvitationRow {
+  org: string;
+  username: string;
+  role: string;
+  invited_by: string;
+  created: string;
 }
 
 function useLoad<T>(url: string): { data?: T; error?: unknown; reload(): void } {
@@ -247,8 +255,71 @@ function KeySection({ me }: { me: string }) {
   );
 }
 
+/** Invitations waiting for the user: accepting makes it a member, declining drops the invitation. */
+function InvitationSection({ me }: { me: string }) {
+  const list = useLoad<{ objects: InvitationRow[] }>(`/api/v1.1/users/${me}/invitations/`);
+  const rows = list.data?.objects ?? [];
+  if (!list.error && rows.length === 0) return null;
+  const base = `/api/v1.1/users/${me}/invitations/`;
+  return (
+    <section>
+      <h2>Invitations</h2>
+      <ErrorLine error={list.error} />
+      <ul class="plain invitations">
+        {rows.map((i) => (
+          <li key={i.org} class="email-row">
+            <span>{i.org}</span>
+            <span class="hint">
+              as {i.role}, invited by {i.invited_by}
+            </span>
+            <Op
+              label="Accept"
+              run={() => call("POST", `${base}${i.org}/accept/`)}
+              done={() => {
+                list.reload();
+                void loadSession();
+              }}
+            />
+            <Op
+              label="Decline"
+              danger
+              confirm={`Decline the invitation to ${i.org}?`}
+              run={() => call("POST", `${base}${i.org}/decline/`)}
+              done={() => list.reload()}
+            />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+/** An organization's pending invitations (owners), each of which an owner may withdraw. */
+function PendingInvitations({ name }: { name: string }) {
+  const list = useLoad<{ objects: InvitationRow[] }>(`/api/v1.1/orgs/${name}/invitations/`);
+  const rows = list.data?.objects ?? [];
+  if (rows.length === 0) return <ErrorLine error={list.error} />;
+  return (
+    <ul class="plain">
+      {rows.map((i) => (
+        <li key={i.username} class="email-row">
+          <span>{i.username}</span>
+          <span class="hint">invited as {i.role}, pending</span>
+          <Op
+            label="Withdraw"
+            danger
+            run={() => call("DELETE", `/api/v1.1/orgs/${name}/invitations/${i.username}/`)}
+            done={() => list.reload()}
+          />
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 function OrgCard({ name, me }: { name: string; me: string }) {
   const org = useLoad<Org>(`/api/v1.1/orgs/${name}/`);
+  const [invited, setInvited] = useState(0);
   const [user, setUser] = useState("");
   const [role, setRole] = useState("member");
   if (org.error) return <ErrorLine error={org.error} />;
@@ -263,27 +334,39 @@ function OrgCard({ name, me }: { name: string; me: string }) {
           <li key={m.username} class="email-row">
             <span>{m.username}</span>
             <span class="hint">{m.role}</span>
-            <Op
-              label="Remove"
-              danger
-              allowed={notOwner}
-              confirm={`Remove ${m.username} from ${name}?`}
-              run={() => call("DELETE", `/api/v1.1/orgs/${name}/members/${m.username}/`)}
-              done={() => org.reload()}
-            />
+            {m.username === me ? (
+              <Op
+                label="Leave"
+                danger
+                confirm={`Leave ${name}? You lose access to its namespace.`}
+                run={() => call("DELETE", `/api/v1.1/orgs/${name}/members/${me}/`)}
+                done={() => void loadSession()}
+              />
+            ) : (
+              <Op
+                label="Remove"
+                danger
+                allowed={notOwner}
+                confirm={`Remove ${m.username} from ${name}?`}
+                run={() => call("DELETE", `/api/v1.1/orgs/${name}/members/${m.username}/`)}
+                done={() => org.reload()}
+              />
+            )}
           </li>
         ))}
       </ul>
+      {owner && <PendingInvitations key={invited} name={name} />}
       {owner && (
         <form
           class="inline-form"
           onSubmit={(e) => {
             e.preventDefault();
-            void perform(`Add ${user} to ${name}`, () =>
+            void perform(`Invite ${user} to ${name}`, () =>
               call("POST", `/api/v1.1/orgs/${name}/members/`, { username: user, role }),
             ).then((r) => {
               if (r) {
                 setUser("");
+                setInvited((n) => n + 1);
                 org.reload();
               }
             });
@@ -296,7 +379,7 @@ function OrgCard({ name, me }: { name: string; me: string }) {
             onInput={(e) => setUser(inputValue(e))}
           />
           <Select value={role} onChange={setRole} options={["member", "owner"]} />
-          <button type="submit">Add member</button>
+          <button type="submit">Invite</button>
         </form>
       )}
     </div>
@@ -518,6 +601,7 @@ export function AccountPage() {
       <ProfileSection me={s.username} />
       <EmailSection me={s.username} />
       <KeySection me={s.username} />
+      <InvitationSection me={s.username} />
       <OrgSection me={s.username} namespaces={s.namespaces} />
       <PrivilegesSection namespaces={s.namespaces} admin={s.is_admin} />
       {s.is_admin && <UsersSection />}
