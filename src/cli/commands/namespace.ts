@@ -3,6 +3,7 @@
 import type { Command } from "commander";
 import type { NamespaceSettingsView } from "../../contract/namespace.ts";
 import { PRIVILEGE_KEYS, type Privileges } from "../../domain/privileges.ts";
+import { QUOTA_RESOURCES } from "../../domain/quotas.ts";
 import type { Ctx } from "../context.ts";
 import { usageError } from "../errors.ts";
 
@@ -101,7 +102,7 @@ function change(current: Privileges, o: PrivilegeFlags, allow: boolean): Partial
 export function registerNamespace(program: Command, ctx: (cmd: Command) => Ctx): void {
   const namespace = program
     .command("namespace")
-    .description("namespace settings: what its containers may do that reaches their node");
+    .description("namespace settings: what its containers may do that reaches their node, and its quotas");
   const url = (name: string) => `/api/v1.1/namespaces/${encodeURIComponent(name)}/`;
 
   namespace
@@ -130,4 +131,35 @@ export function registerNamespace(program: Command, ctx: (cmd: Command) => Ctx):
       print(c, res.body as NamespaceSettingsView);
     });
   }
+
+  // Quotas (domain/quotas.ts): each limit in force and the namespace's usage; administrators set
+  // limits with one option per quota (`none`: no limit).
+  const quota = namespace
+    .command("quota <namespace>")
+    .description("a namespace's quotas: limit and usage; with options, set limits (administrators)");
+  for (const r of QUOTA_RESOURCES)
+    quota.option(`--${r.replaceAll("_", "-")} <n>`, `limit of ${r} (a whole number, or none)`);
+  quota.action(async (name: string, o: Record<string, string | undefined>, cmd: Command) => {
+    const c = ctx(cmd);
+    const limits: Record<string, number | null> = {};
+    for (const r of QUOTA_RESOURCES) {
+      const v = o[r.replace(/_(.)/g, (_m, ch: string) => ch.toUpperCase())];
+      if (v === undefined) continue;
+      if (v === "none") limits[r] = null;
+      else if (/^\d+$/.test(v)) limits[r] = Number(v);
+      else throw usageError(`--${r.replaceAll("_", "-")}: give a whole number, or none`);
+    }
+    const ns = Object.keys(limits).length
+      ? ((await c.client.request("PATCH", url(name), { body: { limits } })).body as NamespaceSettingsView)
+      : await c.client.get<NamespaceSettingsView>(url(name));
+    if (c.out.opts.json) return c.out.json(ns.quotas);
+    c.out.table(
+      [
+        { header: "QUOTA", value: (r: { key: string }) => r.key },
+        { header: "LIMIT", value: (r: { limit: number | null }) => (r.limit === null ? "none" : r.limit) },
+        { header: "USAGE", value: (r: { usage: number }) => r.usage },
+      ],
+      Object.entries(ns.quotas).map(([key, q]) => ({ key, ...q })),
+    );
+  });
 }
