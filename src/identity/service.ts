@@ -336,6 +336,15 @@ export class IdentityService {
       this.store.membership(org, username),
     ]);
     if (user && member) {
+      if (member.role === "owner" && role === "member") {
+        const owners = (await this.store.orgMembers(org)).filter((m) => m.role === "owner");
+        if (owners.length === 1)
+          throw new ApiError(
+            "conflict",
+            "last_owner",
+            `${username} is the last owner of ${org}; make another member an owner first.`,
+          );
+      }
       await this.store.putMember(org, username, role);
       await this.store.deleteInvitation(org, username);
       return { invitation: this.invitationOf(org, username, user.id, role, p), state: "accepted" };

@@ -183,5 +183,12 @@ describe("leaving", () => {
     const last = await call(h, alice, "DELETE", "/api/v1.1/orgs/acme/members/alice/");
     assert.equal(last.status, 409);
     assert.equal(last.body.code, "last_owner");
+    // Nor can the last owner be made a plain member.
+    const demoted = await call(h, alice, "POST", "/api/v1.1/orgs/acme/members/", {
+      username: "alice",
+      role: "member",
+    });
+    assert.equal(demoted.status, 409, demoted.raw);
+    assert.equal(demoted.body.code, "last_owner");
   });
 });
