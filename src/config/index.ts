@@ -55,6 +55,11 @@ export interface Config {
     emailTokenTtlS: number;
     /** Least time between two confirmation messages to the same address (0 = no limit). */
     verifyIntervalS: number;
+    /** Confirmation messages per hour: per user, and per receiving mailbox whichever users asked. */
+    verifyMaxPerUser: number;
+    verifyMaxPerAddress: number;
+    /** Unverified addresses a user may hold at once. */
+    maxUnverifiedEmails: number;
     /** smtp://[user:password@]host[:port]; unset = confirmation messages go to the server log. */
     smtpUrl?: string;
     /** Sender address of confirmation messages. */
@@ -353,6 +358,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         env.BERTH_EMAIL_VERIFY_INTERVAL_S,
         60,
       ),
+      verifyMaxPerUser: parsePositiveInt(
+        "BERTH_EMAIL_VERIFY_MAX_PER_USER",
+        env.BERTH_EMAIL_VERIFY_MAX_PER_USER,
+        5,
+      ),
+      verifyMaxPerAddress: parsePositiveInt(
+        "BERTH_EMAIL_VERIFY_MAX_PER_ADDRESS",
+        env.BERTH_EMAIL_VERIFY_MAX_PER_ADDRESS,
+        3,
+      ),
+      maxUnverifiedEmails: parsePositiveInt("BERTH_EMAIL_MAX_UNVERIFIED", env.BERTH_EMAIL_MAX_UNVERIFIED, 5),
       smtpUrl: parseSmtpUrl(env.BERTH_SMTP_URL),
       mailFrom: env.BERTH_MAIL_FROM || defaultMailFrom(publicUrl),
       loginMaxFailuresPerUser: parsePositiveInt(
