@@ -591,6 +591,7 @@ export class LocalProvider {
     writeFileSync(
       record.daemonConfigPath,
       `${JSON.stringify(daemonConfig(record, { insecureRegistries: this.insecureRegistries }), null, 2)}\n`,
+      { mode: 0o600 },
     );
 
     // The hostname lives in a persistent UTS namespace, set before dockerd starts, so the
