@@ -186,6 +186,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     bridgeName: config.nodes.localBridge,
     imagesToLoad: config.nodes.localNodeImages,
     insecureRegistries,
+    usernsRemap: config.nodes.localUsernsRemap,
+    // The engines' remapped roots pass through the data directory to their data-roots.
+    traversableFrom: config.dataDir,
   });
   const localProvisioner = new LocalProvisioner(local);
   const catalogue = Catalogue.load(undefined, { local: () => localProvisioner.availability() });
