@@ -7,10 +7,14 @@
 // Needs root, dockerd, iproute2, iptables and busybox-static, like every file of this tier;
 // skipped without them locally, failing under CI=true.
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { randomBytes, randomUUID } from "node:crypto";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { DockerEngine } from "../../src/drivers/docker/index.ts";
 import type { Engine } from "../../src/drivers/engine.ts";
+import { LocalProvider } from "../../src/drivers/local/index.ts";
 import { call, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
 import { execIn } from "../support/real-api.ts";
@@ -18,7 +22,12 @@ import { execIn } from "../support/real-api.ts";
 const LAB_RANGE = "10.213.0.0/16";
 const BRIDGE = "berth-u0";
 
-const unavailable = await localNodesUnavailable({ labRange: LAB_RANGE, bridgeName: BRIDGE });
+// A second lab, for nodes whose engine cannot remap (a data directory it cannot pass through).
+const STUCK = { labRange: "10.212.0.0/16", bridgeName: "berth-u1" };
+
+const unavailable =
+  (await localNodesUnavailable({ labRange: LAB_RANGE, bridgeName: BRIDGE })) ??
+  (await localNodesUnavailable(STUCK));
 
 describe("user-namespace remapping on a real local node", { skip: unavailable ?? false }, () => {
   let h: Harness;
@@ -132,5 +141,54 @@ describe("user-namespace remapping on a real local node", { skip: unavailable ??
       )
     ).output;
     assert.match(rooted, /^\s*0\s+\d{6,}\s+65536\s*$/m, "an ordinary container is remapped");
+  });
+});
+
+describe("an engine that cannot remap", { skip: unavailable ?? false }, () => {
+  // The state directory sits under a directory that is not Berth's and lets no one else pass:
+  // the remapped root could not reach the data-root, so the engine cannot remap here.
+  const root = mkdtempSync(path.join(tmpdir(), "berth-stuck-"));
+  const stateDir = path.join(root, "closed", "local-nodes");
+  mkdirSync(stateDir, { recursive: true });
+  chmodSync(path.join(root, "closed"), 0o700);
+  const lines: string[] = [];
+  const provider = (mode: "required" | "optional") =>
+    new LocalProvider({ ...STUCK, stateDir, usernsRemap: mode, log: (l) => lines.push(l) });
+  const nodeIds = [randomUUID(), randomUUID()];
+
+  after(async () => {
+    const p = provider("optional");
+    for (const id of nodeIds)
+      await p.terminateNode(id).catch((e: Error) => console.error(`cleanup: ${e.message}`));
+    await p.teardownHost().catch((e: Error) => console.error(`cleanup: ${e.message}`));
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  test("fails the node with the reason unless an administrator allows running without", async () => {
+    const p = provider("required");
+    await assert.rejects(p.deployNode({ nodeId: nodeIds[0]!, index: 1 }), (err: Error) => {
+      assert.match(
+        err.message,
+        /the engine cannot run with user-namespace remapping: .*closed does not let other users pass through it \(o\+x\)/,
+      );
+      assert.match(err.message, /BERTH_LOCAL_USERNS_REMAP=optional/);
+      return true;
+    });
+    await p.terminateNode(nodeIds[0]!);
+  });
+
+  test("with BERTH_LOCAL_USERNS_REMAP=optional the node runs without remapping and says so", async () => {
+    const p = provider("optional");
+    const node = await p.deployNode({ nodeId: nodeIds[1]!, index: 2 });
+    assert.equal(node.usernsRemap, undefined);
+    assert.match(node.usernsRemapSkipped ?? "", /does not let other users pass through it/);
+    assert.ok(
+      lines.some((l) => /running WITHOUT user-namespace remapping \(container root is host root\)/.test(l)),
+    );
+    const engine = new DockerEngine({ endpoint: node.engineUrl });
+    const id = await engine.createContainer({ image: "busybox:local", cmd: ["sleep", "60"], name: "plain" });
+    await engine.startContainer(id);
+    const map = await execIn(engine, id, ["cat", "/proc/self/uid_map"], 10_000);
+    assert.match(map.output, /^\s*0\s+0\s+4294967295\s*$/m, "container root is host root here");
   });
 });

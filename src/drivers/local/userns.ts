@@ -149,7 +149,7 @@ export async function ensureRemapUser(options: {
 /**
  * The remapped root must traverse every directory down to the engine's data-root (dockerd refuses
  * to start otherwise). Directories of Berth's own, from `ownedFrom` down, get the execute bit for
- * others (0711: they can be passed through, not listed; every file in them stays 0600); the ones
+ * others (0701: they can be passed through, not listed; every file in them stays 0600); the ones
  * above must already allow it, or the reason names the directory to fix.
  */
 export function ensureTraversable(dataRoot: string, ownedFrom: string): string[] {
