@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
-import { DatabaseCounters, LoginLimiter, MemoryCounters } from "./accounts/limiter.ts";
+import { DatabaseCounters, LoginLimiter, MailLimiter, MemoryCounters } from "./accounts/limiter.ts";
 import { LogOutbox, type Outbox, SmtpOutbox } from "./accounts/outbox.ts";
 import { AccountsService } from "./accounts/service.ts";
 import { SessionService } from "./accounts/sessions.ts";
@@ -191,6 +191,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     bridgeName: config.nodes.localBridge,
     imagesToLoad: config.nodes.localNodeImages,
     insecureRegistries,
+    usernsRemap: config.nodes.localUsernsRemap,
+    // The engines' remapped roots pass through the data directory to their data-roots.
+    traversableFrom: config.dataDir,
   });
   const localProvisioner = new LocalProvisioner(local);
   const catalogue = Catalogue.load(undefined, { local: () => localProvisioner.availability() });
@@ -387,6 +390,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     return [...cs.map(containerUri), ...(svc.stack_uuid ? [stackUri(svc.namespace, svc.stack_uuid)] : [])];
   });
 
+  // Replicas share their counters, so that the limits hold whichever replica a request reaches.
+  const counters = replicated ? new DatabaseCounters(store) : new MemoryCounters();
   const logins = new LoginLimiter(
     {
       maxFailuresPerUser: config.accounts.loginMaxFailuresPerUser,
@@ -394,8 +399,16 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       windowS: config.accounts.loginWindowS,
     },
     clock,
-    // Replicas share their counters, so that the limits hold whichever replica a guess reaches.
-    replicated ? new DatabaseCounters(store) : new MemoryCounters(),
+    counters,
+  );
+  const mails = new MailLimiter(
+    {
+      maxPerUser: config.accounts.verifyMaxPerUser,
+      maxPerAddress: config.accounts.verifyMaxPerAddress,
+      windowS: 3600,
+    },
+    clock,
+    counters,
   );
   const outbox =
     opts.outbox ??
@@ -408,10 +421,12 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     clock,
     outbox,
     logins,
+    mails,
     publicUrl: config.publicUrl,
     tokenTtlS: config.accounts.tokenTtlS,
     emailTokenTtlS: config.accounts.emailTokenTtlS,
     verifyIntervalS: config.accounts.verifyIntervalS,
+    maxUnverifiedEmails: config.accounts.maxUnverifiedEmails,
   });
 
   if (replicated) {

@@ -187,3 +187,84 @@ export class LoginLimiter {
 function secondsUntil(resetAt: number, now: number): number {
   return Math.max(1, Math.ceil((resetAt - now) / 1000));
 }
+
+export interface MailLimits {
+  /** Confirmation messages one user may have sent per window, whatever the addresses. */
+  maxPerUser: number;
+  /** Confirmation messages one mailbox may receive per window, whichever users asked. */
+  maxPerAddress: number;
+  windowS: number;
+}
+
+/**
+ * The mailbox an address reaches, for counting: lower case, without a `+tag` on the local part
+ * (most mail servers deliver `victim+1@…` and `Victim@…` to the same person).
+ */
+export function mailboxOf(address: string): string {
+  const at = address.lastIndexOf("@");
+  const local = address.slice(0, at).split("+")[0]!;
+  return `${local}@${address.slice(at + 1)}`.toLowerCase();
+}
+
+/**
+ * Limits on confirmation messages (POST …/emails/verify/), so that the endpoint cannot be used to
+ * send mail to third parties in bulk: per user and per receiving mailbox, over a fixed window, in
+ * the same counters as failed sign-ins (shared by replicas on PostgreSQL). A message that could not
+ * be sent is not counted.
+ */
+export class MailLimiter {
+  constructor(
+    private readonly limits: MailLimits,
+    private readonly clock: Clock,
+    private readonly counters: FailureCounters = new MemoryCounters(),
+  ) {}
+
+  async guard<T>(
+    user: { id: number; username: string },
+    address: string,
+    send: () => Promise<T>,
+  ): Promise<T> {
+    const userKey = `mail-user:${user.id}`;
+    const addressKey = `mail-to:${mailboxOf(address)}`;
+    const now = this.clock.now();
+    const windowMs = this.limits.windowS * 1000;
+    const per = describeWindow(this.limits.windowS);
+    const mine = await this.counters.tryCount(userKey, this.limits.maxPerUser, now, windowMs);
+    if (!mine.counted) {
+      const wait = secondsUntil(mine.resetAt, now);
+      throw mailLimited(
+        `${user.username} has asked for the most confirmation messages allowed (${this.limits.maxPerUser} ${per}); try again in ${wait} seconds.`,
+        wait,
+        `at most ${this.limits.maxPerUser} confirmation messages per user ${per}`,
+      );
+    }
+    const to = await this.counters.tryCount(addressKey, this.limits.maxPerAddress, now, windowMs);
+    if (!to.counted) {
+      await this.counters.add(userKey, -1, now, windowMs);
+      const wait = secondsUntil(to.resetAt, now);
+      throw mailLimited(
+        `${address} has been sent the most confirmation messages allowed (${this.limits.maxPerAddress} ${per}); try again in ${wait} seconds.`,
+        wait,
+        `at most ${this.limits.maxPerAddress} confirmation messages per address ${per}`,
+      );
+    }
+    try {
+      return await send();
+    } catch (err) {
+      await this.counters.add(userKey, -1, this.clock.now(), windowMs);
+      await this.counters.add(addressKey, -1, this.clock.now(), windowMs);
+      throw err;
+    }
+  }
+}
+
+function describeWindow(windowS: number): string {
+  if (windowS === 3600) return "per hour";
+  return windowS % 60 === 0 ? `per ${windowS / 60} minutes` : `per ${windowS} seconds`;
+}
+
+function mailLimited(message: string, retryAfterS: number, problem: string): ApiError {
+  return new ApiError("rate_limited", "rate_limited", message, [{ field: "email", problem }], {
+    "Retry-After": String(retryAfterS),
+  });
+}

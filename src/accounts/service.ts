@@ -8,7 +8,7 @@ import type { Clock } from "../domain/time.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import type { EmailRow, ProfilePatch } from "../store/accounts.ts";
 import { type Store, UniqueViolation, type UserRow } from "../store/store.ts";
-import type { LoginLimiter } from "./limiter.ts";
+import type { LoginLimiter, MailLimiter } from "./limiter.ts";
 import type { Outbox } from "./outbox.ts";
 import { parseScopeParam } from "./scopes.ts";
 
@@ -61,11 +61,15 @@ export interface AccountsServiceOptions {
   clock: Clock;
   outbox: Outbox;
   logins: LoginLimiter;
+  /** Confirmation messages per user and per mailbox. */
+  mails: MailLimiter;
   publicUrl: string;
   tokenTtlS: number;
   emailTokenTtlS: number;
   /** Least time between two confirmation messages to one address; 0 = no limit. */
   verifyIntervalS: number;
+  /** Unverified addresses a user may hold at once. */
+  maxUnverifiedEmails: number;
 }
 
 export class AccountsService {
@@ -196,24 +200,34 @@ export class AccountsService {
     return this.store.listEmails(user.id);
   }
 
-  /** Adds an unverified, non-primary address; no message is sent (spec rule 1). */
+  /**
+   * Adds an unverified, non-primary address; no message is sent (spec rule 1). A user holds at most
+   * `maxUnverifiedEmails` unverified addresses (403 `too_many_unverified_emails`), so that the
+   * per-address limit on confirmation messages cannot be walked around with ever new addresses.
+   */
   async addEmail(p: Principal, username: string, value: string): Promise<EmailRow> {
     const user = await this.o.identity.userForCaller(p, username);
     const email = this.parseEmail(value);
     const duplicate = () => conflict(`${username} already has the address ${email}.`, "email_exists");
     if (await this.store.findEmail(user.id, value.trim())) throw duplicate();
+    const row = { user_id: user.id, email, verified: 0, primary: 0, created: this.o.clock.now() };
+    let added: boolean;
     try {
-      return await this.store.insertEmail({
-        user_id: user.id,
-        email,
-        verified: 0,
-        primary: 0,
-        created: this.o.clock.now(),
-      });
+      added = await this.store.insertUnverifiedEmail(row, this.o.maxUnverifiedEmails);
     } catch (err) {
       if (err instanceof UniqueViolation) throw duplicate();
       throw err;
     }
+    if (!added) {
+      const max = this.o.maxUnverifiedEmails;
+      throw new ApiError(
+        "forbidden",
+        "too_many_unverified_emails",
+        `${username} already has ${max} unverified addresses, the most allowed; confirm or delete one before adding another.`,
+        [{ field: "email", problem: `at most ${max} unverified addresses per user` }],
+      );
+    }
+    return row;
   }
 
   async deleteEmail(p: Principal, username: string, value: string): Promise<void> {
@@ -244,7 +258,8 @@ export class AccountsService {
   /**
    * Issues a one-time confirmation token for an unverified address and hands it to the outbox.
    * Earlier tokens for the address stop working. A second request within verifyIntervalS is 429,
-   * so the endpoint cannot be used to flood someone's mailbox.
+   * and so is one past the hourly limits per user and per receiving mailbox (`MailLimiter`), so the
+   * endpoint cannot be used to flood someone's mailbox or to mail many third parties.
    */
   async sendVerification(p: Principal, username: string, value: string): Promise<EmailRow> {
     const user = await this.o.identity.userForCaller(p, username);
@@ -263,6 +278,12 @@ export class AccountsService {
         { "Retry-After": String(wait) },
       );
     }
+    await this.o.mails.guard(user, row.email, () => this.mailToken(user, row.email, now));
+    return row;
+  }
+
+  /** A new confirmation token for the address, handed to the outbox (dropped if it cannot be sent). */
+  private async mailToken(user: UserRow, address: string, now: number): Promise<void> {
     await this.store.purgeExpiredTokens(now);
     const token = newToken();
     const tokenHash = sha256(token);
@@ -270,13 +291,13 @@ export class AccountsService {
     await this.store.replaceEmailToken({
       token_hash: tokenHash,
       user_id: user.id,
-      email: row.email,
+      email: address,
       created: now,
       expires,
     });
     try {
       await this.o.outbox.send({
-        to: row.email,
+        to: address,
         subject: "Confirm your email address",
         text: [
           `Hello ${user.username},`,
@@ -297,7 +318,6 @@ export class AccountsService {
       await this.store.deleteEmailToken(tokenHash);
       throw err;
     }
-    return row;
   }
 
   /** Marks the token's address verified; the token is used up. Unknown, used or expired: 400. */

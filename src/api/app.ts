@@ -18,6 +18,7 @@ import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.
 import { clientRefusal, type EarlyRefusal, frameworkRefusal, installErrorHandling } from "./errors.ts";
 import { installInputRules } from "./input.ts";
 import { callMeta, installRecorder, recordEarlyRefusal } from "./recorder.ts";
+import { redactUrl } from "./redact.ts";
 import { actionRoutes } from "./routes/actions.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -70,11 +71,6 @@ function withPathParamsOf<S extends { params?: unknown } | undefined>(url: strin
       required: (params.required ?? []).filter(inUrl),
     },
   };
-}
-
-/** Never log secrets: stream credentials may ride in the query string. */
-function redactUrl(url: string): string {
-  return url.replace(/([?&](token|password)=)[^&]*/gi, "$1***");
 }
 
 /** The request line and Authorization header of a request Node's parser refused, when readable. */

@@ -55,6 +55,11 @@ export interface Config {
     emailTokenTtlS: number;
     /** Least time between two confirmation messages to the same address (0 = no limit). */
     verifyIntervalS: number;
+    /** Confirmation messages per hour: per user, and per receiving mailbox whichever users asked. */
+    verifyMaxPerUser: number;
+    verifyMaxPerAddress: number;
+    /** Unverified addresses a user may hold at once. */
+    maxUnverifiedEmails: number;
     /** smtp://[user:password@]host[:port]; unset = confirmation messages go to the server log. */
     smtpUrl?: string;
     /** Sender address of confirmation messages. */
@@ -103,6 +108,11 @@ export interface Config {
     localBridge: string;
     /** Image archives or images of the host's engine loaded into every new local node (CONTRACT §13). */
     localNodeImages: string[];
+    /**
+     * User-namespace remapping of local nodes' engines: `required` (a node whose engine cannot
+     * remap fails with the reason), `optional` (it runs without, and its log says so), `off`.
+     */
+    localUsernsRemap: "required" | "optional" | "off";
     /** How long a node registration token (`POST /api/infra/v1/token/`) stays usable. */
     agentTokenTtlS: number;
   };
@@ -222,6 +232,13 @@ function parseBool(name: string, value: string | undefined, fallback: boolean): 
   if (/^(1|true|yes|on)$/i.test(value)) return true;
   if (/^(0|false|no|off)$/i.test(value)) return false;
   throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function parseUsernsRemap(value: string | undefined): "required" | "optional" | "off" {
+  const v = (value ?? "").trim().toLowerCase();
+  if (v === "") return "required";
+  if (v === "required" || v === "optional" || v === "off") return v;
+  throw new ConfigError(`BERTH_LOCAL_USERNS_REMAP must be required, optional or off, got "${value}"`);
 }
 
 function parseFactor(value: string | undefined): number {
@@ -353,6 +370,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         env.BERTH_EMAIL_VERIFY_INTERVAL_S,
         60,
       ),
+      verifyMaxPerUser: parsePositiveInt(
+        "BERTH_EMAIL_VERIFY_MAX_PER_USER",
+        env.BERTH_EMAIL_VERIFY_MAX_PER_USER,
+        5,
+      ),
+      verifyMaxPerAddress: parsePositiveInt(
+        "BERTH_EMAIL_VERIFY_MAX_PER_ADDRESS",
+        env.BERTH_EMAIL_VERIFY_MAX_PER_ADDRESS,
+        3,
+      ),
+      maxUnverifiedEmails: parsePositiveInt("BERTH_EMAIL_MAX_UNVERIFIED", env.BERTH_EMAIL_MAX_UNVERIFIED, 5),
       smtpUrl: parseSmtpUrl(env.BERTH_SMTP_URL),
       mailFrom: env.BERTH_MAIL_FROM || defaultMailFrom(publicUrl),
       loginMaxFailuresPerUser: parsePositiveInt(
@@ -394,6 +422,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .split(",")
         .map((s) => s.trim())
         .filter(Boolean),
+      localUsernsRemap: parseUsernsRemap(env.BERTH_LOCAL_USERNS_REMAP),
       agentTokenTtlS: parsePositiveInt("BERTH_AGENT_TOKEN_TTL_S", env.BERTH_AGENT_TOKEN_TTL_S, 3600),
     },
   };

@@ -4,6 +4,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { ensurePrivateDir, tightenIfPresent } from "../config/private-files.ts";
 
 export class SecretBox {
   private constructor(private readonly key: Buffer) {}
@@ -13,7 +14,7 @@ export class SecretBox {
     if (opts.secret) return new SecretBox(createHash("sha256").update(opts.secret).digest());
     const file = path.join(opts.dataDir, "secret.key");
     if (!fs.existsSync(file)) {
-      fs.mkdirSync(opts.dataDir, { recursive: true });
+      ensurePrivateDir(opts.dataDir);
       // wx: never overwrite a key another process just wrote.
       try {
         fs.writeFileSync(file, randomBytes(32).toString("base64"), { mode: 0o600, flag: "wx" });
@@ -21,6 +22,8 @@ export class SecretBox {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       }
     }
+    // A key file copied in by hand (or by an older tool) with a readable mode is tightened.
+    tightenIfPresent(file);
     return new SecretBox(Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64"));
   }
 

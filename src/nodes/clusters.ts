@@ -120,6 +120,15 @@ export class NodeClusters {
     });
   }
 
+  /**
+   * A cluster that grows (deploy, scale up) on provider local needs its namespace's `local_nodes`
+   * now: a cluster made while the namespace was allowed gets no new node once it no longer is.
+   */
+  async checkGrowth(c: Pick<ClusterRow, "namespace" | "provider">): Promise<void> {
+    if (this.o.catalogue.providerData(c.provider)?.driver === "local")
+      await this.o.policies.checkLocalNodes(c.namespace, "region");
+  }
+
   // ---- the work of cluster operations ------------------------------------------------------------
 
   provisioner(provider: string): Provisioner {

@@ -23,6 +23,15 @@ export class LocalProvisioner implements Provisioner {
     await ctx.log("Starting a Docker engine in the node's own network namespace");
     const n = await this.local.deployNode({ nodeId: ctx.node.uuid, index: ctx.node.slot });
     await ctx.log(`Engine answers at ${n.engineUrl}; containers get addresses in ${n.containerSubnet}`);
+    if (n.usernsRemap) {
+      await ctx.log(
+        `Containers run in user namespaces: their root is host uid ${n.usernsRemap.uid} (subordinate ids of ${n.usernsRemap.user}), not host root`,
+      );
+    } else if (n.usernsRemapSkipped) {
+      await ctx.log(
+        `Containers run WITHOUT user-namespace remapping (their root is host root): ${n.usernsRemapSkipped}`,
+      );
+    }
     return { engine_url: n.engineUrl, public_ip: n.address, private_subnet: n.containerSubnet };
   }
 

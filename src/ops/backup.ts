@@ -15,6 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Config } from "../config/index.ts";
+import { ensurePrivateDir } from "../config/private-files.ts";
 import { openDatabase } from "../store/db.ts";
 import { migrateToLatest } from "../store/migrations.ts";
 import { isEmptyDatabase, sqliteFile, sqliteOnlineBackup } from "../store/snapshot.ts";
@@ -105,7 +106,9 @@ export async function backupControlPlane(opts: BackupOptions): Promise<BackupHea
     }
     const partial = `${opts.file}.partial`;
     fs.mkdirSync(path.dirname(path.resolve(opts.file)), { recursive: true });
-    const out = fs.createWriteStream(partial, { mode: 0o600 });
+    // A partial file a crash left behind keeps its mode when truncated: start from a new one.
+    fs.rmSync(partial, { force: true });
+    const out = fs.createWriteStream(partial, { mode: 0o600, flags: "wx" });
     out.write(`${MAGIC}\n${JSON.stringify(header)}\n`);
     await pipeline(fs.createReadStream(payload), out);
     fs.renameSync(partial, opts.file);
@@ -161,14 +164,17 @@ export async function restoreControlPlane(opts: BackupOptions): Promise<BackupHe
     if (dialect === "sqlite") {
       const target = sqlitePath(config.databaseUrl);
       for (const leftover of [target, `${target}-wal`, `${target}-shm`]) fs.rmSync(leftover, { force: true });
-      fs.mkdirSync(path.dirname(target), { recursive: true });
+      ensurePrivateDir(path.dirname(target));
       await pipeline(
         fs.createReadStream(opts.file, { start: offset }),
         fs.createWriteStream(target, { mode: 0o600 }),
       );
     } else {
       const payload = path.join(dir, "payload");
-      await pipeline(fs.createReadStream(opts.file, { start: offset }), fs.createWriteStream(payload));
+      await pipeline(
+        fs.createReadStream(opts.file, { start: offset }),
+        fs.createWriteStream(payload, { mode: 0o600 }),
+      );
       const target = pgTarget(config.databaseUrl);
       await run(
         opts.pgRestore ?? "pg_restore",
@@ -187,7 +193,7 @@ export async function restoreControlPlane(opts: BackupOptions): Promise<BackupHe
     fs.rmSync(dir, { recursive: true, force: true });
   }
   if (header.keyFile) {
-    fs.mkdirSync(config.dataDir, { recursive: true });
+    ensurePrivateDir(config.dataDir);
     const keyPath = path.join(config.dataDir, "secret.key");
     if (!fs.existsSync(keyPath)) fs.writeFileSync(keyPath, header.keyFile, { mode: 0o600, flag: "wx" });
   }

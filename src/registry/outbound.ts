@@ -44,18 +44,32 @@ const RANGES: [string, number, 4 | 6, string][] = [
   ["0.0.0.0", 8, 4, "a reserved address"],
   ["192.0.0.0", 24, 4, "a reserved address"],
   ["192.0.2.0", 24, 4, "a documentation address"],
+  ["192.88.99.0", 24, 4, "a reserved (6to4 relay) address"],
   ["198.18.0.0", 15, 4, "a reserved address"],
   ["198.51.100.0", 24, 4, "a documentation address"],
   ["203.0.113.0", 24, 4, "a documentation address"],
   ["224.0.0.0", 4, 4, "a multicast address"],
   ["240.0.0.0", 4, 4, "a reserved address"],
   ["::1", 128, 6, "a loopback address"],
-  ["::", 128, 6, "a reserved address"],
+  ["::", 128, 6, "a reserved (unspecified) address"],
+  // Deprecated forms that carry an IPv4 address (RFC 4291 §2.5.5.1, RFC 6052/SIIT): nothing on
+  // the Internet is reached through them, and a stack may deliver them to the embedded address.
+  ["::", 96, 6, "an IPv4-compatible address"],
+  ["::ffff:0:0:0", 96, 6, "an IPv4-translated address"],
+  ["100::", 64, 6, "a discard-only address"],
   ["fe80::", 10, 6, "a link-local address"],
-  ["fc00::", 7, 6, "a private address"],
+  ["fec0::", 10, 6, "a site-local address"],
+  ["fc00::", 7, 6, "a private (unique local) address"],
   ["ff00::", 8, 6, "a multicast address"],
   ["64:ff9b::", 96, 6, "a translated (NAT64) address"],
+  ["64:ff9b:1::", 48, 6, "a translated (local NAT64) address"],
+  ["2001::", 32, 6, "a Teredo tunnel address"],
+  ["2001:2::", 48, 6, "a benchmarking address"],
+  ["2001:10::", 28, 6, "a reserved (ORCHID) address"],
+  ["2001:20::", 28, 6, "a reserved (ORCHID) address"],
   ["2001:db8::", 32, 6, "a documentation address"],
+  ["3fff::", 20, 6, "a documentation address"],
+  ["5f00::", 16, 6, "a reserved (segment routing) address"],
 ];
 
 const RANGE_LISTS = RANGES.map(([net, prefix, family, reason]) => {
@@ -64,30 +78,76 @@ const RANGE_LISTS = RANGES.map(([net, prefix, family, reason]) => {
   return { list, family, reason };
 });
 
-const IPV4_MAPPED = new BlockList();
-IPV4_MAPPED.addSubnet("::ffff:0:0", 96, "ipv6");
+/** The eight 16-bit words of an IPv6 address `isIP` accepted (a zone and a dotted IPv4 tail allowed). */
+function ipv6Words(address: string): number[] {
+  let text = address.split("%")[0]!.toLowerCase();
+  const dotted = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split("::") as [string, string?];
+  const words = (part: string | undefined) =>
+    part ? part.split(":").map((w) => Number.parseInt(w, 16)) : [];
+  const left = words(head);
+  const right = words(tail);
+  return tail === undefined
+    ? left
+    : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+function dottedOf(hi: number, lo: number): string {
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+}
+
+/**
+ * The IPv4 address an IPv6 address carries, and how it is written: IPv4-mapped (`::ffff:a.b.c.d`),
+ * IPv4-compatible (`::a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`)
+ * and 6to4 (`2002:aabb:ccdd::`, whose packets go to a.b.c.d).
+ */
+function embeddedIpv4(address: string): { address: string; form: string } | undefined {
+  const w = ipv6Words(address);
+  if (w.length !== 8) return undefined;
+  const zero = (from: number, to: number) => w.slice(from, to).every((x) => x === 0);
+  if (w[0] === 0x2002) return { address: dottedOf(w[1]!, w[2]!), form: "a 6to4 address" };
+  const last = dottedOf(w[6]!, w[7]!);
+  if (zero(0, 5) && w[5] === 0xffff) return { address: last, form: "an IPv4-mapped address" };
+  if (zero(0, 6)) return { address: last, form: "an IPv4-compatible address" };
+  if (zero(0, 4) && w[4] === 0xffff && w[5] === 0)
+    return { address: last, form: "an IPv4-translated address" };
+  if (w[0] === 0x64 && w[1] === 0xff9b && zero(2, 6)) return { address: last, form: "a NAT64 address" };
+  return undefined;
+}
 
 /** `::ffff:127.0.0.1` (or `::ffff:7f00:1`, as URLs write it) is 127.0.0.1 for every purpose here. */
 function plainAddress(address: string): { address: string; family: 4 | 6 } {
-  const dotted = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (dotted) return { address: dotted[1]!, family: 4 };
   if (isIP(address) !== 6) return { address, family: 4 };
-  const hex = /:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hex && IPV4_MAPPED.check(address, "ipv6")) {
-    const hi = Number.parseInt(hex[1]!, 16);
-    const lo = Number.parseInt(hex[2]!, 16);
-    return { address: [hi >> 8, hi & 255, lo >> 8, lo & 255].join("."), family: 4 };
-  }
+  const inner = embeddedIpv4(address);
+  if (inner?.form === "an IPv4-mapped address") return { address: inner.address, family: 4 };
   return { address, family: 6 };
 }
 
-/** Why Berth refuses to contact `address` (unless allow-listed), or undefined for a public address. */
-export function forbiddenReason(address: string): string | undefined {
-  const a = plainAddress(address);
+function rangeReason(address: string, family: 4 | 6): string | undefined {
   for (const r of RANGE_LISTS) {
-    if (r.family === a.family && r.list.check(a.address, a.family === 4 ? "ipv4" : "ipv6")) return r.reason;
+    if (r.family === family && r.list.check(address, family === 4 ? "ipv4" : "ipv6")) return r.reason;
   }
   return undefined;
+}
+
+/**
+ * Why Berth refuses to contact `address` (unless allow-listed), or undefined for a public address.
+ * An IPv6 address that carries an IPv4 address is also judged by the IPv4 rules on that address.
+ */
+export function forbiddenReason(address: string): string | undefined {
+  const a = plainAddress(address);
+  if (a.family === 4) return rangeReason(a.address, 4);
+  // ::1 and :: are themselves, not the IPv4-compatible forms of 0.0.0.1 and 0.0.0.0.
+  const own = rangeReason(a.address, 6);
+  if (own === "a loopback address" || own === "a reserved (unspecified) address") return own;
+  const inner = embeddedIpv4(a.address);
+  const innerReason = inner && rangeReason(inner.address, 4);
+  if (inner && innerReason) return `${inner.form} of ${inner.address}, ${innerReason}`;
+  return own;
 }
 
 /** Whether an allow-list entry names this host (by name) or this address (exactly or by CIDR). */

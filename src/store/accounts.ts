@@ -50,6 +50,32 @@ export class AccountStore {
   }
 
   /**
+   * Inserts an unverified address unless the user already holds `maxUnverified` of them; answers
+   * false then. The no-op update of the user's row comes first so that two inserts for one user
+   * take turns (a row lock on PostgreSQL, the write lock on SQLite): parallel requests cannot all
+   * count the same number and pass. Throws UniqueViolation when the user already has the address.
+   */
+  async insertUnverifiedEmail(row: EmailRow, maxUnverified: number): Promise<boolean> {
+    return this.s.transaction(async (tx) => {
+      await tx.db.updateTable("users").set({ id: row.user_id }).where("id", "=", row.user_id).execute();
+      const held = await tx.db
+        .selectFrom("emails")
+        .select((eb) => eb.fn.countAll<number | string>().as("n"))
+        .where("user_id", "=", row.user_id)
+        .where("verified", "=", 0)
+        .executeTakeFirstOrThrow();
+      if (Number(held.n) >= maxUnverified) return false;
+      try {
+        await tx.db.insertInto("emails").values(row).execute();
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new UniqueViolation(row.email);
+        throw err;
+      }
+      return true;
+    });
+  }
+
+  /**
    * Deletes a non-primary address and its pending confirmation tokens. The `primary = 0`
    * condition makes the refusal atomic even if the address became primary meanwhile.
    */

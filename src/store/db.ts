@@ -18,6 +18,7 @@ import {
   type TableMetadata,
 } from "kysely";
 import pg from "pg";
+import { ensurePrivateDir, ensurePrivateFile, tightenIfPresent } from "../config/private-files.ts";
 import type { Database } from "./schema.ts";
 import { ReadWriteSqliteDialect, Statements } from "./sqlite-driver.ts";
 
@@ -86,7 +87,14 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
   const log = (event: LogEvent) => statements.record(event);
   if (url.startsWith("sqlite:")) {
     const file = url.slice("sqlite:".length);
-    if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
+    if (file !== ":memory:") {
+      // The database holds every tenant's secrets: 0600, in a 0700 directory when Berth makes it.
+      // SQLite creates the -wal and -shm files with the mode of the database file (its unix VFS
+      // copies it), so they are 0600 too; those an older release left 0644 are tightened here.
+      ensurePrivateDir(path.dirname(file));
+      ensurePrivateFile(file);
+      for (const suffix of ["-wal", "-shm", "-journal"]) tightenIfPresent(`${file}${suffix}`);
+    }
     const sqlite = new SQLite(file);
     // WAL: readers never wait for the writer; NORMAL is durable across process crashes in WAL
     // mode (only a power loss can drop the last commits). A larger page cache and memory-mapped

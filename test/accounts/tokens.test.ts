@@ -11,7 +11,15 @@ let alice: Caller;
 let bob: Caller;
 
 before(async () => {
-  h = await startHarness({ outbox: new RecordingOutbox(), env: { BERTH_EMAIL_VERIFY_INTERVAL_S: "0" } });
+  // The scope sweeps add and verify many addresses: the mail limits are not under test here.
+  h = await startHarness({
+    outbox: new RecordingOutbox(),
+    env: {
+      BERTH_EMAIL_VERIFY_INTERVAL_S: "0",
+      BERTH_EMAIL_VERIFY_MAX_PER_USER: "1000",
+      BERTH_EMAIL_MAX_UNVERIFIED: "1000",
+    },
+  });
   alice = await createUser(h, "alice");
   bob = await createUser(h, "bob");
 });

@@ -9,7 +9,13 @@ import type { EngineError } from "../../src/drivers/engine.ts";
 import { FakeEngine } from "../../src/drivers/fake/index.ts";
 import { daemonConfig } from "../../src/drivers/local/engine.ts";
 import type { NodeRecord } from "../../src/drivers/local/state.ts";
-import { allowListed, forbiddenReason, usesPlainHttp } from "../../src/registry/outbound.ts";
+import {
+  allowListed,
+  forbiddenReason,
+  OutboundRefused,
+  resolveAllowed,
+  usesPlainHttp,
+} from "../../src/registry/outbound.ts";
 import { apiHostOf, parseChallenge } from "../../src/registry/v2.ts";
 
 describe("image references and repository names", () => {
@@ -84,9 +90,30 @@ describe("outbound safety rules", () => {
       ["fd00:ec2::254", /private/],
       ["::ffff:127.0.0.1", /loopback/],
       ["::ffff:a9fe:a9fe", /metadata/],
+      ["::127.0.0.1", /IPv4-compatible address of 127\.0\.0\.1, a loopback/],
+      ["::ffff:0:7f00:1", /IPv4-translated address of 127\.0\.0\.1, a loopback/],
+      ["2002:7f00:1::", /6to4 address of 127\.0\.0\.1, a loopback/],
+      ["2002:0a00:0001::1", /6to4 address of 10\.0\.0\.1, a private/],
+      ["64:ff9b::a9fe:a9fe", /NAT64 address of 169\.254\.169\.254, the cloud metadata/],
+      ["64:ff9b::808:808", /NAT64/],
+      ["64:ff9b:1::1", /local NAT64/],
+      ["2001::1", /Teredo/],
+      ["100::1", /discard/],
+      ["fc00::1", /unique local/],
+      ["fec0::1", /site-local/],
+      ["ff02::1", /multicast/],
+      ["::8.8.8.8", /IPv4-compatible/],
+      ["2001:db8::1", /documentation/],
     ];
     for (const [address, why] of refused) assert.match(forbiddenReason(address) ?? "", why, address);
-    for (const address of ["93.184.216.34", "172.32.0.1", "8.8.8.8", "2a00:1450:4001::1"]) {
+    for (const address of [
+      "93.184.216.34",
+      "172.32.0.1",
+      "8.8.8.8",
+      "2a00:1450:4001::1",
+      "::ffff:8.8.8.8",
+      "2002:808:808::1",
+    ]) {
       assert.equal(forbiddenReason(address), undefined, address);
     }
   });
@@ -102,6 +129,24 @@ describe("outbound safety rules", () => {
     assert.ok(!allowListed(allow, "x", "10.223.0.1"));
     assert.ok(allowListed(allow, "x", "fd00::2"));
     assert.ok(!allowListed(allow, "x", "169.254.169.254"));
+  });
+
+  test("an IPv6 form of an internal address is refused unless the allow-list names it", async () => {
+    const policy = {
+      allow: ["2002:7f00:1::/48", "::127.0.0.1", "six.lab.test"],
+      insecure: [],
+      timeoutMs: 1000,
+    };
+    // Named by CIDR, by address (in another spelling) and by host name: allowed, nothing dialled here.
+    assert.equal((await resolveAllowed(policy, "2002:7f00:1::5")).address, "2002:7f00:1::5");
+    assert.equal((await resolveAllowed(policy, "::7f00:1")).address, "::7f00:1");
+    const named = { ...policy, lookup: async () => [{ address: "::ffff:0:7f00:1", family: 6 as const }] };
+    assert.equal((await resolveAllowed(named, "six.lab.test")).address, "::ffff:0:7f00:1");
+    // Allowing 127.0.0.1 does not allow the forms that only carry it (they are other addresses).
+    const v4only = { allow: ["127.0.0.1"], insecure: [], timeoutMs: 1000 };
+    for (const address of ["::7f00:1", "::ffff:0:7f00:1", "2002:7f00:1::", "64:ff9b::7f00:1"])
+      await assert.rejects(resolveAllowed(v4only, address), OutboundRefused, address);
+    assert.equal((await resolveAllowed(v4only, "::ffff:7f00:1")).address, "::ffff:7f00:1");
   });
 
   test("plain HTTP only for listed registries and loopback addresses", () => {

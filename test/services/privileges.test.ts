@@ -456,6 +456,11 @@ describe("an administrator allows a namespace", () => {
     });
     assert.equal(res.status, 201, res.raw);
     await allow("alice", NOTHING);
+    // Once the allowance is taken back, the cluster gets no node: neither a deploy nor a scale up.
+    assertRefused(await call(s.h, alice, "POST", `${res.body.resource_uri}deploy/`), "alice", ["region"]);
+    assertRefused(await call(s.h, alice, "PATCH", res.body.resource_uri, { target_num_nodes: 3 }), "alice", [
+      "region",
+    ]);
   });
 
   test("an organization gets its own policy, whoever acts in it", async () => {

@@ -153,6 +153,17 @@ describe("stack-file keys", () => {
     });
   });
 
+  test("network_mode is compose's spelling of net: bridge or host, nothing else", () => {
+    const problems: FieldProblem[] = [];
+    const item = convertService({ name: "web", image: "busybox", network_mode: "host" }, 0, problems);
+    assert.deepEqual(problems, []);
+    assert.equal(item.body.net, "host");
+    assert.equal(item.fieldOf("net"), "network_mode");
+    refused({ network_mode: "none" }, "services.web.network_mode", /must be bridge or host/);
+    refused({ network_mode: "container:db" }, "services.web.network_mode", /must be bridge or host/);
+    refused({ network_mode: "host", net: "host" }, "services.web.network_mode", /spelling of net/);
+  });
+
   test("volumes refusals", () => {
     refused({ volumes: ["dbdata:/data"] }, "services.web.volumes[0]", /named volumes are not supported/);
     refused({ volumes: ["./data:/data"] }, "services.web.volumes[0]", /relative host paths/);

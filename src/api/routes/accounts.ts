@@ -131,6 +131,8 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
       schema: {
         tags,
         summary: "Add an email address (unverified, not primary; no message is sent)",
+        description:
+          "A user holds at most BERTH_EMAIL_MAX_UNVERIFIED unverified addresses; one more is refused with 403 too_many_unverified_emails.",
         security: security("email_write"),
         params: UserParams,
         body: Address,
@@ -206,7 +208,9 @@ export function accountsRoutes(untyped: FastifyInstance, deps: AccountsRouteDeps
         summary: "Send a one-time confirmation token to an unverified address",
         description:
           "The token goes out through the mail outbox (SMTP when BERTH_SMTP_URL is set, otherwise the server log). " +
-          "One message per address per BERTH_EMAIL_VERIFY_INTERVAL_S; a new token replaces the previous one.",
+          "One message per address per BERTH_EMAIL_VERIFY_INTERVAL_S, and per hour at most BERTH_EMAIL_VERIFY_MAX_PER_USER " +
+          "per user and BERTH_EMAIL_VERIFY_MAX_PER_ADDRESS per receiving mailbox (429 with Retry-After); " +
+          "a new token replaces the previous one.",
         security: security("email_write"),
         params: UserParams,
         body: Address,

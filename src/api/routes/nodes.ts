@@ -215,6 +215,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         }
         const current = (await store.nodes.findCluster(c.uuid))!;
         if (body.target_num_nodes !== undefined && body.target_num_nodes !== current.target_num_nodes) {
+          if (body.target_num_nodes > current.target_num_nodes) await clusters.checkGrowth(current);
           if (current.state === "Init") {
             const r = await store.mutate(
               "nodecluster",
@@ -281,6 +282,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const c = await clusterOf(req, req.params.uuid);
+        await clusters.checkGrowth(c);
         await enqueue(req, "nodecluster.deploy", { cluster: c.uuid }, c.namespace, clusterUri(c));
         return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
       },

@@ -17,6 +17,11 @@ import { parseDockerTime } from "./streams.ts";
 
 const MB = 1024 * 1024;
 
+/** Options that a remapping engine runs only in the host's user namespace (Docker refuses them otherwise). */
+export function needsHostUserNamespace(spec: ContainerSpec): boolean {
+  return spec.privileged === true || spec.networkMode === "host" || spec.pidMode === "host";
+}
+
 /** The body of `POST /containers/create`. Undefined fields are dropped by JSON encoding. */
 export function createBody(spec: ContainerSpec): Dockerode.ContainerCreateOptions {
   const exposed: Record<string, Record<string, never>> = {};
@@ -67,6 +72,10 @@ export function createBody(spec: ContainerSpec): Dockerode.ContainerCreateOption
       MemorySwap:
         spec.memorySwapMb === undefined ? undefined : spec.memorySwapMb < 0 ? -1 : spec.memorySwapMb * MB,
       Privileged: spec.privileged,
+      // An engine that remaps user namespaces refuses privileged containers and the host's network
+      // or PID namespace unless the container stays in the host's user namespace. Only containers an
+      // administrator's policy allowed these options ask for it; on other engines it changes nothing.
+      UsernsMode: needsHostUserNamespace(spec) ? "host" : undefined,
       ReadonlyRootfs: spec.readOnly,
       NetworkMode: spec.networkMode,
       PidMode: spec.pidMode,

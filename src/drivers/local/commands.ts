@@ -62,7 +62,7 @@ export function createCommandRunner(): CommandRunner {
 
     spawnDetached(options) {
       return new Promise((resolve, reject) => {
-        const logFd = openSync(options.logPath, "a");
+        const logFd = openSync(options.logPath, "a", 0o600);
         try {
           const child = spawn(options.file, [...options.args], {
             detached: true,

@@ -23,6 +23,8 @@ export function daemonConfig(
     // Containers land in a cgroup subtree of their own, so the node's processes can be found
     // (and cleaned up after a crash) without looking at process names.
     "cgroup-parent": record.cgroupPath,
+    // A container's root is the remap user's first subordinate id on the host, not root.
+    ...(record.usernsRemap ? { "userns-remap": record.usernsRemap.user } : {}),
   };
 }
 

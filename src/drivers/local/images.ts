@@ -106,7 +106,7 @@ export async function ensureBusyboxImage(options: {
     await loadArchive(docker, archive);
     return;
   }
-  mkdirSync(imagesDir, { recursive: true });
+  mkdirSync(imagesDir, { recursive: true, mode: 0o700 });
   const list = await commands.run({ file: options.busybox, args: ["--list"] });
   if (list.exitCode !== 0) throw new CommandError(`${options.busybox} --list`, list);
   const rootfs = path.join(imagesDir, `busybox-rootfs-${digest}`);
@@ -132,7 +132,7 @@ export async function ensureBusyboxImage(options: {
       }),
     );
     const partial = `${archive}.partial`;
-    await pipeline(await docker.getImage(BUSYBOX_IMAGE).get(), createWriteStream(partial));
+    await pipeline(await docker.getImage(BUSYBOX_IMAGE).get(), createWriteStream(partial, { mode: 0o600 }));
     renameSync(partial, archive);
     log(`saved ${BUSYBOX_IMAGE} to ${archive}`);
   } finally {

@@ -68,7 +68,7 @@ export async function detectIptables(options: {
   }
   if (primaryIsNft && legacy && (await works(commands, legacy))) {
     // nf_tables is unavailable in this kernel: point dockerd's `iptables` at the legacy tools.
-    mkdirSync(options.shimDir, { recursive: true });
+    mkdirSync(options.shimDir, { recursive: true, mode: 0o700 });
     for (const name of SHIMMED) {
       const target = findExecutable(name.replace("tables", "tables-legacy"));
       const link = path.join(options.shimDir, name);

@@ -38,6 +38,13 @@ import {
   waitForExit,
 } from "./processes.ts";
 import { type NodeRecord, StateFiles } from "./state.ts";
+import {
+  ensureRemapUser,
+  ensureTraversable,
+  type RemapRange,
+  RemapUnavailable,
+  type UsernsRemapMode,
+} from "./userns.ts";
 
 export interface LocalProviderOptions {
   /** Where records, engine data and the image cache live (under Berth's data dir). */
@@ -58,6 +65,13 @@ export interface LocalProviderOptions {
   engineStartTimeoutMs?: number;
   /** How long a graceful engine stop may take before SIGKILL; default 20 s. */
   engineStopTimeoutMs?: number;
+  /** User-namespace remapping of new nodes' engines (userns.ts); default `required`. */
+  usernsRemap?: UsernsRemapMode;
+  /**
+   * The directory from which down to the engines' data-roots the provider may let a remapped root
+   * pass through (o+x): Berth's data directory; default the state directory itself.
+   */
+  traversableFrom?: string;
 }
 
 export interface Prerequisites {
@@ -84,6 +98,10 @@ export interface LocalNode {
   /** Absent while the engine is not running. */
   dockerdPid?: number;
   hostname: string;
+  /** The host uid and gid a container's root is, when the engine remaps user namespaces. */
+  usernsRemap?: RemapRange;
+  /** Why the engine runs without remapping, when it does. */
+  usernsRemapSkipped?: string;
 }
 
 export interface RecoveredNode {
@@ -178,6 +196,9 @@ export class LocalProvider {
   private readonly engineStopTimeoutMs: number;
   private readonly locks = new KeyedMutex();
   private setupPromise: Promise<Setup> | undefined;
+  private readonly usernsRemap: UsernsRemapMode;
+  private readonly traversableFrom: string;
+  private remapPromise: Promise<RemapRange> | undefined;
 
   constructor(options: LocalProviderOptions) {
     this.state = new StateFiles(path.resolve(options.stateDir));
@@ -192,6 +213,8 @@ export class LocalProvider {
     this.commands = options.commands ?? createCommandRunner();
     this.engineStartTimeoutMs = options.engineStartTimeoutMs ?? 30_000;
     this.engineStopTimeoutMs = options.engineStopTimeoutMs ?? 20_000;
+    this.usernsRemap = options.usernsRemap ?? "required";
+    this.traversableFrom = path.resolve(options.traversableFrom ?? options.stateDir);
   }
 
   // ---------------------------------------------------------------- prerequisites
@@ -440,6 +463,8 @@ export class LocalProvider {
       netnsName: record.netnsName,
       hostname: record.hostname,
       ...(running !== undefined ? { dockerdPid: running } : {}),
+      ...(record.usernsRemap ? { usernsRemap: record.usernsRemap } : {}),
+      ...(record.usernsRemapSkipped ? { usernsRemapSkipped: record.usernsRemapSkipped } : {}),
     };
   }
 
@@ -527,6 +552,8 @@ export class LocalProvider {
             `netns ${record.netnsName} or link ${record.hostVethName} exists but is not recorded; not taking it over`,
           );
         }
+        const remap = await this.decideRemap(record.shortId);
+        record = { ...record, ...remap };
         // Checked and saved without an await in between, so parallel deploys cannot share an index.
         const clash = this.state.listNodes().find((other) => other.index === options.index);
         if (clash) {
@@ -537,11 +564,60 @@ export class LocalProvider {
       }
       record = await this.ensureNodeNetwork(record);
       await this.syncRoutes();
-      record = await this.ensureEngine(record);
+      record = await this.ensureEngine(record, { mayDropRemap: this.usernsRemap === "optional" });
       await this.ensureImages(record);
       this.log(`node ${shortId}: ready at ${record.engineUrl} in ${Date.now() - startedAtMs} ms`);
       return this.describe(record);
     });
+  }
+
+  /**
+   * Whether a new node's engine remaps user namespaces: the remap user and its ranges are made once
+   * per provider. When the host cannot, the node fails with the reason unless the setting is
+   * `optional`, and then runs without it, saying why in its log.
+   */
+  private async decideRemap(
+    shortId: string,
+  ): Promise<Pick<NodeRecord, "usernsRemap" | "usernsRemapSkipped">> {
+    if (this.usernsRemap === "off") {
+      this.log(
+        `node ${shortId}: user-namespace remapping is off (BERTH_LOCAL_USERNS_REMAP=off): container root is host root`,
+      );
+      return { usernsRemapSkipped: "BERTH_LOCAL_USERNS_REMAP=off" };
+    }
+    this.remapPromise ??= ensureRemapUser({ commands: this.commands, log: this.log });
+    // A failure is looked at again on the next deploy (the administrator may have fixed the host).
+    this.remapPromise.catch(() => {
+      this.remapPromise = undefined;
+    });
+    try {
+      return { usernsRemap: await this.remapPromise };
+    } catch (error) {
+      if (!(error instanceof RemapUnavailable)) throw error;
+      return this.withoutRemap(shortId, error.message);
+    }
+  }
+
+  /** Refuses the node, or (setting `optional`) records why it runs without remapping. */
+  private withoutRemap(shortId: string, reason: string): Pick<NodeRecord, "usernsRemapSkipped"> {
+    if (this.usernsRemap !== "optional") {
+      throw new LocalProviderError(
+        `the engine cannot run with user-namespace remapping: ${reason}; ` +
+          "an administrator may set BERTH_LOCAL_USERNS_REMAP=optional to run local nodes without it (container root is then host root)",
+      );
+    }
+    this.log(
+      `node ${shortId}: running WITHOUT user-namespace remapping (container root is host root): ${reason} (BERTH_LOCAL_USERNS_REMAP=optional)`,
+    );
+    return { usernsRemapSkipped: reason };
+  }
+
+  private writeDaemonConfig(record: NodeRecord): void {
+    writeFileSync(
+      record.daemonConfigPath,
+      `${JSON.stringify(daemonConfig(record, { insecureRegistries: this.insecureRegistries }), null, 2)}\n`,
+      { mode: 0o600 },
+    );
   }
 
   private async ensureNodeNetwork(initial: NodeRecord): Promise<NodeRecord> {
@@ -588,10 +664,7 @@ export class LocalProvider {
     for (const dir of [record.nodeDir, record.dataRoot, record.execRoot]) {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     }
-    writeFileSync(
-      record.daemonConfigPath,
-      `${JSON.stringify(daemonConfig(record, { insecureRegistries: this.insecureRegistries }), null, 2)}\n`,
-    );
+    this.writeDaemonConfig(record);
 
     // The hostname lives in a persistent UTS namespace, set before dockerd starts, so the
     // engine reports it from the first moment and no shell wrapper is needed.
@@ -649,9 +722,22 @@ export class LocalProvider {
     });
   }
 
-  private async ensureEngine(initial: NodeRecord): Promise<NodeRecord> {
+  private async ensureEngine(
+    initial: NodeRecord,
+    opts: { mayDropRemap?: boolean } = {},
+  ): Promise<NodeRecord> {
     const { tools, iptables, enginePath } = await this.setup();
     let record = initial;
+    if (record.usernsRemap) {
+      try {
+        for (const dir of ensureTraversable(record.dataRoot, this.traversableFrom)) {
+          this.log(`node ${record.shortId}: ${dir} is now passable (o+x) for the engine's remapped root`);
+        }
+      } catch (error) {
+        if (!(error instanceof RemapUnavailable) || !opts.mayDropRemap) throw this.remapFailure(error);
+        record = this.dropRemap(record, error.message);
+      }
+    }
     let identity = record.dockerd && isProcessAlive(record.dockerd) ? record.dockerd : undefined;
     if (!identity) {
       // A dockerd started just before a crash may not be recorded yet: adopt it only when its
@@ -674,7 +760,15 @@ export class LocalProvider {
         r.dockerd = recorded;
       });
     }
-    await waitForEngine({ record, identity, timeoutMs: this.engineStartTimeoutMs });
+    try {
+      await waitForEngine({ record, identity, timeoutMs: this.engineStartTimeoutMs });
+    } catch (error) {
+      // An engine that would not start with remapping (its storage driver, its kernel): with the
+      // setting `optional`, a node being deployed starts once more without it, and says so.
+      if (!record.usernsRemap || !opts.mayDropRemap || isProcessAlive(identity)) throw error;
+      record = this.dropRemap(record, `the engine did not start with it: ${(error as Error).message}`);
+      return this.ensureEngine(record, { mayDropRemap: false });
+    }
 
     // dockerd sends new inbound connections to unpublished ports to its FORWARD policy (DROP);
     // lab traffic from the link to this node's containers is let through.
@@ -707,6 +801,26 @@ export class LocalProvider {
     });
     await ensureRule({ commands: this.commands, nsenter: tools.nsenter, rule, log: this.log });
     return record;
+  }
+
+  /** A host that cannot remap for this node: the reason, and the setting that would allow it. */
+  private remapFailure(error: unknown): Error {
+    if (!(error instanceof RemapUnavailable)) return error as Error;
+    return new LocalProviderError(
+      `the engine cannot run with user-namespace remapping: ${error.message}; ` +
+        "an administrator may set BERTH_LOCAL_USERNS_REMAP=optional to run local nodes without it (container root is then host root)",
+    );
+  }
+
+  /** The node's engine runs without remapping from now on (setting `optional`); its log says why. */
+  private dropRemap(record: NodeRecord, reason: string): NodeRecord {
+    const dropped = this.update(record, (r) => {
+      delete r.usernsRemap;
+      Object.assign(r, this.withoutRemap(r.shortId, reason));
+      delete r.dockerd;
+    });
+    this.writeDaemonConfig(dropped);
+    return dropped;
   }
 
   private async ensureImages(record: NodeRecord): Promise<void> {

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import path from "node:path";
 import type { IptablesRule } from "./iptables.ts";
 import type { ProcessIdentity } from "./processes.ts";
+import type { RemapRange } from "./userns.ts";
 
 export interface HostRecord {
   version: 1;
@@ -47,6 +48,14 @@ export interface NodeRecord {
   /** cgroup parent of the node's containers, in every hierarchy. */
   cgroupPath: string;
   /**
+   * The engine's user-namespace remapping (userns.ts), decided when the node is first deployed and
+   * kept: images and containers live under the remapped root's part of the data-root. Absent in
+   * records of releases before it, whose engines keep running without.
+   */
+  usernsRemap?: RemapRange;
+  /** Why the engine runs without remapping (only when an administrator's setting allows it). */
+  usernsRemapSkipped?: string;
+  /**
    * Where a route to this node's container subnet was added: "host" or another node's netns
    * name. They are removed with this node.
    */
@@ -59,7 +68,7 @@ export interface NodeRecord {
 }
 
 function writeJsonAtomic(file: string, value: unknown): void {
-  mkdirSync(path.dirname(file), { recursive: true });
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const temporary = `${file}.tmp`;
   writeFileSync(temporary, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
   renameSync(temporary, file);
