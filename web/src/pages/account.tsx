@@ -441,6 +441,8 @@ const splitList = (text: string) =>
     .map((x) => x.trim())
     .filter(Boolean);
 
+const PER_ITEM_QUOTAS = new Set(["streams_per_key", "envvars_per_service", "env_bytes_per_service"]);
+
 /** A namespace's privileges: what its containers may do that reaches their node; administrators change them. */
 function PrivilegesCard({ name, admin }: { name: string; admin: boolean }) {
   const ns = useLoad<NamespaceSettingsView>(`/api/v1.1/namespaces/${name}/`);
@@ -462,6 +464,20 @@ function PrivilegesCard({ name, admin }: { name: string; admin: boolean }) {
       <h3>{name}</h3>
       {ns.data.administrator && <p class="hint">An administrator's own namespace: everything is allowed.</p>}
       <Facts items={PRIVILEGE_KEYS.map((k) => [PRIVILEGE_LABELS[k], shown(k)])} />
+      <h4>Quotas</h4>
+      <Facts
+        items={Object.entries(ns.data.quotas).map(([k, q]) => [
+          k,
+          // Streams and environment sizes are bounds per key or per service, not a namespace's count.
+          PER_ITEM_QUOTAS.has(k)
+            ? q.limit === null
+              ? "no limit"
+              : `at most ${q.limit}`
+            : q.limit === null
+              ? `${q.usage} (no limit)`
+              : `${q.usage} of ${q.limit}`,
+        ])}
+      />
       {admin && !ns.data.administrator && (
         <form
           class="inline-form privileges-form"
