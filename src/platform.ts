@@ -237,6 +237,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     engines,
     clock,
     unreachableGraceMs: config.nodes.unreachableGraceMs,
+    onUnreachable: (uuid, reason) => log?.warn(`node ${uuid} is Unreachable: ${reason}`),
   });
   const agentNodes = new AgentNodes({
     store,
