@@ -81,6 +81,11 @@ export function formatBytes(n: number): string {
   return `${n} bytes`;
 }
 
+/** `300` → `300 ms`, `300000` → `300 s`. */
+export function formatMs(ms: number): string {
+  return ms < 1000 || ms % 1000 !== 0 ? `${ms} ms` : `${ms / 1000} s`;
+}
+
 export function tooLarge(what: string, limit: number): AnswerBoundError {
   return new AnswerBoundError(`${what} was larger than ${formatBytes(limit)}; Berth stopped reading it`, ANSWER_TOO_LARGE);
 }
@@ -153,8 +158,8 @@ export async function* withinTime<T>(
     timer = setTimeout(() => {
       failure = new AnswerBoundError(
         left <= idle
-          ? `${what} took longer than ${Math.round(limits.totalMs / 1000)} s; Berth gave up`
-          : `${what} said nothing for ${Math.round(idle / 1000)} s; Berth gave up`,
+          ? `${what} took longer than ${formatMs(limits.totalMs)}; Berth gave up`
+          : `${what} said nothing for ${formatMs(idle)}; Berth gave up`,
         ANSWER_TOO_SLOW,
       );
       stream.destroy(failure);

@@ -55,6 +55,8 @@ export interface DockerEngineOptions {
   /** Longest wait for an ordinary call; streams only wait this long for the engine to answer. */
   callTimeoutMs?: number;
   pingTimeoutMs?: number;
+  /** How long a pull, push or load may say nothing, and last in all (ENGINE_TIMEOUTS_MS by default). */
+  progressTimeoutsMs?: { idleMs: number; totalMs: number };
   /**
    * Makes the connections instead of TCP (an agent's reverse tunnel: drivers/tunnel). The
    * endpoint's host and port then only name the engine in messages.
@@ -137,6 +139,7 @@ export class DockerEngine implements Engine {
   private readonly agent: HttpAgent | undefined;
   private readonly callTimeoutMs: number;
   private readonly pingTimeoutMs: number;
+  private readonly progressTimeoutsMs: { idleMs: number; totalMs: number };
 
   constructor(options: DockerEngineOptions) {
     this.endpoint =
@@ -145,6 +148,10 @@ export class DockerEngine implements Engine {
         : options.endpoint;
     this.callTimeoutMs = options.callTimeoutMs ?? ENGINE_TIMEOUTS_MS.call;
     this.pingTimeoutMs = options.pingTimeoutMs ?? ENGINE_TIMEOUTS_MS.ping;
+    this.progressTimeoutsMs = options.progressTimeoutsMs ?? {
+      idleMs: ENGINE_TIMEOUTS_MS.progressIdle,
+      totalMs: ENGINE_TIMEOUTS_MS.progressTotal,
+    };
     // The tunnel's connections are plain HTTP on tunnel streams; TLS and unix sockets dial themselves.
     this.agent = "socketPath" in this.endpoint || this.endpoint.tls ? undefined : options.agent;
   }
@@ -410,12 +417,7 @@ export class DockerEngine implements Engine {
    */
   private async *progress(response: IncomingMessage, what: string): AsyncGenerator<unknown> {
     try {
-      yield* withinTime(
-        jsonLines(response),
-        response,
-        { idleMs: ENGINE_TIMEOUTS_MS.progressIdle, totalMs: ENGINE_TIMEOUTS_MS.progressTotal },
-        what,
-      );
+      yield* withinTime(jsonLines(response), response, this.progressTimeoutsMs, what);
     } catch (error) {
       if (error instanceof EngineError) throw error;
       throw this.toEngineError(error as RequestError, { method: "GET", path: "", ok: [] }, undefined);
