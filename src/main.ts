@@ -93,7 +93,9 @@ export function guardProcess(log: () => GuardLog | undefined): void {
       else process.stderr.write(`berth: ${line}: ${err instanceof Error ? err.stack : String(err)}\n`);
       return;
     }
-    process.stderr.write(`berth: ${what}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `berth: ${what}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exit(1);
   };
   process.on("uncaughtException", handler("uncaught exception"));

@@ -87,7 +87,10 @@ export function formatMs(ms: number): string {
 }
 
 export function tooLarge(what: string, limit: number): AnswerBoundError {
-  return new AnswerBoundError(`${what} was larger than ${formatBytes(limit)}; Berth stopped reading it`, ANSWER_TOO_LARGE);
+  return new AnswerBoundError(
+    `${what} was larger than ${formatBytes(limit)}; Berth stopped reading it`,
+    ANSWER_TOO_LARGE,
+  );
 }
 
 /**
@@ -131,7 +134,8 @@ export function readBounded(
     body.once("end", () => settle(undefined, Buffer.concat(chunks, size)));
     body.once("error", (err) => settle(err));
     body.once("close", () => {
-      if (!body.readableEnded) settle(Object.assign(new Error(`${what} ended early`), { code: "ECONNRESET" }));
+      if (!body.readableEnded)
+        settle(Object.assign(new Error(`${what} ended early`), { code: "ECONNRESET" }));
     });
   });
 }

@@ -8,7 +8,8 @@ import { EngineError } from "./engine.ts";
 import { TunnelProtocolError } from "./tunnel/mux.ts";
 
 /** The code that reads engines' and agents' answers: an error thrown in it comes from their I/O. */
-const NODE_IO_FRAMES = /[/\\](?:src[/\\]drivers[/\\](?:docker|tunnel)|node_modules[/\\](?:docker-modem|dockerode))[/\\]/;
+const NODE_IO_FRAMES =
+  /[/\\](?:src[/\\]drivers[/\\](?:docker|tunnel)|node_modules[/\\](?:docker-modem|dockerode))[/\\]/;
 
 /** Errors that mean a mistake in the program wherever they are thrown. */
 const PROGRAMMING_ERRORS = [TypeError, ReferenceError, SyntaxError, EvalError, URIError];

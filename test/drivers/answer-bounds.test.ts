@@ -97,7 +97,9 @@ function engine(opts: Partial<ConstructorParameters<typeof DockerEngine>[0]> = {
 }
 
 /** Runs `work` while sampling the RSS; resolves with its outcome and the RSS growth. */
-async function measured<T>(work: () => Promise<T>): Promise<{ result: T | Error; grewMiB: number; ms: number }> {
+async function measured<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T | Error; grewMiB: number; ms: number }> {
   global.gc?.();
   const base = process.memoryUsage().rss;
   let peak = base;
@@ -215,7 +217,8 @@ describe("JSON answers", () => {
 
   test("ordinary answers still pass: info, a list, an engine's refusal with its message", async () => {
     routes = {
-      "GET /containers/json": (_req, res) => json(res, 200, [{ Id: "abc", Names: ["/one"], Labels: {}, State: "running" }]),
+      "GET /containers/json": (_req, res) =>
+        json(res, 200, [{ Id: "abc", Names: ["/one"], Labels: {}, State: "running" }]),
       "POST /containers/nope/start": (_req, res) => json(res, 404, { message: "No such container: nope" }),
     };
     const e = engine();
@@ -264,8 +267,10 @@ describe("streams", () => {
     assert.ok(grewMiB < 150, `RSS grew by ${grewMiB.toFixed(0)} MiB`);
   });
 
-  const inspectRoute = (tty: boolean): Route => (_req, res) =>
-    json(res, 200, { Id: "c1", Name: "/c1", Config: { Tty: tty, Labels: {} }, State: { Running: true } });
+  const inspectRoute =
+    (tty: boolean): Route =>
+    (_req, res) =>
+      json(res, 200, { Id: "c1", Name: "/c1", Config: { Tty: tty, Labels: {} }, State: { Running: true } });
 
   test("a log frame whose header claims 1 GiB fails at once", async () => {
     routes = {
@@ -355,7 +360,10 @@ describe("streams", () => {
     };
     const e = engine({ progressTimeoutsMs: { idleMs: 300, totalMs: 60_000 } });
     const started = Date.now();
-    await assert.rejects(e.pullImage("busybox:latest"), /the progress of pulling busybox:latest said nothing for 300 ms/);
+    await assert.rejects(
+      e.pullImage("busybox:latest"),
+      /the progress of pulling busybox:latest said nothing for 300 ms/,
+    );
     assert.ok(Date.now() - started < 3000);
 
     routes = {

@@ -7,7 +7,13 @@ import { statfs } from "node:fs/promises";
 import type { Agent as HttpAgent, IncomingMessage } from "node:http";
 import type { Duplex, Readable } from "node:stream";
 import type Docker from "dockerode";
-import { AnswerBoundError, ENGINE_ANSWER_BYTES, ENGINE_TIMEOUTS_MS, readBounded, withinTime } from "../bounds.ts";
+import {
+  AnswerBoundError,
+  ENGINE_ANSWER_BYTES,
+  ENGINE_TIMEOUTS_MS,
+  readBounded,
+  withinTime,
+} from "../bounds.ts";
 import {
   AsyncQueue,
   type ContainerEvent,
@@ -213,7 +219,8 @@ export class DockerEngine implements Engine {
       return new EngineError("unreachable", `engine at ${where} did not answer within ${timedOutAfterMs} ms`);
     }
     // An answer past a bound: the engine cannot be used as it answers (the node is Unreachable).
-    if (error instanceof AnswerBoundError) return new EngineError("unreachable", `engine at ${where}: ${error.message}`);
+    if (error instanceof AnswerBoundError)
+      return new EngineError("unreachable", `engine at ${where}: ${error.message}`);
     const status = error.statusCode;
     if (status === undefined) {
       if (
@@ -257,7 +264,8 @@ export class DockerEngine implements Engine {
       unknown
     >;
     const id = text(info.ID);
-    if (!id) throw new EngineError("other", `engine at ${describeEndpoint(this.endpoint)} did not say its ID`);
+    if (!id)
+      throw new EngineError("other", `engine at ${describeEndpoint(this.endpoint)} did not say its ID`);
     return {
       id,
       name: text(info.Name) ?? "",
@@ -514,7 +522,10 @@ export class DockerEngine implements Engine {
       limit: ENGINE_ANSWER_BYTES.list,
     });
     if (!Array.isArray(list))
-      throw new EngineError("other", `engine at ${describeEndpoint(this.endpoint)} answered a list that is not one`);
+      throw new EngineError(
+        "other",
+        `engine at ${describeEndpoint(this.endpoint)} answered a list that is not one`,
+      );
     return list.map(containerSummary);
   }
 

@@ -72,7 +72,8 @@ function requestOptions(
   }
   const path = `${call.path}${call.query ? queryString(call.query) : ""}`;
   const base: https.RequestOptions = { method: call.method, path, headers, signal: call.signal };
-  if ("socketPath" in endpoint) return { client: http, options: { ...base, socketPath: endpoint.socketPath }, data };
+  if ("socketPath" in endpoint)
+    return { client: http, options: { ...base, socketPath: endpoint.socketPath }, data };
   const target = { ...base, host: endpoint.host, port: endpoint.port, ...(agent ? { agent } : {}) };
   if (endpoint.tls) {
     const { ca, cert, key } = endpoint.tls;
@@ -156,7 +157,12 @@ export function sendUpgrade(
   });
 }
 
-function send(req: http.ClientRequest, data: string | undefined, file: NodeJS.ReadableStream | undefined, end: boolean) {
+function send(
+  req: http.ClientRequest,
+  data: string | undefined,
+  file: NodeJS.ReadableStream | undefined,
+  end: boolean,
+) {
   if (file) {
     file.on("error", (err: Error) => req.destroy(err));
     file.pipe(req);
