@@ -7,7 +7,7 @@
 // agent's tunnel kept answers open; it also held whole answers in memory without a limit.
 import http from "node:http";
 import https from "node:https";
-import { type Duplex, Duplex as DuplexStream, type Readable } from "node:stream";
+import { Duplex } from "node:stream";
 import { ENGINE_ANSWER_BYTES, readBounded } from "../bounds.ts";
 import type { DockerEndpoint } from "./endpoint.ts";
 
@@ -150,7 +150,7 @@ export function sendUpgrade(
       }
       req.off("error", reject);
       req.on("error", () => {});
-      resolve(DuplexStream.from({ readable: res, writable: req }));
+      resolve(Duplex.from({ readable: res, writable: req }));
     });
     // The request stays open: after the switch, the connection carries the command's stdin.
     send(req, data, undefined, false);
