@@ -84,7 +84,11 @@ export class AccessEnds {
         ]);
     }
     const keep = user.id === p.user.id && p.via === "session" ? p.sessionHash : undefined;
-    const ended = await this.o.store.accounts.changePassword(user.id, await hashPassword(body.new_password), keep);
+    const ended = await this.o.store.accounts.changePassword(
+      user.id,
+      await hashPassword(body.new_password),
+      keep,
+    );
     return { username: user.username, ...ended };
   }
 
@@ -97,10 +101,7 @@ export class AccessEnds {
   async setActive(p: Principal, username: string, active: boolean): Promise<UserRow> {
     const user = await this.o.identity.userForCaller(p, username);
     if (!active && user.id === p.user.id)
-      throw conflict(
-        "You cannot deactivate yourself; another administrator can.",
-        "cannot_deactivate_self",
-      );
+      throw conflict("You cannot deactivate yourself; another administrator can.", "cannot_deactivate_self");
     const was = user.is_active === 1;
     const row = await this.o.store.accounts.setActive(user.id, active);
     if (!row) throw new ApiError("not_found", "not_found", "No such user.");

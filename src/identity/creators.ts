@@ -9,7 +9,11 @@ import type { Store } from "../store/store.ts";
  * Whether the user with that id is active and may use `namespace`. A null id (a token or trigger
  * made before creators were recorded, whose creator is unknown) keeps working as before.
  */
-export async function creatorMayUse(store: Store, creatorId: number | null, namespace: string): Promise<boolean> {
+export async function creatorMayUse(
+  store: Store,
+  creatorId: number | null,
+  namespace: string,
+): Promise<boolean> {
   if (creatorId === null) return true;
   const user = await store.findUserById(creatorId);
   if (!user?.is_active) return false;

@@ -104,7 +104,12 @@ export class ServiceManager {
   }
 
   /** The PLATFORM_AUTH of role global: a key of the creating user, limited to the namespace, sealed at rest. */
-  private async serviceKey(user: UserRow, namespace: string, serviceUuid: string, tx?: Store): Promise<string> {
+  private async serviceKey(
+    user: UserRow,
+    namespace: string,
+    serviceUuid: string,
+    tx?: Store,
+  ): Promise<string> {
     // Inside a transaction the key must be written through it: on SQLite a write outside it
     // would wait for the transaction's connection forever.
     const { key } = await this.d.identity.createApiKey(user, {

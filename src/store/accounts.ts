@@ -186,7 +186,11 @@ export class AccountStore {
     keepSession?: string,
   ): Promise<{ sessions_ended: number; access_tokens_ended: number }> {
     return this.s.transaction(async (tx) => {
-      await tx.db.updateTable("users").set({ password_hash: passwordHash }).where("id", "=", userId).execute();
+      await tx.db
+        .updateTable("users")
+        .set({ password_hash: passwordHash })
+        .where("id", "=", userId)
+        .execute();
       return {
         sessions_ended: await tx.accounts.deleteSessionsOf(userId, keepSession),
         access_tokens_ended: await tx.accounts.deleteAccessTokensOf(userId),

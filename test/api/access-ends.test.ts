@@ -21,7 +21,10 @@ before(async () => {
   alice = s.alice;
   bob = s.users.bob!;
   assert.equal((await call(s.h, alice, "POST", "/api/v1.1/orgs/", { name: "acme" })).status, 201);
-  const added = await call(s.h, alice, "POST", "/api/v1.1/orgs/acme/members/", { username: "bob", role: "member" });
+  const added = await call(s.h, alice, "POST", "/api/v1.1/orgs/acme/members/", {
+    username: "bob",
+    role: "member",
+  });
   assert.equal(added.status, 201, added.raw);
   const cluster = await call(s.h, alice, "POST", "/api/infra/v1/acme/nodecluster/", {
     ...AWS,
@@ -69,7 +72,9 @@ describe("a removed member keeps nothing of the organization", () => {
     assert.equal(ownToken.status, 201, ownToken.raw);
     const bobsTrigger = await call(s.h, bob, "POST", `${api.resource_uri}trigger/`, { name: "bobs-ci" });
     assert.equal(bobsTrigger.status, 201, bobsTrigger.raw);
-    const alicesTrigger = await call(s.h, alice, "POST", `${api.resource_uri}trigger/`, { name: "alices-ci" });
+    const alicesTrigger = await call(s.h, alice, "POST", `${api.resource_uri}trigger/`, {
+      name: "alices-ci",
+    });
     assert.equal(alicesTrigger.status, 201, alicesTrigger.raw);
     const readKey = await platformAuth(api);
     assert.equal(await getWith(readKey, "/api/app/v1/acme/service/"), 200, "the service key works before");
@@ -124,7 +129,10 @@ describe("a removed member keeps nothing of the organization", () => {
 describe("a deactivated creator", () => {
   test("his token and trigger refuse while he is inactive, and work again once he is activated", async () => {
     const carol = await createUser(s.h, "carol");
-    const added = await call(s.h, alice, "POST", "/api/v1.1/orgs/acme/members/", { username: "carol", role: "member" });
+    const added = await call(s.h, alice, "POST", "/api/v1.1/orgs/acme/members/", {
+      username: "carol",
+      role: "member",
+    });
     assert.equal(added.status, 201, added.raw);
     const token = await call(s.h, carol, "POST", "/api/infra/v1/acme/token/");
     assert.equal(token.status, 201, token.raw);
@@ -138,4 +146,3 @@ describe("a deactivated creator", () => {
     assert.equal((await register(s.h, token.body.token)).status, 201);
   });
 });
-

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 import { type Closed, closedWithin, openStream, StreamClient } from "../streams/support.ts";
+import { type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 
 let h: Harness;
 let base = "";
@@ -77,7 +77,12 @@ async function bearerToken(who: Caller): Promise<string> {
   const res = await h.app.inject({
     method: "POST",
     url: "/oauth/token",
-    payload: { grant_type: "password", username: who.username, password: who.password, scope: "profile_read" },
+    payload: {
+      grant_type: "password",
+      username: who.username,
+      password: who.password,
+      scope: "profile_read",
+    },
   });
   assert.equal(res.statusCode, 200, res.body);
   return res.json().access_token;
@@ -113,7 +118,11 @@ describe("a session's streams end with the session", () => {
       assert.notEqual(closed.stream, "still open", "the stream outlived its session by 5 s");
       assert.equal((closed.stream as Closed).code, 1008);
       assert.match((closed.stream as Closed).reason, /expired/);
-      const rest = await short.app.inject({ method: "GET", url: "/api/app/v1/service/", headers: { cookie: s.cookie } });
+      const rest = await short.app.inject({
+        method: "GET",
+        url: "/api/app/v1/service/",
+        headers: { cookie: s.cookie },
+      });
       assert.equal(rest.statusCode, 401);
     } finally {
       await short.close();
@@ -122,7 +131,10 @@ describe("a session's streams end with the session", () => {
 
   test("sign out everywhere ends every session and access token of the user, and their streams", async () => {
     const who = await createUser(h, "everywhere");
-    const sessions = [await signIn(h, "everywhere", who.password), await signIn(h, "everywhere", who.password)];
+    const sessions = [
+      await signIn(h, "everywhere", who.password),
+      await signIn(h, "everywhere", who.password),
+    ];
     const streams = { first: await sessionStream(sessions[0]!), second: await sessionStream(sessions[1]!) };
     const keyStream = await openStream(`ws://${base}/api/audit/v1/events/`, { auth: who.auth });
     const token = await bearerToken(who);
@@ -131,7 +143,8 @@ describe("a session's streams end with the session", () => {
     const res = await withCookie(sessions[0]!, "DELETE", "/api/v1.1/users/everywhere/sessions/");
     assert.equal(res.statusCode, 204, res.body);
     await assertClosed(streams, 5000, /signed out/);
-    for (const s of sessions) assert.equal((await withCookie(s, "GET", "/api/app/v1/service/")).statusCode, 401);
+    for (const s of sessions)
+      assert.equal((await withCookie(s, "GET", "/api/app/v1/service/")).statusCode, 401);
     assert.equal((await profileWith("everywhere", `Bearer ${token}`)).statusCode, 401);
     // API keys are for programs: they and their streams stay.
     assert.equal(keyStream.isClosed, false);
@@ -151,7 +164,10 @@ describe("password change", () => {
     const missing = await call(h, who, "POST", url, { new_password: "brand-new-password" });
     assert.equal(missing.status, 400, missing.raw);
     assert.equal(missing.body.details[0].field, "old_password");
-    const wrong = await call(h, who, "POST", url, { old_password: "not-it", new_password: "brand-new-password" });
+    const wrong = await call(h, who, "POST", url, {
+      old_password: "not-it",
+      new_password: "brand-new-password",
+    });
     assert.equal(wrong.status, 403, wrong.raw);
     assert.equal(wrong.body.code, "wrong_password");
     const short = await call(h, who, "POST", url, { old_password: who.password, new_password: "short" });
@@ -159,7 +175,10 @@ describe("password change", () => {
     // Guessing the old password here is limited like signing in (3 failures per user and address).
     await call(h, who, "POST", url, { old_password: "not-it-2", new_password: "brand-new-password" });
     await call(h, who, "POST", url, { old_password: "not-it-3", new_password: "brand-new-password" });
-    const locked = await call(h, who, "POST", url, { old_password: who.password, new_password: "brand-new-password" });
+    const locked = await call(h, who, "POST", url, {
+      old_password: who.password,
+      new_password: "brand-new-password",
+    });
     assert.equal(locked.status, 429, locked.raw);
     // Access tokens cannot change a password (Basic or the session only).
     const other = await createUser(h, "tokenholder");

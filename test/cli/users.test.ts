@@ -8,7 +8,8 @@ import { api, berth, Server } from "./support.ts";
 let server: Server;
 let carol: Record<string, string>;
 
-const basic = (user: string, secret: string) => `Basic ${Buffer.from(`${user}:${secret}`).toString("base64")}`;
+const basic = (user: string, secret: string) =>
+  `Basic ${Buffer.from(`${user}:${secret}`).toString("base64")}`;
 
 /** Signs in to the dashboard as `user`; the session cookie. */
 async function signIn(user: string, password: string): Promise<string> {
@@ -27,8 +28,13 @@ const withCookie = async (cookie: string) =>
 before(async () => {
   server = await Server.start();
   assert.equal(
-    (await api(server, "POST", "/api/v1.1/users/", { username: "carol", email: "c@example.test", password: "carol-password" }))
-      .status,
+    (
+      await api(server, "POST", "/api/v1.1/users/", {
+        username: "carol",
+        email: "c@example.test",
+        password: "carol-password",
+      })
+    ).status,
     201,
   );
   const key = await fetch(`${server.url}/api/v1.1/users/carol/apikeys/`, {
@@ -48,17 +54,26 @@ after(() => server.stop());
 describe("berth user", () => {
   test("passwd needs the current password and ends the other sessions", async () => {
     const cookie = await signIn("carol", "carol-password");
-    const wrong = await berth(["user", "passwd"], { env: carol, input: "not-the-password\nnew-password-1\n" });
+    const wrong = await berth(["user", "passwd"], {
+      env: carol,
+      input: "not-the-password\nnew-password-1\n",
+    });
     assert.equal(wrong.code, 1);
     assert.match(wrong.stderr, /old_password is not the current password/);
     assert.equal(await withCookie(cookie), 200, "a refused change ends nothing");
-    const changed = await berth(["user", "passwd"], { env: carol, input: "carol-password\nnew-password-1\n" });
+    const changed = await berth(["user", "passwd"], {
+      env: carol,
+      input: "carol-password\nnew-password-1\n",
+    });
     assert.equal(changed.code, 0, changed.stderr);
     assert.match(changed.stdout, /Password of carol changed; 1 session and 0 access tokens ended/);
     assert.equal(await withCookie(cookie), 401);
     await signIn("carol", "new-password-1");
     // An administrator resets it without the current one.
-    const reset = await berth(["user", "passwd", "carol"], { env: server.adminEnv(), input: "set-by-admin-1\n" });
+    const reset = await berth(["user", "passwd", "carol"], {
+      env: server.adminEnv(),
+      input: "set-by-admin-1\n",
+    });
     assert.equal(reset.code, 0, reset.stderr);
     await signIn("carol", "set-by-admin-1");
   });

@@ -152,7 +152,10 @@ describe("access ended through one replica ends on another", {
       });
     const first = await signIn();
     const second = await signIn();
-    const streams = { signedOut: await onBWithCookie(first.cookie), other: await onBWithCookie(second.cookie) };
+    const streams = {
+      signedOut: await onBWithCookie(first.cookie),
+      other: await onBWithCookie(second.cookie),
+    };
 
     const out = await a.app.inject({
       method: "DELETE",
@@ -176,7 +179,11 @@ describe("access ended through one replica ends on another", {
     );
     assert.equal(changed.status, 200, changed.raw);
     const { other } = await closedWithin({ other: streams.other }, 5000);
-    assert.notEqual(other, "still open", "the session's stream on B outlived the password change on A by 5 s");
+    assert.notEqual(
+      other,
+      "still open",
+      "the session's stream on B outlived the password change on A by 5 s",
+    );
     assert.equal((other as Closed).code, 1008);
   });
 });

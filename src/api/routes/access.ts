@@ -84,7 +84,8 @@ export function accessRoutes(untyped: FastifyInstance, deps: AccessRouteDeps): v
           response: { 200: ProfileView },
         },
       },
-      async (req) => profileView(await access.setActive(principalOf(req), req.params.username, active), publicUrl),
+      async (req) =>
+        profileView(await access.setActive(principalOf(req), req.params.username, active), publicUrl),
     );
   }
 }

@@ -34,11 +34,14 @@ export function registerUser(program: Command, ctx: (cmd: Command) => Ctx): void
       const target = username ?? me;
       const own = target === me;
       const secrets = await readSecrets(
-        own ? ["Current password: ", "New password: ", "New password again: "] : ["New password: ", "Again: "],
+        own
+          ? ["Current password: ", "New password: ", "New password again: "]
+          : ["New password: ", "Again: "],
       );
       const [oldPassword, newPassword, again] = own ? secrets : [undefined, secrets[0], secrets[1]];
       if (!newPassword) throw usageError("user passwd: no new password given");
-      if (process.stdin.isTTY && again !== newPassword) throw usageError("user passwd: the new passwords differ");
+      if (process.stdin.isTTY && again !== newPassword)
+        throw usageError("user passwd: the new passwords differ");
       const res = await c.client.request("POST", `/api/v1.1/users/${encodeURIComponent(target)}/password/`, {
         body: own ? { old_password: oldPassword, new_password: newPassword } : { new_password: newPassword },
       });
@@ -56,7 +59,10 @@ export function registerUser(program: Command, ctx: (cmd: Command) => Ctx): void
       .description(`${verb} a user (administrators): ${what}`)
       .action(async (username: string, _o: unknown, cmd: Command) => {
         const c = ctx(cmd);
-        const res = await c.client.request("POST", `/api/v1.1/users/${encodeURIComponent(username)}/${verb}/`);
+        const res = await c.client.request(
+          "POST",
+          `/api/v1.1/users/${encodeURIComponent(username)}/${verb}/`,
+        );
         if (c.out.opts.json) return c.out.json(res.body);
         c.out.line(`${res.body.username} ${res.body.is_active ? "active" : "inactive"}`);
       });
