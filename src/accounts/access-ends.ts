@@ -16,7 +16,7 @@
 import { randomUUID } from "node:crypto";
 import type { ActionEngine } from "../actions/engine.ts";
 import { ApiError, conflict, invalidField } from "../domain/errors.ts";
-import { serviceUri } from "../domain/uri.ts";
+import { nsUri, serviceUri } from "../domain/uri.ts";
 import { creatorMayUse } from "../identity/creators.ts";
 import { hashPassword, verifyPassword } from "../identity/secrets.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
@@ -129,7 +129,18 @@ export class AccessEnds {
     const user = await this.o.store.findUserByName(username);
     if (!user) return;
     const why = `${username} was removed from ${org}`;
-    await this.o.store.agents.deleteUnusedTokensOf(user.id, org);
+    const tokens = await this.o.store.agents.deleteUnusedTokensOf(user.id, org);
+    for (const t of tokens) {
+      await this.o.actions.recordSync({
+        uuid: randomUUID(),
+        namespace: org,
+        object: nsUri("infra", org, "token", t.uuid),
+        name: "Token Revoke",
+        meta: metaOf(by, `/api/v1.1/orgs/${org}/members/${username}/`),
+        state: "Success",
+        logLine: `Registration token ${t.uuid} was revoked: ${why}, who created it; no node registers with it`,
+      });
+    }
     const triggers = await this.o.store.registries.deleteTriggersOf(user.id, org);
     for (const t of triggers) {
       await this.o.actions.recordSync({

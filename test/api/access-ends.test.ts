@@ -109,6 +109,16 @@ describe("a removed member keeps nothing of the organization", () => {
       actions.body.objects.some((a: { action: string }) => a.action === "Trigger Revoke"),
       "the revoked trigger is recorded too",
     );
+    const revoked = await call(
+      s.h,
+      alice,
+      "GET",
+      `/api/audit/v1/acme/action/?object=${encodeURIComponent(`/api/infra/v1/acme/token/${bobsToken.body.uuid}/`)}`,
+    );
+    assert.ok(
+      revoked.body.objects.some((a: { action: string }) => a.action === "Token Revoke"),
+      revoked.raw,
+    );
 
     // What the remaining members made keeps working, and so does his own namespace's token.
     assert.equal((await register(s.h, alicesToken.body.token)).status, 201);
@@ -138,9 +148,14 @@ describe("a deactivated creator", () => {
     assert.equal(token.status, 201, token.raw);
     const trigger = await call(s.h, carol, "POST", `${api.resource_uri}trigger/`, { name: "carols-ci" });
     assert.equal(trigger.status, 201, trigger.raw);
+    const readKey = await platformAuth(await until(s, api.resource_uri, "Running"));
+    assert.equal(await getWith(readKey, "/api/app/v1/acme/service/"), 200);
     assert.equal((await call(s.h, s.h.admin, "POST", "/api/v1.1/users/carol/deactivate/")).status, 200);
     assert.equal((await register(s.h, token.body.token)).status, 401);
     assert.equal(await callTrigger(trigger.body.url), 404);
+    // She could read the organization's service keys: they are rotated.
+    assert.equal(await getWith(readKey, "/api/app/v1/acme/service/"), 401);
+    assert.equal((await call(s.h, alice, "GET", api.resource_uri)).body.synchronized, false);
     assert.equal((await call(s.h, s.h.admin, "POST", "/api/v1.1/users/carol/activate/")).status, 200);
     assert.equal(await callTrigger(trigger.body.url), 202);
     assert.equal((await register(s.h, token.body.token)).status, 201);
