@@ -1,6 +1,7 @@
 // Composition root: `npm start` runs this file. Reads the configuration, assembles the
 // platform (src/platform.ts), bootstraps the administrator and listens.
 import { type Config, ConfigError, loadConfig } from "./config/index.ts";
+import { isNodeIoError } from "./drivers/io-errors.ts";
 import { assemblePlatform, type Platform, type PlatformOptions } from "./platform.ts";
 
 export async function startServer(config: Config, opts: PlatformOptions = {}): Promise<Platform> {
@@ -69,6 +70,38 @@ export function stopOnSignals(server: Platform): void {
   }
 }
 
+/** Where the guard reports: the server log once there is one. */
+export interface GuardLog {
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * The last-resort process guard. An exception nobody caught, or a rejection nobody handled, that
+ * comes from one node's I/O (`drivers/io-errors.ts` `isNodeIoError`: the drivers' errors of a node,
+ * or Node's errors thrown while the engine clients or the tunnel read a node's answer) is logged
+ * and the process keeps serving: a node someone else runs must not be able to stop Berth for
+ * everyone (answers are bounded first, in drivers/bounds.ts; this is for what a bound missed).
+ * Anything else (a TypeError, a failed assertion, the database's or the HTTP server's errors) is
+ * printed and ends the process with status 1, as Node would without the guard.
+ */
+export function guardProcess(log: () => GuardLog | undefined): void {
+  const handler = (what: string) => (err: unknown) => {
+    if (isNodeIoError(err)) {
+      const line = `${what} from a node's I/O; Berth keeps serving`;
+      const to = log();
+      if (to) to.error({ err }, line);
+      else process.stderr.write(`berth: ${line}: ${err instanceof Error ? err.stack : String(err)}\n`);
+      return;
+    }
+    process.stderr.write(
+      `berth: ${what}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  };
+  process.on("uncaughtException", handler("uncaught exception"));
+  process.on("unhandledRejection", handler("unhandled rejection"));
+}
+
 async function main(): Promise<void> {
   let config: Config;
   try {
@@ -80,7 +113,9 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const server = await startServer(config);
+  let server: Platform | undefined;
+  guardProcess(() => server?.app.log);
+  server = await startServer(config);
   stopOnSignals(server);
 }
 

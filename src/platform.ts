@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
+import { AccessEnds } from "./accounts/access-ends.ts";
 import { DatabaseCounters, LoginLimiter, MailLimiter, MemoryCounters } from "./accounts/limiter.ts";
 import { LogOutbox, type Outbox, SmtpOutbox } from "./accounts/outbox.ts";
 import { AccountsService } from "./accounts/service.ts";
@@ -13,6 +14,7 @@ import { Relations } from "./actions/relations.ts";
 import { AgentBundle } from "./agent/bundle.ts";
 import { AnswerCache } from "./api/answer-cache.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
+import { accessRoutes } from "./api/routes/access.ts";
 import { accountsRoutes } from "./api/routes/accounts.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
 import { namespaceRoutes } from "./api/routes/namespaces.ts";
@@ -237,6 +239,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     engines,
     clock,
     unreachableGraceMs: config.nodes.unreachableGraceMs,
+    onUnreachable: (uuid, reason) => log?.warn(`node ${uuid} is Unreachable: ${reason}`),
   });
   const agentNodes = new AgentNodes({
     store,
@@ -473,6 +476,14 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         onError: (err) => log?.warn({ err }, "change notifications: connection lost; polling meanwhile"),
       })
     : undefined;
+  // Password changes, deactivations, sign-out everywhere and ended memberships end what they held.
+  const accessEnds = new AccessEnds({
+    store,
+    identity,
+    logins,
+    actions,
+    rotateServiceKey: (uuid, owner) => services.rotateServiceKey(uuid, owner),
+  });
   const sessions = new SessionService({
     store,
     identity,
@@ -507,6 +518,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
         }),
       (a) => accountsRoutes(a, { accounts, publicUrl: config.publicUrl }),
       (a) => namespaceRoutes(a, { identity, policies, store, clock }),
+      (a) => accessRoutes(a, { access: accessEnds, publicUrl: config.publicUrl }),
       (a) =>
         nodeRoutes(a, {
           store,
@@ -537,6 +549,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           identity,
           containers: new EngineContainerIO(store, engines),
           settings: config.streams,
+          clock,
           // On SQLite no other process commits: in-process notifications announce every change.
           remoteChangesAnnounced: () => !replicated || (listener?.connected ?? false),
         }),

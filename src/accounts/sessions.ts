@@ -75,7 +75,12 @@ export class SessionService {
       expires: expiresMs,
       user_agent: input.userAgent.slice(0, 500),
     });
-    return { token, csrfToken: csrfTokenOf(token), expiresMs, principal: { ...principal, via: "session" } };
+    return {
+      token,
+      csrfToken: csrfTokenOf(token),
+      expiresMs,
+      principal: { ...principal, via: "session", sessionHash: sha256(token), expiresMs },
+    };
   }
 
   /** The session of a cookie token, or undefined when unknown, expired or its user is inactive. */
@@ -85,14 +90,26 @@ export class SessionService {
     const user = await this.o.store.findUserById(row.user_id);
     if (!user?.is_active) return undefined;
     return {
-      principal: { user, via: "session", namespaceLimit: null, scopes: ALL_SCOPES },
+      principal: {
+        user,
+        via: "session",
+        namespaceLimit: null,
+        scopes: ALL_SCOPES,
+        sessionHash: row.token_hash,
+        expiresMs: row.expires,
+      },
       csrfToken: csrfTokenOf(token),
       expiresMs: row.expires,
     };
   }
 
-  /** Sign-out: the token stops working everywhere at once (API, streams). */
+  /** Sign-out: the token stops working everywhere at once (API, streams, on every replica). */
   async signOut(token: string): Promise<void> {
     await this.o.store.accounts.deleteSession(sha256(token));
+  }
+
+  /** Sign-out everywhere: every session of the user ends at once; how many ended. */
+  async signOutEverywhere(userId: number): Promise<number> {
+    return this.o.store.accounts.deleteSessionsOf(userId);
   }
 }

@@ -13,6 +13,8 @@ export interface AuditNote {
   /** Set when the handler recorded the action itself (asynchronous operations, retry). */
   recorded?: boolean;
   failure?: string;
+  /** A line for the log of a call that succeeded (what a health check found, for one). */
+  note?: string;
 }
 
 /**

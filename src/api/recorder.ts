@@ -44,7 +44,9 @@ export function installRecorder(app: FastifyInstance, actions: ActionEngine): vo
         name: request.audit.name ?? request.routeOptions.config?.action ?? "API Call",
         meta: callMeta(request),
         state: failed ? "Failed" : "Success",
-        logLine: failed ? `${reply.statusCode}: ${request.audit.failure ?? "request refused"}` : undefined,
+        logLine: failed
+          ? `${reply.statusCode}: ${request.audit.failure ?? "request refused"}`
+          : request.audit.note,
       });
       request.audit.recorded = true;
     } catch (err) {

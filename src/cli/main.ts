@@ -14,6 +14,7 @@ import { registerRepo } from "./commands/repo.ts";
 import { registerService } from "./commands/service.ts";
 import { registerStack } from "./commands/stack.ts";
 import { registerTag, registerTrigger } from "./commands/trigger.ts";
+import { registerUser } from "./commands/user.ts";
 import { contextOf } from "./context.ts";
 import { CliError, EXIT } from "./errors.ts";
 
@@ -40,6 +41,7 @@ Exit codes: 0 done, 1 refused or failed (an action that ended Failed or Canceled
   const ctx = (cmd: Command) => contextOf(cmd);
   registerAccount(program, ctx);
   registerNamespace(program, ctx);
+  registerUser(program, ctx);
   registerService(program, ctx);
   registerContainer(program, ctx);
   registerStack(program, ctx);

@@ -297,7 +297,8 @@ export interface EventsOptions {
 }
 
 export interface Engine {
-  info(): Promise<EngineInfo>;
+  /** Who the engine is; `signal` ends the call (a probe's timeout), and with it the engine's answer. */
+  info(options?: { signal?: AbortSignal }): Promise<EngineInfo>;
   /** Resolves when the engine answers; throws an EngineError of kind "unreachable" within a few seconds otherwise. */
   ping(): Promise<void>;
 
@@ -388,7 +389,9 @@ export function normalizeImageRef(ref: string): string {
 /**
  * A single-consumer queue that turns pushed items into an async iterable: engines produce output
  * (exec output, followed logs, events) whether or not anyone is reading yet, and nothing may be lost.
- * `onReturn` runs when the consumer stops early, so producers can unsubscribe.
+ * `onReturn` runs when the consumer stops early, so producers can unsubscribe. With `bound`, a
+ * producer that can wait (a stream it reads from) waits on `room()` while the items not yet taken
+ * weigh more than `bound.max`.
  */
 export class AsyncQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
@@ -398,8 +401,13 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   }> = [];
   private ended = false;
   private failure: { error: unknown } | undefined;
+  private held = 0;
+  private roomWaiters: Array<() => void> = [];
 
-  constructor(private readonly onReturn?: () => void) {}
+  constructor(
+    private readonly onReturn?: () => void,
+    private readonly bound?: { max: number; size(item: T): number },
+  ) {}
 
   get closed(): boolean {
     return this.ended || this.failure !== undefined;
@@ -409,25 +417,49 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     if (this.closed) return;
     const waiter = this.waiters.shift();
     if (waiter) waiter.resolve({ value: item, done: false });
-    else this.items.push(item);
+    else {
+      this.items.push(item);
+      if (this.bound) this.held += this.bound.size(item);
+    }
+  }
+
+  /** Resolves once the items not yet taken weigh at most `bound.max` (or the queue closed). */
+  room(): Promise<void> {
+    if (!this.bound || this.held <= this.bound.max || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  private take(): T {
+    const item = this.items.shift()!;
+    if (this.bound) {
+      this.held -= this.bound.size(item);
+      if (this.held <= this.bound.max) this.wakeProducers();
+    }
+    return item;
+  }
+
+  private wakeProducers(): void {
+    for (const wake of this.roomWaiters.splice(0)) wake();
   }
 
   end(): void {
     if (this.closed) return;
     this.ended = true;
     for (const waiter of this.waiters.splice(0)) waiter.resolve({ value: undefined, done: true });
+    this.wakeProducers();
   }
 
   fail(error: unknown): void {
     if (this.closed) return;
     this.failure = { error };
     for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+    this.wakeProducers();
   }
 
   [Symbol.asyncIterator](): AsyncIterator<T> {
     return {
       next: () => {
-        if (this.items.length > 0) return Promise.resolve({ value: this.items.shift()!, done: false });
+        if (this.items.length > 0) return Promise.resolve({ value: this.take(), done: false });
         if (this.failure) {
           const { error } = this.failure;
           // Report a failure once; afterwards the iterator is simply finished.
@@ -442,6 +474,8 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
         const wasOpen = !this.closed;
         this.ended = true;
         this.items.length = 0;
+        this.held = 0;
+        this.wakeProducers();
         if (wasOpen) this.onReturn?.();
         return Promise.resolve({ value: undefined, done: true });
       },

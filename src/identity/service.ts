@@ -30,7 +30,14 @@ export interface Principal {
   scopes: string[];
   /** The stored hash of the API key used (via "apikey"): open streams re-check that it still exists. */
   keyHash?: string;
+  /** The stored hash of the dashboard session (via "session"): open streams re-check that it still exists. */
+  sessionHash?: string;
+  /** When the session ends (epoch ms, via "session"): open streams close then. */
+  expiresMs?: number;
 }
+
+/** See IdentityService.onMembershipEnd. */
+export type MembershipEndListener = (org: string, username: string, by: Principal) => Promise<void>;
 
 export const ALL_SCOPES = ["profile_read", "profile_write", "email_read", "email_write"];
 
@@ -67,6 +74,7 @@ export class IdentityService {
   /** Bumped on every change, so a lookup that raced with one does not store what it read. */
   private generation = 0;
   private readonly accessListeners = new Set<() => void>();
+  private readonly membershipEndListeners = new Set<MembershipEndListener>();
 
   constructor(
     private readonly store: Store,
@@ -113,6 +121,20 @@ export class IdentityService {
     for (const listener of this.accessListeners) listener();
   }
 
+  /**
+   * Told once a user's membership of an organization ended, before the call that ended it answers:
+   * what the member made there, or could read there, ends too (accounts/access-ends.ts).
+   */
+  onMembershipEnd(listener: MembershipEndListener): () => void {
+    this.membershipEndListeners.add(listener);
+    return () => this.membershipEndListeners.delete(listener);
+  }
+
+  /** Tells the membership-end listeners; every path that ends a membership calls it after the commit. */
+  async membershipEnded(org: string, username: string, by: Principal): Promise<void> {
+    for (const listener of this.membershipEndListeners) await listener(org, username, by);
+  }
+
   /** Revokes a user's API key; false when the user has no such key. */
   async revokeApiKey(user: UserRow, id: number): Promise<boolean> {
     const deleted = await this.store.deleteApiKey(user.id, id);
@@ -136,6 +158,11 @@ export class IdentityService {
       if (!found || found.user.id !== p.user.id) return { reason: "the API key was revoked" };
       if (!found.user.is_active) return { reason: `user ${p.user.username} is no longer active` };
       return { principal: { ...p, user: found.user }, reason: "" };
+    }
+    if (p.via === "session" && p.sessionHash) {
+      const session = await this.store.accounts.findSession(p.sessionHash);
+      if (!session || session.user_id !== p.user.id) return { reason: "the session was signed out" };
+      if (session.expires <= this.clock.now()) return { reason: "the session expired" };
     }
     const user = await this.store.findUserByName(p.user.username);
     if (!user || user.id !== p.user.id || !user.is_active)
@@ -415,6 +442,7 @@ export class IdentityService {
       );
     }
     this.accessChanged();
+    await this.membershipEnded(org, username, p);
   }
 
   /** The user named in an accounts path, if the caller may manage it (itself, or any for admins); else 404. */

@@ -7,6 +7,7 @@ import { ApiError, conflict, unauthorized } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
 import { nsUri } from "../domain/uri.ts";
 import type { AgentMessage, TunnelHub } from "../drivers/tunnel/hub.ts";
+import { creatorMayUse } from "../identity/creators.ts";
 import type { RegistrationTokenRow } from "../store/agents.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
@@ -78,7 +79,7 @@ export class AgentNodes {
 
   async createToken(
     namespace: string,
-    createdBy: string,
+    createdBy: { id: number; username: string },
   ): Promise<{ row: RegistrationTokenRow; token: string }> {
     // Never starting with "-": a base64url secret does one time in 64, and `--token -x…` is then
     // taken for an option by the agent's parser (the command printed would fail). The prefix also
@@ -91,7 +92,8 @@ export class AgentNodes {
         uuid: randomUUID(),
         namespace,
         token_hash: sha256(token),
-        created_by: createdBy,
+        created_by: createdBy.username,
+        creator_id: createdBy.id,
         created: now,
         expires: now + this.o.tokenTtlS * 1000,
         used_at: null,
@@ -132,7 +134,11 @@ export class AgentNodes {
     tags?: string[];
     meta: Omit<CallMeta, "user">;
   }): Promise<{ node: NodeRow; key: string }> {
-    const t = await this.o.store.agents.findTokenByHash(sha256(input.token));
+    const found = await this.o.store.agents.findTokenByHash(sha256(input.token));
+    // A token whose creator no longer may use its namespace (removed from the organization, or
+    // deactivated) is as dead as a revoked one: the node never joins.
+    const t =
+      found && (await creatorMayUse(this.o.store, found.creator_id, found.namespace)) ? found : undefined;
     const now = this.o.clock.now();
     if (!t)
       throw unauthorized(

@@ -2,6 +2,7 @@
 // Deployed when it answers, Unreachable when it has been silent past the grace. The health
 // watcher, agent tunnels, health-check calls and the action kinds probe through it.
 import type { Clock } from "../domain/time.ts";
+import { ENGINE_TIMEOUTS_MS } from "../drivers/bounds.ts";
 import type { EngineInfo } from "../drivers/engine.ts";
 import type { NewNode, NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
@@ -14,6 +15,8 @@ export interface NodeProbeOptions {
   /** A node whose engine has not answered for this long becomes Unreachable. */
   unreachableGraceMs: number;
   probeTimeoutMs?: number;
+  /** Told why a node's engine did not answer, when the node becomes Unreachable for it. */
+  onUnreachable?(uuid: string, reason: string): void;
 }
 
 /** The node fields an engine's answer sets (and clears its silence). */
@@ -44,6 +47,8 @@ export const LAST_SEEN_RESOLUTION_MS = 60_000;
 export class NodeProbe {
   /** When each node's engine last answered this process. */
   private readonly lastHeard = new Map<string, number>();
+  /** Why each node's engine last failed to answer (dropped once it answers). */
+  private readonly failures = new Map<string, string>();
 
   /**
    * Silence counts only while this process could hear it: after Berth itself was down (a restart,
@@ -55,21 +60,32 @@ export class NodeProbe {
     this.listeningSince = o.clock.now();
   }
 
-  /** Asks the node's engine who it is, within the probe timeout. */
+  /**
+   * Asks the node's engine who it is, within the probe timeout. The call itself is ended at the
+   * timeout (not merely no longer awaited): an engine that answers slowly or without end must not
+   * keep one call per sweep reading its answer.
+   */
   async engineInfo(node: EngineAddress): Promise<EngineInfo> {
     const engine = this.o.engines.forNode(node);
-    const timeoutMs = this.o.probeTimeoutMs ?? 4000;
+    const timeoutMs = this.o.probeTimeoutMs ?? ENGINE_TIMEOUTS_MS.probe;
+    const call = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
-        engine.info(),
+        engine.info({ signal: call.signal }),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
     } finally {
       clearTimeout(timer);
+      call.abort();
     }
+  }
+
+  /** Why the node's engine did not answer the last probe; undefined when it answered. */
+  lastFailure(uuid: string): string | undefined {
+    return this.failures.get(uuid);
   }
 
   /**
@@ -87,6 +103,7 @@ export class NodeProbe {
     try {
       const info = await this.engineInfo(node);
       this.lastHeard.set(uuid, now);
+      this.failures.delete(uuid);
       if (this.forgoes(node, info, now, opts)) return node;
       return this.o.store.mutate("node", uuid, (n) => {
         if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
@@ -97,8 +114,11 @@ export class NodeProbe {
           ...(n.deployed_at === null ? { deployed_at: now } : {}),
         };
       });
-    } catch {
-      return this.o.store.mutate("node", uuid, (n) => {
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.failures.set(uuid, reason);
+      let turned = false;
+      const row = await this.o.store.mutate("node", uuid, (n) => {
         if (n.state === "Unreachable") return undefined;
         if (n.state !== "Deployed" && !joining(n)) return undefined;
         const since = n.unreachable_since ?? now;
@@ -108,6 +128,7 @@ export class NodeProbe {
         if (!lapsed) return n.unreachable_since === null ? { unreachable_since: since } : undefined;
         // A joining agent's node whose engine went silent is no longer being brought up. Its
         // last_seen becomes the last answer heard (recorded only now and then while it answered).
+        turned = true;
         return {
           observed: "unreachable" as const,
           unreachable_since: since,
@@ -115,6 +136,8 @@ export class NodeProbe {
           ...(joining(n) ? { phase: null } : {}),
         };
       });
+      if (turned) this.o.onUnreachable?.(uuid, reason);
+      return row;
     }
   }
 

@@ -14,7 +14,7 @@ import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
-import type { Store } from "../store/store.ts";
+import type { Store, UserRow } from "../store/store.ts";
 import type { Orchestrator } from "./services.ts";
 
 export interface ManagerDeps {
@@ -96,7 +96,7 @@ export class ServiceManager {
         spec: JSON.stringify(n.spec),
         spec_version: 1,
         auth_secret: n.spec.roles.includes("global")
-          ? await this.serviceKey(principal, namespace, uuid, tx)
+          ? await this.serviceKey(principal.user, namespace, uuid, tx)
           : null,
         deployed_at: null,
         started_at: null,
@@ -123,21 +123,40 @@ export class ServiceManager {
 
   /** The PLATFORM_AUTH of role global: a key of the creating user, limited to the namespace, sealed at rest. */
   private async serviceKey(
-    principal: Principal,
+    user: UserRow,
     namespace: string,
     serviceUuid: string,
     tx?: Store,
   ): Promise<string> {
     // Inside a transaction the key must be written through it: on SQLite a write outside it
     // would wait for the transaction's connection forever.
-    const { key } = await this.d.identity.createApiKey(principal.user, {
+    const { key } = await this.d.identity.createApiKey(user, {
       label: `service ${serviceUuid}`,
       namespaceLimit: namespace,
       serviceUuid,
       tx,
     });
-    const header = `Basic ${Buffer.from(`${principal.user.username}:${key}`).toString("base64")}`;
+    const header = `Basic ${Buffer.from(`${user.username}:${key}`).toString("base64")}`;
     return this.d.box.seal(header);
+  }
+
+  /**
+   * Replaces the PLATFORM_AUTH key of a role-global service (someone who could read it lost
+   * access): in one transaction the old key is revoked and a new key of `owner`, limited to the
+   * namespace, is sealed in its place; without an owner the key is only revoked. The definition
+   * version moves on, so the service and its containers show `synchronized: false` until a
+   * redeploy gives the containers the new key (the old one, still in their environment, is
+   * refused from now on). False when the service has no key or is terminated.
+   */
+  async rotateServiceKey(serviceUuid: string, owner: UserRow | undefined): Promise<boolean> {
+    return this.store.retrying(async (tx) => {
+      const cur = await tx.services.findService(serviceUuid);
+      if (!cur?.auth_secret || cur.state === "Terminated") return false;
+      await tx.deleteServiceApiKeys(serviceUuid);
+      const sealed = owner ? await this.serviceKey(owner, cur.namespace, cur.uuid, tx) : null;
+      await tx.services.updateService(cur, { auth_secret: sealed, spec_version: cur.spec_version + 1 });
+      return true;
+    });
   }
 
   /**
@@ -197,7 +216,7 @@ export class ServiceManager {
       await this.assertEnvWithin(this.store, s.namespace, u.spec.container_envvars);
     const wantsKey = u.spec.roles.includes("global");
     let auth = s.auth_secret;
-    if (wantsKey && !auth && principal) auth = await this.serviceKey(principal, s.namespace, s.uuid);
+    if (wantsKey && !auth && principal) auth = await this.serviceKey(principal.user, s.namespace, s.uuid);
     if (!wantsKey && auth) {
       await this.revokeServiceKey(s.uuid);
       auth = null;

@@ -177,8 +177,83 @@ export class AccountStore {
       .executeTakeFirst();
   }
 
+  /**
+   * Ends a session. Identity listeners are told (this replica's and, on PostgreSQL, the others'):
+   * open streams of the session close at once (api/streams/access.ts).
+   */
   async deleteSession(tokenHash: string): Promise<void> {
     await this.s.db.deleteFrom("sessions").where("token_hash", "=", tokenHash).execute();
+    this.s.identityChanged();
+  }
+
+  /** Ends every session of a user (but `keep`, a session's hash); how many ended. */
+  async deleteSessionsOf(userId: number, keep?: string): Promise<number> {
+    let q = this.s.db.deleteFrom("sessions").where("user_id", "=", userId);
+    if (keep) q = q.where("token_hash", "!=", keep);
+    const res = await q.executeTakeFirst();
+    this.s.identityChanged();
+    return Number(res.numDeletedRows);
+  }
+
+  /** Ends every Bearer access token of a user; how many ended. */
+  async deleteAccessTokensOf(userId: number): Promise<number> {
+    const res = await this.s.db.deleteFrom("access_tokens").where("user_id", "=", userId).executeTakeFirst();
+    this.s.identityChanged();
+    return Number(res.numDeletedRows);
+  }
+
+  /**
+   * Sets a user's password hash and ends the user's sessions (but `keepSession`) and access tokens,
+   * in one transaction: nothing signed in with the old password outlives the change.
+   */
+  async changePassword(
+    userId: number,
+    passwordHash: string,
+    keepSession?: string,
+  ): Promise<{ sessions_ended: number; access_tokens_ended: number }> {
+    return this.s.transaction(async (tx) => {
+      await tx.db
+        .updateTable("users")
+        .set({ password_hash: passwordHash })
+        .where("id", "=", userId)
+        .execute();
+      return {
+        sessions_ended: await tx.accounts.deleteSessionsOf(userId, keepSession),
+        access_tokens_ended: await tx.accounts.deleteAccessTokensOf(userId),
+      };
+    });
+  }
+
+  /** The user whose key each service's PLATFORM_AUTH is, by service uuid. */
+  async serviceKeyUsers(serviceUuids: readonly string[]): Promise<Map<string, number>> {
+    if (serviceUuids.length === 0) return new Map();
+    const rows = await this.s.db
+      .selectFrom("api_keys")
+      .select(["service_uuid", "user_id"])
+      .where("service_uuid", "in", [...serviceUuids])
+      .execute();
+    return new Map(rows.map((r) => [r.service_uuid!, r.user_id]));
+  }
+
+  /**
+   * Activates or deactivates a user. Deactivation also ends the user's sessions and access tokens
+   * (API keys stay, refused while the user is inactive). Undefined when there is no such user.
+   */
+  async setActive(userId: number, active: boolean): Promise<UserRow | undefined> {
+    return this.s.transaction(async (tx) => {
+      const row = await tx.db
+        .updateTable("users")
+        .set({ is_active: active ? 1 : 0 })
+        .where("id", "=", userId)
+        .returningAll()
+        .executeTakeFirst();
+      if (!active) {
+        await tx.accounts.deleteSessionsOf(userId);
+        await tx.accounts.deleteAccessTokensOf(userId);
+      }
+      tx.identityChanged();
+      return row;
+    });
   }
 
   /** Forgets expired access and confirmation tokens; they can never be used again. */

@@ -49,6 +49,20 @@ export class AgentStore {
   }
 
   /**
+   * Deletes the unused registration tokens a user created in a namespace (they lost it); the
+   * deleted rows. Used ones stay: they record which token registered a node.
+   */
+  async deleteUnusedTokensOf(creatorId: number, namespace: string): Promise<RegistrationTokenRow[]> {
+    return this.s.db
+      .deleteFrom("registration_tokens")
+      .where("creator_id", "=", creatorId)
+      .where("namespace", "=", namespace)
+      .where("used_at", "is", null)
+      .returningAll()
+      .execute();
+  }
+
+  /**
    * Marks a token used by a node, only if it is still unused and unexpired; false otherwise. One
    * conditional update, so two registrations racing with the same token cannot both succeed.
    */

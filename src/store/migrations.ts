@@ -520,6 +520,29 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0019_access_ends": {
+      async up(db: AnyDb) {
+        // Access ends where it was granted (issue 26 item 3): registration tokens and triggers name
+        // the user who made them by id, so that what a removed member made in an organization is
+        // found and revoked, and what a user who lost the namespace (or was deactivated) made
+        // refuses at use. Backfilled from `created_by` (the username, unique and never reused);
+        // null: unknown creator, and the token or trigger keeps working as before.
+        for (const table of ["registration_tokens", "triggers"]) {
+          await db.schema.alterTable(table).addColumn("creator_id", "integer").execute();
+          await sql`update ${sql.table(table)} set creator_id =
+            (select u.id from users u where u.username = ${sql.ref(`${table}.created_by`)})`.execute(db);
+          await db.schema
+            .createIndex(`${table}_creator`)
+            .on(table)
+            .columns(["creator_id", "namespace"])
+            .execute();
+        }
+        // Sessions and access tokens of one user end together (password change, deactivation,
+        // sign-out everywhere).
+        await db.schema.createIndex("sessions_user").on("sessions").columns(["user_id"]).execute();
+        await db.schema.createIndex("access_tokens_user").on("access_tokens").columns(["user_id"]).execute();
+      },
+    },
     // Organization invitations (issue 26): an owner invites, the invited user accepts or declines.
     // Quotas count rows that exist already; their limits live in namespace_settings.limits (0018).
     "0020_invitations_quotas": {

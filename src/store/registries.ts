@@ -92,4 +92,14 @@ export class RegistryStore {
     const res = await this.s.db.deleteFrom("triggers").where("uuid", "=", uuid).executeTakeFirst();
     return Number(res.numDeletedRows) > 0;
   }
+
+  /** Deletes the triggers a user created in a namespace (they lost it); the deleted rows. */
+  async deleteTriggersOf(creatorId: number, namespace: string): Promise<TriggerRow[]> {
+    return this.s.db
+      .deleteFrom("triggers")
+      .where("creator_id", "=", creatorId)
+      .where("namespace", "=", namespace)
+      .returningAll()
+      .execute();
+  }
 }

@@ -325,6 +325,8 @@ export interface TriggerTable {
   secret_hash: string;
   /** The user who created it; actions started by calling it name them. */
   created_by: string;
+  /** The id of that user: the trigger acts only while they may use its namespace (null: unknown). */
+  creator_id: number | null;
   created: number;
 }
 
@@ -337,6 +339,8 @@ export interface RegistrationTokenTable {
   token_hash: string;
   /** The user who created it; the registration's action names them. */
   created_by: string;
+  /** The id of that user: the token registers only while they may use its namespace (null: unknown). */
+  creator_id: number | null;
   created: number;
   expires: number;
   /** Set once a node registered with it: a token is single-use. */

@@ -8,6 +8,7 @@ import { conflict, VersionConflict } from "../domain/errors.ts";
 import { MAX_CONTAINERS } from "../domain/service-spec.ts";
 import type { Clock } from "../domain/time.ts";
 import { serviceUri } from "../domain/uri.ts";
+import { creatorMayUse } from "../identity/creators.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { TriggerRow } from "../store/registries.ts";
 import type { ServiceRow } from "../store/services.ts";
@@ -58,7 +59,7 @@ export class TriggerService {
   async create(
     service: ServiceRow,
     body: { name?: string; operation?: TriggerOperation },
-    createdBy: string,
+    createdBy: { id: number; username: string },
   ): Promise<TriggerRow> {
     const operation = body.operation ?? "REDEPLOY";
     const uuid = randomUUID();
@@ -72,7 +73,8 @@ export class TriggerService {
         name: body.name?.trim() || operation.toLowerCase(),
         operation,
         secret_hash: sha256(this.secretOf(uuid)).toString("hex"),
-        created_by: createdBy,
+        created_by: createdBy.username,
+        creator_id: createdBy.id,
         created: now,
       });
     });
@@ -109,6 +111,9 @@ export class TriggerService {
     const expected = Buffer.from(t.secret_hash, "hex");
     const given = sha256(input.token);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+    // A trigger acts only while its creator may use its namespace (not removed from the
+    // organization, not deactivated): otherwise its URL is as dead as a deleted trigger's.
+    if (!(await creatorMayUse(this.d.store, t.creator_id, t.namespace))) return undefined;
     for (;;) {
       try {
         return await this.start(t, { ...input.meta, user: t.created_by, isUserAction: false });

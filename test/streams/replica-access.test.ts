@@ -131,4 +131,56 @@ describe("access ended through one replica ends on another", {
     // Bob's own namespace is untouched.
     assert.equal(await onB(bob.auth, "/api/app/v1/service/"), 200);
   });
+
+  test("a dashboard session signed out through A (or ended by a password change) closes its stream on B", async () => {
+    const signIn = async () => {
+      const res = await a.app.inject({
+        method: "POST",
+        url: "/api/session/",
+        payload: { username: "alice", password: alice.password },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const token = /berth_session=([^;]+)/.exec(String(res.headers["set-cookie"]))![1]!;
+      return { cookie: `berth_session=${token}`, csrf: res.json().csrf_token as string };
+    };
+    const onBWithCookie = (cookie: string) =>
+      openStream(`ws://${baseB}/api/audit/v1/events/`, {
+        options: { headers: { cookie, origin: `http://${baseB}` } },
+      });
+    const first = await signIn();
+    const second = await signIn();
+    const streams = {
+      signedOut: await onBWithCookie(first.cookie),
+      other: await onBWithCookie(second.cookie),
+    };
+
+    const out = await a.app.inject({
+      method: "DELETE",
+      url: "/api/session/",
+      headers: { cookie: first.cookie, "x-csrf-token": first.csrf },
+    });
+    assert.equal(out.statusCode, 204, out.body);
+    const { signedOut } = await closedWithin({ signedOut: streams.signedOut }, 5000);
+    assert.notEqual(signedOut, "still open", "the session's stream on B outlived its sign-out on A by 5 s");
+    assert.equal((signedOut as Closed).code, 1008);
+    assert.match((signedOut as Closed).reason, /signed out/);
+    assert.equal(streams.other.isClosed, false, "another session's stream stays open");
+
+    // A password change through A ends the other session: its stream on B closes too.
+    const changed = await call(
+      a,
+      { ...alice, auth: basic("alice", alice.password) },
+      "POST",
+      "/api/v1.1/users/alice/password/",
+      { old_password: alice.password, new_password: "alice-second-password" },
+    );
+    assert.equal(changed.status, 200, changed.raw);
+    const { other } = await closedWithin({ other: streams.other }, 5000);
+    assert.notEqual(
+      other,
+      "still open",
+      "the session's stream on B outlived the password change on A by 5 s",
+    );
+    assert.equal((other as Closed).code, 1008);
+  });
 });

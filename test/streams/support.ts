@@ -99,7 +99,7 @@ export function openStream(
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, {
       ...opts.options,
-      headers: opts.auth ? { authorization: opts.auth } : {},
+      headers: { ...opts.options?.headers, ...(opts.auth ? { authorization: opts.auth } : {}) },
     });
     const client = new StreamClient(ws);
     ws.once("open", () => resolve(client));

@@ -448,6 +448,8 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const n = await nodeOf(req, req.params.uuid);
         assertAllowed(NODE_OPERATIONS, `node ${n.nickname || n.uuid}`, n.state as NodeState, "health-check");
         const r = await probe.probe(n.uuid, { immediate: true });
+        const failure = probe.lastFailure(n.uuid);
+        if (failure) req.audit.note = `The node's engine did not answer: ${failure}`;
         return showNode(r ?? n);
       },
     );

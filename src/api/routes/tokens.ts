@@ -60,7 +60,7 @@ export function tokenRoutes(untyped: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const ns = namespaceOf(req);
-        const { row, token } = await agents.createToken(ns, principalOf(req).user.username);
+        const { row, token } = await agents.createToken(ns, principalOf(req).user);
         req.audit.object = tokenUri(row);
         return reply.status(201).send({ ...tokenView(row), token, command: agents.command(token) });
       },

@@ -86,7 +86,7 @@ export function triggerRoutes(untyped: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const s = await serviceOf(req, req.params.uuid);
-        const t = await triggers.create(s, req.body, principalOf(req).user.username);
+        const t = await triggers.create(s, req.body, principalOf(req).user);
         const view = triggers.view(t);
         req.audit.object = view.resource_uri;
         return reply.status(201).send(view);

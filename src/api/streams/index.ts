@@ -30,8 +30,11 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
     store: deps.store,
     onError: (err) => app.log.error({ err }, "action logs: could not read"),
   });
-  const guard = new StreamAccessGuard(deps.identity, feed, (err) =>
-    app.log.error({ err }, "streams: could not re-check access"),
+  const guard = new StreamAccessGuard(
+    deps.identity,
+    feed,
+    (err) => app.log.error({ err }, "streams: could not re-check access"),
+    deps.clock,
   );
   const ctx: StreamContext = {
     ...deps,

@@ -5,6 +5,7 @@ import type { Static, TSchema } from "typebox";
 import type { WebSocket } from "ws";
 import type { Config } from "../../config/index.ts";
 import { ErrorView } from "../../contract/common.ts";
+import type { Clock } from "../../domain/time.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ContainerIO } from "../../orchestrator/container-io.ts";
 import type { Store } from "../../store/store.ts";
@@ -23,6 +24,8 @@ export interface StreamDeps {
   /** Logs and exec of containers, through the runtime (streams never hold an engine). */
   containers: ContainerIO;
   settings: Config["streams"];
+  /** The clock sessions expire by (their streams close then). */
+  clock?: Clock;
   /**
    * Whether other replicas' commits are announced now (PostgreSQL LISTEN/NOTIFY): the feed then
    * reads on those wake-ups and polls only rarely, as a safety net.

@@ -11,7 +11,7 @@ import { CliError, usageError } from "../errors.ts";
 import { quietOption } from "./common.ts";
 
 /** Reads a secret: hidden typing on a terminal, the first line of standard input otherwise. */
-async function readSecret(prompt: string): Promise<string> {
+export async function readSecret(prompt: string): Promise<string> {
   const stdin = process.stdin;
   if (!stdin.isTTY) {
     const chunks: Buffer[] = [];
@@ -112,8 +112,17 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
   program
     .command("logout")
     .description("forget the stored credentials (and revoke the key login made)")
-    .action(async (_o: unknown, cmd: Command) => {
+    .option(
+      "--everywhere",
+      "also end every dashboard session and access token of the user, on every browser (API keys stay)",
+    )
+    .action(async (o: { everywhere?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
+      if (o.everywhere) {
+        const user = c.client.creds.user ?? (await c.client.get("/auth/")).username;
+        await c.client.request("DELETE", `/api/v1.1/users/${encodeURIComponent(user)}/sessions/`);
+        c.out.line(`Every session of ${user} ended`);
+      }
       const stored = readConfig(c.configFile);
       if (typeof stored.apikey_id === "number" && stored.user && stored.apikey) {
         const own = new Client(credentials({}, stored), undefined);

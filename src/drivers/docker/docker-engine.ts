@@ -1,10 +1,19 @@
-// The Engine implementation for real Docker engines, over the Engine API through dockerode's modem.
-// Every call goes through one request primitive, so each has a timeout (an unreachable engine fails
-// fast instead of hanging an action) and every failure becomes a typed EngineError.
+// The Engine implementation for real Docker engines, over the Engine API (dockerode's types; the
+// requests are sent by ./request.ts). Every call goes through one request primitive, so each has a
+// timeout (an unreachable engine fails fast instead of hanging an action), every answer is read
+// within the bounds of drivers/bounds.ts (a node that answers without end costs Berth a bounded
+// amount of memory and time, never the process) and every failure becomes a typed EngineError.
 import { statfs } from "node:fs/promises";
 import type { Agent as HttpAgent, IncomingMessage } from "node:http";
 import type { Duplex, Readable } from "node:stream";
-import Docker from "dockerode";
+import type Docker from "dockerode";
+import {
+  AnswerBoundError,
+  ENGINE_ANSWER_BYTES,
+  ENGINE_TIMEOUTS_MS,
+  readBounded,
+  withinTime,
+} from "../bounds.ts";
 import {
   AsyncQueue,
   type ContainerEvent,
@@ -41,6 +50,7 @@ import {
   createBody,
   type DockerEventMessage,
 } from "./mapping.ts";
+import { type EngineHttpError, type QueryValue, sendRequest, sendUpgrade } from "./request.ts";
 import { demultiplex, type Frame, jsonLines, rawFrames, timestampedLines } from "./streams.ts";
 
 export interface DockerEngineOptions {
@@ -51,14 +61,14 @@ export interface DockerEngineOptions {
   /** Longest wait for an ordinary call; streams only wait this long for the engine to answer. */
   callTimeoutMs?: number;
   pingTimeoutMs?: number;
+  /** How long a pull, push or load may say nothing, and last in all (ENGINE_TIMEOUTS_MS by default). */
+  progressTimeoutsMs?: { idleMs: number; totalMs: number };
   /**
    * Makes the connections instead of TCP (an agent's reverse tunnel: drivers/tunnel). The
    * endpoint's host and port then only name the engine in messages.
    */
   agent?: HttpAgent;
 }
-
-type QueryValue = string | number | boolean | string[] | undefined;
 
 interface Call {
   method: "GET" | "POST" | "DELETE";
@@ -75,14 +85,12 @@ interface Call {
   authconfig?: { username?: string; password?: string; serveraddress?: string };
   /** A 404 here means a missing image, not a missing container. */
   imageCall?: boolean;
+  /** Most bytes of the answer Berth reads (json and empty modes); ENGINE_ANSWER_BYTES.json by default. */
+  limit?: number;
 }
 
-/** Error shape docker-modem produces for an HTTP status it was not told to accept. */
-interface ModemHttpError extends Error {
-  statusCode?: number;
-  json?: unknown;
-  code?: string;
-}
+/** A failure of a request: Node's network errors (with `code`), a refused status, a bound. */
+type RequestError = Error & Partial<EngineHttpError> & { code?: string };
 
 const NETWORK_CODES = new Set([
   "ECONNREFUSED",
@@ -97,6 +105,7 @@ const NETWORK_CODES = new Set([
   "ENOTFOUND",
   "ECONNABORTED",
   "UND_ERR_SOCKET",
+  "ERR_STREAM_PREMATURE_CLOSE",
   "ERR_TLS_CERT_ALTNAME_INVALID",
   "DEPTH_ZERO_SELF_SIGNED_CERT",
   "SELF_SIGNED_CERT_IN_CHAIN",
@@ -107,65 +116,64 @@ const NETWORK_CODES = new Set([
 const IMAGE_MISSING =
   /no such image|manifest unknown|not found|repository does not exist|pull access denied|name unknown/i;
 
-/** docker-modem prefixes "(HTTP code 404) no such container - "; users should see the engine's words. */
-function engineMessage(error: ModemHttpError): string {
+/** request.ts prefixes "(HTTP code 404) "; users should see the engine's words. */
+function engineMessage(error: RequestError): string {
   const json = error.json;
   if (json && typeof json === "object" && "message" in json && typeof json.message === "string")
-    return json.message;
-  return error.message.replace(/^\(HTTP code \d+\) [^-]*- /, "").trim();
+    return json.message.slice(0, 2000);
+  return error.message.replace(/^\(HTTP code \d+\) /, "").trim();
 }
 
 function isAbortError(error: unknown): boolean {
   return (
-    error instanceof Error && (error.name === "AbortError" || (error as ModemHttpError).code === "ABORT_ERR")
+    error instanceof Error && (error.name === "AbortError" || (error as RequestError).code === "ABORT_ERR")
   );
+}
+
+/** A text field of an engine's answer, as Berth stores it: a string of at most `max` characters. */
+function text(value: unknown, max = 256): string | undefined {
+  return typeof value === "string" ? value.slice(0, max) : undefined;
+}
+
+/** A count of an engine's answer: a finite number at least 0, else 0. */
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
 }
 
 export class DockerEngine implements Engine {
   readonly endpoint: DockerEndpoint;
-  private readonly docker: Docker;
+  private readonly agent: HttpAgent | undefined;
   private readonly callTimeoutMs: number;
   private readonly pingTimeoutMs: number;
+  private readonly progressTimeoutsMs: { idleMs: number; totalMs: number };
 
   constructor(options: DockerEngineOptions) {
     this.endpoint =
       typeof options.endpoint === "string"
         ? parseDockerEndpoint(options.endpoint, options.tls)
         : options.endpoint;
-    this.callTimeoutMs = options.callTimeoutMs ?? 30_000;
-    this.pingTimeoutMs = options.pingTimeoutMs ?? 3_000;
-    if ("socketPath" in this.endpoint) {
-      this.docker = new Docker({ socketPath: this.endpoint.socketPath });
-    } else if (this.endpoint.tls) {
-      const { ca, cert, key } = this.endpoint.tls;
-      this.docker = new Docker({
-        host: this.endpoint.host,
-        port: this.endpoint.port,
-        protocol: "https",
-        ca,
-        cert,
-        key,
-      });
-    } else {
-      this.docker = new Docker({
-        host: this.endpoint.host,
-        port: this.endpoint.port,
-        protocol: "http",
-        ...(options.agent ? { agent: options.agent } : {}),
-      });
-    }
+    this.callTimeoutMs = options.callTimeoutMs ?? ENGINE_TIMEOUTS_MS.call;
+    this.pingTimeoutMs = options.pingTimeoutMs ?? ENGINE_TIMEOUTS_MS.ping;
+    this.progressTimeoutsMs = options.progressTimeoutsMs ?? {
+      idleMs: ENGINE_TIMEOUTS_MS.progressIdle,
+      totalMs: ENGINE_TIMEOUTS_MS.progressTotal,
+    };
+    // The tunnel's connections are plain HTTP on tunnel streams; TLS and unix sockets dial themselves.
+    this.agent = "socketPath" in this.endpoint || this.endpoint.tls ? undefined : options.agent;
   }
 
   // ---- the request primitive ------------------------------------------------------------------
 
   /**
-   * One Engine API call. The timeout covers the whole call for ordinary requests, and only the wait
-   * for the response headers for streams, which then live until the caller's signal or the engine ends them.
+   * One Engine API call. The timeout covers the whole call for ordinary requests (answer included),
+   * and only the wait for the response headers for streams, which then live until the caller's
+   * signal or the engine ends them. `json` answers are read up to `call.limit` bytes and parsed,
+   * `empty` ones read up to that limit and dropped.
    */
-  private dial(call: Call, mode: "json"): Promise<unknown>;
+  private dial(call: Call, mode: "json" | "empty"): Promise<unknown>;
   private dial(call: Call, mode: "stream"): Promise<IncomingMessage>;
   private dial(call: Call, mode: "hijack"): Promise<Duplex>;
-  private dial(call: Call, mode: "json" | "stream" | "hijack"): Promise<unknown> {
+  private dial(call: Call, mode: "json" | "empty" | "stream" | "hijack"): Promise<unknown> {
     const timeoutMs = call.timeoutMs ?? this.callTimeoutMs;
     const timer = new AbortController();
     const signal = call.signal ? AbortSignal.any([call.signal, timer.signal]) : timer.signal;
@@ -174,51 +182,49 @@ export class DockerEngine implements Engine {
       timedOut = true;
       timer.abort(new Error("timeout"));
     }, timeoutMs);
-    const statusCodes: Record<number, boolean> = {};
-    for (const status of call.ok) statusCodes[status] = true;
-    const headers: Record<string, string> = {};
-    if (call.contentType) headers["Content-Type"] = call.contentType;
-    return new Promise<unknown>((resolve, reject) => {
-      this.docker.modem.dial(
-        {
-          path: call.query ? `${call.path}?` : call.path,
-          method: call.method,
-          // _query and _body keep query parameters out of POST bodies and vice versa.
-          options: { _query: call.query ?? {}, _body: call.body ?? {} },
-          file: call.file,
-          headers: call.contentType ? headers : undefined,
-          authconfig: call.authconfig,
-          isStream: mode !== "json",
-          hijack: mode === "hijack",
-          openStdin: mode === "hijack",
-          statusCodes,
-          abortSignal: signal,
-        },
-        (error, result) => {
-          clearTimeout(handle);
-          if (!error) {
-            resolve(result);
-            return;
-          }
-          if (call.signal?.aborted && !timedOut) {
-            reject(call.signal.reason ?? error);
-            return;
-          }
-          reject(this.toEngineError(error as ModemHttpError, call, timedOut ? timeoutMs : undefined));
-        },
-      );
-    });
+    const request = { ...call, signal };
+    const work = async (): Promise<unknown> => {
+      if (mode === "hijack") return sendUpgrade(this.endpoint, this.agent, request, call.ok);
+      const res = await sendRequest(this.endpoint, this.agent, request, call.ok);
+      if (mode === "stream") return res;
+      const what = `the answer to ${call.method} ${call.path}`;
+      const body = await readBounded(res, call.limit ?? ENGINE_ANSWER_BYTES.json, what);
+      if (mode === "empty") return undefined;
+      try {
+        return JSON.parse(body.toString("utf8")) as unknown;
+      } catch {
+        throw new EngineError(
+          "other",
+          `engine at ${describeEndpoint(this.endpoint)}: ${what} is not JSON (${body.length} bytes)`,
+        );
+      }
+    };
+    return work().then(
+      (result) => {
+        clearTimeout(handle);
+        return result;
+      },
+      (error: unknown) => {
+        clearTimeout(handle);
+        if (error instanceof EngineError) throw error;
+        if (call.signal?.aborted && !timedOut) throw call.signal.reason ?? error;
+        throw this.toEngineError(error as RequestError, call, timedOut ? timeoutMs : undefined);
+      },
+    );
   }
 
-  private toEngineError(error: ModemHttpError, call: Call, timedOutAfterMs: number | undefined): EngineError {
+  private toEngineError(error: RequestError, call: Call, timedOutAfterMs: number | undefined): EngineError {
     const where = describeEndpoint(this.endpoint);
     if (timedOutAfterMs !== undefined) {
       return new EngineError("unreachable", `engine at ${where} did not answer within ${timedOutAfterMs} ms`);
     }
+    // An answer past a bound: the engine cannot be used as it answers (the node is Unreachable).
+    if (error instanceof AnswerBoundError)
+      return new EngineError("unreachable", `engine at ${where}: ${error.message}`);
     const status = error.statusCode;
     if (status === undefined) {
       if (
-        (error.code && NETWORK_CODES.has(error.code)) ||
+        (error.code && (NETWORK_CODES.has(error.code) || error.code.startsWith("HPE_"))) ||
         isAbortError(error) ||
         /socket hang up/.test(error.message)
       ) {
@@ -242,25 +248,35 @@ export class DockerEngine implements Engine {
   // ---- engine ------------------------------------------------------------------------------------
 
   async ping(): Promise<void> {
-    await this.dial({ method: "GET", path: "/_ping", ok: [200], timeoutMs: this.pingTimeoutMs }, "json");
+    await this.dial({ method: "GET", path: "/_ping", ok: [200], timeoutMs: this.pingTimeoutMs }, "empty");
   }
 
-  async info(): Promise<EngineInfo> {
-    const [info, version] = await Promise.all([
-      this.json<DockerInfo>({ method: "GET", path: "/info", ok: [200] }),
-      this.json<{ ApiVersion?: string; Version?: string }>({ method: "GET", path: "/version", ok: [200] }),
+  async info(options: { signal?: AbortSignal } = {}): Promise<EngineInfo> {
+    const { signal } = options;
+    const [answer, versionAnswer] = await Promise.all([
+      this.json<unknown>({ method: "GET", path: "/info", ok: [200], signal }),
+      this.json<unknown>({ method: "GET", path: "/version", ok: [200], signal }),
     ]);
+    // Facts Berth stores on the node row: each checked, strings cut, whatever the engine sent.
+    const info = (answer && typeof answer === "object" ? answer : {}) as Record<keyof DockerInfo, unknown>;
+    const version = (versionAnswer && typeof versionAnswer === "object" ? versionAnswer : {}) as Record<
+      "ApiVersion" | "Version",
+      unknown
+    >;
+    const id = text(info.ID);
+    if (!id)
+      throw new EngineError("other", `engine at ${describeEndpoint(this.endpoint)} did not say its ID`);
     return {
-      id: info.ID,
-      name: info.Name,
-      cpus: info.NCPU,
-      memoryMb: Math.floor(info.MemTotal / (1024 * 1024)),
-      diskGb: await this.diskGb(info.DockerRootDir),
-      engineVersion: info.ServerVersion ?? version.Version ?? "",
-      apiVersion: version.ApiVersion ?? "",
-      storageDriver: info.Driver ?? "",
-      execDriver: info.ExecutionDriver || "native",
-      operatingSystem: info.OperatingSystem ?? "",
+      id,
+      name: text(info.Name) ?? "",
+      cpus: count(info.NCPU),
+      memoryMb: Math.floor(count(info.MemTotal) / (1024 * 1024)),
+      diskGb: await this.diskGb(text(info.DockerRootDir, 4096)),
+      engineVersion: text(info.ServerVersion) ?? text(version.Version) ?? "",
+      apiVersion: text(version.ApiVersion) ?? "",
+      storageDriver: text(info.Driver) ?? "",
+      execDriver: text(info.ExecutionDriver) || "native",
+      operatingSystem: text(info.OperatingSystem) ?? "",
     };
   }
 
@@ -322,7 +338,7 @@ export class DockerEngine implements Engine {
       throw this.pullError(error);
     }
     // Failures after the engine started answering arrive as {"error": …} messages in the stream.
-    for await (const message of jsonLines(response)) {
+    for await (const message of this.progress(response, `the progress of pulling ${ref}`)) {
       const progress = message as { status?: string; id?: string; progress?: string; error?: string };
       if (progress.error) throw this.pullError(new EngineError("other", progress.error));
       if (progress.status) {
@@ -345,7 +361,7 @@ export class DockerEngine implements Engine {
     const [repo, tag] = splitImageTag(target);
     await this.dial(
       { method: "POST", path: `/images/${source}/tag`, query: { repo, tag }, ok: [201], imageCall: true },
-      "json",
+      "empty",
     );
   }
 
@@ -364,12 +380,12 @@ export class DockerEngine implements Engine {
           ? { username: auth.username, password: auth.password, serveraddress: auth.serverAddress }
           : {},
         // Pushing layers takes a while; only the engine answering at all is bounded tightly.
-        timeoutMs: Math.max(this.callTimeoutMs, 600_000),
+        timeoutMs: Math.max(this.callTimeoutMs, ENGINE_TIMEOUTS_MS.upload),
       },
       "stream",
     );
     // The registry's refusals arrive as {"error": …} messages in the stream.
-    for await (const message of jsonLines(response)) {
+    for await (const message of this.progress(response, `the progress of pushing ${ref}`)) {
       const progress = message as { status?: string; id?: string; progress?: string; error?: string };
       if (progress.error) throw new EngineError("other", progress.error);
       if (progress.status) {
@@ -389,18 +405,33 @@ export class DockerEngine implements Engine {
         contentType: "application/x-tar",
         ok: [200],
         // Loading large images takes a while; only the engine answering at all is bounded tightly.
-        timeoutMs: Math.max(this.callTimeoutMs, 600_000),
+        timeoutMs: Math.max(this.callTimeoutMs, ENGINE_TIMEOUTS_MS.upload),
       },
       "stream",
     );
     const loaded: string[] = [];
-    for await (const message of jsonLines(response)) {
+    for await (const message of this.progress(response, "the answer to an image load")) {
       const entry = message as { stream?: string; error?: string };
       if (entry.error) throw new EngineError("other", entry.error);
       const match = /^Loaded image(?: ID)?: (.+)$/.exec((entry.stream ?? "").trim());
-      if (match) loaded.push(match[1]!);
+      if (match && loaded.length < 1000) loaded.push(match[1]!.slice(0, 1000));
     }
     return loaded;
+  }
+
+  /**
+   * The messages of a progress stream (pull, push, load): lines of at most ENGINE_ANSWER_BYTES.jsonLine,
+   * a stream silent for ENGINE_TIMEOUTS_MS.progressIdle or longer than progressTotal is given up.
+   */
+  private async *progress(response: IncomingMessage, what: string): AsyncGenerator<unknown> {
+    try {
+      yield* withinTime(jsonLines(response), response, this.progressTimeoutsMs, what);
+    } catch (error) {
+      if (error instanceof EngineError) throw error;
+      throw this.toEngineError(error as RequestError, { method: "GET", path: "", ok: [] }, undefined);
+    } finally {
+      response.destroy();
+    }
   }
 
   // ---- containers --------------------------------------------------------------------------------
@@ -419,7 +450,7 @@ export class DockerEngine implements Engine {
   async startContainer(id: string): Promise<void> {
     await this.dial(
       { method: "POST", path: `/containers/${encodeURIComponent(id)}/start`, ok: [204, 304] },
-      "json",
+      "empty",
     );
   }
 
@@ -434,7 +465,7 @@ export class DockerEngine implements Engine {
         // The engine waits up to timeoutS before it kills, so the call may take that long.
         timeoutMs: timeoutS * 1000 + this.callTimeoutMs,
       },
-      "json",
+      "empty",
     );
   }
 
@@ -446,7 +477,7 @@ export class DockerEngine implements Engine {
         query: { signal: options.signal ?? "SIGKILL" },
         ok: [204],
       },
-      "json",
+      "empty",
     );
   }
 
@@ -458,7 +489,7 @@ export class DockerEngine implements Engine {
         query: { force: options.force ?? false, v: options.removeVolumes ?? false },
         ok: [204],
       },
-      "json",
+      "empty",
     );
   }
 
@@ -473,6 +504,7 @@ export class DockerEngine implements Engine {
         method: "GET",
         path: `/containers/${encodeURIComponent(id)}/json`,
         ok: [200],
+        limit: ENGINE_ANSWER_BYTES.inspect,
       });
     } catch (error) {
       if (error instanceof EngineError && error.kind === "not_found") return undefined;
@@ -487,7 +519,13 @@ export class DockerEngine implements Engine {
       path: "/containers/json",
       query: { all: options.all ?? false, filters: JSON.stringify(labels.length ? { label: labels } : {}) },
       ok: [200],
+      limit: ENGINE_ANSWER_BYTES.list,
     });
+    if (!Array.isArray(list))
+      throw new EngineError(
+        "other",
+        `engine at ${describeEndpoint(this.endpoint)} answered a list that is not one`,
+      );
     return list.map(containerSummary);
   }
 
@@ -542,11 +580,15 @@ export class DockerEngine implements Engine {
   async replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void> {
     const session = await this.exec(id, { cmd: hostsCommand(entries) });
     session.end();
-    let text = "";
-    for await (const out of session.output) text += out.data.toString("utf8");
+    // The script prints only on failure; what it prints is kept up to a bound, the rest read and dropped.
+    let output = "";
+    for await (const out of session.output) {
+      if (output.length < ENGINE_ANSWER_BYTES.commandOutput)
+        output += out.data.toString("utf8").slice(0, ENGINE_ANSWER_BYTES.commandOutput - output.length);
+    }
     const code = await session.exitCode;
     if (code !== 0)
-      throw new EngineError("other", `could not rewrite /etc/hosts (exit code ${code}): ${text.trim()}`);
+      throw new EngineError("other", `could not rewrite /etc/hosts (exit code ${code}): ${output.trim()}`);
   }
 
   async exec(id: string, options: ExecOptions): Promise<ExecSession> {
@@ -579,13 +621,21 @@ export class DockerEngine implements Engine {
     const abort = () => socket.destroy();
     options.signal?.addEventListener("abort", abort, { once: true });
 
-    // Output is read at once into a queue: the exit code is only known after the output has ended,
-    // and a caller may look at the exit code before (or without) reading the output.
-    const output = new AsyncQueue<ExecOutput>(() => socket.destroy());
+    // Output is read into a queue as it comes: the exit code is only known after the output has
+    // ended, and a caller may look at the exit code before reading the output. Beyond
+    // ENGINE_ANSWER_BYTES.execQueue not yet taken, reading waits (the engine is held back by flow
+    // control), so output nobody reads is never held without bound.
+    const output = new AsyncQueue<ExecOutput>(() => socket.destroy(), {
+      max: ENGINE_ANSWER_BYTES.execQueue,
+      size: (o) => o.data.length,
+    });
     const frames: AsyncIterable<Frame> = tty ? rawFrames(socket) : demultiplex(socket);
     const outputDone = (async () => {
       try {
-        for await (const frame of frames) output.push(frame);
+        for await (const frame of frames) {
+          output.push(frame);
+          await output.room();
+        }
         output.end();
       } catch (error) {
         if (options.signal?.aborted) output.end();
@@ -628,7 +678,7 @@ export class DockerEngine implements Engine {
             query: { h: size.rows, w: size.cols },
             ok: [200, 201],
           },
-          "json",
+          "empty",
         );
       },
     };

@@ -2,6 +2,7 @@
 // lines and newline-delimited JSON. Written as async generators over chunks so callers can stop early
 // (breaking out of a for-await destroys the HTTP response underneath).
 import { StringDecoder } from "node:string_decoder";
+import { ENGINE_ANSWER_BYTES, tooLarge } from "../bounds.ts";
 import type { OutputStream } from "../engine.ts";
 
 export interface Frame {
@@ -13,14 +14,19 @@ const toBuffer = (chunk: Buffer | string): Buffer => (typeof chunk === "string" 
 
 /**
  * Splits Docker's multiplexed stream (8-byte header: stream type, 3 zero bytes, big-endian length) into
- * frames. Frames on stdin (type 0) are never sent by the engine for output and are dropped.
+ * frames. Frames on stdin (type 0) are never sent by the engine for output and are dropped. A frame
+ * longer than `maxFrameBytes` fails the stream when its header arrives (it would be held whole).
  */
-export async function* demultiplex(source: AsyncIterable<Buffer | string>): AsyncGenerator<Frame> {
+export async function* demultiplex(
+  source: AsyncIterable<Buffer | string>,
+  maxFrameBytes: number = ENGINE_ANSWER_BYTES.frame,
+): AsyncGenerator<Frame> {
   let pending: Buffer = Buffer.alloc(0);
   for await (const chunk of source) {
     pending = pending.length === 0 ? toBuffer(chunk) : Buffer.concat([pending, toBuffer(chunk)]);
     while (pending.length >= 8) {
       const length = pending.readUInt32BE(4);
+      if (length > maxFrameBytes) throw tooLarge(`an output frame of ${length} bytes`, maxFrameBytes);
       if (pending.length < 8 + length) break;
       const type = pending[0];
       const data = pending.subarray(8, 8 + length);
@@ -55,10 +61,13 @@ const TIMESTAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)
  * Turns frames of `logs?timestamps=1` into lines. Each log message starts with its timestamp; a message
  * without a trailing newline (a partial line) is joined with the next message of the same stream.
  * With multiplexed frames each frame is one message; raw tty output is split at newlines instead.
+ * A line that grows past `maxLineChars` without a newline is passed on in pieces of that size, so
+ * output without newlines is never held whole.
  */
 export async function* timestampedLines(
   frames: AsyncIterable<Frame>,
   framed: boolean,
+  maxLineChars: number = ENGINE_ANSWER_BYTES.logLine,
 ): AsyncGenerator<TimedLine> {
   const decoders = { stdout: new StringDecoder("utf8"), stderr: new StringDecoder("utf8") };
   const partial: Record<OutputStream, { text: string; timestampMs: number } | undefined> = {
@@ -82,6 +91,10 @@ export async function* timestampedLines(
       yield { stream, line: joined.text.slice(start, nl + 1), timestampMs: joined.timestampMs };
       start = nl + 1;
     }
+    while (joined.text.length - start > maxLineChars) {
+      yield { stream, line: joined.text.slice(start, start + maxLineChars), timestampMs: joined.timestampMs };
+      start += maxLineChars;
+    }
     if (start < joined.text.length)
       partial[stream] = { text: joined.text.slice(start), timestampMs: joined.timestampMs };
   }
@@ -99,6 +112,11 @@ export async function* timestampedLines(
       rawPending = rawPending.slice(nl + 1);
       nl = rawPending.indexOf("\n");
     }
+    // Raw output without a newline: a message (its timestamp first) is never longer than a line.
+    if (rawPending.length > maxLineChars) {
+      yield* message("stdout", rawPending);
+      rawPending = "";
+    }
   }
   if (rawPending) yield* message("stdout", rawPending);
   for (const stream of ["stdout", "stderr"] as const) {
@@ -107,20 +125,38 @@ export async function* timestampedLines(
   }
 }
 
-/** Newline-delimited JSON (events, pull and load progress); blank lines are skipped. */
-export async function* jsonLines(source: AsyncIterable<Buffer | string>): AsyncGenerator<unknown> {
+/**
+ * Newline-delimited JSON (events, pull and load progress); blank lines are skipped. A line longer
+ * than `maxLineBytes` fails the stream as soon as it is that long (it is never held whole).
+ */
+export async function* jsonLines(
+  source: AsyncIterable<Buffer | string>,
+  maxLineBytes: number = ENGINE_ANSWER_BYTES.jsonLine,
+): AsyncGenerator<unknown> {
   const decoder = new StringDecoder("utf8");
   let pending = "";
   for await (const chunk of source) {
+    // Only the new text can hold the next newline.
+    let from = pending.length;
     pending += typeof chunk === "string" ? chunk : decoder.write(chunk);
-    let nl = pending.indexOf("\n");
+    let nl = pending.indexOf("\n", from);
     while (nl >= 0) {
       const line = pending.slice(0, nl).trim();
       pending = pending.slice(nl + 1);
-      if (line) yield JSON.parse(line) as unknown;
+      if (line) yield parseLine(line);
+      from = 0;
       nl = pending.indexOf("\n");
     }
+    if (pending.length > maxLineBytes) throw tooLarge("a line of a JSON stream", maxLineBytes);
   }
   const rest = (pending + decoder.end()).trim();
-  if (rest) yield JSON.parse(rest) as unknown;
+  if (rest) yield parseLine(rest);
+}
+
+function parseLine(line: string): unknown {
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    throw new Error(`the engine sent a line that is not JSON: ${line.slice(0, 80)}`);
+  }
 }

@@ -1,7 +1,7 @@
-// The account: profile, email addresses (verification, primary), API keys (shown once),
-// invitations to organizations (accept, decline), organizations, their members and pending
-// invitations, each namespace's privileges (editable by administrators), and
-// (administrators) new users.
+// The account: profile, email addresses (verification, primary), the password and sign-out
+// everywhere, API keys (shown once), invitations to organizations (accept, decline), organizations,
+// their members and pending invitations, each namespace's privileges and quotas (privileges editable
+// by administrators), and (administrators) new users and deactivating or activating a user.
 import { useEffect, useState } from "preact/hooks";
 import type { NamespaceSettingsView } from "../../../src/contract/namespace.ts";
 import { PRIVILEGE_KEYS, type Privileges } from "../../../src/domain/privileges.ts";
@@ -189,6 +189,86 @@ function EmailSection({ me }: { me: string }) {
         </Field>
         <button type="submit">Confirm</button>
       </form>
+    </section>
+  );
+}
+
+function SecuritySection({ me }: { me: string }) {
+  const empty = { old: "", fresh: "", again: "" };
+  const [pw, setPw] = useState(empty);
+  const [ended, setEnded] = useState<string | undefined>(undefined);
+  const differ = pw.again !== "" && pw.again !== pw.fresh;
+  return (
+    <section>
+      <h2>Password and sessions</h2>
+      <p class="hint">
+        Changing the password signs out every other browser and ends every access token; API keys stay.
+      </p>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (differ) return;
+          void perform("Change password", () =>
+            call<{ sessions_ended: number; access_tokens_ended: number }>(
+              "POST",
+              `/api/v1.1/users/${me}/password/`,
+              { old_password: pw.old, new_password: pw.fresh },
+            ),
+          ).then((r) => {
+            if (!r) return;
+            const d = r.data as { sessions_ended: number; access_tokens_ended: number };
+            setPw(empty);
+            setEnded(
+              `${d.sessions_ended} other session(s) and ${d.access_tokens_ended} access token(s) ended.`,
+            );
+          });
+        }}
+      >
+        <Field label="Current password">
+          <input
+            type="password"
+            autocomplete="current-password"
+            required
+            value={pw.old}
+            onInput={(e) => setPw({ ...pw, old: inputValue(e) })}
+          />
+        </Field>
+        <Field label="New password" hint="at least 8 characters">
+          <input
+            type="password"
+            autocomplete="new-password"
+            required
+            minLength={8}
+            value={pw.fresh}
+            onInput={(e) => setPw({ ...pw, fresh: inputValue(e) })}
+          />
+        </Field>
+        <Field label="New password again" hint={differ ? "the two new passwords differ" : undefined}>
+          <input
+            type="password"
+            autocomplete="new-password"
+            required
+            value={pw.again}
+            onInput={(e) => setPw({ ...pw, again: inputValue(e) })}
+          />
+        </Field>
+        <button type="submit" disabled={differ}>
+          Change password
+        </button>
+      </form>
+      {ended && (
+        <p class="hint" role="status">
+          {ended}
+        </p>
+      )}
+      <Op
+        label="Sign out everywhere"
+        danger
+        confirm="Sign out of every browser, this one included, and end every access token?"
+        run={() => call("DELETE", `/api/v1.1/users/${me}/sessions/`)}
+        done={() => void loadSession()}
+      />
     </section>
   );
 }
@@ -605,7 +685,33 @@ function UsersSection() {
         </Field>
         <button type="submit">Create user</button>
       </form>
+      <UserAccessForm />
     </section>
+  );
+}
+
+/** Deactivates or activates a user by name (there is no list of users to pick from). */
+function UserAccessForm() {
+  const [name, setName] = useState("");
+  const act = (verb: "deactivate" | "activate") =>
+    void perform(`${verb === "deactivate" ? "Deactivate" : "Activate"} ${name}`, () =>
+      call("POST", `/api/v1.1/users/${encodeURIComponent(name.trim())}/${verb}/`),
+    ).then((r) => r && setName(""));
+  return (
+    <form class="inline-form" onSubmit={(e) => e.preventDefault()}>
+      <Field
+        label="User"
+        hint="deactivating refuses the user's keys, sessions, tokens and streams at once; activating lets the keys work again"
+      >
+        <input value={name} onInput={(e) => setName(inputValue(e))} />
+      </Field>
+      <button type="button" class="danger" disabled={!name.trim()} onClick={() => act("deactivate")}>
+        Deactivate
+      </button>
+      <button type="button" disabled={!name.trim()} onClick={() => act("activate")}>
+        Activate
+      </button>
+    </form>
   );
 }
 
@@ -616,6 +722,7 @@ export function AccountPage() {
     <Page title="Account">
       <ProfileSection me={s.username} />
       <EmailSection me={s.username} />
+      <SecuritySection me={s.username} />
       <KeySection me={s.username} />
       <InvitationSection me={s.username} />
       <OrgSection me={s.username} namespaces={s.namespaces} />

@@ -1,0 +1,186 @@
+// The bounds of every answer Berth reads from an engine, an agent's tunnel or anything else it
+// does not control: how many bytes it buffers and how long it waits, named in one place, and the
+// readers that hold them. An answer past a bound is cut (the connection destroyed, so nothing
+// more arrives) and its call fails with an error naming the answer and the bound; the process
+// buffers no more than the bound, whatever the far end sends.
+import type { Readable } from "node:stream";
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** Bytes Berth buffers of one engine answer, by kind. */
+export const ENGINE_ANSWER_BYTES = {
+  /** A JSON answer held whole before it is parsed (info, version, create, exec inspect…). */
+  json: 8 * MiB,
+  /**
+   * A container inspect: the definition comes back, with up to a few MiB of environment and
+   * labels (Berth's own labels carry the environment's origins).
+   */
+  inspect: 16 * MiB,
+  /**
+   * A container list. Docker answers ~1-2 KiB per container (labels included), so 10,000
+   * containers on one node are 10-20 MiB.
+   */
+  list: 48 * MiB,
+  /** The body of a refusal (an HTTP status Berth did not ask for); only its message is kept. */
+  error: 64 * KiB,
+  /** One line of a newline-delimited JSON stream (events, pull, push and load progress). */
+  jsonLine: 1 * MiB,
+  /**
+   * One frame of multiplexed output (logs, exec): Docker writes log messages of at most 16 KiB
+   * and exec output in reads of 32 KiB.
+   */
+  frame: 1 * MiB,
+  /** A log line without its newline is passed on in pieces of this size. */
+  logLine: 256 * KiB,
+  /** Exec output read from the engine and not yet taken by its reader: the engine is paused beyond. */
+  execQueue: 1 * MiB,
+  /** Output of the commands Berth itself runs in containers (the link host entries script). */
+  commandOutput: 64 * KiB,
+} as const;
+
+/** How long Berth waits for an engine, by kind of call. */
+export const ENGINE_TIMEOUTS_MS = {
+  /** An ordinary call, answer included; a stream's wait for its answer to begin. */
+  call: 30_000,
+  /** `/_ping`. */
+  ping: 3_000,
+  /** A node's health probe (`/info` and `/version`). */
+  probe: 4_000,
+  /** Push and image load: the engine answers once the upload is read. */
+  upload: 600_000,
+  /** A pull, push or load progress stream that says nothing for this long is given up. */
+  progressIdle: 300_000,
+  /** A pull, push or load never takes longer than this, however steadily it reports progress. */
+  progressTotal: 3_600_000,
+} as const;
+
+/** Error code of an answer cut at a bound (Node's code style, so network-error checks can tell it). */
+export const ANSWER_TOO_LARGE = "ERR_BERTH_ANSWER_TOO_LARGE";
+export const ANSWER_TOO_SLOW = "ERR_BERTH_ANSWER_TOO_SLOW";
+
+/** An answer broke one of the bounds above; `message` names the answer and the bound. */
+export class AnswerBoundError extends Error {
+  constructor(
+    message: string,
+    readonly code: typeof ANSWER_TOO_LARGE | typeof ANSWER_TOO_SLOW,
+  ) {
+    super(message);
+    this.name = "AnswerBoundError";
+  }
+}
+
+export function isAnswerBoundError(err: unknown): err is AnswerBoundError {
+  return err instanceof AnswerBoundError;
+}
+
+/** `8388608` → `8 MiB`. */
+export function formatBytes(n: number): string {
+  if (n >= MiB && n % MiB === 0) return `${n / MiB} MiB`;
+  if (n >= KiB && n % KiB === 0) return `${n / KiB} KiB`;
+  return `${n} bytes`;
+}
+
+/** `300` → `300 ms`, `300000` → `300 s`. */
+export function formatMs(ms: number): string {
+  return ms < 1000 || ms % 1000 !== 0 ? `${ms} ms` : `${ms / 1000} s`;
+}
+
+export function tooLarge(what: string, limit: number): AnswerBoundError {
+  return new AnswerBoundError(
+    `${what} was larger than ${formatBytes(limit)}; Berth stopped reading it`,
+    ANSWER_TOO_LARGE,
+  );
+}
+
+/**
+ * Reads a whole body of at most `limit` bytes. A declared Content-Length over the limit fails at
+ * once; a body that grows past it is destroyed as soon as it does (nothing more is read).
+ */
+export function readBounded(
+  body: Readable & { headers?: Record<string, string | string[] | undefined> },
+  limit: number,
+  what: string,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(body.headers?.["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) {
+      body.destroy();
+      reject(tooLarge(what, limit));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (err: Error | undefined, value?: Buffer) => {
+      if (settled) return;
+      settled = true;
+      body.off("data", onData);
+      if (err) reject(err);
+      else resolve(value!);
+    };
+    const onData = (chunk: Buffer | string) => {
+      const b = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      size += b.length;
+      if (size > limit) {
+        chunks.length = 0;
+        settle(tooLarge(what, limit));
+        body.destroy();
+        return;
+      }
+      chunks.push(b);
+    };
+    body.on("data", onData);
+    body.once("end", () => settle(undefined, Buffer.concat(chunks, size)));
+    body.once("error", (err) => settle(err));
+    body.once("close", () => {
+      if (!body.readableEnded)
+        settle(Object.assign(new Error(`${what} ended early`), { code: "ECONNRESET" }));
+    });
+  });
+}
+
+/**
+ * Passes a stream's chunks on while it keeps talking: it fails when no chunk came for `idleMs` or
+ * the whole took longer than `totalMs`, and destroys the stream then (progress streams of pulls,
+ * pushes and loads, which end on their own once the work is done).
+ */
+export async function* withinTime<T>(
+  source: AsyncIterable<T>,
+  stream: { destroy(err?: Error): void },
+  limits: { idleMs: number; totalMs: number },
+  what: string,
+): AsyncGenerator<T> {
+  const started = Date.now();
+  let failure: AnswerBoundError | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    const idle = limits.idleMs;
+    const left = limits.totalMs - (Date.now() - started);
+    const ms = Math.max(0, Math.min(idle, left));
+    timer = setTimeout(() => {
+      failure = new AnswerBoundError(
+        left <= idle
+          ? `${what} took longer than ${formatMs(limits.totalMs)}; Berth gave up`
+          : `${what} said nothing for ${formatMs(idle)}; Berth gave up`,
+        ANSWER_TOO_SLOW,
+      );
+      stream.destroy(failure);
+    }, ms);
+    timer.unref?.();
+  };
+  arm();
+  try {
+    for await (const item of source) {
+      if (failure) throw failure;
+      arm();
+      yield item;
+    }
+    if (failure) throw failure;
+  } catch (err) {
+    throw failure ?? err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
