@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { register } from "../agent/support.ts";
 import { AWS, call, engineContainer, type Sim, startSim, until, waitFor } from "../services/sim.ts";
-import { type Caller, createUser } from "../support/harness.ts";
+import { addMember, type Caller, createUser } from "../support/harness.ts";
 
 let s: Sim & { users: Record<string, Caller> };
 let alice: Caller;
@@ -21,11 +21,7 @@ before(async () => {
   alice = s.alice;
   bob = s.users.bob!;
   assert.equal((await call(s.h, alice, "POST", "/api/v1.1/orgs/", { name: "acme" })).status, 201);
-  const added = await call(s.h, alice, "POST", "/api/v1.1/orgs/acme/members/", {
-    username: "bob",
-    role: "member",
-  });
-  assert.equal(added.status, 201, added.raw);
+  await addMember(s.h, alice, "acme", bob);
   const cluster = await call(s.h, alice, "POST", "/api/infra/v1/acme/nodecluster/", {
     ...AWS,
     name: "pool",
@@ -139,11 +135,7 @@ describe("a removed member keeps nothing of the organization", () => {
 describe("a deactivated creator", () => {
   test("his token and trigger refuse while he is inactive, and work again once he is activated", async () => {
     const carol = await createUser(s.h, "carol");
-    const added = await call(s.h, alice, "POST", "/api/v1.1/orgs/acme/members/", {
-      username: "carol",
-      role: "member",
-    });
-    assert.equal(added.status, 201, added.raw);
+    await addMember(s.h, alice, "acme", carol);
     const token = await call(s.h, carol, "POST", "/api/infra/v1/acme/token/");
     assert.equal(token.status, 201, token.raw);
     const trigger = await call(s.h, carol, "POST", `${api.resource_uri}trigger/`, { name: "carols-ci" });
