@@ -17,7 +17,7 @@ export function takesCommandAfter(cmd: Command, args: number): Command {
 
 function findOption(cmd: Command, flag: string): Option | undefined {
   for (let c: Command | null = cmd; c; c = c.parent) {
-    const found = c.options.find((o) => o.is(flag));
+    const found = c.options.find((o) => o.short === flag || o.long === flag);
     if (found) return found;
   }
   return undefined;
