@@ -5,17 +5,11 @@
 // Signals follow Linux rules for PID 1: a signal without a handler is ignored, except SIGKILL.
 // Anything else (pipes, loops, `$(…)`, files) is refused with a message on stderr and exit status 2,
 // so a test never silently passes on behaviour the fake does not have.
+import { SIGNALS } from "../../domain/stop.ts";
 import type { OutputStream } from "../engine.ts";
 
-export const SIGNAL_NUMBERS: Record<string, number> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGKILL: 9,
-  SIGUSR1: 10,
-  SIGUSR2: 12,
-  SIGTERM: 15,
-};
+/** Linux's signal numbers (a container's stop signal may be any of them). */
+export const SIGNAL_NUMBERS: Record<string, number> = Object.fromEntries(SIGNALS.map((name, i) => [name, i + 1]));
 
 /** Accepts "SIGTERM", "TERM", "term" or "15"; undefined for an unknown signal. */
 export function normalizeSignal(signal: string): string | undefined {
