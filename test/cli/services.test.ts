@@ -110,7 +110,9 @@ describe("services and containers", () => {
     assert.equal(sum.code, 0, sum.stderr);
     assert.equal(sum.stdout, "2\n");
     // Words berth itself would read as its options reach the command untouched.
-    const own = await berth(["container", "exec", "hello-1", "echo", "--json", "--help", "--version", "-t"], { env });
+    const own = await berth(["container", "exec", "hello-1", "echo", "--json", "--help", "--version", "-t"], {
+      env,
+    });
     assert.equal(own.code, 0, own.stderr);
     assert.equal(own.stdout, "--json --help --version -t\n");
     // Exec's own options and berth's global ones go before the name; `--` still works.
@@ -128,10 +130,53 @@ describe("services and containers", () => {
   });
 
   test("an option's value that starts with a dash is the option's, not berth's (-r --version)", async () => {
-    const created = await ok(["service", "create", "busybox:local", "--name", "flags", "-r", "--version", "--json"]);
+    const created = await ok([
+      "service",
+      "create",
+      "busybox:local",
+      "--name",
+      "flags",
+      "-r",
+      "--version",
+      "--json",
+    ]);
     assert.equal(JSON.parse(created.stdout).run_command, "--version");
-    const set = await ok(["service", "set", "flags", "--entrypoint", "--help", "-r", "-c 'echo x'", "--json"]);
-    assert.deepEqual([JSON.parse(set.stdout).entrypoint, JSON.parse(set.stdout).run_command], ["--help", "-c 'echo x'"]);
+    const set = await ok([
+      "service",
+      "set",
+      "flags",
+      "--entrypoint",
+      "--help",
+      "-r",
+      "-c 'echo x'",
+      "--json",
+    ]);
+    assert.deepEqual(
+      [JSON.parse(set.stdout).entrypoint, JSON.parse(set.stdout).run_command],
+      ["--help", "-c 'echo x'"],
+    );
+  });
+
+  test("--stop-signal and --stop-grace-period (seconds or a duration) set how containers are stopped", async () => {
+    const created = await ok([
+      "service",
+      "create",
+      "busybox:local",
+      "--name",
+      "graceful",
+      "--stop-signal",
+      "QUIT",
+      "--stop-grace-period",
+      "1m30s",
+      "--json",
+    ]);
+    const body = JSON.parse(created.stdout);
+    assert.deepEqual([body.stop_signal, body.stop_grace_period], ["SIGQUIT", 90]);
+    const set = await ok(["service", "set", "graceful", "--stop-grace-period", "5", "--json"]);
+    assert.equal(JSON.parse(set.stdout).stop_grace_period, 5);
+    const bad = await berth(["service", "set", "graceful", "--stop-grace-period", "soon"], { env });
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /must be a duration such as "10s"/);
   });
 
   test("--sync exits 1 when the action fails, after printing its log", async () => {
