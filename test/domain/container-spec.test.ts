@@ -244,7 +244,10 @@ describe("buildContainerSpec", () => {
     const spec = buildContainerSpec(input({ stop_signal: "SIGQUIT", stop_grace_period: 0 }));
     assert.deepEqual([spec.stopSignal, spec.stopTimeoutS], ["SIGQUIT", 0]);
     const plain = buildContainerSpec(input());
-    assert.ok(!("stopSignal" in plain) && !("stopTimeoutS" in plain), "the image's and the engine's defaults");
+    assert.ok(
+      !("stopSignal" in plain) && !("stopTimeoutS" in plain),
+      "the image's and the engine's defaults",
+    );
   });
 
   test("on the host network there are no port bindings and the host name is the node's", () => {

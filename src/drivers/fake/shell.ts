@@ -9,7 +9,9 @@ import { SIGNALS } from "../../domain/stop.ts";
 import type { OutputStream } from "../engine.ts";
 
 /** Linux's signal numbers (a container's stop signal may be any of them). */
-export const SIGNAL_NUMBERS: Record<string, number> = Object.fromEntries(SIGNALS.map((name, i) => [name, i + 1]));
+export const SIGNAL_NUMBERS: Record<string, number> = Object.fromEntries(
+  SIGNALS.map((name, i) => [name, i + 1]),
+);
 
 /** Accepts "SIGTERM", "TERM", "term" or "15"; undefined for an unknown signal. */
 export function normalizeSignal(signal: string): string | undefined {
