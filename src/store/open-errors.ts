@@ -162,14 +162,22 @@ function sqliteProblem(
       problem: `cannot create the folder ${folder}: ${mkdir.problem}`,
       fix: `${mkdir.fix}, ${elsewhere}`,
     };
-  if (code === "SQLITE_CANTOPEN") {
+  // SQLite could not open the file, or the file system refused it (Berth creates the file itself
+  // first, readable by its own user only: config/private-files.ts).
+  if (code === "SQLITE_CANTOPEN" || code === "EACCES" || code === "EPERM" || code === "EROFS") {
     if (!writable(folder))
       return {
         problem: `cannot create ${file}: the folder ${folder} is not writable by this user (uid ${uid()})`,
         fix: `make ${folder} writable by this user, ${elsewhere}`,
       };
-    if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory())
+    const stat = fs.statSync(file, { throwIfNoEntry: false });
+    if (stat?.isDirectory())
       return { problem: `${file} is a folder, not a file`, fix: `move it away, ${elsewhere}` };
+    if (stat && !writable(file))
+      return {
+        problem: `${file} is not writable by this user (uid ${uid()})`,
+        fix: `give ${file} to this user (it holds Berth's state), ${elsewhere}`,
+      };
     return {
       problem: `cannot open ${file}: ${messageOf(error)}`,
       fix: `check ${file} and ${folder}, ${elsewhere}`,
