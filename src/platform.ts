@@ -67,6 +67,7 @@ import { StackService } from "./stacks/service.ts";
 import { type Db, openDatabase } from "./store/db.ts";
 import { ChangeListener } from "./store/listen.ts";
 import { migrateToLatest } from "./store/migrations.ts";
+import { explainDatabaseFailure } from "./store/open-errors.ts";
 import { IDENTITY_CHANGE, Store } from "./store/store.ts";
 import { TriggerService } from "./triggers/service.ts";
 
@@ -146,10 +147,25 @@ export interface Platform {
   close(opts?: { graceMs?: number }): Promise<void>;
 }
 
+/**
+ * The database, opened and migrated; a failure says which database, which variable chose it and
+ * what to change (store/open-errors.ts), not only the driver's words.
+ */
+async function openAtStart(config: Config): Promise<Db> {
+  let db: Db | undefined;
+  try {
+    db = openDatabase(config.databaseUrl);
+    await migrateToLatest(db.kysely, db.dialect);
+    return db;
+  } catch (error) {
+    await db?.close().catch(() => undefined);
+    throw explainDatabaseFailure(error, config.databaseUrl, config.databaseOrigin);
+  }
+}
+
 export async function assemblePlatform(config: Config, opts: PlatformOptions = {}): Promise<Platform> {
   const clock = opts.clock ?? systemClock;
-  const db = openDatabase(config.databaseUrl);
-  await migrateToLatest(db.kysely, db.dialect);
+  const db = await openAtStart(config);
   const store = new Store(db.kysely, db.dialect, { clock });
   const replicaId = config.replicaId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   store.setOrigin(replicaId);

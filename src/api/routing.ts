@@ -27,14 +27,18 @@ export class MethodTable {
 
   /** The methods of every route whose path matches `path`; undefined when none does. */
   allowedMethods(path: string): string[] | undefined {
+    // A `*` segment (a repository's name, which has slashes; an asset) matches one segment or more,
+    // so its path answers 405 like any other (issue 27: OPTIONS on a repository was 404).
     this.patterns ??= [...this.methods]
-      .filter(([url]) => !url.includes("*"))
+      .filter(([url]) => url !== "*")
       .map(([url, methods]) => ({
         re: new RegExp(
           `^${url
             .replace(/\/+$/, "")
             .split("/")
-            .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
+            .map((seg) =>
+              seg === "*" ? ".+" : seg.startsWith(":") ? "[^/]+" : seg.replace(/[.+?^${}()|[\]\\*]/g, "\\$&"),
+            )
             .join("/")}/?$`,
         ),
         methods,

@@ -2,6 +2,7 @@
 // a Berth server over HTTP and WebSocket only (see client.ts); credentials come from the config
 // file `berth login` writes and from BERTH_* / DOCKERCLOUD_* variables (config.ts).
 import { Command, CommanderError } from "commander";
+import { separateCommandWords } from "./command-words.ts";
 import { registerAccount } from "./commands/account.ts";
 import { registerAction } from "./commands/action.ts";
 import { registerAdmin } from "./commands/admin.ts";
@@ -68,7 +69,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     // The agent parses its own arguments (berth's global options mean nothing to it).
     if (argv[0] === "agent") return await runAgent(argv.slice(1));
-    await program.parseAsync([...argv], { from: "user" });
+    await program.parseAsync(separateCommandWords(program, argv), { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -9,6 +9,8 @@ export interface Config {
   listen: { host: string; port: number };
   dataDir: string;
   databaseUrl: string;
+  /** Which variable chose the database, named when it cannot be opened at start. */
+  databaseOrigin: { variable: "BERTH_DATABASE_URL" | "BERTH_DATA_DIR"; set: boolean };
   publicUrl: string;
   /** The built dashboard (web/build.ts) served at `/`. */
   webDir: string;
@@ -321,6 +323,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     listen,
     dataDir,
     databaseUrl,
+    databaseOrigin: env.BERTH_DATABASE_URL
+      ? { variable: "BERTH_DATABASE_URL", set: true }
+      : { variable: "BERTH_DATA_DIR", set: env.BERTH_DATA_DIR !== undefined },
     publicUrl,
     webDir: path.resolve(env.BERTH_WEB_DIR || path.join(import.meta.dirname, "../../web/dist")),
     admin,

@@ -81,6 +81,14 @@ export const DefinitionFields = {
   run_command: Type.String(),
 };
 
+/** How a definition's containers are stopped (null: the image's signal, the platform's grace period). */
+export const StopFields = {
+  stop_signal: Nullable(Type.String({ description: "signal that asks the command to stop" })),
+  stop_grace_period: Nullable(
+    Type.Integer({ description: "seconds a stop waits after the stop signal before the engine kills" }),
+  ),
+};
+
 /** Resource limits of a definition (CPU shares, memory in MB). */
 export const ResourceFields = {
   cpu_shares: Nullable(Type.Number()),

@@ -10,6 +10,9 @@ export const SERVICE_LIMITS = {
   imageMaxLength: 512,
   /** run_command and entrypoint. */
   commandMaxLength: 16384,
+  /** stop_signal (a name such as SIGTERM) and stop_grace_period, in seconds (domain/stop.ts). */
+  stopSignalMaxLength: 16,
+  stopGracePeriodMaxS: 3600,
   /** Any other text field (user, hostname, working_dir, cpuset, paths, references…). */
   textMaxLength: 1024,
   envKeyMaxLength: 256,

@@ -26,6 +26,7 @@ import {
   PortView,
   ResourceFields,
   ServiceLinkView,
+  StopFields,
   StringMap,
   TagView,
   Time,
@@ -213,6 +214,22 @@ const commonFields = {
   ),
 };
 
+/** How the containers are stopped (domain/stop.ts); both bodies take them. */
+const stopFields = {
+  stop_signal: Type.Optional(
+    Type.Union([Type.Null(), Type.String({ maxLength: L.stopSignalMaxLength })], {
+      description:
+        "signal that asks the containers' command to stop, such as SIGTERM, SIGINT or SIGQUIT (or its number); null or empty: the image's STOPSIGNAL, or SIGTERM",
+    }),
+  ),
+  stop_grace_period: Type.Optional(
+    Type.Union([Type.Null(), Type.Integer({ minimum: 0, maximum: L.stopGracePeriodMaxS })], {
+      description:
+        "seconds a stop or redeploy waits after the stop signal before the engine kills the command (0 to 3600); null: the platform's default (BERTH_CONTAINER_STOP_TIMEOUT_S, 10 s)",
+    }),
+  ),
+};
+
 export const ServiceCreateBody = Type.Object(
   {
     image: Type.String({
@@ -227,6 +244,7 @@ export const ServiceCreateBody = Type.Object(
       }),
     ),
     ...commonFields,
+    ...stopFields,
     bindings: Type.Optional(
       Type.Array(ServiceBindingBody, {
         maxItems: L.maxBindings,
@@ -308,6 +326,7 @@ export const ServiceUpdateBody = Type.Object(
       }),
     ),
     ...commonFields,
+    ...stopFields,
   },
   { additionalProperties: false, description: "Update service" },
 );
@@ -348,6 +367,7 @@ export const ServiceView = View(
     container_envvars: Type.Array(EnvVarView),
     calculated_envvars: Type.Array(CalculatedEnvVarView),
     ...DefinitionFields,
+    ...StopFields,
     sequential_deployment: Type.Boolean(),
     ...ResourceFields,
     linked_from_service: Type.Array(ServiceLinkView),

@@ -359,6 +359,9 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
     cgroupParent: orUndefined(spec.cgroup_parent),
     securityOpt: nonEmpty(spec.security_opt),
     restartPolicy: RESTART[spec.autorestart],
+    // How the engine stops it (domain/stop.ts); unset: the image's signal, the engine's timeout.
+    ...(spec.stop_signal ? { stopSignal: spec.stop_signal } : {}),
+    ...(typeof spec.stop_grace_period === "number" ? { stopTimeoutS: spec.stop_grace_period } : {}),
   };
 }
 

@@ -33,6 +33,7 @@ import {
   type ServiceSpec,
   withTag,
 } from "./service.ts";
+import { STOP_SIGNAL_PROBLEM, stopSignalName } from "./stop.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Context and results
@@ -414,6 +415,14 @@ function labels(p: Problems, value: Record<string, string> | undefined): Record<
   return out;
 }
 
+/** `stop_signal`: a signal name or number (domain/stop.ts), stored as its name; "" or null means unset. */
+function stopSignal(p: Problems, value: string | null | undefined): string | null {
+  if (value === undefined || value === null || value.trim() === "") return null;
+  const name = stopSignalName(value);
+  if (name === undefined) p.add("stop_signal", STOP_SIGNAL_PROBLEM);
+  return name ?? null;
+}
+
 /** Forms of single fields, checked on the resulting spec. */
 function formChecks(p: Problems, spec: ServiceSpec): void {
   if (spec.cpuset !== "" && !CPUSET_RE.test(spec.cpuset)) p.add("cpuset", "must list CPUs such as 0-2,4");
@@ -557,6 +566,10 @@ export function normalizeCreate(
     labels: labels(p, body.labels),
     read_only: body.read_only ?? false,
   };
+  // How the containers are stopped (domain/stop.ts).
+  spec.stop_signal = stopSignal(p, body.stop_signal);
+  spec.stop_grace_period = body.stop_grace_period ?? null;
+
   formChecks(p, spec);
   crossChecks(p, spec, (field) => field);
   p.throwIfAny();
@@ -617,6 +630,13 @@ export function applyUpdate(
   if (body.working_dir !== undefined) spec.working_dir = workingDir(p, body.working_dir);
   if (body.cpu_shares !== undefined) spec.cpu_shares = resource(body.cpu_shares);
   if (body.memory !== undefined) spec.memory = memory(p, body.memory);
+  // How the containers are stopped; a definition stored without these holds null.
+  if (body.stop_signal !== undefined) {
+    const signal = stopSignal(p, body.stop_signal);
+    if (signal !== (current.stop_signal ?? null)) spec.stop_signal = signal;
+  }
+  if (body.stop_grace_period !== undefined && body.stop_grace_period !== (current.stop_grace_period ?? null))
+    spec.stop_grace_period = body.stop_grace_period;
 
   // An update cannot send memory_swap or mac_address, so blame the field it did send.
   crossChecks(p, spec, (field) =>

@@ -48,6 +48,12 @@ export interface ServiceSpec {
   bindings: ServiceBinding[];
   autorestart: Autorestart;
   autodestroy: Autodestroy;
+  // How containers are stopped (domain/stop.ts); definitions stored before these existed lack
+  // them, which means null.
+  /** The signal that asks the command to stop, such as SIGTERM; null: the image's, or SIGTERM. */
+  stop_signal?: string | null;
+  /** Seconds a stop waits after the stop signal before the engine kills; null: the platform's default. */
+  stop_grace_period?: number | null;
   sequential_deployment: boolean;
   roles: string[];
   privileged: boolean;
@@ -90,6 +96,8 @@ export const DEFAULT_SPEC: Omit<ServiceSpec, "image_name"> = {
   bindings: [],
   autorestart: "OFF",
   autodestroy: "OFF",
+  stop_signal: null,
+  stop_grace_period: null,
   sequential_deployment: false,
   roles: [],
   privileged: false,

@@ -11,6 +11,7 @@
 // in the converted body (see `fieldOf`).
 import { ApiError, type FieldProblem } from "./errors.ts";
 import { type DeploymentStrategy, nameFromImage, type ServiceSpec, STRATEGIES, withTag } from "./service.ts";
+import { durationSeconds, durationText } from "./stop.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Keys
@@ -60,6 +61,9 @@ const REST_KEYS = [
   "tty",
   "stdin_open",
   "read_only",
+  // How the containers are stopped (domain/stop.ts): compose spells them the same.
+  "stop_signal",
+  "stop_grace_period",
 ] as const;
 
 /** Stack-file keys that are spellings of a REST key: both in one item would say the same thing twice. */
@@ -269,6 +273,15 @@ export function convertService(raw: unknown, index: number, problems: FieldProbl
         else it.add(key, "must be bridge or host (containers reach each other through links)");
         it.from("net", key);
         break;
+      case "stop_grace_period": {
+        // A compose duration ("30s", "1m30s") becomes seconds; a number (of seconds) is the
+        // schema's to judge, as in the REST dialect.
+        const seconds =
+          typeof value === "string" && !/^\s*-?\d+\s*$/.test(value) ? durationSeconds(value) : integer(value);
+        if (typeof seconds === "string") it.add(key, seconds);
+        else it.body.stop_grace_period = seconds;
+        break;
+      }
       case "target_num_containers":
       case "cpu_shares":
       case "memory":
@@ -770,5 +783,9 @@ export function exportService(s: ExportInput): Record<string, unknown> {
   if (spec.tty) out.tty = true;
   if (spec.stdin_open) out.stdin_open = true;
   if (s.nickname !== s.name) out.nickname = s.nickname;
+  // How the containers are stopped (null or absent: the defaults).
+  if (spec.stop_signal) out.stop_signal = spec.stop_signal;
+  if (spec.stop_grace_period !== undefined && spec.stop_grace_period !== null)
+    out.stop_grace_period = durationText(spec.stop_grace_period);
   return out;
 }

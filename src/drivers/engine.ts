@@ -135,6 +135,13 @@ export interface ContainerSpec {
   cgroupParent?: string;
   securityOpt?: string[];
   restartPolicy?: RestartPolicy;
+  /** The signal a stop sends first (Docker's StopSignal); the image's, or SIGTERM, when absent. */
+  stopSignal?: string;
+  /**
+   * Seconds a stop waits before it kills when its caller names no timeout: `docker stop` by hand
+   * (Docker's StopTimeout). Berth's own stops always name one.
+   */
+  stopTimeoutS?: number;
 }
 
 export type ContainerState = "created" | "running" | "paused" | "restarting" | "exited" | "dead";
@@ -192,8 +199,14 @@ export interface ListContainersOptions {
 }
 
 export interface StopContainerOptions {
-  /** Seconds between SIGTERM and SIGKILL; the engine's default (10) when absent. */
+  /** Seconds between the stop signal (SIGTERM unless the container names another) and SIGKILL; 10 when absent. */
   timeoutS?: number;
+}
+
+/** What a stop came to. */
+export interface StopOutcome {
+  /** The command did not stop within the timeout after the stop signal: the engine killed it. */
+  killed: boolean;
 }
 
 export interface KillContainerOptions {
@@ -319,7 +332,7 @@ export interface Engine {
   /** Starting a running container does nothing. */
   startContainer(id: string): Promise<void>;
   /** Stopping a container that is not running does nothing. */
-  stopContainer(id: string, options?: StopContainerOptions): Promise<void>;
+  stopContainer(id: string, options?: StopContainerOptions): Promise<StopOutcome>;
   killContainer(id: string, options?: KillContainerOptions): Promise<void>;
   removeContainer(id: string, options?: RemoveContainerOptions): Promise<void>;
   /** Accepts an id, an unambiguous id prefix or a name; undefined when there is no such container. */

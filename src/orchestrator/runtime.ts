@@ -2,7 +2,8 @@
 // may be repeated after a crash: it looks at what the engine has (by the Berth labels it put
 // there) before acting, and records what it observed.
 import { addTo } from "../domain/collections.ts";
-import { LABELS } from "../domain/service.ts";
+import { LABELS, type ServiceSpec } from "../domain/service.ts";
+import { DEFAULT_STOP_SIGNAL } from "../domain/stop.ts";
 import type { Clock } from "../domain/time.ts";
 import {
   type ContainerSpec,
@@ -289,11 +290,11 @@ export class ContainerRuntime {
       started?: () => void;
     },
   ): Promise<{ view: ContainerView | undefined; staleLeft: string[] }> {
-    const { current, stale } = byGeneration(c, await opts.listings.of(c, engine));
+    const { current, stale, staleRunning } = byGeneration(c, await opts.listings.of(c, engine));
     let view = current ? await this.startListed(c, engine, current, log) : undefined;
     let staleLeft = stale;
     if (!view) {
-      const made = await this.createOfGeneration(c, engine, log, stale, opts);
+      const made = await this.createOfGeneration(c, engine, log, stale, { ...opts, staleRunning });
       staleLeft = made.staleLeft;
       // A new container is not running: start it and look once, after the start. Each log line is
       // written while the engine works (lines keep their order; none is a reason to wait).
@@ -323,12 +324,17 @@ export class ContainerRuntime {
     engine: Engine,
     log: Log,
     stale: string[],
-    opts: GenerationOptions,
+    opts: GenerationOptions & {
+      /** The stale containers listed as running; undefined: not known, each may be. */
+      staleRunning?: ReadonlySet<string>;
+    },
   ): Promise<{ id: string; found: boolean; staleLeft: string[] }> {
     const reuse = opts.reuseVolumes ?? true;
     for (const id of stale) {
-      if (reuse) await engine.stopContainer(id, { timeoutS: this.d.stopTimeoutS ?? 10 }).catch(() => {});
-      else await engine.removeContainer(id, { force: true, removeVolumes: true });
+      if (reuse) {
+        const running = opts.staleRunning?.has(id) ?? true;
+        await this.stopGracefully(c, engine, id, running ? log : undefined).catch(() => {});
+      } else await engine.removeContainer(id, { force: true, removeVolumes: true });
     }
     const staleLeft = reuse ? stale : [];
     const spec = await this.d.specFor(c, { volumesFrom: staleLeft, service: opts.service, node: opts.node });
@@ -394,6 +400,33 @@ export class ContainerRuntime {
   }
 
   /**
+   * Stops an engine container of the record as its definition says (stop_signal and
+   * stop_grace_period, domain/stop.ts; the platform's timeout when it names none). A stop may wait
+   * the whole grace period, so the action log first says how long and for which signal, and then
+   * whether the engine had to kill the command (`log` undefined: the container is not running, the
+   * stop waits for nothing and says nothing).
+   */
+  private async stopGracefully(
+    c: ContainerRow,
+    engine: Engine,
+    id: string,
+    log: Log | undefined,
+  ): Promise<void> {
+    const spec = JSON.parse(c.spec) as Pick<ServiceSpec, "stop_signal" | "stop_grace_period">;
+    const timeoutS = spec.stop_grace_period ?? this.d.stopTimeoutS ?? 10;
+    const signal = spec.stop_signal ?? `${DEFAULT_STOP_SIGNAL} unless the image sets another`;
+    // The line is written while the engine works: it is said before the wait, not a reason to wait.
+    const [, outcome] = await Promise.all([
+      log?.(`Waiting up to ${timeoutS} s for ${c.name} to stop (stop signal ${signal})`),
+      engine.stopContainer(id, { timeoutS }),
+    ]);
+    if (outcome.killed)
+      await log?.(
+        `${c.name} did not stop within ${timeoutS} s of its stop signal: the engine killed it (SIGKILL)`,
+      );
+  }
+
+  /**
    * A listed engine container of the record's generation, stopped if it runs (or restarts); what
    * the engine says of it then, undefined when it is gone. A container listed as stopped is
    * inspected first (a restart policy may have started it since the listing).
@@ -409,7 +442,7 @@ export class ContainerRuntime {
       if (!view || !(view.running || view.state === "restarting")) return view;
     }
     try {
-      await engine.stopContainer(listed.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
+      await this.stopGracefully(c, engine, listed.id, log);
     } catch (err) {
       if (isEngineError(err, "not_found")) return undefined;
       throw err;
@@ -489,11 +522,11 @@ export class ContainerRuntime {
   async engineContainers(
     c: ContainerRow,
     engine?: Engine,
-  ): Promise<{ current?: ContainerView; stale: string[] }> {
+  ): Promise<{ current?: ContainerView; stale: string[]; staleRunning: ReadonlySet<string> }> {
     const e = engine ?? (await this.engineOf(c));
     const found = await e.listContainers({ labels: { [LABELS.container]: c.uuid }, all: true });
-    const { current, stale } = byGeneration(c, found);
-    return { current: current ? await e.inspectContainer(current.id) : undefined, stale };
+    const { current, stale, staleRunning } = byGeneration(c, found);
+    return { current: current ? await e.inspectContainer(current.id) : undefined, stale, staleRunning };
   }
 
   async find(c: ContainerRow, engine?: Engine): Promise<ContainerView | undefined> {
@@ -562,13 +595,13 @@ export class ContainerRuntime {
     opts: { reuseVolumes?: boolean; refreshImage?: boolean },
   ): Promise<{ view: ContainerView; engine: Engine; staleLeft: string[] }> {
     const engine = await this.engineOf(c);
-    const { current, stale } = await this.engineContainers(c, engine);
+    const { current, stale, staleRunning } = await this.engineContainers(c, engine);
     if (current) {
       if (current.id !== c.engine_id || c.environment === null)
         await this.d.store.mutate("container", c.uuid, (r) => engineRecord(r, current));
       return { view: current, engine, staleLeft: stale };
     }
-    const { id, staleLeft } = await this.createOfGeneration(c, engine, log, stale, opts);
+    const { id, staleLeft } = await this.createOfGeneration(c, engine, log, stale, { ...opts, staleRunning });
     const view = await engine.inspectContainer(id);
     if (!view) throw new Error(`container ${c.name} vanished right after it was created`);
     await this.d.store.mutate("container", c.uuid, (r) => engineRecord(r, view));
@@ -606,7 +639,7 @@ export class ContainerRuntime {
     const engine = await this.engineOf(c);
     const view = await this.find(c, engine);
     if (view?.running || view?.state === "restarting") {
-      await engine.stopContainer(view.id, { timeoutS: this.d.stopTimeoutS ?? 10 });
+      await this.stopGracefully(c, engine, view.id, log);
       await log(`Stopped ${c.name}`);
     }
     return (await this.stepDone(c, { engine }))!;
@@ -771,10 +804,14 @@ interface Observed {
 function byGeneration(
   c: Pick<ContainerRow, "generation">,
   found: readonly ContainerSummary[],
-): { current?: ContainerSummary; stale: string[] } {
+): { current?: ContainerSummary; stale: string[]; staleRunning: ReadonlySet<string> } {
   const sorted = [...found].sort((a, b) => b.createdAt - a.createdAt);
   const current = sorted.find((x) => x.labels[GENERATION_LABEL] === c.generation);
-  return { current, stale: sorted.filter((x) => x !== current).map((x) => x.id) };
+  const stale = sorted.filter((x) => x !== current);
+  const staleRunning = new Set(
+    stale.filter((x) => PROCESS_STATES.has(x.state) || x.state === "restarting").map((x) => x.id),
+  );
+  return { current, stale: stale.map((x) => x.id), staleRunning };
 }
 
 /**

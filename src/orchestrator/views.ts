@@ -121,6 +121,11 @@ function definitionFields(spec: ServiceSpec) {
   };
 }
 
+/** How a definition's containers are stopped (contract StopFields); null in definitions stored before. */
+function stopFields(spec: ServiceSpec) {
+  return { stop_signal: spec.stop_signal ?? null, stop_grace_period: spec.stop_grace_period ?? null };
+}
+
 /** The rows a page of views refers to, read in a fixed number of batched queries. */
 export async function readViewData(
   store: Store,
@@ -291,6 +296,7 @@ export function serviceView(
       { includeSecrets: false },
     ),
     ...definitionFields(spec),
+    ...stopFields(spec),
     sequential_deployment: spec.sequential_deployment,
     cpu_shares: spec.cpu_shares,
     cpuset: spec.cpuset,
@@ -365,6 +371,7 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     // Exactly what its engine container was created with, as the engine reports it (none before).
     calculated_envvars: c.environment ? (JSON.parse(c.environment) as CalculatedEnvVar[]) : [],
     ...definitionFields(spec),
+    ...stopFields(spec),
     hostname: spec.hostname || c.name,
     cpu_shares: spec.cpu_shares,
     cpuset: spec.cpuset,

@@ -1,6 +1,8 @@
 // HTTP conventions every client relies on (CONTRACT §1, §2, §4, §5, §6): the list envelope and
 // its links, path leniency, method and path errors, body handling, and authentication.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { basic, type Caller, call, createUser, type Harness, startHarness } from "../support/harness.ts";
 
@@ -188,6 +190,57 @@ describe("paths", () => {
     assert.equal(res.headers.allow, "GET");
     assert.match(String(res.headers["content-type"]), /^application\/json/);
     assertErrorBody(res.body, "method_not_allowed");
+  });
+
+  test("every method a repository's path lacks is 405 with Allow, its name's slashes and all", async () => {
+    // Issue 27: the route of a repository ends in `*` (names have slashes), and the methods no route
+    // defines on it (OPTIONS, TRACE, PROPFIND, …) fell through to 404.
+    for (const url of [
+      "/api/repo/v1/repository/reg.example.com/team/app/",
+      "/api/repo/v1/alice/repository/reg.example.com/app",
+      "/api/repo/v1/repository/reg.example.com%2Fapp/",
+    ]) {
+      for (const method of [
+        "OPTIONS",
+        "TRACE",
+        "PROPFIND",
+        "SEARCH",
+        "PURGE",
+        "LOCK",
+        "POST",
+        "PUT",
+      ] as const) {
+        const res = await call(h, alice, method, url);
+        assert.equal(res.status, 405, `${method} ${url}: ${res.raw}`);
+        assert.equal(res.headers.allow, "GET, PATCH, DELETE", `${method} ${url}`);
+        assertErrorBody(res.body, "method_not_allowed");
+      }
+    }
+    // The collection keeps its own methods, and a path under no route stays 404.
+    assert.equal((await call(h, alice, "OPTIONS", "/api/repo/v1/repository/")).headers.allow, "GET, POST");
+    assert.equal((await call(h, alice, "OPTIONS", "/api/repo/v1/nothing/a/b/")).status, 404);
+  });
+
+  test("every documented path answers 405 with its Allow to a method it does not define", async () => {
+    const doc = JSON.parse(
+      fs.readFileSync(path.join(import.meta.dirname, "../../docs/openapi.json"), "utf8"),
+    ) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const order = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+    for (const [template, operations] of Object.entries(doc.paths)) {
+      const url = template
+        .replace("{namespace}", "alice")
+        .replace("{*}", "reg.example.com/team/app/")
+        .replace(/\{[^}]+\}/g, "x0");
+      const allow = order.filter((m) => m.toLowerCase() in operations);
+      const missing = order.find((m) => !allow.includes(m))!;
+      for (const method of ["OPTIONS", missing] as const) {
+        const res = await call(h, alice, method as "OPTIONS", url);
+        assert.equal(res.status, 405, `${method} ${url}: ${res.raw}`);
+        assert.equal(res.headers.allow, allow.join(", "), `${method} ${url}`);
+      }
+    }
   });
 
   test("an unknown path is 404 with a JSON error", async () => {

@@ -104,6 +104,81 @@ describe("services and containers", () => {
     assert.equal(args.stdout, "a b\n");
   });
 
+  test("container exec passes every word after the container's name to the command, options included", async () => {
+    // Issue 27: `sh -c '…'` failed with "unknown option '-c'" unless written after `--`.
+    const sum = await berth(["container", "exec", "hello-1", "sh", "-c", "echo $((1+1))"], { env });
+    assert.equal(sum.code, 0, sum.stderr);
+    assert.equal(sum.stdout, "2\n");
+    // Words berth itself would read as its options reach the command untouched.
+    const own = await berth(["container", "exec", "hello-1", "echo", "--json", "--help", "--version", "-t"], {
+      env,
+    });
+    assert.equal(own.code, 0, own.stderr);
+    assert.equal(own.stdout, "--json --help --version -t\n");
+    // Exec's own options and berth's global ones go before the name; `--` still works.
+    const before = await berth(
+      ["--namespace", "admin", "container", "exec", "-T", "hello-2", "sh", "-c", "echo $((6*7)) $HOSTNAME"],
+      { env },
+    );
+    assert.equal(before.code, 0, before.stderr);
+    assert.equal(before.stdout, "42 hello-2\n");
+    const dashes = await berth(["container", "exec", "hello-1", "--", "sh", "-c", "exit 4"], { env });
+    assert.equal(dashes.code, 4, dashes.stderr);
+    // One word is a shell command line, as before.
+    const line = await berth(["container", "exec", "hello-1", "echo a; echo b"], { env });
+    assert.equal(line.stdout, "a\nb\n");
+  });
+
+  test("an option's value that starts with a dash is the option's, not berth's (-r --version)", async () => {
+    const created = await ok([
+      "service",
+      "create",
+      "busybox:local",
+      "--name",
+      "flags",
+      "-r",
+      "--version",
+      "--json",
+    ]);
+    assert.equal(JSON.parse(created.stdout).run_command, "--version");
+    const set = await ok([
+      "service",
+      "set",
+      "flags",
+      "--entrypoint",
+      "--help",
+      "-r",
+      "-c 'echo x'",
+      "--json",
+    ]);
+    assert.deepEqual(
+      [JSON.parse(set.stdout).entrypoint, JSON.parse(set.stdout).run_command],
+      ["--help", "-c 'echo x'"],
+    );
+  });
+
+  test("--stop-signal and --stop-grace-period (seconds or a duration) set how containers are stopped", async () => {
+    const created = await ok([
+      "service",
+      "create",
+      "busybox:local",
+      "--name",
+      "graceful",
+      "--stop-signal",
+      "QUIT",
+      "--stop-grace-period",
+      "1m30s",
+      "--json",
+    ]);
+    const body = JSON.parse(created.stdout);
+    assert.deepEqual([body.stop_signal, body.stop_grace_period], ["SIGQUIT", 90]);
+    const set = await ok(["service", "set", "graceful", "--stop-grace-period", "5", "--json"]);
+    assert.equal(JSON.parse(set.stdout).stop_grace_period, 5);
+    const bad = await berth(["service", "set", "graceful", "--stop-grace-period", "soon"], { env });
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /must be a duration such as "10s"/);
+  });
+
   test("--sync exits 1 when the action fails, after printing its log", async () => {
     const r = await berth(["service", "run", "nosuch/image:1", "--name", "broken", "--sync"], { env });
     assert.equal(r.code, 1);

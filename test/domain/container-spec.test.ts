@@ -240,6 +240,16 @@ describe("buildContainerSpec", () => {
     assert.equal(buildContainerSpec(input({ memory: 64, memory_swap: -1 })).memorySwapMb, -1);
   });
 
+  test("stop_signal and stop_grace_period become the engine's StopSignal and StopTimeout; unset, neither", () => {
+    const spec = buildContainerSpec(input({ stop_signal: "SIGQUIT", stop_grace_period: 0 }));
+    assert.deepEqual([spec.stopSignal, spec.stopTimeoutS], ["SIGQUIT", 0]);
+    const plain = buildContainerSpec(input());
+    assert.ok(
+      !("stopSignal" in plain) && !("stopTimeoutS" in plain),
+      "the image's and the engine's defaults",
+    );
+  });
+
   test("on the host network there are no port bindings and the host name is the node's", () => {
     const spec = buildContainerSpec(
       input({

@@ -678,3 +678,59 @@ describe("shell-style splitting of run_command and entrypoint", () => {
     assert.throws(() => splitShellWords("echo \\"), ShellSyntaxError);
   });
 });
+
+describe("stop_signal and stop_grace_period (issue 27)", () => {
+  test("a signal is stored by its name, whichever way it was written; empty means the image's", () => {
+    for (const [given, stored] of [
+      ["SIGTERM", "SIGTERM"],
+      ["term", "SIGTERM"],
+      ["sigquit", "SIGQUIT"],
+      ["2", "SIGINT"],
+      [" USR1 ", "SIGUSR1"],
+      ["", null],
+      [null, null],
+    ] as const) {
+      assert.equal(create({ stop_signal: given }).spec.stop_signal, stored, String(given));
+    }
+    assert.equal(create({}).spec.stop_signal, null);
+  });
+
+  test("an unknown signal, SIGSTOP, or a number past 31 is refused naming stop_signal", () => {
+    for (const signal of ["SIGFOO", "SIGSTOP", "STOP", "0", "32", "SIGRTMIN+1"]) {
+      assertRefused(() => create({ stop_signal: signal }), "stop_signal", /must be a signal name/);
+    }
+    assertRefused(() => create({ stop_signal: "x".repeat(17) }), "stop_signal");
+    assertRefused(() => create({ stop_signal: "BAD" }, "services.web."), "services.web.stop_signal");
+  });
+
+  test("the grace period is whole seconds from 0 to 3600; null is the platform's default", () => {
+    assert.equal(create({ stop_grace_period: 0 }).spec.stop_grace_period, 0);
+    assert.equal(create({ stop_grace_period: 3600 }).spec.stop_grace_period, 3600);
+    assert.equal(create({ stop_grace_period: null }).spec.stop_grace_period, null);
+    for (const period of [-1, 3601, 1.5, "soon"]) {
+      assertRefused(() => create({ stop_grace_period: period }), "stop_grace_period");
+    }
+  });
+
+  test("an update sets or clears them; the containers then differ from the definition", () => {
+    const current = create({}).spec;
+    const updated = parseUpdate(current, "nginx", { stop_signal: "INT", stop_grace_period: 30 }, ctx);
+    assert.deepEqual([updated.spec.stop_signal, updated.spec.stop_grace_period], ["SIGINT", 30]);
+    assert.equal(updated.changed, true);
+    assert.equal(parseUpdate(updated.spec, "nginx", { stop_signal: "SIGINT" }, ctx).changed, false);
+    const cleared = parseUpdate(updated.spec, "nginx", { stop_signal: "", stop_grace_period: null }, ctx);
+    assert.deepEqual([cleared.spec.stop_signal, cleared.spec.stop_grace_period], [null, null]);
+    assertRefused(() => parseUpdate(current, "nginx", { stop_signal: "SIGSTOP" }, ctx), "stop_signal");
+  });
+
+  test("a definition stored before these fields existed is unchanged by setting them to null", () => {
+    const { stop_signal: _s, stop_grace_period: _g, ...old } = create({}).spec;
+    const updated = parseUpdate(
+      old as ServiceSpec,
+      "nginx",
+      { stop_signal: null, stop_grace_period: null },
+      ctx,
+    );
+    assert.equal(updated.changed, false);
+  });
+});

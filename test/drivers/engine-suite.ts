@@ -262,8 +262,9 @@ export function engineSuite(
       const id = await run_({ cmd: ["sh", "-c", "trap 'exit 7' TERM; echo ready; sleep 3600 & wait"] });
       await logLines(id, 1); // the trap is set once "ready" is printed
       const t0 = Date.now();
-      await engine.stopContainer(id, { timeoutS: 10 });
+      const outcome = await engine.stopContainer(id, { timeoutS: 10 });
       assert.ok(Date.now() - t0 < 5000, "the process exited on SIGTERM, without waiting for the timeout");
+      assert.deepEqual(outcome, { killed: false });
       const stopped = await view(id);
       assert.equal(stopped.state, "exited");
       assert.equal(stopped.running, false);
@@ -277,12 +278,27 @@ export function engineSuite(
     test("stop kills a PID 1 that ignores SIGTERM once the timeout has passed", async () => {
       const id = await run_({ cmd: ["sleep", "3600"] });
       const t0 = Date.now();
-      await engine.stopContainer(id, { timeoutS: 1 });
+      const outcome = await engine.stopContainer(id, { timeoutS: 1 });
       const elapsed = Date.now() - t0;
       assert.ok(elapsed >= 900 && elapsed < 8000, `stop took ${elapsed} ms`);
+      assert.deepEqual(outcome, { killed: true }, "the stop says the engine had to kill");
       const stopped = await view(id);
       assert.equal(stopped.state, "exited");
       assert.equal(stopped.exitCode, 137);
+    });
+
+    test("stop sends the container's stop signal (StopSignal at create) instead of SIGTERM", async () => {
+      const id = await run_({
+        cmd: ["sh", "-c", "trap 'exit 5' USR1; echo ready; sleep 3600 & wait"],
+        stopSignal: "SIGUSR1",
+        stopTimeoutS: 30,
+      });
+      await logLines(id, 1);
+      const t0 = Date.now();
+      const outcome = await engine.stopContainer(id, { timeoutS: 10 });
+      assert.ok(Date.now() - t0 < 5000, "the process exited on SIGUSR1, without waiting for the timeout");
+      assert.deepEqual(outcome, { killed: false });
+      assert.equal((await view(id)).exitCode, 5, "its USR1 handler ran");
     });
 
     test("kill ends the container with 137 and its restart policy does not bring it back", async () => {

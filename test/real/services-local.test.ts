@@ -586,6 +586,43 @@ describe("services on local nodes: real containers on real engines", { skip: una
     await operate(oneshot.resource_uri, "DELETE");
   });
 
+  test("a stack service with stop_grace_period: 2s whose command ignores SIGTERM is redeployed in under 4 s", {
+    timeout: 60_000,
+  }, async (t) => {
+    // The platform's stop timeout is 1 s here: a redeploy of 2 s or more honoured the service's.
+    const res = await call(h, alice, "POST", "/api/app/v1/stack/", {
+      name: "graceful",
+      services: [
+        { name: "stubborn", image: BUSYBOX_IMAGE, command: "sleep 100000", stop_grace_period: "2s" },
+      ],
+    });
+    assert.equal(res.status, 201, res.raw);
+    await operate(`${res.body.resource_uri}start/`);
+    const stubborn = await serviceIn(
+      { resource_uri: (res.body as { services: string[] }).services[0]! },
+      "Running",
+    );
+    const startedAtMs = Date.now();
+    const redeploy = await operate(`${stubborn.resource_uri}redeploy/`);
+    const ms = Date.now() - startedAtMs;
+    t.diagnostic(`redeployed in ${ms} ms:\n${redeploy.log.join("\n")}`);
+    assert.ok(ms >= 2000 && ms < 4000, `redeployed in ${ms} ms`);
+    assert.ok(
+      redeploy.log.includes(
+        "Waiting up to 2 s for stubborn-1 to stop (stop signal SIGTERM unless the image sets another)",
+      ),
+      redeploy.log.join("\n"),
+    );
+    assert.ok(
+      redeploy.log.includes(
+        "stubborn-1 did not stop within 2 s of its stop signal: the engine killed it (SIGKILL)",
+      ),
+      redeploy.log.join("\n"),
+    );
+    await assertEnginesAsApi("a redeploy within the grace period");
+    await operate(res.body.resource_uri, "DELETE");
+  });
+
   test("EVERY_NODE gets a container on a node added by scaling the cluster", {
     timeout: 90_000,
   }, async (t) => {

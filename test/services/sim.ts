@@ -9,6 +9,7 @@ import type {
   ListContainersOptions,
   RemoveContainerOptions,
   StopContainerOptions,
+  StopOutcome,
 } from "../../src/drivers/engine.ts";
 import { FakeEngine, type FakeRegistryImage } from "../../src/drivers/fake/index.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
@@ -77,7 +78,7 @@ export class RecordingEngine extends FakeEngine {
     return id;
   }
 
-  override async stopContainer(id: string, options?: StopContainerOptions): Promise<void> {
+  override async stopContainer(id: string, options?: StopContainerOptions): Promise<StopOutcome> {
     this.calls.push("stopContainer");
     await this.pass();
     return super.stopContainer(id, options);

@@ -552,3 +552,51 @@ describe("stack states and start order", () => {
     assert.deepEqual(startOrder([{ id: "a", after: ["a"] }]), { cycle: ["a", "a"] });
   });
 });
+
+describe("stop_signal and stop_grace_period in stack files (issue 27)", () => {
+  test("stop_grace_period takes compose durations and numbers of seconds", () => {
+    for (const [given, seconds] of [
+      ["30s", 30],
+      ["1m30s", 90],
+      ["1h", 3600],
+      ["2000ms", 2],
+      ["0s", 0],
+      ["45", 45],
+      [12, 12],
+      [null, null],
+    ] as const) {
+      assert.equal(convert({ stop_grace_period: given }).stop_grace_period, seconds, String(given));
+    }
+    assert.equal(specOf(convert({ stop_grace_period: "1m", stop_signal: "QUIT" })).stop_grace_period, 60);
+    assert.equal(specOf(convert({ stop_signal: "QUIT" })).stop_signal, "SIGQUIT");
+  });
+
+  test("a duration that is not whole seconds, or not a duration, is refused naming the item's key", () => {
+    refused({ stop_grace_period: "1.5s" }, "services.web.stop_grace_period", /whole number of seconds/);
+    refused({ stop_grace_period: "500ms" }, "services.web.stop_grace_period", /whole number of seconds/);
+    refused({ stop_grace_period: "soon" }, "services.web.stop_grace_period", /must be a duration such as/);
+    refused({ stop_grace_period: "10 s" }, "services.web.stop_grace_period", /must be a duration such as/);
+  });
+
+  test("export writes them back as a compose duration and the signal's name, and reads back the same", () => {
+    const spec = specOf(convert({ stop_grace_period: "1m30s", stop_signal: "int" }));
+    const exported = exportService({
+      name: "web",
+      nickname: "web",
+      target_num_containers: 1,
+      spec,
+      refOf: () => undefined,
+    });
+    assert.equal(exported.stop_grace_period, "1m30s");
+    assert.equal(exported.stop_signal, "SIGINT");
+    assert.deepEqual(specOf(convert({ ...exported })), spec);
+    const hour = exportService({
+      name: "web",
+      nickname: "web",
+      target_num_containers: 1,
+      spec: { ...spec, stop_grace_period: 3661 },
+      refOf: () => undefined,
+    });
+    assert.equal(hour.stop_grace_period, "1h1m1s");
+  });
+});

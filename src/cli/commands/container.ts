@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import type { Container } from "../../contract/container.ts";
 import type { Json } from "../client.ts";
+import { shellLine, takesCommandAfter } from "../command-words.ts";
 import type { Ctx } from "../context.ts";
 import { ago, type Column, lastSegment, short } from "../output.ts";
 import { KINDS, resolve } from "../resolve.ts";
@@ -89,23 +90,31 @@ export function registerContainer(program: Command, ctx: (cmd: Command) => Ctx):
       );
     });
 
-  container
+  const exec = container
     .command("exec <identifier> [command...]")
-    .description("run a command in a container (default: a shell); interactive on a terminal")
+    .description(
+      "run a command in a container (default: a shell); interactive on a terminal. The words after the " +
+        "container's name are the command and its arguments, options included (exec's own options go before " +
+        "the name); a single word is run as a shell command line",
+    )
     .option("-t, --tty", "run on a terminal even when stdin or stdout is not one")
-    .option("-T, --no-tty", "never use a terminal (plain pipes)")
-    .action(async (ref: string, words: string[], o: { tty?: boolean }, cmd: Command) => {
+    .option("-T, --no-tty", "never use a terminal (plain pipes)");
+  takesCommandAfter(exec, 1).action(
+    async (ref: string, words: string[], o: { tty?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
       const x = await resolve(c.client, kind, ref);
       const explicit = cmd.getOptionValueSource("tty") === "cli";
       const tty = explicit ? o.tty === true : process.stdin.isTTY === true && process.stdout.isTTY === true;
       const code = await execIn(c.client, x.resource_uri, {
-        command: words.length ? words.join(" ") : "sh",
+        // One word is a command line for sh (`exec web-1 'ls | wc -l'`); several are the program and
+        // its arguments as given (`exec web-1 sh -c 'echo $((1+1))'`), quoted so sh keeps them whole.
+        command: words.length === 0 ? "sh" : words.length === 1 ? words[0]! : shellLine(words),
         tty,
         stdin: process.stdin,
         stdout: process.stdout,
         stderr: process.stderr,
       });
       process.exitCode = code;
-    });
+    },
+  );
 }

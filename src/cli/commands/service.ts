@@ -2,9 +2,10 @@
 // terminate — with the historical CLI's options.
 
 import fs from "node:fs";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import type { Service } from "../../contract/service.ts";
 import type { Stack } from "../../contract/stack.ts";
+import { durationSeconds } from "../../domain/stop.ts";
 import type { Json } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
@@ -71,6 +72,8 @@ interface DefinitionOptions {
   image?: string;
   sync?: boolean;
   redeploy?: boolean;
+  stopSignal?: string;
+  stopGracePeriod?: number;
 }
 
 /** The definition options shared by create, run and set. */
@@ -113,7 +116,23 @@ function definitionOptions(cmd: Command, forSet: boolean): Command {
     )
     .addOption(new Option("--net <mode>", "network mode").choices(["bridge", "host"]))
     .addOption(new Option("--pid <mode>", "PID namespace").choices(["none", "host"]))
-    .option("--workdir <dir>", "working folder of the command");
+    .option("--workdir <dir>", "working folder of the command")
+    .option(
+      "--stop-signal <signal>",
+      "signal that asks the command to stop (default: the image's, or SIGTERM)",
+    )
+    .option(
+      "--stop-grace-period <duration>",
+      "how long a stop waits for the command before the engine kills it: seconds or 30s, 1m30s (default 10 s)",
+      gracePeriod,
+    );
+}
+
+/** `--stop-grace-period`: seconds, or a compose duration (domain/stop.ts). */
+function gracePeriod(value: string): number {
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value.trim()) : durationSeconds(value);
+  if (typeof seconds === "string") throw new InvalidArgumentError(seconds);
+  return seconds;
 }
 
 /** `[outer:]inner[/proto]` → a service port. */
@@ -207,6 +226,8 @@ async function definitionBody(c: Ctx, o: DefinitionOptions): Promise<Json> {
   if (o.net !== undefined) body.net = o.net;
   if (o.pid !== undefined) body.pid = o.pid;
   if (o.workdir !== undefined) body.working_dir = o.workdir;
+  if (o.stopSignal !== undefined) body.stop_signal = o.stopSignal;
+  if (o.stopGracePeriod !== undefined) body.stop_grace_period = o.stopGracePeriod;
   return body;
 }
 

@@ -39,6 +39,7 @@ import {
   type PushImageOptions,
   type RemoveContainerOptions,
   type StopContainerOptions,
+  type StopOutcome,
   splitImageTag,
 } from "../engine.ts";
 import { type DockerEndpoint, type DockerTls, describeEndpoint, parseDockerEndpoint } from "./endpoint.ts";
@@ -454,8 +455,9 @@ export class DockerEngine implements Engine {
     );
   }
 
-  async stopContainer(id: string, options: StopContainerOptions = {}): Promise<void> {
+  async stopContainer(id: string, options: StopContainerOptions = {}): Promise<StopOutcome> {
     const timeoutS = options.timeoutS ?? 10;
+    const began = Date.now();
     await this.dial(
       {
         method: "POST",
@@ -467,6 +469,11 @@ export class DockerEngine implements Engine {
       },
       "empty",
     );
+    // Docker does not say whether it had to kill. A stop that ended before the timeout did not;
+    // one that took it whole did if the command died of SIGKILL (137) rather than of its signal.
+    if (Date.now() - began < timeoutS * 1000) return { killed: false };
+    const view = await this.inspectContainer(id);
+    return { killed: view?.exitCode === 137 && !view.oomKilled };
   }
 
   async killContainer(id: string, options: KillContainerOptions = {}): Promise<void> {

@@ -50,6 +50,8 @@ export function createBody(spec: ContainerSpec): Dockerode.ContainerCreateOption
     MacAddress: spec.macAddress,
     Tty: spec.tty ?? false,
     OpenStdin: spec.openStdin ?? false,
+    StopSignal: spec.stopSignal,
+    StopTimeout: spec.stopTimeoutS,
     AttachStdin: false,
     AttachStdout: false,
     AttachStderr: false,

@@ -36,6 +36,7 @@ import {
   portKey,
   type RemoveContainerOptions,
   type StopContainerOptions,
+  type StopOutcome,
   splitImageTag,
 } from "../engine.ts";
 import { FakeProcess, hasProgram, normalizeSignal, type ProcessIO, SIGNAL_NUMBERS } from "./shell.ts";
@@ -827,21 +828,23 @@ export class FakeEngine implements Engine {
     if (container.state === "restarting") container.state = "exited";
   }
 
-  async stopContainer(id: string, options: StopContainerOptions = {}): Promise<void> {
+  async stopContainer(id: string, options: StopContainerOptions = {}): Promise<StopOutcome> {
     this.reach();
     const container = this.get(id);
     if (container.state === "restarting") {
       container.manuallyStopped = true;
       this.cancelRestart(container);
       this.emit(container, "stop");
-      return;
+      return { killed: false };
     }
     const process = container.process;
-    if (container.state !== "running" || !process) return;
+    if (container.state !== "running" || !process) return { killed: false };
     container.manuallyStopped = true;
     const timeoutS = options.timeoutS ?? 10;
-    this.emit(container, "kill", { signal: "15" });
-    process.signal("SIGTERM");
+    // The container's stop signal (Docker's StopSignal at create), SIGTERM when it names none.
+    const signal = normalizeSignal(container.spec.stopSignal ?? "SIGTERM") ?? "SIGTERM";
+    this.emit(container, "kill", { signal: String(SIGNAL_NUMBERS[signal]) });
+    process.signal(signal);
     let timer: NodeJS.Timeout | undefined;
     const exitedInTime = await Promise.race([
       process.exited.then(() => true),
@@ -858,6 +861,7 @@ export class FakeEngine implements Engine {
     await process.exited;
     // processExited ran in a then() registered earlier, so the state is already "exited" here.
     this.emit(container, "stop");
+    return { killed: !exitedInTime };
   }
 
   async killContainer(id: string, options: KillContainerOptions = {}): Promise<void> {

@@ -1,20 +1,17 @@
 // A tiny stand-in for the programs of a busybox image, so fake containers behave like real ones for
 // the commands tests and simulations use: `echo`, `printf`, `sleep`, `seq`, `cat`, `env`, `exit`, and
-// `sh -c` scripts made of simple commands joined by `;`, `&&`, `||` and `&`, with `trap` and `wait`.
+// `sh -c` scripts made of simple commands joined by `;`, `&&`, `||` and `&`, with `trap` and `wait`,
+// and integer arithmetic `$((…))` (+ - * / % and parentheses over numbers and variables).
 // Signals follow Linux rules for PID 1: a signal without a handler is ignored, except SIGKILL.
 // Anything else (pipes, loops, `$(…)`, files) is refused with a message on stderr and exit status 2,
 // so a test never silently passes on behaviour the fake does not have.
+import { SIGNALS } from "../../domain/stop.ts";
 import type { OutputStream } from "../engine.ts";
 
-export const SIGNAL_NUMBERS: Record<string, number> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGKILL: 9,
-  SIGUSR1: 10,
-  SIGUSR2: 12,
-  SIGTERM: 15,
-};
+/** Linux's signal numbers (a container's stop signal may be any of them). */
+export const SIGNAL_NUMBERS: Record<string, number> = Object.fromEntries(
+  SIGNALS.map((name, i) => [name, i + 1]),
+);
 
 /** Accepts "SIGTERM", "TERM", "term" or "15"; undefined for an unknown signal. */
 export function normalizeSignal(signal: string): string | undefined {
@@ -79,7 +76,10 @@ class Unsupported extends Error {}
 
 // ---- parsing ---------------------------------------------------------------------------------------
 
-type Segment = { kind: "text"; value: string } | { kind: "var"; name: string };
+type Segment =
+  | { kind: "text"; value: string }
+  | { kind: "var"; name: string }
+  | { kind: "arith"; expression: string };
 type Word = Segment[];
 type Redirect = { fd: 1 | 2; to: "stdout" | "stderr" | "null" };
 
@@ -184,6 +184,12 @@ function readWord(script: string, start: number): [Word, number] {
   const readVar = (i: number): number => {
     // i points at "$"
     const rest = script.slice(i + 1);
+    if (rest.startsWith("((")) {
+      const end = arithmeticEnd(script, i + 3);
+      flush();
+      word.push({ kind: "arith", expression: script.slice(i + 3, end) });
+      return end + 2;
+    }
     if (rest.startsWith("(")) throw new Unsupported("command substitution");
     const braced = /^\{([A-Za-z_][A-Za-z0-9_]*)\}/.exec(rest);
     const plain = /^([A-Za-z_][A-Za-z0-9_]*|[?$#0-9])/.exec(rest);
@@ -234,6 +240,79 @@ function readWord(script: string, start: number): [Word, number] {
   }
   flush();
   return [word, i];
+}
+
+/** The index of the "))" closing an arithmetic expansion whose expression starts at `start`. */
+function arithmeticEnd(script: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < script.length; i += 1) {
+    const ch = script[i];
+    if (ch === "(") depth += 1;
+    else if (ch === ")") {
+      if (depth === 0) {
+        if (script[i + 1] !== ")") throw new Unsupported("command substitution");
+        return i;
+      }
+      depth -= 1;
+    }
+  }
+  throw new Unsupported("an unterminated $((");
+}
+
+/**
+ * Evaluates an arithmetic expansion as sh does for the operators the fake has: integers, variables
+ * (unset or empty is 0), unary + and -, * / %, + -, parentheses; anything else is unsupported.
+ */
+export function evaluateArithmetic(expression: string, variable: (name: string) => string): number {
+  const tokens =
+    expression.match(/\s+|\d+|[A-Za-z_][A-Za-z0-9_]*|\$[A-Za-z_][A-Za-z0-9_]*|[-+*/%()]|./g) ?? [];
+  const list = tokens.filter((t) => !/^\s+$/.test(t));
+  let at = 0;
+  const fail = (): never => {
+    throw new Unsupported(`arithmetic "${expression}"`);
+  };
+  const value = (text: string): number => {
+    const trimmed = text.trim();
+    if (trimmed === "") return 0;
+    if (!/^-?\d+$/.test(trimmed)) return fail();
+    return Number(trimmed);
+  };
+  const primary = (): number => {
+    const token = list[at++];
+    if (token === undefined) return fail();
+    if (token === "(") {
+      const inner = sum();
+      if (list[at++] !== ")") fail();
+      return inner;
+    }
+    if (token === "-") return -primary();
+    if (token === "+") return primary();
+    if (/^\d+$/.test(token)) return Number(token);
+    if (/^\$?[A-Za-z_]/.test(token)) return value(variable(token.replace(/^\$/, "")));
+    return fail();
+  };
+  const product = (): number => {
+    let left = primary();
+    while (list[at] === "*" || list[at] === "/" || list[at] === "%") {
+      const op = list[at++];
+      const right = primary();
+      if (op !== "*" && right === 0) throw new Unsupported("division by zero");
+      left = op === "*" ? left * right : op === "/" ? Math.trunc(left / right) : left % right;
+    }
+    return left;
+  };
+  const sum = (): number => {
+    let left = product();
+    while (list[at] === "+" || list[at] === "-") {
+      const op = list[at++];
+      const right = product();
+      left = op === "+" ? left + right : left - right;
+    }
+    return left;
+  };
+  const result = sum();
+  if (at !== list.length) fail();
+  return result;
 }
 
 // ---- running ---------------------------------------------------------------------------------------
@@ -451,17 +530,31 @@ export class FakeProcess {
     return word
       .map((segment) => {
         if (segment.kind === "text") return segment.value;
-        if (segment.name === "?") return String(this.lastStatus);
-        if (segment.name === "$") return "1";
-        if (segment.name === "#") return "0";
-        if (segment.name === "0") return "sh";
-        return this.io.env[segment.name] ?? "";
+        if (segment.kind === "arith")
+          return String(evaluateArithmetic(segment.expression, (name) => this.variable(name)));
+        return this.variable(segment.name);
       })
       .join("");
   }
 
+  private variable(name: string): string {
+    if (name === "?") return String(this.lastStatus);
+    if (name === "$") return "1";
+    if (name === "#") return "0";
+    if (name === "0") return "sh";
+    return this.io.env[name] ?? "";
+  }
+
   private runSimple(command: SimpleCommand, io: ProcessIO): Promise<number> {
-    const argv = command.words.map((word) => this.expand(word));
+    let argv: string[];
+    try {
+      argv = command.words.map((word) => this.expand(word));
+    } catch (error) {
+      // sh reports a bad arithmetic expression on stderr and fails the command with status 2.
+      if (!(error instanceof Unsupported)) throw error;
+      io.write("stderr", `sh: the fake engine does not support ${error.message}\n`);
+      return Promise.resolve(2);
+    }
     if (command.redirects.length === 0) return this.runCommand(argv, io);
     const targets: Record<1 | 2, "stdout" | "stderr" | "null"> = { 1: "stdout", 2: "stderr" };
     for (const redirect of command.redirects)
