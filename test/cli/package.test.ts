@@ -34,10 +34,12 @@ test("npm pack bundles the CLI into one file (and its agent and admin parts); in
   const bundle = installedFile("berth.mjs");
   for (const server of ["fastify", "kysely", "dockerode", "better-sqlite3", "pg"])
     assert.ok(!bundle.includes(`node_modules/${server}/`), `the CLI bundle holds no ${server}`);
-  // The parts hold what their commands need, and no server: the agent its Docker client, admin
-  // the store (the drivers stay outside: better-sqlite3 is native).
+  // The parts hold what their commands need, and no server: the agent its Docker client (Berth's
+  // own bounded requests, no dockerode), admin the store (the drivers stay outside: better-sqlite3
+  // is native).
   const agentPart = installedFile("agent.mjs");
-  assert.ok(agentPart.includes("node_modules/dockerode/"));
+  assert.ok(agentPart.includes("src/drivers/docker/request.ts"), "the agent holds the engine client");
+  assert.ok(!agentPart.includes("node_modules/dockerode/"), "the agent's engine calls are bounded, not dockerode's");
   const adminPart = installedFile("admin.mjs");
   for (const part of [agentPart, adminPart])
     assert.ok(!part.includes("node_modules/fastify/"), "no part holds the server");
