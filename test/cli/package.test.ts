@@ -39,7 +39,10 @@ test("npm pack bundles the CLI into one file (and its agent and admin parts); in
   // is native).
   const agentPart = installedFile("agent.mjs");
   assert.ok(agentPart.includes("src/drivers/docker/request.ts"), "the agent holds the engine client");
-  assert.ok(!agentPart.includes("node_modules/dockerode/"), "the agent's engine calls are bounded, not dockerode's");
+  assert.ok(
+    !agentPart.includes("node_modules/dockerode/"),
+    "the agent's engine calls are bounded, not dockerode's",
+  );
   const adminPart = installedFile("admin.mjs");
   for (const part of [agentPart, adminPart])
     assert.ok(!part.includes("node_modules/fastify/"), "no part holds the server");
