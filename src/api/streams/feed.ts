@@ -1,18 +1,16 @@
 // The one reader of the store's change feed for every stream of this process. It wakes on the
 // store's commit notifications (this process's, and other replicas' through PostgreSQL
-// LISTEN/NOTIFY), reads each change once and fans it out to its listeners: events subscribers and
-// log followers. It polls only as a fallback: every `pollMs` while other replicas' commits are not
+// LISTEN/NOTIFY), reads each change once (store/follow.ts) and fans it out to its listeners: events
+// subscribers and log followers. It polls only as a fallback: every `pollMs` while other replicas' commits are not
 // announced, rarely (a safety net) while they are. The database is never polled once per subscriber.
 import { createHash } from "node:crypto";
 import { eventTime } from "../../domain/time.ts";
 import { uriKey } from "../../domain/uri.ts";
+import { FOLLOW_PAGE, type Follower, follow } from "../../store/follow.ts";
 import type { ChangeRow, Store } from "../../store/store.ts";
 
 /** Changes read per query; a reader far behind catches up in pages of this size. */
-export const FEED_PAGE = 500;
-
-/** While notifications arrive, the feed still reads once per this many poll intervals. */
-const SAFETY_POLLS = 15;
+export const FEED_PAGE = FOLLOW_PAGE;
 
 export { uriKey };
 
@@ -103,32 +101,26 @@ export interface EventFeedOptions {
  * Reads the change feed while anyone listens (it stops with its last listener) and hands every
  * change, in revision order, to every listener, synchronously: a listener that compares a
  * revision with `position` sees a consistent picture (everything up to `position` was offered).
+ * The reading itself is the store's one feed follower (store/follow.ts).
  */
 export class EventFeed {
   private readonly listeners = new Set<FeedListener>();
   private readonly pageListeners = new Map<FeedListener, PageListener>();
   private pos = 0;
-  private startup: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private unsubscribe: (() => void) | undefined;
-  /** Bumped by every start and stop, so that work of an earlier run notices it is stale. */
-  private generation = 0;
-  private reading = false;
-  private again = false;
-  private lastReadAt = 0;
+  private follower: Follower | undefined;
 
   constructor(private readonly opts: EventFeedOptions) {}
 
   /** The revision of the last change offered to the listeners. */
   get position(): number {
-    return this.pos;
+    return Math.max(this.pos, this.follower?.position ?? 0);
   }
 
   /** Adds a listener and starts reading if it is the first; returns the unsubscribe function. */
   listen(listener: FeedListener, onPageEnd?: PageListener): () => void {
     this.listeners.add(listener);
     if (onPageEnd) this.pageListeners.set(listener, onPageEnd);
-    if (!this.startup) this.start();
+    if (!this.follower) this.start();
     return () => {
       this.listeners.delete(listener);
       this.pageListeners.delete(listener);
@@ -138,39 +130,23 @@ export class EventFeed {
 
   /** Resolves once `position` is known: every change committed later will be offered. */
   async ready(): Promise<void> {
-    await this.startup;
+    await this.follower?.ready();
   }
 
   private start(): void {
-    const store = this.opts.store;
-    const generation = ++this.generation;
-    this.startup = (async () => {
-      // Without the current revision the feed would replay the whole history to live subscribers:
-      // it keeps asking until the database answers (or the feed is stopped).
-      for (;;) {
-        try {
-          this.pos = Math.max(this.pos, await store.latestRevision());
-          return;
-        } catch (err) {
-          this.opts.onError?.(err);
-          await new Promise((resolve) => setTimeout(resolve, this.opts.pollMs));
-          if (this.generation !== generation) return;
-        }
-      }
-    })();
-    this.unsubscribe = store.onChange(() => this.wake());
-    this.timer = setInterval(() => this.poll(), this.opts.pollMs);
-    this.timer.unref();
+    this.follower = follow(this.opts.store, {
+      pollMs: this.opts.pollMs,
+      announced: this.opts.announced,
+      onError: this.opts.onError,
+      onPage: (rows) => this.offer(rows),
+    });
   }
 
   /** Stops reading; a later listener starts again from the revision current then. */
   stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    this.startup = undefined;
-    this.generation += 1;
+    this.pos = this.position;
+    this.follower?.stop();
+    this.follower = undefined;
   }
 
   close(): void {
@@ -179,61 +155,30 @@ export class EventFeed {
     this.stop();
   }
 
-  /** The fallback poll: skipped while notifications arrive, except every SAFETY_POLLS-th time. */
-  private poll(): void {
-    const announced = this.opts.announced?.() ?? false;
-    if (announced && Date.now() - this.lastReadAt < this.opts.pollMs * SAFETY_POLLS) return;
-    this.wake();
-  }
-
-  /** Coalesces wake-ups: one read at a time, and one more after it when woken meanwhile. */
+  /** Reads now (coalesced with a read under way). */
   wake(): void {
-    if (!this.startup) return;
-    if (this.reading) {
-      this.again = true;
-      return;
-    }
-    this.reading = true;
-    void this.read()
-      .catch((err: unknown) => this.opts.onError?.(err))
-      .finally(() => {
-        this.reading = false;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.follower?.wake();
   }
 
-  private async read(): Promise<void> {
-    const generation = this.generation;
-    await this.startup;
-    this.lastReadAt = Date.now();
-    for (;;) {
-      if (this.generation !== generation) return; // stopped (and maybe restarted) meanwhile
-      const rows = await this.opts.store.changesSince(this.pos, FEED_PAGE);
-      if (this.generation !== generation) return;
-      for (const row of rows) {
-        const revision = Number(row.revision);
-        if (revision <= this.pos) continue;
-        const event = new FeedEvent(row);
-        this.pos = revision;
-        for (const listener of this.listeners) {
-          try {
-            listener(event);
-          } catch (err) {
-            this.opts.onError?.(err);
-          }
-        }
-      }
-      for (const pageEnd of this.pageListeners.values()) {
+  private offer(rows: readonly ChangeRow[]): void {
+    for (const row of rows) {
+      const event = new FeedEvent(row);
+      if (event.revision <= this.pos) continue;
+      this.pos = event.revision;
+      for (const listener of this.listeners) {
         try {
-          pageEnd();
+          listener(event);
         } catch (err) {
           this.opts.onError?.(err);
         }
       }
-      if (rows.length < FEED_PAGE) return;
+    }
+    for (const pageEnd of this.pageListeners.values()) {
+      try {
+        pageEnd();
+      } catch (err) {
+        this.opts.onError?.(err);
+      }
     }
   }
 }
