@@ -84,7 +84,10 @@ describe("work queue", () => {
         const n = (active.get(k!.node!) ?? 0) + 1;
         active.set(k!.node!, n);
         mostOfNode = Math.max(mostOfNode, n);
-        most = Math.max(most, [...active.values()].reduce((a, b) => a + b, 0));
+        most = Math.max(
+          most,
+          [...active.values()].reduce((a, b) => a + b, 0),
+        );
         await sleep(10);
         active.set(k!.node!, (active.get(k!.node!) ?? 1) - 1);
         return undefined;
@@ -118,7 +121,8 @@ describe("work queue", () => {
     assert.equal(at.length, 5, "tried once, then again after each of four back-offs");
     const gaps = at.slice(1).map((t, i) => t - at[i]!);
     // Timers are not exact: each gap is at least its delay, and the third is longer than the first.
-    for (const [i, want] of [20, 40, 60, 60].entries()) assert.ok(gaps[i]! >= want - 2, `gap ${i}: ${gaps[i]}`);
+    for (const [i, want] of [20, 40, 60, 60].entries())
+      assert.ok(gaps[i]! >= want - 2, `gap ${i}: ${gaps[i]}`);
     assert.ok(gaps[2]! > gaps[0]!);
     assert.equal(q.failuresOf({ uuid: "a" }), 0, "forgotten once dropped");
   });

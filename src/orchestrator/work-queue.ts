@@ -126,6 +126,11 @@ export class WorkQueue<K> {
     await this.idle();
   }
 
+  /** Takes keys again after a shutdown (a controller started again). */
+  reopen(): void {
+    this.closed = false;
+  }
+
   private isIdle(): boolean {
     return this.ready.size === 0 && this.processing.size === 0 && this.gather === undefined;
   }

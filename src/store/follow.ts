@@ -37,6 +37,8 @@ export interface Follower {
   readonly position: number | undefined;
   /** Resolves once `position` is known: every change committed later will be handed over. */
   ready(): Promise<void>;
+  /** Whether a read is under way or asked for. */
+  readonly reading: boolean;
   /** Reads now (coalesced: one read at a time, and one more after it when woken meanwhile). */
   wake(): void;
   /** Resolves when no read is under way or asked for (tests and `settle` helpers). */
@@ -120,6 +122,9 @@ export function follow(store: Store, opts: FollowOptions): Follower {
   return {
     get position() {
       return position;
+    },
+    get reading() {
+      return reading !== undefined;
     },
     ready: () => startup,
     wake,

@@ -1,0 +1,95 @@
+// The service settle controller: a service's state follows its containers, as a stack's follows
+// its services (stacks/follower.ts). It follows the change feed: a container change no action holds
+// (an engine's report, a container of a gone node ended) queues its service, which is settled
+// unless an operation is under way (its action settles it when it ends). The periodic pass queues
+// services whose state disagrees with their containers. Once per installation: the replica leading
+// the reconcile job settles.
+import { SERVICE_TRANSITIONAL, type ServiceState } from "../../domain/states.ts";
+import { parseObjectUri } from "../../domain/uri.ts";
+import type { ChangeRow } from "../../store/store.ts";
+import { WorkQueue } from "../work-queue.ts";
+import { CONTROLLER_BACKOFF, type ControllerContext, serviceObjects } from "./context.ts";
+
+/** A service whose state is settled from its containers. */
+export interface SettleKey {
+  service: string;
+}
+
+export interface SettleDeps extends ControllerContext {
+  /** Records the service's state from its containers, leaving a service in a transitional state alone. */
+  settle(serviceUuid: string): Promise<unknown>;
+}
+
+export class SettleController {
+  private readonly queue: WorkQueue<SettleKey>;
+
+  constructor(private readonly d: SettleDeps) {
+    this.queue = new WorkQueue({
+      id: (k) => k.service,
+      batch: 100,
+      backoff: CONTROLLER_BACKOFF,
+      onError: d.onError,
+      work: (keys) => this.work(keys),
+    });
+  }
+
+  add(service: string): void {
+    this.queue.add({ service });
+  }
+
+  /** Keys queued or being worked on. */
+  get length(): number {
+    return this.queue.length;
+  }
+
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  start(): void {
+    this.queue.reopen();
+  }
+
+  stop(): void {
+    void this.queue.shutdown();
+  }
+
+  /**
+   * Queues the services of the container changes of a page of the change feed that no action
+   * holds: those of this process are known without a read, the others' in one query per page.
+   */
+  async fromFeed(rows: readonly ChangeRow[]): Promise<void> {
+    if (!this.d.duties.leads("reconcile")) return;
+    const candidates = new Map<string, string>();
+    for (const row of rows) {
+      if (row.type !== "container") continue;
+      const parents = JSON.parse(row.parents) as string[];
+      if (this.d.actions.runsOnAny([row.resource_uri, ...parents])) continue;
+      for (const parent of parents) {
+        const p = parseObjectUri(parent);
+        if (p?.resource === "service" && p.namespace !== undefined) candidates.set(row.resource_uri, p.id);
+      }
+    }
+    if (candidates.size === 0) return;
+    const busy = await this.d.store.objectsWithActiveActions([...candidates.keys()]);
+    for (const [uri, service] of candidates) if (!busy.has(uri)) this.add(service);
+  }
+
+  private async work(keys: SettleKey[]): Promise<SettleKey[]> {
+    const { store } = this.d;
+    const services = (await store.services.servicesByUuid(keys.map((k) => k.service))).filter(
+      (s) => s.state !== "Terminated" && !SERVICE_TRANSITIONAL.includes(s.state as ServiceState),
+    );
+    if (services.length === 0) return [];
+    const busy = await store.objectsWithActiveActions(services.flatMap(serviceObjects));
+    const failed: SettleKey[] = [];
+    for (const s of services) {
+      if (serviceObjects(s).some((o) => busy.has(o))) continue;
+      await this.d.settle(s.uuid).catch((err: unknown) => {
+        this.d.onError(err);
+        failed.push({ service: s.uuid });
+      });
+    }
+    return failed;
+  }
+}
