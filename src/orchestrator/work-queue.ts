@@ -90,7 +90,10 @@ export class WorkQueue<K> {
   addAfter(key: K, delayMs: number): void {
     if (this.closed) return;
     const id = this.o.id(key);
-    if (delayMs <= 0) return this.add(key);
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
     if (this.delayed.has(id) || this.dirty.has(id)) return;
     const timer = setTimeout(() => {
       this.delayed.delete(id);
@@ -144,7 +147,10 @@ export class WorkQueue<K> {
 
   private schedule(): void {
     const gatherMs = this.o.gatherMs ?? 0;
-    if (gatherMs <= 0) return this.pump();
+    if (gatherMs <= 0) {
+      this.pump();
+      return;
+    }
     if (this.gather) return;
     this.gather = setTimeout(() => {
       this.gather = undefined;
