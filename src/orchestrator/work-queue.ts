@@ -20,8 +20,8 @@ export interface WorkQueueOptions<K> {
   /** What makes two keys the same key. */
   id(key: K): string;
   /**
-   * Works on keys taken together (at most `batch`); answers the keys whose work failed (or
-   * throws: all of them failed). The others succeeded and their failures are forgotten.
+   * Works on keys taken together (at most `batch`); answers the keys whose work failed (by id;
+   * or throws: all of them failed). The others succeeded and their failures are forgotten.
    */
   work(keys: K[]): Promise<undefined | readonly K[]>;
   /** Batches worked on at once. */
@@ -188,15 +188,15 @@ export class WorkQueue<K> {
   }
 
   private async run(keys: K[]): Promise<void> {
-    let failed: ReadonlySet<K>;
+    let failed: ReadonlySet<string>;
     try {
-      failed = new Set((await this.o.work(keys)) ?? []);
+      failed = new Set(((await this.o.work(keys)) ?? []).map((k) => this.o.id(k)));
     } catch (err) {
       this.o.onError?.(err);
-      failed = new Set(keys);
+      failed = new Set(keys.map((k) => this.o.id(k)));
     }
     this.activeWorkers -= 1;
-    for (const key of keys) this.done(key, failed.has(key));
+    for (const key of keys) this.done(key, failed.has(this.o.id(key)));
     this.pump();
     this.settled();
   }
