@@ -151,7 +151,9 @@ for (const target of targets) {
           return typeof v === "function" ? v.bind(t) : v;
         },
       });
-      const f = follow(slowStore, { onPage: (rows) => void offered.push(...rows.map((r) => Number(r.revision))) });
+      const f = follow(slowStore, {
+        onPage: (rows) => void offered.push(...rows.map((r) => Number(r.revision))),
+      });
       await f.ready();
       await commit(store);
       await sleep(10);
