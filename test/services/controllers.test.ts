@@ -69,7 +69,7 @@ describe("controllers", () => {
     // Another replica on the same database observed the container exit (its commits do not wake
     // this process's followers until its notification arrives).
     const other = new Store(s.h.store.db, s.h.store.dialect);
-    await other.mutate("container", c!.uuid, () => ({ observed: "exited", exit_code: 1 }));
+    await other.mutate("container", c!.uuid, () => ({ observed: "exited" as const, exit_code: 1 }));
     s.h.store.announceRemoteChange("container");
     const partly = await until(s, svc.resource_uri, "Partly running");
     assert.equal(partly.stopped_num_containers, 1);
