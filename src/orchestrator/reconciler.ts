@@ -73,7 +73,7 @@ export class Reconciler {
       engines: d.engines,
       runtime: d.runtime,
       onStopped: (records) => {
-        for (const r of records) this.autodestroy.add(r.uuid);
+        for (const r of records) this.autodestroy.add({ container: r.uuid });
       },
     });
     this.linkHosts = new LinkHostsController({ ...ctx, runtime: d.runtime });
@@ -157,7 +157,7 @@ export class Reconciler {
       this.listings.clear();
       const leads = this.duties.leads("reconcile");
       if (leads) await this.compareAll(all);
-      for (const n of nodes) if (n.state === "Deployed") this.orphans.add(n.uuid);
+      for (const n of nodes) if (n.state === "Deployed") this.orphans.add({ node: n.uuid });
       await this.controllersIdle();
       this.listings.clear();
       if (leads) this.d.onPass?.(this.d.clock.now());
@@ -195,20 +195,21 @@ export class Reconciler {
         addTo(byRecord, uuid, x);
       }
       for (const c of list)
-        if (!listing || !agrees(c, byRecord.get(c.uuid) ?? [])) this.containers.add(c.uuid);
+        if (!listing || !agrees(c, byRecord.get(c.uuid) ?? [])) this.containers.add({ container: c.uuid });
     }
     for (const s of services) {
       const spec = JSON.parse(s.spec) as ServiceSpec;
       this.linkHosts.compare(s, spec, byService);
       const everyNode = spec.deployment_strategy === "EVERY_NODE";
-      if (everyNode && (s.state === "Running" || s.state === "Partly running")) this.everyNode.add(s.uuid);
+      if (everyNode && (s.state === "Running" || s.state === "Partly running"))
+        this.everyNode.add({ service: s.uuid });
       const live = byService.get(s.uuid);
       if (!live?.length || SERVICE_TRANSITIONAL.includes(s.state as ServiceState)) continue;
       const settled = settledServiceState(
         live.map((c) => c.state),
         everyNode ? 0 : s.target_num_containers,
       );
-      if (settled !== s.state) this.settleServices.add(s.uuid);
+      if (settled !== s.state) this.settleServices.add({ service: s.uuid });
     }
   }
 
@@ -232,7 +233,8 @@ export class Reconciler {
       const nodes = (await this.d.store.nodes.liveNodes()).filter((n) => this.duties.ownsNode(n.uuid));
       this.containers.syncWatchers(nodes.filter((n) => n.state === "Deployed" && n.engine_url));
       for (const node of gained) {
-        for (const c of await this.d.store.services.liveContainers({ node })) this.containers.add(c.uuid);
+        for (const c of await this.d.store.services.liveContainers({ node }))
+          this.containers.add({ container: c.uuid });
       }
       await this.controllersIdle();
     } catch (err) {

@@ -11,8 +11,8 @@ import type { EngineSource } from "../../nodes/provisioners.ts";
 import type { NodeRow } from "../../store/nodes.ts";
 import type { ContainerRow } from "../../store/services.ts";
 import type { ContainerRuntime } from "../runtime.ts";
-import { WorkQueue } from "../work-queue.ts";
-import { CONTROLLER_BACKOFF, type ControllerContext } from "./context.ts";
+import type { ContainerKey, ControllerContext } from "./context.ts";
+import { Controller } from "./controller.ts";
 
 /** Engines asked at once per node when containers are compared with them. */
 const OBSERVE_PER_NODE = 4;
@@ -29,11 +29,6 @@ const END_EVENTS: ReadonlySet<string> = new Set(["die", "oom", "kill", "stop", "
 /** States of a record that claim its container's process runs (or is coming up). */
 const LIVE_STATES: ReadonlySet<string> = new Set(["Running", "Starting"]);
 
-/** A container record to compare with its engine. */
-export interface ContainerKey {
-  container: string;
-}
-
 export interface ContainersDeps extends ControllerContext {
   engines: EngineSource;
   runtime: Pick<ContainerRuntime, "observeMany">;
@@ -41,8 +36,7 @@ export interface ContainersDeps extends ControllerContext {
   onStopped(records: ContainerRow[]): void;
 }
 
-export class ContainersController {
-  private readonly queue: WorkQueue<ContainerKey>;
+export class ContainersController extends Controller<ContainerKey> {
   private readonly watchers = new Map<string, AbortController>();
   /**
    * Containers whose engine container (by record uuid: its engine id) reported an end while an
@@ -55,18 +49,7 @@ export class ContainersController {
   private readonly endsQueued = new Map<string, string>();
 
   constructor(private readonly d: ContainersDeps) {
-    this.queue = new WorkQueue({
-      id: (k) => k.container,
-      batch: BATCH,
-      gatherMs: EVENT_BATCH_MS,
-      backoff: CONTROLLER_BACKOFF,
-      onError: d.onError,
-      work: (keys) => this.work(keys),
-    });
-  }
-
-  add(container: string): void {
-    this.queue.add({ container });
+    super({ id: (k) => k.container, batch: BATCH, gatherMs: EVENT_BATCH_MS, onError: d.onError });
   }
 
   /** Whether an engine end happened while an action held a container (an action's end is then worth a look). */
@@ -74,21 +57,8 @@ export class ContainersController {
     return this.endedWhileHeld.size > 0;
   }
 
-  /** Keys queued or being worked on. */
-  get length(): number {
-    return this.queue.length;
-  }
-
-  idle(): Promise<void> {
-    return this.queue.idle();
-  }
-
-  start(): void {
-    this.queue.reopen();
-  }
-
-  stop(): void {
-    void this.queue.shutdown();
+  override stop(): void {
+    super.stop();
     for (const w of this.watchers.values()) w.abort();
     this.watchers.clear();
   }
@@ -105,7 +75,7 @@ export class ContainersController {
       const engineId = ended.get(c.uuid);
       if (engineId === undefined || c.engine_id !== engineId || !LIVE_STATES.has(c.state)) continue;
       this.endsQueued.set(c.uuid, engineId);
-      this.add(c.uuid);
+      this.add({ container: c.uuid });
     }
   }
 
@@ -115,7 +85,7 @@ export class ContainersController {
    * engine events during a large deploy costs a few statements; the containers left to the
    * controller are then compared together (converge).
    */
-  private async work(keys: ContainerKey[]): Promise<undefined> {
+  protected async work(keys: ContainerKey[]): Promise<undefined> {
     const uuids = keys.map((k) => k.container);
     try {
       const { store } = this.d;
@@ -235,7 +205,7 @@ export class ContainersController {
           continue;
         }
         if (ended) this.endsQueued.set(uuid, ev.id);
-        this.add(uuid);
+        this.add({ container: uuid });
       }
     } catch (err) {
       if (!signal.aborted) this.d.onError(err);

@@ -19,6 +19,17 @@ export interface ControllerContext {
   onError(err: unknown): void;
 }
 
+/** The keys of the controllers' queues: the object to look at again. */
+export interface ContainerKey {
+  container: string;
+}
+export interface ServiceKey {
+  service: string;
+}
+export interface NodeKey {
+  node: string;
+}
+
 /** Who a controller's actions are recorded as. */
 export const SYSTEM = {
   method: "POST",

@@ -10,46 +10,16 @@ import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { ChangeRow } from "../../store/store.ts";
 import { followedLinks, hostTargetOf, offeredAddress, sameEntries } from "../links.ts";
 import type { ContainerRuntime } from "../runtime.ts";
-import { WorkQueue } from "../work-queue.ts";
-import { CONTROLLER_BACKOFF, type ControllerContext, held, serviceObjects } from "./context.ts";
-
-/** A running container whose link host entries are to be checked. */
-export interface LinkHostsKey {
-  container: string;
-}
+import { type ContainerKey, type ControllerContext, held, serviceObjects } from "./context.ts";
+import { Controller } from "./controller.ts";
 
 export interface LinkHostsDeps extends ControllerContext {
   runtime: Pick<ContainerRuntime, "ensureLinkHosts">;
 }
 
-export class LinkHostsController {
-  private readonly queue: WorkQueue<LinkHostsKey>;
-
+export class LinkHostsController extends Controller<ContainerKey> {
   constructor(private readonly d: LinkHostsDeps) {
-    this.queue = new WorkQueue({
-      id: (k) => k.container,
-      batch: 500,
-      backoff: CONTROLLER_BACKOFF,
-      onError: d.onError,
-      work: (keys) => this.work(keys),
-    });
-  }
-
-  /** Keys queued or being worked on. */
-  get length(): number {
-    return this.queue.length;
-  }
-
-  idle(): Promise<void> {
-    return this.queue.idle();
-  }
-
-  start(): void {
-    this.queue.reopen();
-  }
-
-  stop(): void {
-    void this.queue.shutdown();
+    super({ id: (k) => k.container, batch: 500, onError: d.onError });
   }
 
   /** Queues the running containers of a page of the change feed. */
@@ -61,7 +31,7 @@ export class LinkHostsController {
       // What changed meanwhile is the periodic pass's (compare).
       if (this.d.actions.runsOnAny([row.resource_uri, ...(JSON.parse(row.parents) as string[])])) continue;
       const uuid = lastSegment(row.resource_uri);
-      if (uuid) this.queue.add({ container: uuid });
+      if (uuid) this.add({ container: uuid });
     }
   }
 
@@ -79,7 +49,7 @@ export class LinkHostsController {
       const desired = linkHosts(
         followedLinks(spec, { serviceUuid: s.uuid, serviceName: s.name, number: c.number }, targetsOf),
       );
-      if (!sameEntries(JSON.parse(c.link_hosts) as string[], desired)) this.queue.add({ container: c.uuid });
+      if (!sameEntries(JSON.parse(c.link_hosts) as string[], desired)) this.add({ container: c.uuid });
     }
   }
 
@@ -87,13 +57,13 @@ export class LinkHostsController {
    * Every queued check at once: the containers and their services are read in two queries, and
    * only containers that follow links (or hold entries) are looked at one by one.
    */
-  private async work(keys: LinkHostsKey[]): Promise<LinkHostsKey[]> {
+  protected async work(keys: ContainerKey[]): Promise<ContainerKey[]> {
     const { store } = this.d;
     const rows = await store.services.containerHeads(keys.map((k) => k.container));
     const services = new Map(
       (await store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
     );
-    const failed: LinkHostsKey[] = [];
+    const failed: ContainerKey[] = [];
     for (const c of rows) {
       if (c.state !== "Running" || !c.engine_id || c.link_hosts === null) continue;
       const s = services.get(c.service_uuid);

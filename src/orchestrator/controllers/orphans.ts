@@ -6,16 +6,11 @@ import { containerUri } from "../../domain/uri.ts";
 import type { ContainerSummary } from "../../drivers/engine.ts";
 import type { EngineSource } from "../../nodes/provisioners.ts";
 import type { NodeRow } from "../../store/nodes.ts";
-import { WorkQueue } from "../work-queue.ts";
-import { CONTROLLER_BACKOFF, type ControllerContext, held } from "./context.ts";
+import { type ControllerContext, held, type NodeKey } from "./context.ts";
+import { Controller } from "./controller.ts";
 
 /** How long an engine container without a record is given: a record is written before its engine container. */
 const CREATION_GRACE_MS = 60_000;
-
-/** A node whose engine is swept. */
-export interface OrphansKey {
-  node: string;
-}
 
 export interface OrphansDeps extends ControllerContext {
   engines: EngineSource;
@@ -25,43 +20,14 @@ export interface OrphansDeps extends ControllerContext {
   forgetListing(nodeUuid: string): void;
 }
 
-export class OrphansController {
-  private readonly queue: WorkQueue<OrphansKey>;
-
+export class OrphansController extends Controller<NodeKey> {
   constructor(private readonly d: OrphansDeps) {
-    this.queue = new WorkQueue({
-      id: (k) => k.node,
-      nodeOf: (k) => k.node,
-      perNode: 1,
-      workers: 4,
-      backoff: CONTROLLER_BACKOFF,
-      onError: d.onError,
-      work: async ([k]) => {
-        await this.sweep(k!.node);
-        return undefined;
-      },
-    });
+    super({ id: (k) => k.node, nodeOf: (k) => k.node, perNode: 1, workers: 4, onError: d.onError });
   }
 
-  add(node: string): void {
-    this.queue.add({ node });
-  }
-
-  /** Keys queued or being worked on. */
-  get length(): number {
-    return this.queue.length;
-  }
-
-  idle(): Promise<void> {
-    return this.queue.idle();
-  }
-
-  start(): void {
-    this.queue.reopen();
-  }
-
-  stop(): void {
-    void this.queue.shutdown();
+  protected async work([k]: NodeKey[]): Promise<undefined> {
+    if (k) await this.sweep(k.node);
+    return undefined;
   }
 
   private async sweep(nodeUuid: string): Promise<void> {

@@ -5,54 +5,29 @@
 import type { ServiceSpec } from "../../domain/service.ts";
 import { containerUri, serviceUri } from "../../domain/uri.ts";
 import type { ServiceRow } from "../../store/services.ts";
-import { WorkQueue } from "../work-queue.ts";
-import { CONTROLLER_BACKOFF, type ControllerContext, held, SYSTEM, serviceObjects } from "./context.ts";
-
-/** An EVERY_NODE service to compare with the nodes it could run on. */
-export interface EveryNodeKey {
-  service: string;
-}
+import {
+  type ContainerKey,
+  type ControllerContext,
+  held,
+  type ServiceKey,
+  SYSTEM,
+  serviceObjects,
+} from "./context.ts";
+import { Controller } from "./controller.ts";
 
 export interface EveryNodeDeps extends ControllerContext {
   /** Whether placing the service on every eligible node would add containers (the scheduler's dry run). */
   placesMore(s: ServiceRow): Promise<boolean>;
 }
 
-export class EveryNodeController {
-  private readonly queue: WorkQueue<EveryNodeKey>;
-
+export class EveryNodeController extends Controller<ServiceKey> {
   constructor(private readonly d: EveryNodeDeps) {
-    this.queue = new WorkQueue({
-      id: (k) => k.service,
-      workers: 2,
-      backoff: CONTROLLER_BACKOFF,
-      onError: d.onError,
-      work: async ([k]) => {
-        await this.reconcile(k!.service);
-        return undefined;
-      },
-    });
+    super({ id: (k) => k.service, workers: 2, onError: d.onError });
   }
 
-  add(service: string): void {
-    this.queue.add({ service });
-  }
-
-  /** Keys queued or being worked on. */
-  get length(): number {
-    return this.queue.length;
-  }
-
-  idle(): Promise<void> {
-    return this.queue.idle();
-  }
-
-  start(): void {
-    this.queue.reopen();
-  }
-
-  stop(): void {
-    void this.queue.shutdown();
+  protected async work([k]: ServiceKey[]): Promise<undefined> {
+    if (k) await this.reconcile(k.service);
+    return undefined;
   }
 
   private async reconcile(uuid: string): Promise<void> {
@@ -75,52 +50,18 @@ export class EveryNodeController {
   }
 }
 
-/** A stopped container whose autodestroy policy may end it. */
-export interface AutodestroyKey {
-  container: string;
-}
-
-export class AutodestroyController {
-  private readonly queue: WorkQueue<AutodestroyKey>;
-
+export class AutodestroyController extends Controller<ContainerKey> {
   constructor(private readonly d: ControllerContext) {
-    this.queue = new WorkQueue({
-      id: (k) => k.container,
-      batch: 100,
-      backoff: CONTROLLER_BACKOFF,
-      onError: d.onError,
-      work: (keys) => this.work(keys),
-    });
-  }
-
-  add(container: string): void {
-    this.queue.add({ container });
-  }
-
-  /** Keys queued or being worked on. */
-  get length(): number {
-    return this.queue.length;
-  }
-
-  idle(): Promise<void> {
-    return this.queue.idle();
-  }
-
-  start(): void {
-    this.queue.reopen();
-  }
-
-  stop(): void {
-    void this.queue.shutdown();
+    super({ id: (k) => k.container, batch: 100, onError: d.onError });
   }
 
   /**
    * A container that exited while it should run is terminated when its policy says so (the
    * engine's own restart policy has already had its say: an exited container is not coming back).
    */
-  private async work(keys: AutodestroyKey[]): Promise<AutodestroyKey[]> {
+  protected async work(keys: ContainerKey[]): Promise<ContainerKey[]> {
     const { store } = this.d;
-    const failed: AutodestroyKey[] = [];
+    const failed: ContainerKey[] = [];
     for (const row of await store.services.containersByUuid(keys.map((k) => k.container))) {
       if (row.state !== "Stopped" || row.desired !== "running" || row.exit_code === null) continue;
       const spec = JSON.parse(row.spec) as ServiceSpec;

@@ -7,51 +7,17 @@
 import { SERVICE_TRANSITIONAL, type ServiceState } from "../../domain/states.ts";
 import { parseObjectUri } from "../../domain/uri.ts";
 import type { ChangeRow } from "../../store/store.ts";
-import { WorkQueue } from "../work-queue.ts";
-import { CONTROLLER_BACKOFF, type ControllerContext, serviceObjects } from "./context.ts";
-
-/** A service whose state is settled from its containers. */
-export interface SettleKey {
-  service: string;
-}
+import { type ControllerContext, type ServiceKey, serviceObjects } from "./context.ts";
+import { Controller } from "./controller.ts";
 
 export interface SettleDeps extends ControllerContext {
   /** Records the service's state from its containers, leaving a service in a transitional state alone. */
   settle(serviceUuid: string): Promise<unknown>;
 }
 
-export class SettleController {
-  private readonly queue: WorkQueue<SettleKey>;
-
+export class SettleController extends Controller<ServiceKey> {
   constructor(private readonly d: SettleDeps) {
-    this.queue = new WorkQueue({
-      id: (k) => k.service,
-      batch: 100,
-      backoff: CONTROLLER_BACKOFF,
-      onError: d.onError,
-      work: (keys) => this.work(keys),
-    });
-  }
-
-  add(service: string): void {
-    this.queue.add({ service });
-  }
-
-  /** Keys queued or being worked on. */
-  get length(): number {
-    return this.queue.length;
-  }
-
-  idle(): Promise<void> {
-    return this.queue.idle();
-  }
-
-  start(): void {
-    this.queue.reopen();
-  }
-
-  stop(): void {
-    void this.queue.shutdown();
+    super({ id: (k) => k.service, batch: 100, onError: d.onError });
   }
 
   /**
@@ -72,17 +38,17 @@ export class SettleController {
     }
     if (candidates.size === 0) return;
     const busy = await this.d.store.objectsWithActiveActions([...candidates.keys()]);
-    for (const [uri, service] of candidates) if (!busy.has(uri)) this.add(service);
+    for (const [uri, service] of candidates) if (!busy.has(uri)) this.add({ service });
   }
 
-  private async work(keys: SettleKey[]): Promise<SettleKey[]> {
+  protected async work(keys: ServiceKey[]): Promise<ServiceKey[]> {
     const { store } = this.d;
     const services = (await store.services.servicesByUuid(keys.map((k) => k.service))).filter(
       (s) => s.state !== "Terminated" && !SERVICE_TRANSITIONAL.includes(s.state as ServiceState),
     );
     if (services.length === 0) return [];
     const busy = await store.objectsWithActiveActions(services.flatMap(serviceObjects));
-    const failed: SettleKey[] = [];
+    const failed: ServiceKey[] = [];
     for (const s of services) {
       if (serviceObjects(s).some((o) => busy.has(o))) continue;
       await this.d.settle(s.uuid).catch((err: unknown) => {
