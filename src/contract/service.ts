@@ -332,6 +332,18 @@ export const ServiceUpdateBody = Type.Object(
 );
 export type ServiceUpdateBody = Static<typeof ServiceUpdateBody>;
 
+/**
+ * The fields of the service definition: Create service's keys, read from its schema. This is the
+ * one list of them; the stack file's REST keys and the stack's create-only checks derive from it,
+ * and the dashboard's form and the CLI's options each say per field what they do with it
+ * (`Record<ServiceField, …>`, so the compiler refuses a field they do not mention;
+ * test/domain/service-definition.test.ts checks they do what they say).
+ */
+export type ServiceField = keyof ServiceCreateBody;
+export const SERVICE_FIELDS = Object.keys(ServiceCreateBody.properties) as readonly ServiceField[];
+/** The fields Update service takes (a subset of SERVICE_FIELDS). */
+export const UPDATABLE_FIELDS: ReadonlySet<string> = new Set(Object.keys(ServiceUpdateBody.properties));
+
 export type ServicePortBody = Static<typeof ServicePortBody>;
 export type EnvVarBody = Static<typeof EnvVarBody>;
 export type ServiceLinkBody = Static<typeof ServiceLinkBody>;

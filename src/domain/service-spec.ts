@@ -15,6 +15,7 @@ import type {
   EnvVarBody,
   ServiceBindingBody,
   ServiceCreateBody,
+  ServiceField,
   ServiceLinkBody,
   ServicePortBody,
   ServiceUpdateBody,
@@ -34,6 +35,23 @@ import {
   withTag,
 } from "./service.ts";
 import { STOP_SIGNAL_PROBLEM, stopSignalName } from "./stop.ts";
+
+/**
+ * Fields of the definition that the stored spec (ServiceSpec) spells otherwise; the others keep
+ * their name there, and `name` is the service's, not its spec's.
+ */
+const SPEC_SPELLINGS = {
+  image: "image_name",
+  cgroup_name: "cgroup_parent",
+  secuirty_opt: "security_opt",
+} as const satisfies Partial<Record<ServiceField, keyof ServiceSpec>>;
+
+/** The ServiceSpec field a field of Create service sets, or undefined (`name`, an unknown key). */
+export function specFieldOf(field: string): keyof ServiceSpec | undefined {
+  const spelled: string | undefined = (SPEC_SPELLINGS as Record<string, string>)[field];
+  if (spelled !== undefined) return spelled as keyof ServiceSpec;
+  return Object.hasOwn(DEFAULT_SPEC, field) ? (field as keyof ServiceSpec) : undefined;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Context and results

@@ -9,6 +9,7 @@
 // URI): the stack resolves them, because only it knows its services. Every problem names the
 // service and the field the user wrote (`services.web.ports[1]`), also for problems found later
 // in the converted body (see `fieldOf`).
+import { SERVICE_FIELDS } from "../contract/service.ts";
 import { ApiError, type FieldProblem } from "./errors.ts";
 import { type DeploymentStrategy, nameFromImage, type ServiceSpec, STRATEGIES, withTag } from "./service.ts";
 import { durationSeconds, durationText } from "./stop.ts";
@@ -16,55 +17,12 @@ import { durationSeconds, durationText } from "./stop.ts";
 // ---------------------------------------------------------------------------------------------
 // Keys
 
-/** Keys of Create service (and Update service, a subset) as the REST dialect spells them. */
-const REST_KEYS = [
-  "image",
-  "name",
-  "nickname",
-  "target_num_containers",
-  "run_command",
-  "entrypoint",
-  "container_ports",
-  "container_envvars",
-  "linked_to_service",
-  "bindings",
-  "autorestart",
-  "autodestroy",
-  "sequential_deployment",
-  "roles",
-  "privileged",
-  "deployment_strategy",
-  "tags",
-  "autoredeploy",
-  "net",
-  "pid",
-  "working_dir",
-  "cpu_shares",
-  "memory",
-  "memory_swap",
-  "cpuset",
-  "dns",
-  "dns_search",
-  "cap_add",
-  "cap_drop",
-  "devices",
-  "extra_hosts",
-  "security_opt",
-  "secuirty_opt",
-  "labels",
-  "user",
-  "hostname",
-  "domainname",
-  "mac_address",
-  "cgroup_parent",
-  "cgroup_name",
-  "tty",
-  "stdin_open",
-  "read_only",
-  // How the containers are stopped (domain/stop.ts): compose spells them the same.
-  "stop_signal",
-  "stop_grace_period",
-] as const;
+/**
+ * Keys of Create service (and Update service, a subset) as the REST dialect spells them: the
+ * contract's list, so a field added to the contract is taken by stack files at once. Compose
+ * spells `stop_signal` and `stop_grace_period` the same (the latter converted below).
+ */
+const REST_KEYS: ReadonlySet<string> = new Set(SERVICE_FIELDS);
 
 /** Stack-file keys that are spellings of a REST key: both in one item would say the same thing twice. */
 const SPELLINGS: Record<string, string> = {
@@ -301,7 +259,7 @@ export function convertService(raw: unknown, index: number, problems: FieldProbl
           : value;
         break;
       default:
-        if ((REST_KEYS as readonly string[]).includes(key)) it.body[key] = value;
+        if (REST_KEYS.has(key)) it.body[key] = value;
         else it.add(key, UNSUPPORTED[key] ?? UNKNOWN);
     }
   }

@@ -3,12 +3,12 @@
 // stack's new services are written in one transaction with it: a bad service means nothing is
 // created. Export gives the stack back as a stack file.
 import { randomUUID } from "node:crypto";
-import { type ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
+import { type ServiceCreateBody, type ServiceUpdateBody, UPDATABLE_FIELDS } from "../contract/service.ts";
 import type { StackCreateBody, StackUpdateBody } from "../contract/stack.ts";
 import { ApiError, conflict, type FieldProblem } from "../domain/errors.ts";
 import { privilegeRefusal } from "../domain/privileges.ts";
 import type { ServiceSpec } from "../domain/service.ts";
-import { parseCreate, parseUpdate, type ResolvedService } from "../domain/service-spec.ts";
+import { parseCreate, parseUpdate, type ResolvedService, specFieldOf } from "../domain/service-spec.ts";
 import { assertStackName, startOrder } from "../domain/stack.ts";
 import {
   type ConvertedService,
@@ -25,31 +25,6 @@ import type { ServiceRow } from "../store/services.ts";
 import type { StackRow } from "../store/stacks.ts";
 import type { Store } from "../store/store.ts";
 import { assertStackAllowed, dependencies, live, servicesOf, specOf } from "./state.ts";
-
-const FIXED_KEYS: Record<string, keyof ServiceSpec> = {
-  bindings: "bindings",
-  memory_swap: "memory_swap",
-  labels: "labels",
-  user: "user",
-  hostname: "hostname",
-  domainname: "domainname",
-  mac_address: "mac_address",
-  cgroup_parent: "cgroup_parent",
-  cgroup_name: "cgroup_parent",
-  tty: "tty",
-  stdin_open: "stdin_open",
-  dns: "dns",
-  dns_search: "dns_search",
-  cap_add: "cap_add",
-  cap_drop: "cap_drop",
-  devices: "devices",
-  extra_hosts: "extra_hosts",
-  security_opt: "security_opt",
-  secuirty_opt: "security_opt",
-  cpuset: "cpuset",
-  read_only: "read_only",
-};
-const UPDATE_KEYS = new Set(Object.keys(ServiceUpdateBody.properties));
 
 /** JSON with object keys sorted: equality regardless of key order. */
 function canonical(v: unknown): string {
@@ -328,7 +303,7 @@ export class StackDefinitions {
       const fixed: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(item.body)) {
         if (key === "name") continue;
-        if (UPDATE_KEYS.has(key)) change[key] = value;
+        if (UPDATABLE_FIELDS.has(key)) change[key] = value;
         else fixed[key] = value;
       }
       if (Object.keys(fixed).length) this.checkFixed(item, row, spec, change, fixed, ctxFor(uuid), problems);
@@ -450,7 +425,8 @@ export class StackDefinitions {
     );
     if (!n) return;
     for (const key of Object.keys(fixed)) {
-      const field = FIXED_KEYS[key];
+      // Create-only fields (the contract's, less Update service's) compared in the stored spec.
+      const field = specFieldOf(key);
       if (field === undefined) continue;
       const a = n.spec[field];
       const b = spec[field];

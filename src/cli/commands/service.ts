@@ -3,7 +3,15 @@
 
 import fs from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { Service } from "../../contract/service.ts";
+import type {
+  EnvVarBody,
+  Service,
+  ServiceBindingBody,
+  ServiceCreateBody,
+  ServiceField,
+  ServiceLinkBody,
+  ServicePortBody,
+} from "../../contract/service.ts";
 import type { Stack } from "../../contract/stack.ts";
 import { durationSeconds } from "../../domain/stop.ts";
 import type { Json } from "../client.ts";
@@ -43,6 +51,69 @@ export const SERVICE_COLUMNS: Column<ListedService>[] = [
   { header: "STACK", value: (s) => s.stack_name ?? "" },
 ];
 
+type NotOffered = { notOffered: string };
+const STACK_FILE: NotOffered = {
+  notOffered: "an engine option few services need: set it in a stack file (`berth stack`) or with the API",
+};
+const PRIVILEGE: NotOffered = {
+  notOffered:
+    "reaches the node, allowed per namespace by an administrator: set it in a stack file (`berth stack`) or with the API",
+};
+const ALIAS: NotOffered = { notOffered: "another spelling of a field offered under its own name" };
+
+/**
+ * Each field of Create service (contract/service.ts): the option of `service create`/`run`/`set`
+ * that sets it, or why none does. The compiler refuses a field of the contract missing here;
+ * test/domain/service-definition.test.ts checks each option exists.
+ */
+export const CLI_FIELDS: Record<ServiceField, string | NotOffered> = {
+  image: "--image", // `service set`; create and run take it as their argument
+  name: "--name",
+  nickname: "--nickname",
+  target_num_containers: "--target-num-containers",
+  run_command: "--run-command",
+  entrypoint: "--entrypoint",
+  container_ports: "--publish",
+  container_envvars: "--env",
+  linked_to_service: "--link-service",
+  bindings: "--volume",
+  autorestart: "--autorestart",
+  autodestroy: "--autodestroy",
+  sequential_deployment: "--sequential",
+  roles: "--role",
+  privileged: "--privileged",
+  deployment_strategy: "--deployment-strategy",
+  tags: "--tag",
+  autoredeploy: "--autoredeploy",
+  net: "--net",
+  pid: "--pid",
+  working_dir: "--workdir",
+  cpu_shares: "--cpushares",
+  memory: "--memory",
+  stop_signal: "--stop-signal",
+  stop_grace_period: "--stop-grace-period",
+  memory_swap: STACK_FILE,
+  cpuset: STACK_FILE,
+  dns: STACK_FILE,
+  dns_search: STACK_FILE,
+  extra_hosts: STACK_FILE,
+  labels: STACK_FILE,
+  user: STACK_FILE,
+  hostname: STACK_FILE,
+  domainname: STACK_FILE,
+  mac_address: STACK_FILE,
+  tty: STACK_FILE,
+  stdin_open: STACK_FILE,
+  read_only: STACK_FILE,
+  cap_add: PRIVILEGE,
+  cap_drop: STACK_FILE,
+  devices: PRIVILEGE,
+  security_opt: PRIVILEGE,
+  cgroup_parent: PRIVILEGE,
+  secuirty_opt: ALIAS,
+  cgroup_name: ALIAS,
+};
+
 interface DefinitionOptions {
   name?: string;
   nickname?: string;
@@ -58,16 +129,16 @@ interface DefinitionOptions {
   envFile?: string[];
   tag?: string[];
   linkService?: string[];
-  autodestroy?: string;
+  autodestroy?: ServiceCreateBody["autodestroy"];
   autoredeploy?: boolean;
-  autorestart?: string;
+  autorestart?: ServiceCreateBody["autorestart"];
   role?: string[];
   sequential?: boolean;
   volume?: string[];
   volumesFrom?: string[];
-  deploymentStrategy?: string;
-  net?: string;
-  pid?: string;
+  deploymentStrategy?: ServiceCreateBody["deployment_strategy"];
+  net?: ServiceCreateBody["net"];
+  pid?: ServiceCreateBody["pid"];
   workdir?: string;
   image?: string;
   sync?: boolean;
@@ -136,20 +207,20 @@ function gracePeriod(value: string): number {
 }
 
 /** `[outer:]inner[/proto]` → a service port. */
-export function parsePort(value: string, published: boolean): Json {
+export function parsePort(value: string, published: boolean): ServicePortBody {
   const m = /^(?:(\d+):)?(\d+)(?:\/(tcp|udp))?$/i.exec(value.trim());
   if (!m)
     throw usageError(`${published ? "--publish" : "--expose"} ${value}: expected [outer:]inner[/tcp|udp]`);
   if (m[1] && !published) throw usageError(`--expose ${value}: an exposed port has no outer port`);
   return {
-    protocol: (m[3] ?? "tcp").toLowerCase(),
+    protocol: (m[3] ?? "tcp").toLowerCase() === "udp" ? "udp" : "tcp",
     inner_port: Number(m[2]),
     ...(m[1] ? { outer_port: Number(m[1]) } : {}),
     published,
   };
 }
 
-export function parseEnv(entries: readonly string[], where = "-e"): Json[] {
+export function parseEnv(entries: readonly string[], where = "-e"): EnvVarBody[] {
   return entries.map((e) => {
     const eq = e.indexOf("=");
     if (eq <= 0) throw usageError(`${where} ${e}: expected KEY=VALUE`);
@@ -170,7 +241,7 @@ function envFileEntries(file: string): string[] {
     .filter((l) => l !== "" && !l.startsWith("#"));
 }
 
-function parseVolume(value: string): Json {
+function parseVolume(value: string): ServiceBindingBody {
   const parts = value.split(":");
   let mode: string | undefined;
   if (parts.length > 1 && (parts.at(-1) === "ro" || parts.at(-1) === "rw")) mode = parts.pop();
@@ -184,8 +255,8 @@ function parseVolume(value: string): Json {
 }
 
 /** Options → the fields of a create or update body (only those given). */
-async function definitionBody(c: Ctx, o: DefinitionOptions): Promise<Json> {
-  const body: Json = {};
+async function definitionBody(c: Ctx, o: DefinitionOptions): Promise<Partial<ServiceCreateBody>> {
+  const body: Partial<ServiceCreateBody> = {};
   if (o.name !== undefined) body.name = o.name;
   if (o.image !== undefined) body.image = o.image;
   if (o.nickname !== undefined) body.nickname = o.nickname;
@@ -206,21 +277,24 @@ async function definitionBody(c: Ctx, o: DefinitionOptions): Promise<Json> {
   }
   if (o.tag) body.tags = o.tag.map((name) => ({ name }));
   if (o.linkService) {
-    body.linked_to_service = [];
+    const links: ServiceLinkBody[] = [];
+    body.linked_to_service = links;
     for (const link of o.linkService) {
       const [target, alias] = link.split(":");
       if (!target) throw usageError(`--link-service ${link}: expected service[:alias]`);
-      body.linked_to_service.push({ to_service: await serviceUri(c, target), name: alias || target });
+      links.push({ to_service: await serviceUri(c, target), name: alias || target });
     }
   }
   if (o.autodestroy !== undefined) body.autodestroy = o.autodestroy;
   if (o.autoredeploy) body.autoredeploy = true;
   if (o.autorestart !== undefined) body.autorestart = o.autorestart;
-  if (o.role) body.roles = o.role;
+  // The server judges the role names (a wrong one is its 400 naming `roles`).
+  if (o.role) body.roles = o.role as ServiceCreateBody["roles"];
   if (o.sequential) body.sequential_deployment = true;
   if (o.volume || o.volumesFrom) {
-    body.bindings = [...(o.volume ?? []).map(parseVolume)];
-    for (const from of o.volumesFrom ?? []) body.bindings.push({ volumes_from: await serviceUri(c, from) });
+    const bindings = (o.volume ?? []).map(parseVolume);
+    body.bindings = bindings;
+    for (const from of o.volumesFrom ?? []) bindings.push({ volumes_from: await serviceUri(c, from) });
   }
   if (o.deploymentStrategy !== undefined) body.deployment_strategy = o.deploymentStrategy;
   if (o.net !== undefined) body.net = o.net;

@@ -1,31 +1,12 @@
 // The service definition form, for create and edit: ports, environment, links, volumes,
-// strategy, restart and destroy policies, roles, resources, tags.
+// strategy, restart and destroy policies, roles, resources, stopping, tags. What it sends, and
+// which fields of the contract it leaves out and why, is service-body.ts.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, type Reply } from "../api.ts";
 import { ErrorLine, errorText, Field, inputValue, notify, Select } from "../ui.tsx";
+import { type FormBinding, type FormEnv, type FormLink, type FormPort, formBody } from "./service-body.ts";
 import { type Service, serviceChoices } from "./service-model.ts";
-
-interface Port {
-  protocol: string;
-  inner_port: string;
-  outer_port: string;
-  published: boolean;
-}
-interface Env {
-  key: string;
-  value: string;
-}
-interface Link {
-  to_service: string;
-  name: string;
-}
-interface Binding {
-  host_path: string;
-  container_path: string;
-  rewritable: boolean;
-  volumes_from: string;
-}
 
 function Rows<T>(props: {
   legend: string;
@@ -55,8 +36,6 @@ function Rows<T>(props: {
   );
 }
 
-const int = (s: string): number | undefined => (s.trim() === "" ? undefined : Number(s));
-
 export function ServiceForm(props: {
   initial?: Service;
   submit(body: Record<string, unknown>): Promise<Reply<Service>>;
@@ -66,6 +45,7 @@ export function ServiceForm(props: {
   const editing = i !== undefined;
   const [image, setImage] = useState(i?.image_name ?? "");
   const [name, setName] = useState(i?.name ?? "");
+  const [nickname, setNickname] = useState(i && i.nickname !== i.name ? i.nickname : "");
   const [target, setTarget] = useState(String(i?.target_num_containers ?? 1));
   const [runCommand, setRunCommand] = useState(i?.run_command ?? "");
   const [entrypoint, setEntrypoint] = useState(i?.entrypoint ?? "");
@@ -81,8 +61,12 @@ export function ServiceForm(props: {
   const [net, setNet] = useState(i?.net ?? "bridge");
   const [pid, setPid] = useState(i?.pid ?? "none");
   const [workingDir, setWorkingDir] = useState(i?.working_dir ?? "");
+  const [stopSignal, setStopSignal] = useState(i?.stop_signal ?? "");
+  const [stopGracePeriod, setStopGracePeriod] = useState(
+    i?.stop_grace_period == null ? "" : String(i.stop_grace_period),
+  );
   const [tags, setTags] = useState((i?.tags ?? []).map((t) => t.name).join(", "));
-  const [ports, setPorts] = useState<Port[]>(
+  const [ports, setPorts] = useState<FormPort[]>(
     (i?.container_ports ?? []).map((p) => ({
       protocol: p.protocol,
       inner_port: String(p.inner_port),
@@ -90,13 +74,13 @@ export function ServiceForm(props: {
       published: p.published,
     })),
   );
-  const [envs, setEnvs] = useState<Env[]>(
+  const [envs, setEnvs] = useState<FormEnv[]>(
     i?.container_envvars.map((e) => ({ key: e.key, value: e.value })) ?? [],
   );
-  const [links, setLinks] = useState<Link[]>(
+  const [links, setLinks] = useState<FormLink[]>(
     i?.linked_to_service.map((l) => ({ to_service: l.to_service, name: l.name })) ?? [],
   );
-  const [bindings, setBindings] = useState<Binding[]>(
+  const [bindings, setBindings] = useState<FormBinding[]>(
     i?.bindings.map((b) => ({
       host_path: b.host_path ?? "",
       container_path: b.container_path ?? "",
@@ -112,51 +96,37 @@ export function ServiceForm(props: {
     serviceChoices().then(setChoices, () => setChoices([]));
   }, []);
 
-  const body = (): Record<string, unknown> => {
-    const b: Record<string, unknown> = {
-      image,
-      target_num_containers: int(target),
-      run_command: runCommand,
-      entrypoint,
-      deployment_strategy: strategy,
-      autorestart,
-      autodestroy,
-      autoredeploy,
-      roles: global ? ["global"] : [],
-      privileged,
-      sequential_deployment: sequential,
-      net,
-      pid,
-      tags: tags
-        .split(",")
-        .map((t) => t.trim())
-        .filter(Boolean)
-        .map((t) => ({ name: t })),
-      container_ports: ports.map((p) => ({
-        protocol: p.protocol,
-        inner_port: int(p.inner_port),
-        ...(p.outer_port.trim() ? { outer_port: int(p.outer_port) } : {}),
-        published: p.published,
-      })),
-      container_envvars: envs.filter((e) => e.key.trim()).map((e) => ({ key: e.key.trim(), value: e.value })),
-      linked_to_service: links
-        .filter((l) => l.to_service)
-        .map((l) => ({ to_service: l.to_service, ...(l.name.trim() ? { name: l.name.trim() } : {}) })),
-    };
-    if (workingDir.trim()) b.working_dir = workingDir.trim();
-    if (memory.trim()) b.memory = int(memory);
-    if (cpuShares.trim()) b.cpu_shares = int(cpuShares);
-    if (!editing) {
-      if (name.trim()) b.name = name.trim();
-      b.bindings = bindings.map((x) => ({
-        ...(x.host_path.trim() ? { host_path: x.host_path.trim() } : {}),
-        ...(x.container_path.trim() ? { container_path: x.container_path.trim() } : {}),
-        rewritable: x.rewritable,
-        ...(x.volumes_from ? { volumes_from: x.volumes_from } : {}),
-      }));
-    }
-    return b;
-  };
+  const body = () =>
+    formBody(
+      {
+        image,
+        name,
+        nickname,
+        target,
+        runCommand,
+        entrypoint,
+        strategy,
+        autorestart,
+        autodestroy,
+        autoredeploy,
+        global,
+        privileged,
+        sequential,
+        memory,
+        cpuShares,
+        net,
+        pid,
+        workingDir,
+        tags,
+        stopSignal,
+        stopGracePeriod,
+        ports,
+        envs,
+        links,
+        bindings,
+      },
+      editing,
+    );
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -183,6 +153,9 @@ export function ServiceForm(props: {
         </Field>
         <Field label="Name" hint={editing ? "a service keeps its name" : "defaults to the image name"}>
           <input name="name" value={name} disabled={editing} onInput={(e) => setName(inputValue(e))} />
+        </Field>
+        <Field label="Nickname" hint="display name (default: the name)">
+          <input name="nickname" value={nickname} onInput={(e) => setNickname(inputValue(e))} />
         </Field>
         <Field label="Containers">
           <input
@@ -227,6 +200,24 @@ export function ServiceForm(props: {
         <Field label="Working directory">
           <input value={workingDir} placeholder="/" onInput={(e) => setWorkingDir(inputValue(e))} />
         </Field>
+        <Field label="Stop signal" hint="default: the image's, or SIGTERM">
+          <input
+            name="stop_signal"
+            value={stopSignal}
+            placeholder="SIGTERM"
+            onInput={(e) => setStopSignal(inputValue(e))}
+          />
+        </Field>
+        <Field label="Stop grace period (s)" hint="seconds before the engine kills (default 10)">
+          <input
+            name="stop_grace_period"
+            type="number"
+            min={0}
+            max={3600}
+            value={stopGracePeriod}
+            onInput={(e) => setStopGracePeriod(inputValue(e))}
+          />
+        </Field>
         <Field label="Node tags" hint="comma-separated; containers go only to nodes with all of them">
           <input value={tags} onInput={(e) => setTags(inputValue(e))} />
         </Field>
@@ -265,7 +256,7 @@ export function ServiceForm(props: {
           Sequential deployment
         </label>
       </div>
-      <Rows<Port>
+      <Rows<FormPort>
         legend="Ports"
         rows={ports}
         set={setPorts}
@@ -298,7 +289,7 @@ export function ServiceForm(props: {
           </>
         )}
       />
-      <Rows<Env>
+      <Rows<FormEnv>
         legend="Environment"
         rows={envs}
         set={setEnvs}
@@ -320,7 +311,7 @@ export function ServiceForm(props: {
           </>
         )}
       />
-      <Rows<Link>
+      <Rows<FormLink>
         legend="Links"
         rows={links}
         set={setLinks}
@@ -341,7 +332,7 @@ export function ServiceForm(props: {
           </>
         )}
       />
-      <Rows<Binding>
+      <Rows<FormBinding>
         legend={editing ? "Volumes (set at creation)" : "Volumes"}
         rows={bindings}
         set={setBindings}
