@@ -1,7 +1,7 @@
 // What the service form sends: its values (strings as typed) → a Create or Update service body,
 // and per field of the contract whether the form offers it or why not. Pure, so a test can hold
 // the form to the contract without a browser (test/domain/service-definition.test.ts).
-import type { ServiceCreateBody, ServiceField } from "../../../src/contract/service.ts";
+import type { ServiceField } from "../../../src/contract/service.ts";
 
 /** Why a field of the definition is not in the form; the form offers every other. */
 type NotOffered = { notOffered: string };
