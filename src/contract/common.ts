@@ -12,6 +12,13 @@ export const View = <P extends TProperties>(properties: P, description?: string)
 
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
+/**
+ * A list's `state=` filter: one of the kind's states (domain/states.ts), so a wrong one is a 400
+ * by schema ("must be one of …", naming `state`) and OpenAPI lists the values.
+ */
+export const StateFilter = <S extends string>(states: readonly S[], kind: string) =>
+  Type.Optional(Type.Enum([...states], { description: `only ${kind} in this state` }));
+
 /** REST timestamps: ISO 8601 UTC, null until the event happened. */
 export const Time = Nullable(Type.String({ description: "ISO 8601 UTC; null until it happened" }));
 

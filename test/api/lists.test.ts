@@ -1,10 +1,17 @@
 // The list envelope's size cap (api/lists.ts): a page stops before its JSON passes the cap, says
 // how many objects it holds, and `next` continues right after them, so following `next` (or
-// offset + meta.limit) still returns every object exactly once.
+// offset + meta.limit) still returns every object exactly once. And a list's `state=` filter takes
+// only the kind's states (domain/states.ts), by schema: a wrong one is a 400 naming `state` and
+// listing them, and OpenAPI lists them too.
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import fs from "node:fs";
+import { after, before, describe, test } from "node:test";
 import type { FastifyRequest } from "fastify";
+import { ACTION_STATES } from "../../src/actions/engine.ts";
 import { envelope, MAX_PAGE_CHARS } from "../../src/api/lists.ts";
+import { STACK_STATES } from "../../src/domain/stack.ts";
+import { CLUSTER_STATES, CONTAINER_STATES, NODE_STATES, SERVICE_STATES } from "../../src/domain/states.ts";
+import { call, type Harness, startHarness } from "../support/harness.ts";
 
 const rows = Array.from({ length: 10 }, (_, i) => ({ n: i, pad: "x".repeat(i === 4 ? 5000 : 100) }));
 const requestOf = (url: string) => ({ url }) as FastifyRequest;
@@ -57,5 +64,53 @@ describe("the list envelope's size cap", () => {
       url = e.meta.next;
     }
     assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+});
+
+describe("state filters of lists", () => {
+  const LISTS: { path: string; states: readonly string[] }[] = [
+    { path: "/api/app/v1/service/", states: SERVICE_STATES },
+    { path: "/api/app/v1/container/", states: CONTAINER_STATES },
+    { path: "/api/app/v1/stack/", states: STACK_STATES },
+    { path: "/api/infra/v1/nodecluster/", states: CLUSTER_STATES },
+    { path: "/api/infra/v1/node/", states: NODE_STATES },
+    { path: "/api/audit/v1/action/", states: ACTION_STATES },
+  ];
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  test("a known state filters; an unknown one (or another kind's) is 400 invalid_field naming state and listing the states", async () => {
+    for (const { path, states } of LISTS) {
+      const ok = await call(h, h.admin, "GET", `${path}?state=${encodeURIComponent(states[0]!)}`);
+      assert.equal(ok.status, 200, path);
+      for (const wrong of ["running", "Nope"]) {
+        const res = await call(h, h.admin, "GET", `${path}?state=${wrong}`);
+        assert.equal(res.status, 400, `${path}?state=${wrong}`);
+        assert.equal(res.body.code, "invalid_field");
+        assert.equal(typeof res.body.error, "string");
+        assert.match(res.body.error, /state/);
+        assert.deepEqual(res.body.details, [
+          { field: "state", problem: `must be one of ${states.join(", ")}` },
+        ]);
+      }
+    }
+  });
+
+  test("OpenAPI lists each list's states", () => {
+    const doc = JSON.parse(fs.readFileSync(new URL("../../docs/openapi.json", import.meta.url), "utf8")) as {
+      paths: Record<
+        string,
+        { get?: { parameters?: { in: string; name: string; schema: { enum?: string[] } }[] } }
+      >;
+    };
+    for (const { path, states } of LISTS) {
+      const state = doc.paths[path]?.get?.parameters?.find((p) => p.in === "query" && p.name === "state");
+      assert.deepEqual(state?.schema.enum, [...states], path);
+    }
   });
 });

@@ -5,6 +5,7 @@ import { Type } from "typebox";
 import { ACTION_STATES, type ActionEngine } from "../../actions/engine.ts";
 import type { Relations } from "../../actions/relations.ts";
 import { type Action, ActionView } from "../../contract/action.ts";
+import { StateFilter } from "../../contract/common.ts";
 import { badRequest, invalidField, notFound } from "../../domain/errors.ts";
 import { parseDateFilter, restTime } from "../../domain/time.ts";
 import { actionUri, canonicalUri, parseObjectUri } from "../../domain/uri.ts";
@@ -41,7 +42,7 @@ const ListQuery = Type.Object({
   ...PAGE_QUERY,
   uuid: Type.Optional(Type.String()),
   uuid__startswith: Type.Optional(Type.String()),
-  state: Type.Optional(Type.String({ description: `one of ${ACTION_STATES.join(", ")}` })),
+  state: StateFilter(ACTION_STATES, "actions"),
   start_date__gte: Type.Optional(Type.String()),
   start_date__lte: Type.Optional(Type.String()),
   end_date__gte: Type.Optional(Type.String()),
@@ -108,9 +109,6 @@ export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const ns = namespaceOf(req);
         const q = req.query;
-        if (q.state !== undefined && !ACTION_STATES.includes(q.state as never)) {
-          throw invalidField("state", `must be one of ${ACTION_STATES.join(", ")}`);
-        }
         let objects: string[] | undefined;
         if (q.object !== undefined) {
           const parsed = parseObjectUri(q.object);

@@ -3,9 +3,9 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
+import { StateFilter } from "../../contract/common.ts";
 import { CLUSTER_LIMITS, NodeClusterView, NodeView, ProviderOptions } from "../../contract/nodes.ts";
 import { addTo } from "../../domain/collections.ts";
-import { invalidField } from "../../domain/errors.ts";
 import {
   assertAllowed,
   CLUSTER_STATES,
@@ -73,12 +73,6 @@ interface Deps {
   answers: AnswerCache;
 }
 
-function stateFilter(states: readonly string[], value: string | undefined): string | undefined {
-  if (value !== undefined && !states.includes(value))
-    throw invalidField("state", `must be one of ${states.join(", ")}`);
-  return value;
-}
-
 export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
   const app = untyped.withTypeProvider<TypeBoxTypeProvider>();
   const { store, actions, probe, clusters, attachedEngines, answers } = deps;
@@ -127,7 +121,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             ...PAGE_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
-            state: Type.Optional(Type.String()),
+            state: StateFilter(CLUSTER_STATES, "node clusters"),
             name: Type.Optional(Type.String()),
             region: Type.Optional(Type.String()),
             node_type: Type.Optional(Type.String()),
@@ -144,7 +138,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             namespace: ns,
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
-            state: stateFilter(CLUSTER_STATES, q.state),
+            state: q.state,
             name: q.name,
             region: q.region ? canonicalUri(q.region) : undefined,
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
@@ -304,7 +298,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             ...PAGE_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
-            state: Type.Optional(Type.String()),
+            state: StateFilter(NODE_STATES, "nodes"),
             node_cluster: Type.Optional(Type.String()),
             node_type: Type.Optional(Type.String()),
             region: Type.Optional(Type.String()),
@@ -322,7 +316,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             namespace: ns,
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
-            state: stateFilter(NODE_STATES, q.state),
+            state: q.state,
             cluster: q.node_cluster ? lastSegment(q.node_cluster) : undefined,
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
             region: q.region ? canonicalUri(q.region) : undefined,

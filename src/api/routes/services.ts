@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
+import { StateFilter } from "../../contract/common.ts";
 import { ContainerView } from "../../contract/container.ts";
 import {
   ServiceCreateBody,
@@ -10,7 +11,6 @@ import {
   ServiceUpdateBody,
   ServiceView,
 } from "../../contract/service.ts";
-import { invalidField } from "../../domain/errors.ts";
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
 import { containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
 import type { ServiceManager } from "../../orchestrator/manager.ts";
@@ -36,12 +36,6 @@ interface Deps {
 /** The uuid inside a resource URI filter (with or without namespace), or the value itself. */
 function uuidOf(uri: string): string {
   return lastSegment(uri) ?? uri;
-}
-
-function stateFilter(states: readonly string[], value: string | undefined): string | undefined {
-  if (value !== undefined && !states.includes(value))
-    throw invalidField("state", `must be one of ${states.join(", ")}`);
-  return value;
 }
 
 export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
@@ -72,7 +66,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             ...PAGE_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
-            state: Type.Optional(Type.String()),
+            state: StateFilter(SERVICE_STATES, "services"),
             name: Type.Optional(Type.String()),
             stack: Type.Optional(Type.String({ description: "stack resource URI" })),
             stack__name: Type.Optional(Type.String()),
@@ -89,7 +83,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             namespace: ns,
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
-            state: stateFilter(SERVICE_STATES, q.state),
+            state: q.state,
             name: q.name,
             stack: q.stack ? uuidOf(q.stack) : undefined,
             stackName: q.stack__name,
@@ -214,7 +208,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             ...PAGE_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
-            state: Type.Optional(Type.String()),
+            state: StateFilter(CONTAINER_STATES, "containers"),
             name: Type.Optional(Type.String()),
             service: Type.Optional(Type.String({ description: "service resource URI" })),
             node: Type.Optional(Type.String({ description: "node resource URI" })),
@@ -232,7 +226,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             namespace: ns,
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
-            state: stateFilter(CONTAINER_STATES, q.state),
+            state: q.state,
             name: q.name,
             service: q.service ? uuidOf(q.service) : undefined,
             node: q.node ? uuidOf(q.node) : undefined,

@@ -3,8 +3,8 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
+import { StateFilter } from "../../contract/common.ts";
 import { StackCreateBody, StackFileView, StackUpdateBody, StackView } from "../../contract/stack.ts";
-import { invalidField } from "../../domain/errors.ts";
 import { STACK_STATES } from "../../domain/stack.ts";
 import { stackUri } from "../../domain/uri.ts";
 import type { StackService } from "../../stacks/service.ts";
@@ -57,7 +57,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             name: Type.Optional(Type.String()),
-            state: Type.Optional(Type.String()),
+            state: StateFilter(STACK_STATES, "stacks"),
           }),
           response: { 200: listSchema(StackView) },
         },
@@ -65,8 +65,6 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const ns = namespaceOf(req);
         const q = req.query;
-        if (q.state !== undefined && !(STACK_STATES as string[]).includes(q.state))
-          throw invalidField("state", `must be one of ${STACK_STATES.join(", ")}`);
         return answer(req, req.url, async (read) => {
           const page = pageOf(q);
           const { rows, total } = await store.stacks.listStacks({
