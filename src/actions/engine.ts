@@ -13,15 +13,8 @@ import { actionEnded } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 
-export type ActionState = "Pending" | "In progress" | "Canceling" | "Canceled" | "Success" | "Failed";
-export const ACTION_STATES: ActionState[] = [
-  "Pending",
-  "In progress",
-  "Canceling",
-  "Canceled",
-  "Success",
-  "Failed",
-];
+// The states are a domain table (the dashboard and the actions list filter share it).
+export { ACTION_STATES, type ActionState } from "../domain/states.ts";
 export type Outcome = "Success" | "Failed" | "Canceled";
 
 export interface StepContext<P> {

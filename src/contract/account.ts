@@ -32,6 +32,7 @@ export const EmailView = Type.Object({
   verified: Type.Boolean(),
   primary: Type.Boolean(),
 });
+export type Email = Static<typeof EmailView>;
 
 /** An API key as listed: never its secret. */
 export const ApiKeyView = View({
@@ -39,6 +40,7 @@ export const ApiKeyView = View({
   label: Type.String(),
   created: Type.String({ description: "ISO 8601 UTC with microseconds" }),
 });
+export type ApiKey = Static<typeof ApiKeyView>;
 
 export const CreatedApiKeyView = View({
   ...ApiKeyView.properties,

@@ -220,6 +220,16 @@ export type StackState =
   | "Terminating"
   | "Terminated";
 
+export type ActionState = "Pending" | "In progress" | "Canceling" | "Canceled" | "Success" | "Failed";
+export const ACTION_STATES: ActionState[] = [
+  "Pending",
+  "In progress",
+  "Canceling",
+  "Canceled",
+  "Success",
+  "Failed",
+];
+
 /** The states an action ends in: none of them ever changes again (a retry is a new action). */
 export const ACTION_ENDED_STATES: readonly string[] = ["Success", "Failed", "Canceled"];
 

@@ -7,10 +7,15 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
 import type { FastifyRequest } from "fastify";
-import { ACTION_STATES } from "../../src/actions/engine.ts";
 import { envelope, MAX_PAGE_CHARS } from "../../src/api/lists.ts";
 import { STACK_STATES } from "../../src/domain/stack.ts";
-import { CLUSTER_STATES, CONTAINER_STATES, NODE_STATES, SERVICE_STATES } from "../../src/domain/states.ts";
+import {
+  ACTION_STATES,
+  CLUSTER_STATES,
+  CONTAINER_STATES,
+  NODE_STATES,
+  SERVICE_STATES,
+} from "../../src/domain/states.ts";
 import { call, type Harness, startHarness } from "../support/harness.ts";
 
 const rows = Array.from({ length: 10 }, (_, i) => ({ n: i, pad: "x".repeat(i === 4 ? 5000 : 100) }));

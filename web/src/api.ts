@@ -1,25 +1,15 @@
 // Calls to Berth's API from the browser: the session cookie travels by itself (HttpOnly, the page
 // never sees it); non-GET calls add the session's CSRF token. Nothing secret is kept in storage.
 import { signal } from "@preact/signals";
+import type { Session } from "../../src/contract/session.ts";
+import type { FieldProblem } from "../../src/domain/errors.ts";
 
-export interface Session {
-  signed_in: true;
-  username: string;
-  is_admin: boolean;
-  namespaces: string[];
-  csrf_token: string;
-  expires: string;
-}
+export type { FieldProblem, Session };
 
 /** undefined while the page asks; null when signed out. */
 export const session = signal<Session | null | undefined>(undefined);
 /** The namespace the pages show and create in (a user's own, or an organization's). */
 export const namespace = signal<string>("");
-
-export interface FieldProblem {
-  field: string;
-  problem: string;
-}
 
 /** A refused call: `message` is the API's own sentence. */
 export class ApiFailure extends Error {

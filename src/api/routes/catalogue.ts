@@ -3,51 +3,10 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { Catalogue } from "../../catalogue/catalogue.ts";
+import { Az, NodeType, Provider, Region } from "../../contract/catalogue.ts";
 import { notFound } from "../../domain/errors.ts";
 import { canonicalUri } from "../../domain/uri.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
-
-const Provider = Type.Object({
-  resource_uri: Type.String(),
-  name: Type.String(),
-  label: Type.String(),
-  regions: Type.Array(Type.String()),
-  available: Type.Boolean(),
-  node_cluster_rules: Type.Object(
-    {
-      provider_options: Type.Boolean({ description: "whether provider_options (vpc, iam) may be given" }),
-      disk: Type.Union([Type.Literal("any"), Type.Literal("none"), Type.Literal("fixed")], {
-        description: "any: any size in GB; none: disk cannot be set; fixed: only disk_sizes",
-      }),
-      disk_sizes: Type.Array(Type.Integer()),
-    },
-    { description: "Berth extension: what node clusters of this provider accept" },
-  ),
-});
-const Region = Type.Object({
-  resource_uri: Type.String(),
-  name: Type.String(),
-  label: Type.String(),
-  node_types: Type.Array(Type.String()),
-  availability_zones: Type.Array(Type.String()),
-  provider: Type.String(),
-  available: Type.Boolean(),
-});
-const Az = Type.Object({
-  resource_uri: Type.String(),
-  name: Type.String(),
-  region: Type.String(),
-  available: Type.Boolean(),
-});
-const NodeType = Type.Object({
-  resource_uri: Type.String(),
-  name: Type.String(),
-  label: Type.String(),
-  regions: Type.Array(Type.String()),
-  availability_zones: Type.Array(Type.String()),
-  provider: Type.String(),
-  available: Type.Boolean(),
-});
 
 export { canonicalUri };
 

@@ -6,6 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { SessionCheck, SessionService } from "../../accounts/sessions.ts";
 import { NoContent } from "../../contract/common.ts";
+import { SessionView } from "../../contract/session.ts";
 import { ApiError } from "../../domain/errors.ts";
 import type { IdentityService, Principal } from "../../identity/service.ts";
 import {
@@ -18,17 +19,6 @@ import {
 } from "../session.ts";
 
 const tags = ["dashboard session"];
-
-const SessionView = Type.Object({
-  signed_in: Type.Literal(true),
-  username: Type.String(),
-  is_admin: Type.Boolean(),
-  namespaces: Type.Array(Type.String(), { description: "namespaces the user may use: its own first" }),
-  csrf_token: Type.String({
-    description: "send it as X-CSRF-Token on every non-GET call made with the cookie",
-  }),
-  expires: Type.String({ description: "ISO 8601 UTC" }),
-});
 
 const NoSession = Type.Object({ error: Type.String(), code: Type.String() });
 const SignedOut = Type.Object(

@@ -3,41 +3,17 @@
 // their members and pending invitations, each namespace's privileges and quotas (privileges editable
 // by administrators), and (administrators) new users and deactivating or activating a user.
 import { useEffect, useState } from "preact/hooks";
+import type {
+  ApiKey,
+  Email,
+  Invitation as InvitationRow,
+  Organization as Org,
+  Profile,
+} from "../../../src/contract/account.ts";
 import type { NamespaceSettingsView } from "../../../src/contract/namespace.ts";
 import { PRIVILEGE_KEYS, type Privileges } from "../../../src/domain/privileges.ts";
 import { call, get, loadSession, session } from "../api.ts";
 import { ErrorLine, Facts, Field, inputValue, Loading, Op, Page, perform, Select } from "../ui.tsx";
-
-interface Profile {
-  username: string;
-  full_name: string;
-  email: string;
-  location: string;
-  company: string;
-  profile_url: string;
-  date_joined: string;
-}
-interface Email {
-  email: string;
-  verified: boolean;
-  primary: boolean;
-}
-interface ApiKey {
-  id: number;
-  label: string;
-  created: string;
-}
-interface Org {
-  name: string;
-  members: { username: string; role: string }[];
-}
-interface InvitationRow {
-  org: string;
-  username: string;
-  role: string;
-  invited_by: string;
-  created: string;
-}
 
 function useLoad<T>(url: string): { data?: T; error?: unknown; reload(): void } {
   const [data, setData] = useState<T | undefined>(undefined);

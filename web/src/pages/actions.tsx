@@ -2,7 +2,8 @@
 // cancel and retry.
 
 import { useState } from "preact/hooks";
-import { actionEnded } from "../../../src/domain/states.ts";
+import type { Action as ActionView } from "../../../src/contract/action.ts";
+import { ACTION_STATES, actionEnded } from "../../../src/domain/states.ts";
 import { call, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
@@ -20,25 +21,9 @@ import {
   Table,
 } from "../ui.tsx";
 
-export interface Action extends Resource {
-  uuid: string;
-  action: string;
-  object: string;
-  method: string;
-  path: string;
-  user: string;
-  user_agent: string;
-  start_date: string | null;
-  end_date: string | null;
-  state: string;
-  ip: string;
-  location: string;
-  is_user_action: boolean;
-  can_be_canceled: boolean;
-  can_be_retried: boolean;
-}
+/** The action answer of the API (src/contract/action.ts), as a live resource. */
+export type Action = ActionView & Resource;
 
-const STATES = ["Pending", "In progress", "Canceling", "Canceled", "Success", "Failed"];
 const PAGE = 50;
 
 /** A datetime-local value (the browser's time zone) as ISO 8601 UTC. */
@@ -93,7 +78,7 @@ export function ActionList() {
               setState(v);
               reset();
             }}
-            options={[{ value: "", label: "any" }, ...STATES]}
+            options={[{ value: "", label: "any" }, ...ACTION_STATES]}
           />
         </label>
         <label>

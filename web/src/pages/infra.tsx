@@ -3,7 +3,8 @@
 // health-check, engine-upgrade, nickname and tags, terminate).
 
 import { useEffect, useState } from "preact/hooks";
-import type { Node as NodeView } from "../../../src/contract/nodes.ts";
+import type { NodeTypeView, ProviderView, RegionView } from "../../../src/contract/catalogue.ts";
+import type { NodeCluster, Node as NodeView } from "../../../src/contract/nodes.ts";
 import {
   CLUSTER_OPERATIONS,
   CLUSTER_STATES,
@@ -34,45 +35,11 @@ import {
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 
-interface Cluster extends Resource {
-  uuid: string;
-  name: string;
-  nickname: string;
-  state: string;
-  region: string;
-  node_type: string;
-  disk: number | null;
-  nodes: string[];
-  target_num_nodes: number;
-  current_num_nodes: number;
-  deployed_datetime: string | null;
-  tags: { name: string }[];
-  provider_options: Record<string, unknown> | null;
-}
-
+type Cluster = NodeCluster & Resource;
 type Node = NodeView & Resource;
-
-interface Provider {
-  resource_uri: string;
-  name: string;
-  label: string;
-  available: boolean;
-  regions: string[];
-  node_cluster_rules: { provider_options: boolean; disk: "any" | "none" | "fixed"; disk_sizes: number[] };
-}
-interface Region {
-  resource_uri: string;
-  name: string;
-  label: string;
-  node_types: string[];
-  available: boolean;
-}
-interface NodeType {
-  resource_uri: string;
-  name: string;
-  label: string;
-  available: boolean;
-}
+type Provider = ProviderView;
+type Region = RegionView;
+type NodeType = NodeTypeView;
 
 const tagNames = (tags: { name: string }[]) => tags.map((t) => t.name).join(", ");
 const tagList = (text: string) =>

@@ -1,22 +1,16 @@
 // Registries and external repositories. Credentials are write-only: the form sends them, the
 // API never returns them, and the page forgets them once sent.
 import { useState } from "preact/hooks";
+import type {
+  Registry as RegistryView,
+  Repository as RepositoryView,
+} from "../../../src/contract/registry.ts";
 import { call, nsPath, query } from "../api.ts";
 import { type Resource, useList } from "../live.ts";
 import { ErrorLine, Field, inputValue, Loading, Op, Page, perform, Table } from "../ui.tsx";
 
-interface Registry extends Resource {
-  name: string;
-  host: string;
-  is_native_registry: boolean;
-  is_ssl: boolean;
-  port: number;
-}
-interface Repository extends Resource {
-  name: string;
-  in_use: boolean;
-  registry: string;
-}
+type Registry = RegistryView & Resource;
+type Repository = RepositoryView & Resource;
 
 function Credentials(props: { repo: Repository; done(): void }) {
   const [username, setUsername] = useState("");

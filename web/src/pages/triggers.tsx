@@ -1,17 +1,12 @@
 // Triggers of a service: secret call URLs that redeploy or scale it up. The URL is shown once,
 // right after creation, with a copy button; the list shows only names.
 import { useState } from "preact/hooks";
+import type { Trigger as TriggerView } from "../../../src/contract/trigger.ts";
 import { call, query } from "../api.ts";
 import { type Resource, useList } from "../live.ts";
 import { ErrorLine, Field, inputValue, Op, perform, Select, Table } from "../ui.tsx";
 
-interface Trigger extends Resource {
-  uuid: string;
-  name: string;
-  operation: string;
-  url: string;
-  resource_uri: string;
-}
+type Trigger = TriggerView & Resource;
 
 export function Triggers({ serviceUrl }: { serviceUrl: string }) {
   const list = useList<Trigger>(query(`${serviceUrl}trigger/`, { limit: 100 }), []);
