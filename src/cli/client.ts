@@ -8,6 +8,9 @@ import { CliError } from "./errors.ts";
 // biome-ignore lint/suspicious/noExplicitAny: the CLI reads the API's JSON objects field by field.
 export type Json = any;
 
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
 export const USER_AGENT = "berth-cli/0.2";
 
 export const API = {
@@ -34,9 +37,10 @@ export class ApiError extends CliError {
   }
 }
 
-export interface Reply {
+export interface Reply<T = unknown> {
   status: number;
-  body: Json;
+  /** The answer; `T` is its contract type where the caller knows it (`request<Service>`). */
+  body: T;
   /** The action this call left (`X-Platform-Action-URI`), if any. */
   actionUri: string | undefined;
 }
@@ -79,7 +83,11 @@ export class Client {
     return `Basic ${Buffer.from(`${this.creds.user}:${this.creds.apiKey}`).toString("base64")}`;
   }
 
-  async request(method: string, path: string, opts: { body?: unknown; query?: Query } = {}): Promise<Reply> {
+  async request<T = unknown>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; query?: Query } = {},
+  ): Promise<Reply<T>> {
     const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
     const auth = this.authorization();
     if (auth) headers.authorization = auth;
@@ -96,21 +104,26 @@ export class Client {
       throw new CliError(`cannot reach ${this.creds.url}: ${cause ?? (err as Error).message}`);
     }
     const text = await res.text();
-    let body: Json;
+    let body: unknown;
     try {
       body = text ? JSON.parse(text) : undefined;
     } catch {
       body = text;
     }
     if (!res.ok) throw this.refusal(res, body, text);
-    return { status: res.status, body, actionUri: res.headers.get("x-platform-action-uri") ?? undefined };
+    return {
+      status: res.status,
+      body: body as T,
+      actionUri: res.headers.get("x-platform-action-uri") ?? undefined,
+    };
   }
 
-  private refusal(res: Response, body: Json, text: string): ApiError {
-    const error = body && typeof body === "object" && typeof body.error === "string" ? body.error : undefined;
+  private refusal(res: Response, answer: unknown, text: string): ApiError {
+    const body = isObject(answer) ? answer : {};
+    const error = typeof body.error === "string" ? body.error : undefined;
     let message = error ?? `${res.status} ${res.statusText}${text ? `: ${text.slice(0, 300)}` : ""}`;
-    const details: FieldProblem[] = Array.isArray(body?.details)
-      ? body.details.filter((d: Json) => d && typeof d.field === "string")
+    const details: FieldProblem[] = Array.isArray(body.details)
+      ? body.details.filter((d): d is FieldProblem => isObject(d) && typeof d.field === "string")
       : [];
     if (res.status === 401) {
       const who = this.creds.user ? ` as ${this.creds.user}` : "";
@@ -118,12 +131,12 @@ export class Client {
       if (!this.creds.user)
         message = `not signed in to ${this.creds.url}: run berth login, or set BERTH_USER and BERTH_APIKEY`;
     }
-    return new ApiError(message, res.status, body?.code, details);
+    return new ApiError(message, res.status, typeof body.code === "string" ? body.code : undefined, details);
   }
 
   /** An object of the API; `T` is its contract type (`Service`, `Container`, …) where the caller knows it. */
   async get<T = Json>(path: string, query?: Query): Promise<T> {
-    return (await this.request("GET", path, { query })).body as T;
+    return (await this.request<T>("GET", path, { query })).body;
   }
 
   /** Every object of a list, following `next` pages (at most `max`). */
@@ -177,7 +190,7 @@ export class Client {
           text += chunk.toString();
         });
         res.on("end", () => {
-          let body: Json;
+          let body: unknown;
           try {
             body = JSON.parse(text);
           } catch {

@@ -46,6 +46,7 @@ export const CreatedApiKeyView = View({
   ...ApiKeyView.properties,
   key: Type.String({ description: "the key; shown only in this answer" }),
 });
+export type CreatedApiKey = Static<typeof CreatedApiKeyView>;
 
 export const OrganizationView = View({
   name: Type.String(),

@@ -3,7 +3,7 @@
 
 import os from "node:os";
 import type { Command } from "commander";
-import type { Invitation, Organization } from "../../contract/account.ts";
+import type { CreatedApiKey, Invitation, Organization } from "../../contract/account.ts";
 import { Client } from "../client.ts";
 import { type Credentials, credentials, readConfig, removeConfig, writeConfig } from "../config.ts";
 import type { Ctx } from "../context.ts";
@@ -85,15 +85,15 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
         const password = await readSecret("Password: ");
         if (!password) throw usageError("login: no password given");
         const withPassword = new Client({ ...c.client.creds, url, user, apiKey: password }, undefined);
-        const made = await withPassword.request(
+        const made = await withPassword.request<CreatedApiKey>(
           "POST",
           `/api/v1.1/users/${encodeURIComponent(user)}/apikeys/`,
           {
             body: { label: `berth CLI on ${os.hostname()}` },
           },
         );
-        apikey = made.body.key as string;
-        keyId = made.body.id as number;
+        apikey = made.body.key;
+        keyId = made.body.id;
       }
       const creds: Credentials = { ...c.client.creds, url, user, apiKey: apikey };
       const me = await new Client(creds, undefined).get("/auth/");
@@ -178,7 +178,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .option("--label <label>", "what the key is for")
     .action(async (o: { label?: string }, cmd: Command) => {
       const c = ctx(cmd);
-      const made = await c.client.request(
+      const made = await c.client.request<CreatedApiKey>(
         "POST",
         `/api/v1.1/users/${encodeURIComponent(await userOf(c))}/apikeys/`,
         {
@@ -228,7 +228,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .description("create an organization (you become its owner)")
     .action(async (name: string, _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const made = await c.client.request("POST", "/api/v1.1/orgs/", { body: { name } });
+      const made = await c.client.request<Organization>("POST", "/api/v1.1/orgs/", { body: { name } });
       if (c.out.opts.json) return c.out.json(made.body);
       c.out.line(made.body.name ?? name);
     });
@@ -254,9 +254,13 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     o: { role: string; direct?: boolean },
   ): Promise<void> => {
     const c = ctx(cmd);
-    const made = await c.client.request("POST", `/api/v1.1/orgs/${encodeURIComponent(name)}/members/`, {
-      body: { username, role: o.role, ...(o.direct ? { direct: true } : {}) },
-    });
+    const made = await c.client.request<Invitation>(
+      "POST",
+      `/api/v1.1/orgs/${encodeURIComponent(name)}/members/`,
+      {
+        body: { username, role: o.role, ...(o.direct ? { direct: true } : {}) },
+      },
+    );
     if (c.out.opts.json) return c.out.json(made.body);
     c.out.line(`${username} ${made.body.state ?? ""}`.trim());
   };

@@ -130,7 +130,7 @@ export function registerAction(program: Command, ctx: (cmd: Command) => Ctx): vo
     .action(async (ref: string, o: { sync?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
       const a = await resolve(c.client, kind, ref);
-      const reply = await c.client.request("POST", `${a.resource_uri}retry/`);
+      const reply = await c.client.request<Action>("POST", `${a.resource_uri}retry/`);
       await finish(c, reply, { sync: o.sync, refetch: reply.body?.resource_uri });
     });
 

@@ -36,7 +36,9 @@ export function registerNodeTokens(node: Command, ctx: (cmd: Command) => Ctx): v
     .option("-q, --quiet", "print only the token")
     .action(async (o: { quiet?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const created: CreatedRegistrationToken = (await c.client.request("POST", tokens(c))).body;
+      const created: CreatedRegistrationToken = (
+        await c.client.request<CreatedRegistrationToken>("POST", tokens(c))
+      ).body;
       if (c.out.opts.json) return c.out.json(created);
       if (o.quiet) return c.out.line(created.token);
       c.out.line(

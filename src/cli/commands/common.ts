@@ -1,9 +1,9 @@
 // Option helpers shared by the nouns' command files.
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { type Client, type Json, uuidOf } from "../client.ts";
+import { type Client, type Reply, uuidOf } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError } from "../errors.ts";
-import { KINDS, type Kind, resolve } from "../resolve.ts";
+import { KINDS, type Kind, type Named, resolve } from "../resolve.ts";
 
 /** Repeatable option values (`-e A=1 -e B=2`). */
 export const collect = (value: string, previous: string[] | undefined): string[] => [
@@ -30,12 +30,12 @@ export const syncOption = () =>
 export const quietOption = () => new Option("-q, --quiet", "print only uuids");
 
 /** `verb <identifier...>` on one kind, one request per object; prints each uuid (or JSON). */
-export function bulk(
+export function bulk<T extends Named>(
   c: Ctx,
-  kind: Kind,
+  kind: Kind<T>,
   refs: readonly string[],
   opts: { sync?: boolean },
-  call: (client: Client, obj: Json, base: string) => Promise<import("../client.ts").Reply>,
+  call: (client: Client, obj: T, base: string) => Promise<Reply>,
 ): Promise<void> {
   const base = c.client.collection(kind.prefix, kind.resource);
   return (async () => {
@@ -100,14 +100,14 @@ export function inspect(parent: Command, ctx: (cmd: Command) => Ctx, kind: Kind)
     .description(`show ${kind.label}s as JSON`)
     .action(async (refs: string[], _opts: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const objects: Json[] = [];
+      const objects: Named[] = [];
       for (const ref of refs) objects.push(await resolve(c.client, kind, ref));
       c.out.json(objects.length === 1 ? objects[0] : objects);
     });
 }
 
 export function serviceUri(c: Ctx, ref: string): Promise<string> {
-  return resolve(c.client, KINDS.service, ref).then((s: Json) => s.resource_uri as string);
+  return resolve(c.client, KINDS.service, ref).then((s) => s.resource_uri);
 }
 
 export { uuidOf };

@@ -1,7 +1,7 @@
 // `berth container …`: ps, inspect, start, stop, redeploy, logs, exec, terminate.
 import type { Command } from "commander";
 import type { Container } from "../../contract/container.ts";
-import type { Json } from "../client.ts";
+import type { Query } from "../client.ts";
 import { shellLine, takesCommandAfter } from "../command-words.ts";
 import type { Ctx } from "../context.ts";
 import { ago, type Column, lastSegment, short } from "../output.ts";
@@ -45,7 +45,7 @@ export function registerContainer(program: Command, ctx: (cmd: Command) => Ctx):
     .option("-a, --all", "include terminated containers")
     .action(async (o: { status?: string; service?: string; node?: string; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const query: Json = { state: o.status };
+      const query: Query = { state: o.status };
       if (o.service) query.service = (await resolve(c.client, KINDS.service, o.service)).resource_uri;
       if (o.node) query.node = (await resolve(c.client, KINDS.node, o.node)).resource_uri;
       const objects = (

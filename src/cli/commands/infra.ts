@@ -132,7 +132,7 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
         }
         if (o.awsIamInstanceProfileName) options.iam = { instance_profile_name: o.awsIamInstanceProfileName };
         if (Object.keys(options).length) body.provider_options = options;
-        const created = await c.client.request("POST", clusters(c), { body });
+        const created = await c.client.request<NodeCluster>("POST", clusters(c), { body });
         if (!o.deploy) return c.out.done(created.body);
         const uri = `${clusters(c)}${created.body.uuid}/`;
         await finish(c, await c.client.request("POST", `${uri}deploy/`), { sync: o.sync, refetch: uri });

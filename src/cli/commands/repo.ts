@@ -79,7 +79,9 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
     repository.command("register <name>").description("add a repository (<registry host>/<path>)"),
   ).action(async (name: string, o: CredentialOptions, cmd: Command) => {
     const c = ctx(cmd);
-    const made = await c.client.request("POST", base(c), { body: { name, ...(await credentialsBody(o)) } });
+    const made = await c.client.request<Repository>("POST", base(c), {
+      body: { name, ...(await credentialsBody(o)) },
+    });
     const repo: Repository = made.body;
     if (c.out.opts.json) return c.out.json(repo);
     c.out.line(repo.name);
@@ -91,7 +93,7 @@ export function registerRepo(program: Command, ctx: (cmd: Command) => Ctx): void
     const body = await credentialsBody(o);
     if (Object.keys(body).length === 0)
       throw usageError("repository update: give --username and/or a password");
-    const updated: Repository = (await c.client.request("PATCH", one(c, name), { body })).body;
+    const updated: Repository = (await c.client.request<Repository>("PATCH", one(c, name), { body })).body;
     if (c.out.opts.json) return c.out.json(updated);
     c.out.line(updated.name);
   });

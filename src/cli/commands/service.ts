@@ -14,7 +14,7 @@ import type {
 } from "../../contract/service.ts";
 import type { Stack } from "../../contract/stack.ts";
 import { durationSeconds } from "../../domain/stop.ts";
-import type { Json } from "../client.ts";
+import type { Query } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
 import { ago, type Column, lastSegment, short } from "../output.ts";
@@ -320,7 +320,7 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
     .option("-a, --all", "include terminated services")
     .action(async (o: { status?: string; stack?: string; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const query: Json = { state: o.status };
+      const query: Query = { state: o.status };
       if (o.stack) query.stack = (await resolve(c.client, KINDS.stack, o.stack)).resource_uri;
       const objects = (await c.client.all<ListedService>(base(c), query)).filter(
         (s) => o.all || o.status === "Terminated" || s.state !== "Terminated",
@@ -346,7 +346,7 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
   const create = async (image: string, o: DefinitionOptions, cmd: Command, start: boolean) => {
     const c = ctx(cmd);
     const body = { image, ...(await definitionBody(c, o)) };
-    const created = await c.client.request("POST", base(c), { body });
+    const created = await c.client.request<Service>("POST", base(c), { body });
     if (!start) return c.out.done(created.body);
     const started = await c.client.request("POST", `${base(c)}${created.body.uuid}/start/`);
     await finish(c, started, { sync: o.sync, refetch: `${base(c)}${created.body.uuid}/` });
@@ -411,7 +411,7 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
     .action(async (ref: string, _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
       const s = await resolve(c.client, kind, ref);
-      const vars: Json[] = s.container_envvars ?? [];
+      const vars = s.container_envvars;
       if (c.out.opts.json) return c.out.json(vars);
       if (c.out.opts.quiet) {
         for (const v of vars) c.out.line(v.key);
@@ -429,7 +429,7 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
     verb: string,
     args: string,
     description: string,
-    change: (current: Json[], values: string[]) => Json[],
+    change: (current: EnvVarBody[], values: string[]) => EnvVarBody[],
   ) =>
     env
       .command(`${verb} <identifier> ${args}`)
@@ -441,7 +441,7 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
           const c = ctx(cmd);
           await bulk(c, kind, [ref], o, async (client, s, b) => {
             const next = change(
-              (s.container_envvars ?? []).map((v: Json) => ({ key: v.key, value: v.value })),
+              s.container_envvars.map((v) => ({ key: v.key, value: v.value })),
               values,
             );
             const patched = await client.request("PATCH", `${b}${s.uuid}/`, {

@@ -52,7 +52,9 @@ export async function stackUp(c: Ctx, o: FileOptions): Promise<void> {
   );
   if (!existing) {
     const created = await send(file, () =>
-      c.client.request("POST", base, { body: { name, services: file.services } satisfies StackCreateBody }),
+      c.client.request<Stack>("POST", base, {
+        body: { name, services: file.services } satisfies StackCreateBody,
+      }),
     );
     const started = await c.client.request("POST", `${base}${created.body.uuid}/start/`);
     await finish(c, started, { sync: o.sync, refetch: `${base}${created.body.uuid}/` });

@@ -40,7 +40,7 @@ export function registerTrigger(program: Command, ctx: (cmd: Command) => Ctx): v
         if (!OPERATIONS.includes(op)) throw usageError(`--operation must be one of ${OPERATIONS.join(", ")}`);
         body.operation = op as TriggerOperation;
       }
-      const made: Trigger = (await c.client.request("POST", path, { body })).body;
+      const made: Trigger = (await c.client.request<Trigger>("POST", path, { body })).body;
       if (c.out.opts.json) return c.out.json(made);
       c.out.line(made.url);
     });
@@ -90,7 +90,8 @@ const label = (obj: Taggable): string =>
       : short(obj.uuid);
 
 async function taggable(c: Ctx, ref: string): Promise<{ kind: Kind; obj: Taggable }> {
-  for (const kind of [KINDS.service, KINDS.nodecluster, KINDS.node]) {
+  const kinds: Kind<Taggable>[] = [KINDS.service, KINDS.nodecluster, KINDS.node];
+  for (const kind of kinds) {
     try {
       return { kind, obj: await resolve(c.client, kind, ref) };
     } catch (err) {

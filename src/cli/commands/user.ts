@@ -2,6 +2,8 @@
 // administrators reset another user's without it) and ends every other session and access token;
 // `berth user deactivate|activate <username>` (administrators) ends or restores a user's access.
 import type { Command } from "commander";
+import type { PasswordChanged } from "../../contract/access.ts";
+import type { Profile } from "../../contract/account.ts";
 import type { Ctx } from "../context.ts";
 import { usageError } from "../errors.ts";
 import { readSecret } from "./account.ts";
@@ -42,9 +44,15 @@ export function registerUser(program: Command, ctx: (cmd: Command) => Ctx): void
       if (!newPassword) throw usageError("user passwd: no new password given");
       if (process.stdin.isTTY && again !== newPassword)
         throw usageError("user passwd: the new passwords differ");
-      const res = await c.client.request("POST", `/api/v1.1/users/${encodeURIComponent(target)}/password/`, {
-        body: own ? { old_password: oldPassword, new_password: newPassword } : { new_password: newPassword },
-      });
+      const res = await c.client.request<PasswordChanged>(
+        "POST",
+        `/api/v1.1/users/${encodeURIComponent(target)}/password/`,
+        {
+          body: own
+            ? { old_password: oldPassword, new_password: newPassword }
+            : { new_password: newPassword },
+        },
+      );
       if (c.out.opts.json) return c.out.json(res.body);
       c.out.line(
         `Password of ${target} changed; ${plural(res.body.sessions_ended, "session")} and ${plural(res.body.access_tokens_ended, "access token")} ended`,
@@ -59,7 +67,7 @@ export function registerUser(program: Command, ctx: (cmd: Command) => Ctx): void
       .description(`${verb} a user (administrators): ${what}`)
       .action(async (username: string, _o: unknown, cmd: Command) => {
         const c = ctx(cmd);
-        const res = await c.client.request(
+        const res = await c.client.request<Profile>(
           "POST",
           `/api/v1.1/users/${encodeURIComponent(username)}/${verb}/`,
         );
