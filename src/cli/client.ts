@@ -135,12 +135,12 @@ export class Client {
   }
 
   /** An object of the API; `T` is its contract type (`Service`, `Container`, …) where the caller knows it. */
-  async get<T = Json>(path: string, query?: Query): Promise<T> {
+  async get<T = unknown>(path: string, query?: Query): Promise<T> {
     return (await this.request<T>("GET", path, { query })).body;
   }
 
   /** Every object of a list, following `next` pages (at most `max`). */
-  async all<T = Json>(path: string, query: Query = {}, max = 10_000): Promise<T[]> {
+  async all<T = unknown>(path: string, query: Query = {}, max = 10_000): Promise<T[]> {
     const out: T[] = [];
     let offset = 0;
     for (;;) {

@@ -1,6 +1,6 @@
 // What every command gets from its options: a client for the chosen namespace and an output.
 import type { Command } from "commander";
-import { Client, type Json, type Reply } from "./client.ts";
+import { Client, type Reply } from "./client.ts";
 import { configPath, credentials, readConfig } from "./config.ts";
 import { colorEnabled, Output } from "./output.ts";
 import { followAction } from "./sync.ts";
@@ -41,7 +41,7 @@ export async function finish(
   c: Ctx,
   reply: Reply,
   opts: { sync?: boolean; refetch?: string },
-): Promise<Json> {
+): Promise<unknown> {
   let body = reply.body;
   if (opts.sync && reply.actionUri) {
     try {

@@ -12,6 +12,13 @@ export interface OutputOptions {
   tty: boolean;
 }
 
+/** The `uuid` of an answer, or "" when it has none. */
+function uuidIn(obj: unknown): string {
+  return typeof obj === "object" && obj !== null && "uuid" in obj && typeof obj.uuid === "string"
+    ? obj.uuid
+    : "";
+}
+
 /** A table column over objects of the API (`T`: their contract type, such as `Service`). */
 export interface Column<T = Json> {
   header: string;
@@ -189,7 +196,7 @@ export class Output {
   }
 
   /** The result of an operation on one object: JSON, or its uuid (what the historical CLI printed). */
-  done(obj: Json, id: string = obj?.uuid ?? ""): void {
+  done(obj: unknown, id: string = uuidIn(obj)): void {
     if (this.opts.json) this.json(obj);
     else this.line(id);
   }

@@ -3,7 +3,7 @@
 
 import os from "node:os";
 import type { Command } from "commander";
-import type { CreatedApiKey, Invitation, Organization } from "../../contract/account.ts";
+import type { Auth, CreatedApiKey, Invitation, Organization } from "../../contract/account.ts";
 import { Client } from "../client.ts";
 import { type Credentials, credentials, readConfig, removeConfig, writeConfig } from "../config.ts";
 import type { Ctx } from "../context.ts";
@@ -96,7 +96,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
         keyId = made.body.id;
       }
       const creds: Credentials = { ...c.client.creds, url, user, apiKey: apikey };
-      const me = await new Client(creds, undefined).get("/auth/");
+      const me = await new Client(creds, undefined).get<Auth>("/auth/");
       const stored = readConfig(c.configFile);
       writeConfig(c.configFile, {
         ...stored,
@@ -119,7 +119,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .action(async (o: { everywhere?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
       if (o.everywhere) {
-        const user = c.client.creds.user ?? (await c.client.get("/auth/")).username;
+        const user = c.client.creds.user ?? (await c.client.get<Auth>("/auth/")).username;
         await c.client.request("DELETE", `/api/v1.1/users/${encodeURIComponent(user)}/sessions/`);
         c.out.line(`Every session of ${user} ended`);
       }
@@ -144,7 +144,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .description("the user the CLI acts as, its namespaces and the server")
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const me = await c.client.get("/auth/");
+      const me = await c.client.get<Auth>("/auth/");
       const creds = c.client.creds;
       if (c.out.opts.json) return c.out.json({ ...me, url: creds.url, source: creds.source });
       c.out.line(`${me.username} at ${creds.url} (namespaces: ${(me.namespaces ?? []).join(", ")})`);
@@ -152,7 +152,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
 
   const userOf = async (c: Ctx): Promise<string> => {
     if (c.client.creds.user) return c.client.creds.user;
-    return (await c.client.get("/auth/")).username;
+    return (await c.client.get<Auth>("/auth/")).username;
   };
   const apikey = program.command("apikey").description("your API keys");
   apikey
@@ -208,7 +208,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .addOption(quietOption())
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const me = await c.client.get("/auth/");
+      const me = await c.client.get<Auth>("/auth/");
       const rows = (me.namespaces ?? []).map((name: string) => ({
         name,
         kind: name === me.username ? "user" : "organization",

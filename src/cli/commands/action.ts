@@ -4,7 +4,7 @@
 import type { Command } from "commander";
 import type { Action } from "../../contract/action.ts";
 import { canonicalUri, parseObjectUri } from "../../domain/uri.ts";
-import { API, type Json } from "../client.ts";
+import { API, type Json, type Query } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
 import { ago, type Column, elapsed, lastSegment, short } from "../output.ts";
@@ -81,7 +81,7 @@ export function registerAction(program: Command, ctx: (cmd: Command) => Ctx): vo
     .action(async (o: ListOptions, cmd: Command) => {
       const c = ctx(cmd);
       if (o.includeRelated && !o.object) throw usageError("--include-related needs --object");
-      const query: Json = { order_by: "-start_date", limit: Math.max(1, Math.min(o.last, 1000)) };
+      const query: Query = { order_by: "-start_date", limit: Math.max(1, Math.min(o.last, 1000)) };
       if (o.state) query.state = o.state;
       if (o.object) query.object = await objectUri(c, o.object);
       if (o.includeRelated) query.include_related = true;
@@ -152,7 +152,7 @@ export function registerAction(program: Command, ctx: (cmd: Command) => Ctx): vo
         cmd: Command,
       ) => {
         const c = ctx(cmd);
-        const query: Json = {};
+        const query: Query = {};
         if (o.type) query.type = o.type;
         if (o.object) query.object = await objectUri(c, o.object);
         if (o.parents) query.parents = await objectUri(c, o.parents);

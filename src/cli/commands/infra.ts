@@ -4,7 +4,7 @@
 import type { Command } from "commander";
 import type { Node, NodeCluster } from "../../contract/nodes.ts";
 import { canonicalUri, nodeTypeUri, providerUri, regionUri } from "../../domain/uri.ts";
-import { API, type Json } from "../client.ts";
+import { API, type Json, type Query } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { usageError } from "../errors.ts";
 import { ago, type Column, lastSegment, short, str } from "../output.ts";
@@ -52,9 +52,15 @@ function catalogueUri<K extends keyof typeof CATALOGUE>(
   return build(...names.map(encodeURIComponent));
 }
 
-async function listLive(c: Ctx, path: string, o: { status?: string; all?: boolean }, query: Json = {}) {
-  return (await c.client.all(path, { ...query, state: o.status })).filter(
-    (x: Json) => o.all || o.status === "Terminated" || x.state !== "Terminated",
+/** A list without its terminated objects (unless asked for); `T` is the objects' contract type. */
+async function listLive<T extends { state: string }>(
+  c: Ctx,
+  path: string,
+  o: { status?: string; all?: boolean },
+  query: Query = {},
+) {
+  return (await c.client.all<T>(path, { ...query, state: o.status })).filter(
+    (x) => o.all || o.status === "Terminated" || x.state !== "Terminated",
   );
 }
 
@@ -72,7 +78,7 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
     .option("-a, --all", "include terminated clusters")
     .action(async (o: { status?: string; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const objects = await listLive(c, clusters(c), o);
+      const objects = await listLive<NodeCluster>(c, clusters(c), o);
       c.out.list(objects, CLUSTER_COLUMNS);
     });
 
@@ -243,14 +249,14 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
     .option("-a, --all", "include terminated nodes")
     .action(async (o: { status?: string; cluster?: string; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const query: Json = {};
+      const query: Query = {};
       if (o.cluster) query.node_cluster = (await resolve(c.client, cluster, o.cluster)).resource_uri;
-      const objects = await listLive(c, nodes(c), o, query);
+      const objects = await listLive<ListedNode>(c, nodes(c), o, query);
       if (c.out.opts.json) return c.out.json({ meta: { total_count: objects.length }, objects });
       const names = new Map<string, string>();
       for (const n of objects) {
         if (n.node_cluster && !names.has(n.node_cluster)) {
-          const found = await c.client.get(n.node_cluster).catch(() => undefined);
+          const found = await c.client.get<NodeCluster>(n.node_cluster).catch(() => undefined);
           names.set(n.node_cluster, found?.name ?? short(lastSegment(n.node_cluster)));
         }
         n.cluster_name = n.node_cluster ? names.get(n.node_cluster) : "";

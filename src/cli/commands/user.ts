@@ -3,7 +3,7 @@
 // `berth user deactivate|activate <username>` (administrators) ends or restores a user's access.
 import type { Command } from "commander";
 import type { PasswordChanged } from "../../contract/access.ts";
-import type { Profile } from "../../contract/account.ts";
+import type { Auth, Profile } from "../../contract/account.ts";
 import type { Ctx } from "../context.ts";
 import { usageError } from "../errors.ts";
 import { readSecret } from "./account.ts";
@@ -32,7 +32,7 @@ export function registerUser(program: Command, ctx: (cmd: Command) => Ctx): void
     )
     .action(async (username: string | undefined, _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const me = c.client.creds.user ?? (await c.client.get("/auth/")).username;
+      const me = c.client.creds.user ?? (await c.client.get<Auth>("/auth/")).username;
       const target = username ?? me;
       const own = target === me;
       const secrets = await readSecrets(
