@@ -152,7 +152,7 @@ export class ServiceManager {
     return this.store.retrying(async (tx) => {
       const cur = await tx.services.findService(serviceUuid);
       if (!cur?.auth_secret || cur.state === "Terminated") return false;
-      await tx.deleteServiceApiKeys(serviceUuid);
+      await tx.identity.deleteServiceApiKeys(serviceUuid);
       const sealed = owner ? await this.serviceKey(owner, cur.namespace, cur.uuid, tx) : null;
       await tx.services.updateService(cur, { auth_secret: sealed, spec_version: cur.spec_version + 1 });
       return true;

@@ -299,7 +299,7 @@ export class RegistryService {
             object: serviceUri(s),
             meta: AUTOREDEPLOY,
           });
-          await tx.appendActionLog(
+          await tx.actions.appendActionLog(
             row.uuid,
             this.d.clock.now(),
             `Autoredeploy: ${image} was pushed to Berth's registry`,

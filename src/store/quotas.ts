@@ -9,7 +9,8 @@ import {
   QUOTA_RESOURCES,
   type QuotaResource,
 } from "../domain/quotas.ts";
-import type { Store } from "./store.ts";
+import { NamespaceStore } from "./namespaces.ts";
+import type { Kernel } from "./types.ts";
 
 /** The resources counted from rows (streams are counted by the process that holds them). */
 export type CountedResource = Exclude<
@@ -49,7 +50,7 @@ export function decodeLimits(json: string | null | undefined): Limits {
 const n = (row: { n?: unknown } | undefined) => Number(row?.n ?? 0);
 
 export class QuotaStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   private get db() {
     return this.s.db;
@@ -57,7 +58,7 @@ export class QuotaStore {
 
   /** The namespace's limits and whether it is an administrator's own namespace. */
   async settings(namespace: string): Promise<QuotaSettings> {
-    const facts = await this.s.namespaces.facts(namespace);
+    const facts = await new NamespaceStore(this.s).facts(namespace);
     return { limits: decodeLimits(facts?.limits), exempt: facts?.ownerIsAdmin ?? false };
   }
 

@@ -3,13 +3,11 @@ import { randomUUID } from "node:crypto";
 import { CompiledQuery, type RawBuilder, sql } from "kysely";
 import { addTo } from "../domain/collections.ts";
 import { VersionConflict } from "../domain/errors.ts";
-import { derivedColumns, type NewRow, type Patch } from "./derived.ts";
+import { derivedColumns } from "./derived.ts";
 import { specLinks } from "./migrations.ts";
-import type { ContainerTable, ServiceTable } from "./schema.ts";
-import type { Store } from "./store.ts";
+import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts";
 
-export type ServiceRow = Omit<ServiceTable, "id"> & { id: number };
-export type ContainerRow = Omit<ContainerTable, "id"> & { id: number };
+export type { ContainerRow, ServiceRow } from "./types.ts";
 export type NewService = Omit<ServiceRow, "id" | "version">;
 /** A new container record: its `state` is derived by the store (derived.ts). */
 export type NewContainer = NewRow<"container">;
@@ -157,7 +155,7 @@ export interface IncomingLink {
 }
 
 export class ServiceStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   /** Inserts a service with its link rows and its change-feed entry. */
   async insertService(r: NewService): Promise<ServiceRow> {
@@ -488,7 +486,7 @@ export class ServiceStore {
     if (uuids.length === 0) return out;
     try {
       await this.s.transaction(async (tx) => {
-        const rows = await tx.services.currentRows(uuids, opts.known);
+        const rows = await new ServiceStore(tx).currentRows(uuids, opts.known);
         const todo: { row: ContainerRow; patch: ContainerPatch }[] = [];
         for (const uuid of new Set(uuids)) {
           const c = rows.get(uuid);
@@ -497,7 +495,7 @@ export class ServiceStore {
           if (!p || Object.keys(p).length === 0) out.set(uuid, c);
           else todo.push({ row: c, patch: p });
         }
-        for (const r of await tx.services.updateContainers(todo)) out.set(r.uuid, r);
+        for (const r of await new ServiceStore(tx).updateContainers(todo)) out.set(r.uuid, r);
       });
     } catch (err) {
       if (!(err instanceof VersionConflict) || this.s.isTransaction) throw err;
@@ -639,7 +637,7 @@ const UPDATE_ONE_SQL = new Map<string, string>();
 
 /** updateContainers on SQLite: one run of a prepared statement per record. */
 async function updateEachSqlite(
-  tx: Store,
+  tx: Kernel,
   columns: readonly (keyof ContainerRow)[],
   group: readonly { row: ContainerRow; patch: Partial<ContainerRow> }[],
 ): Promise<void> {
@@ -662,7 +660,7 @@ async function updateEachSqlite(
 
 /** updateContainers on PostgreSQL: one statement per UPDATE_ROWS records, each column a CASE over the uuids. */
 async function updateCasePostgres(
-  tx: Store,
+  tx: Kernel,
   columns: readonly (keyof ContainerRow)[],
   group: readonly { row: ContainerRow; patch: Partial<ContainerRow> }[],
 ): Promise<void> {

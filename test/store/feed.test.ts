@@ -183,7 +183,7 @@ const cases: Case[] = [
   {
     method: "Store.insertAction",
     write: (s) =>
-      s.insertAction({
+      s.actions.insertAction({
         uuid: ids.action,
         namespace: NS,
         object: web,
@@ -264,7 +264,8 @@ const cases: Case[] = [
   },
   {
     method: "Store.updateAction",
-    write: async (s) => s.updateAction((await s.findAction(ids.action))!, { state: "In progress" }),
+    write: async (s) =>
+      s.actions.updateAction((await s.actions.findAction(ids.action))!, { state: "In progress" }),
     entries: [e("action", "update", actionUri(ids.action), "In progress", [web])],
   },
   {
@@ -320,7 +321,8 @@ const cases: Case[] = [
 const silent: Case[] = [
   {
     method: "an action's lease and step",
-    write: async (s) => s.updateAction((await s.findAction(ids.action))!, { lease_until: NOW, step: 3 }),
+    write: async (s) =>
+      s.actions.updateAction((await s.actions.findAction(ids.action))!, { lease_until: NOW, step: 3 }),
     entries: [],
   },
   {

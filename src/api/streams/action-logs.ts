@@ -100,12 +100,12 @@ export class ActionLogWatcher {
       }
       // The state is read before the lines: when it says the action ended, the lines read after
       // it are all the lines it will ever have.
-      const action = await this.opts.store.findAction(uuid);
+      const action = await this.opts.store.actions.findAction(uuid);
       const ended = !action || actionEnded(action.state);
       const ready = [...set].filter((f) => isOpen(f.ws) && f.ws.bufferedAmount <= f.maxBufferedBytes);
       if (ready.length === 0 && !ended) continue;
       const afterId = Math.min(...[...set].map((f) => f.afterId));
-      const rows = await this.opts.store.actionLogAfter(uuid, afterId);
+      const rows = await this.opts.store.actions.actionLogAfter(uuid, afterId);
       // A follower whose socket is full waits for a later tick; its position is kept.
       for (const f of ended ? [...set] : ready) {
         for (const row of rows) {
@@ -142,7 +142,7 @@ export function actionLogRoutes(app: FastifyInstance, ctx: StreamContext): void 
     querystring: LogsQuery,
     async prepare(req, { params: { uuid, namespace }, query: q }): Promise<ActionLogPlan> {
       const readable = await ctx.identity.namespacesOf(principalOf(req));
-      const action = await ctx.store.findAction(uuid);
+      const action = await ctx.store.actions.findAction(uuid);
       // The same visibility as GET of the action: another namespace's action is a 404.
       if (!action || !readable.includes(action.namespace) || (namespace && namespace !== action.namespace))
         throw notFound("action");
@@ -152,8 +152,8 @@ export function actionLogRoutes(app: FastifyInstance, ctx: StreamContext): void 
     async open(ws, plan) {
       const uuid = plan.action.uuid;
       // State first, lines second: an action found finished has all its lines in the tail read.
-      const current = await ctx.store.findAction(uuid);
-      const rows = plan.tail > 0 ? await ctx.store.actionLogTail(uuid, plan.tail) : [];
+      const current = await ctx.store.actions.findAction(uuid);
+      const rows = plan.tail > 0 ? await ctx.store.actions.actionLogTail(uuid, plan.tail) : [];
       for (const row of rows) sendJson(ws, logFrame(row));
       if (!plan.follow || !current || actionEnded(current.state)) {
         closeSocket(ws, CLOSE.normal, plan.follow ? `action ${current?.state ?? "gone"}` : "end of tail");
@@ -162,7 +162,9 @@ export function actionLogRoutes(app: FastifyInstance, ctx: StreamContext): void 
       // Follow from the last line sent; when the tail read found no line, every line is new (a second
       // read here would skip a line written in between). Without a tail, from the current last line.
       const afterId =
-        plan.tail > 0 ? (rows.at(-1)?.id ?? 0) : ((await ctx.store.actionLogTail(uuid, 1))[0]?.id ?? 0);
+        plan.tail > 0
+          ? (rows.at(-1)?.id ?? 0)
+          : ((await ctx.store.actions.actionLogTail(uuid, 1))[0]?.id ?? 0);
       const stop = ctx.actionLogs.follow(uuid, {
         ws,
         afterId,

@@ -37,7 +37,7 @@ export class SettleController extends Controller<ServiceKey> {
       }
     }
     if (candidates.size === 0) return;
-    const busy = await this.d.store.objectsWithActiveActions([...candidates.keys()]);
+    const busy = await this.d.store.actions.objectsWithActiveActions([...candidates.keys()]);
     for (const [uri, service] of candidates) if (!busy.has(uri)) this.add({ service });
   }
 
@@ -47,7 +47,7 @@ export class SettleController extends Controller<ServiceKey> {
       (s) => s.state !== "Terminated" && !SERVICE_TRANSITIONAL.includes(s.state as ServiceState),
     );
     if (services.length === 0) return [];
-    const busy = await store.objectsWithActiveActions(services.flatMap(serviceObjects));
+    const busy = await store.actions.objectsWithActiveActions(services.flatMap(serviceObjects));
     const failed: ServiceKey[] = [];
     for (const s of services) {
       if (serviceObjects(s).some((o) => busy.has(o))) continue;
