@@ -1,7 +1,7 @@
 // The actions section: recording, finding and claiming actions, their leases and their logs.
 
 import { insertMany } from "./insert-many.ts";
-import { inChunks, ROWS_PER_INSERT } from "./services.ts";
+import { inChunks } from "./services.ts";
 import type { ActionRow, Kernel, NewAction } from "./types.ts";
 
 export interface ActionQuery {
