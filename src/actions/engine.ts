@@ -11,6 +11,7 @@ import { type BodyCheck, bodyCheck } from "../contract/check.ts";
 import { ApiError, conflict, VersionConflict } from "../domain/errors.ts";
 import { actionEnded } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
+import { paramsOf } from "../store/codec.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 
 // The states are a domain table (the dashboard and the actions list filter share it).
@@ -303,7 +304,7 @@ export class ActionEngine {
     if (!actionEnded(a.state)) {
       throw conflict(`action is ${a.state}; retry is allowed in Success, Failed, Canceled`, "invalid_state");
     }
-    const params = storedParams(a);
+    const params = paramsOf(a);
     const wrong = this.paramProblem(a.kind, params);
     if (wrong) throw conflict(`action "${a.action}" cannot be retried: ${wrong}`, "not_retriable");
     return this.store.transaction((tx) =>
@@ -451,7 +452,7 @@ export class ActionEngine {
   private context<P>(action: ActionRow, signal: AbortSignal): StepContext<P> {
     return {
       action,
-      params: storedParams(action) as P,
+      params: paramsOf(action) as P,
       store: this.store,
       signal,
       log: this.logOf(action.uuid),
@@ -633,14 +634,4 @@ function formatMs(ms: number): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** An action's stored parameters; text that is not JSON reads as undefined (and fits no schema). */
-function storedParams(a: ActionRow): unknown {
-  if (!a.params) return null;
-  try {
-    return JSON.parse(a.params) as unknown;
-  } catch {
-    return undefined;
-  }
 }

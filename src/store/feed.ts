@@ -7,6 +7,7 @@
 import { offeredAddress } from "../domain/links.ts";
 import type { Clock } from "../domain/time.ts";
 import { actionUri, clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
+import { specOf } from "./codec.ts";
 import { NodeStore } from "./nodes.ts";
 import type { ChangeTable } from "./schema.ts";
 import { ServiceStore } from "./services.ts";
@@ -231,8 +232,7 @@ export class ChangeFeed {
         .map((l) => l.from_uuid),
     );
     for (const s of await new ServiceStore(tx).servicesByUuid(targets)) {
-      if ((JSON.parse(s.spec) as { sequential_deployment?: boolean }).sequential_deployment)
-        clients.add(s.uuid);
+      if (specOf(s).sequential_deployment) clients.add(s.uuid);
     }
     if (clients.size === 0) return [];
     const self = new Set(moved.map((m) => m.row.uuid));

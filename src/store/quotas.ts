@@ -9,8 +9,11 @@ import {
   QUOTA_RESOURCES,
   type QuotaResource,
 } from "../domain/quotas.ts";
+import { decodeLimits } from "./codec.ts";
 import { NamespaceStore } from "./namespaces.ts";
 import type { Kernel } from "./types.ts";
+
+export { decodeLimits } from "./codec.ts";
 
 /** The resources counted from rows (streams are counted by the process that holds them). */
 export type CountedResource = Exclude<
@@ -27,24 +30,6 @@ export const COUNTED_RESOURCES = QUOTA_RESOURCES.filter(
 export interface QuotaSettings {
   limits: Limits;
   exempt: boolean;
-}
-
-/** Decodes a stored `limits` JSON object, keeping only known resources with a number or null. */
-export function decodeLimits(json: string | null | undefined): Limits {
-  if (!json) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return {};
-  }
-  if (typeof value !== "object" || value === null) return {};
-  const out: Limits = {};
-  for (const r of QUOTA_RESOURCES) {
-    const v = (value as Record<string, unknown>)[r];
-    if (v === null || (typeof v === "number" && Number.isInteger(v) && v >= 0)) out[r] = v;
-  }
-  return out;
 }
 
 const n = (row: { n?: unknown } | undefined) => Number(row?.n ?? 0);

@@ -3,8 +3,8 @@ import { randomUUID } from "node:crypto";
 import { CompiledQuery, type RawBuilder, sql } from "kysely";
 import { addTo } from "../domain/collections.ts";
 import { VersionConflict } from "../domain/errors.ts";
+import { specLinks } from "./codec.ts";
 import { derivedColumns } from "./derived.ts";
-import { specLinks } from "./migrations.ts";
 import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts";
 
 export type { ContainerRow, ServiceRow } from "./types.ts";

@@ -6,6 +6,7 @@
 // the reconcile job settles.
 import { SERVICE_TRANSITIONAL, type ServiceState } from "../../domain/states.ts";
 import { parseObjectUri } from "../../domain/uri.ts";
+import { parentsOf } from "../../store/codec.ts";
 import type { ChangeRow } from "../../store/store.ts";
 import { type ControllerContext, type ServiceKey, serviceObjects } from "./context.ts";
 import { Controller } from "./controller.ts";
@@ -29,7 +30,7 @@ export class SettleController extends Controller<ServiceKey> {
     const candidates = new Map<string, string>();
     for (const row of rows) {
       if (row.type !== "container") continue;
-      const parents = JSON.parse(row.parents) as string[];
+      const parents = parentsOf(row);
       if (this.d.actions.runsOnAny([row.resource_uri, ...parents])) continue;
       for (const parent of parents) {
         const p = parseObjectUri(parent);
