@@ -1,7 +1,6 @@
 // The actions section: recording, finding and claiming actions, their leases and their logs.
 
-import { insertMany } from "./insert-many.ts";
-import { inChunks } from "./services.ts";
+import { inChunks, insertMany } from "./batches.ts";
 import type { ActionRow, Kernel, NewAction } from "./types.ts";
 
 export interface ActionQuery {

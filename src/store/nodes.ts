@@ -1,5 +1,5 @@
 // Queries of node clusters and nodes.
-import { inChunks } from "./services.ts";
+import { inChunks } from "./batches.ts";
 import type { ClusterRow, Kernel, NewRow, NodeRow, Patch } from "./types.ts";
 
 export type { ClusterRow, NodeRow } from "./types.ts";

@@ -6,13 +6,13 @@ import { type Clock, systemClock } from "../domain/time.ts";
 import { AccountStore } from "./accounts.ts";
 import { ActionStore } from "./actions.ts";
 import { AgentStore } from "./agents.ts";
+import { CHANGE_COLUMNS, insertEachSqlite, insertMany, ROWS_PER_INSERT } from "./batches.ts";
 import type { Dialect } from "./db.ts";
 import { derivedColumns } from "./derived.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import { ChangeFeed } from "./feed.ts";
 import { FeedReads } from "./feed-reads.ts";
 import { IdentityStore } from "./identity.ts";
-import { CHANGE_COLUMNS, insertEachSqlite, insertMany } from "./insert-many.ts";
 import { NamespaceStore } from "./namespaces.ts";
 import { NodeRowCache, NodeStore } from "./nodes.ts";
 import { announce, ChangeNotifier, IDENTITY_CHANGE, lockAndAnnounce } from "./notify.ts";
@@ -20,7 +20,7 @@ import { QuotaStore } from "./quotas.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
 import type { Database } from "./schema.ts";
-import { ROWS_PER_INSERT, ServiceStore } from "./services.ts";
+import { ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
 import type {
   ChangeRow,

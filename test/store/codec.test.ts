@@ -47,7 +47,9 @@ function matches(files: readonly string[], pattern: RegExp): string[] {
     fs
       .readFileSync(f, "utf8")
       .split("\n")
-      .flatMap((line, i) => (pattern.test(line) ? [`${path.relative(ROOT, f)}:${i + 1}  ${line.trim()}`] : [])),
+      .flatMap((line, i) =>
+        pattern.test(line) ? [`${path.relative(ROOT, f)}:${i + 1}  ${line.trim()}`] : [],
+      ),
   );
 }
 
