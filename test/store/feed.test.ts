@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { actionUri, clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../../src/domain/uri.ts";
 import { newNodeRow } from "../../src/nodes/records.ts";
+import { ActionStore } from "../../src/store/actions.ts";
 import type { Db } from "../../src/store/db.ts";
 import { migrateToLatest } from "../../src/store/migrations.ts";
 import { NodeStore } from "../../src/store/nodes.ts";
@@ -181,7 +182,7 @@ const cases: Case[] = [
     ],
   },
   {
-    method: "Store.insertAction",
+    method: "ActionStore.insertAction",
     write: (s) =>
       s.actions.insertAction({
         uuid: ids.action,
@@ -263,7 +264,7 @@ const cases: Case[] = [
     ],
   },
   {
-    method: "Store.updateAction",
+    method: "ActionStore.updateAction",
     write: async (s) =>
       s.actions.updateAction((await s.actions.findAction(ids.action))!, { state: "In progress" }),
     entries: [e("action", "update", actionUri(ids.action), "In progress", [web])],
@@ -367,9 +368,8 @@ function writeMethods(): string[] {
     ...of("ServiceStore", ServiceStore.prototype, writes),
     ...of("NodeStore", NodeStore.prototype, writes),
     ...of("StackStore", StackStore.prototype, writes),
-    ...of("Store", Store.prototype, (m) =>
-      /^(insertAction|updateAction|insertRows|updateRow|mutate|containersTouched)$/.test(m),
-    ),
+    ...of("ActionStore", ActionStore.prototype, writes),
+    ...of("Store", Store.prototype, (m) => /^(insertRows|updateRow|mutate|containersTouched)$/.test(m)),
   ].sort();
 }
 
