@@ -1,5 +1,10 @@
-// The Store: every query of the platform lives here (only `store/` knows SQL).
-// Components never call each other; they share this store, its transactions and its change feed.
+// The Store: every query of the platform lives in store/ (only `store/` knows SQL). Components
+// never call each other; they share this store, its transactions and its change feed.
+// Layers, each importing only those below it: types.ts (rows and the Kernel interface) and
+// codec.ts (stored JSON decoded, one function per column); this file, the transaction kernel
+// (transactions, `mutate`, writes of rows with events and their feed entries, notifications);
+// and the sections over the kernel (identity, actions, services, nodes, stacks, …), which take a
+// Kernel and are reached as `store.<section>`.
 import { type Kysely, sql } from "kysely";
 import { VersionConflict } from "../domain/errors.ts";
 import { type Clock, systemClock } from "../domain/time.ts";
