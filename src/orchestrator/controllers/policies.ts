@@ -1,3 +1,7 @@
+// Service policies that ask for work: an EVERY_NODE service gets a container on every new
+// eligible node while it runs, and a container that exited as its autodestroy policy says is
+// terminated. Both controllers only record actions (through the action engine's public enqueue);
+// the action kinds do the work.
 import { containerUri, serviceUri } from "../../domain/uri.ts";
 import { specOf } from "../../store/codec.ts";
 import type { ServiceRow } from "../../store/services.ts";
