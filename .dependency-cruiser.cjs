@@ -8,7 +8,7 @@ module.exports = {
       comment: "Modules form no import cycle: components meet through the store and small ports.",
       severity: "error",
       from: { path: "^(src|web)/" },
-      to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } },
+      to: { circular: true },
     },
     {
       name: "only-drivers-talk-to-engines",

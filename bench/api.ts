@@ -133,7 +133,7 @@ export async function runApi(opts: ApiOptions, out: (line: string) => void): Pro
       const t0 = performance.now();
       const r = await api(b, "PATCH", one, { target_num_containers: 3 + (i % 2) });
       patch.push(performance.now() - t0);
-      patchAction = `${r.status}, action ${actionState(await b.platform.store.findAction(actionUuidOf(r.headers)))}`;
+      patchAction = `${r.status}, action ${actionState(await b.platform.store.actions.findAction(actionUuidOf(r.headers)))}`;
     }
     patch.sort((a, c) => a - c);
     out(
@@ -153,7 +153,7 @@ export async function runApi(opts: ApiOptions, out: (line: string) => void): Pro
       answered.push(performance.now() - t0);
       const uuid = actionUuidOf(r.headers);
       for (;;) {
-        const a = await b.platform.store.findAction(uuid);
+        const a = await b.platform.store.actions.findAction(uuid);
         if (!a) {
           states.push(`${op}: no action (${r.status})`);
           break;

@@ -94,7 +94,7 @@ export async function runRealDeploy(
           }
           reading = true;
           try {
-            const state = (await b.platform.store.findAction(uuid))?.state ?? "";
+            const state = (await b.platform.store.actions.findAction(uuid))?.state ?? "";
             if (["Success", "Failed", "Canceled"].includes(state)) {
               unlisten();
               resolve(state);
@@ -140,7 +140,9 @@ export async function runRealDeploy(
           const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
           state = await actionEnd(action);
           if (state !== "Success") {
-            const log = (await b.platform.store.actionLogTail(action, 5)).map((l) => l.line).join(" | ");
+            const log = (await b.platform.store.actions.actionLogTail(action, 5))
+              .map((l) => l.line)
+              .join(" | ");
             throw new Error(`the start action ended ${state}: ${log}`);
           }
         }),

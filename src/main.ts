@@ -27,7 +27,7 @@ export async function startServer(config: Config, opts: PlatformOptions = {}): P
  * (or the default socket) and the administrator's namespace has no node yet, attach it.
  */
 async function attachDefaultEngine(p: Platform): Promise<void> {
-  const admin = await p.store.firstAdmin();
+  const admin = await p.store.identity.firstAdmin();
   if (!admin || (await p.store.nodes.countNodes(admin.username)) > 0) return;
   try {
     const node = await p.attachedEngines.attach(admin.username, {

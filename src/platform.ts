@@ -590,7 +590,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     return { ready: Object.values(checks).every((v) => v === "ok"), checks };
   }
   metrics.attach({
-    actionQueue: () => store.actionQueue(),
+    actionQueue: () => store.actions.actionQueue(),
     lastReconcilePass: async () => {
       const v = await store.replicas.findFact("reconcile_pass_at");
       return v === undefined ? undefined : Number(v);

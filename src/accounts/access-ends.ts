@@ -106,7 +106,7 @@ export class AccessEnds {
     const row = await this.o.store.accounts.setActive(user.id, active);
     if (!row) throw new ApiError("not_found", "not_found", "No such user.");
     if (was && !active) {
-      for (const org of await this.o.store.orgsOf(user.username))
+      for (const org of await this.o.store.identity.orgsOf(user.username))
         await this.rotateServiceKeys(org, `${user.username} was deactivated`, p);
     }
     return row;
@@ -126,7 +126,7 @@ export class AccessEnds {
    * revoked, and the organization's service keys rotated.
    */
   async membershipEnded(org: string, username: string, by: Principal): Promise<void> {
-    const user = await this.o.store.findUserByName(username);
+    const user = await this.o.store.identity.findUserByName(username);
     if (!user) return;
     const why = `${username} was removed from ${org}`;
     const tokens = await this.o.store.agents.deleteUnusedTokensOf(user.id, org);
@@ -171,12 +171,12 @@ export class AccessEnds {
     const ownerOf = async (serviceUuid: string): Promise<UserRow | undefined> => {
       const id = keyUsers.get(serviceUuid);
       if (id !== undefined && (await creatorMayUse(this.o.store, id, org)))
-        return this.o.store.findUserById(id);
+        return this.o.store.identity.findUserById(id);
       if (fallback === undefined) {
         fallback = null;
-        for (const m of await this.o.store.orgMembers(org)) {
+        for (const m of await this.o.store.identity.orgMembers(org)) {
           if (m.role !== "owner") continue;
-          const u = await this.o.store.findUserByName(m.username);
+          const u = await this.o.store.identity.findUserByName(m.username);
           if (u?.is_active) {
             fallback = u;
             break;

@@ -85,7 +85,7 @@ export class AccountsService {
   async verify(token: string): Promise<Principal | undefined> {
     const row = await this.store.findAccessToken(sha256(token));
     if (!row || row.expires <= this.o.clock.now()) return undefined;
-    const user = await this.o.store.findUserById(row.user_id);
+    const user = await this.o.store.identity.findUserById(row.user_id);
     if (!user?.is_active) return undefined;
     return { user, via: "token", namespaceLimit: null, scopes: row.scopes.split(" ").filter(Boolean) };
   }

@@ -87,7 +87,7 @@ export class SessionService {
   async check(token: string): Promise<SessionCheck | undefined> {
     const row = await this.o.store.accounts.findSession(sha256(token));
     if (!row || row.expires <= this.o.clock.now()) return undefined;
-    const user = await this.o.store.findUserById(row.user_id);
+    const user = await this.o.store.identity.findUserById(row.user_id);
     if (!user?.is_active) return undefined;
     return {
       principal: {

@@ -11,6 +11,7 @@ import { type BodyCheck, bodyCheck } from "../contract/check.ts";
 import { ApiError, conflict, VersionConflict } from "../domain/errors.ts";
 import { actionEnded } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
+import { paramsOf } from "../store/codec.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 
 // The states are a domain table (the dashboard and the actions list filter share it).
@@ -157,7 +158,7 @@ export class ActionEngine {
     const now = this.opts.clock.now();
     return this.store
       .transaction(async (tx) => {
-        const row = await tx.insertAction({
+        const row = await tx.actions.insertAction({
           uuid: input.uuid,
           namespace: input.namespace,
           object: input.object,
@@ -175,7 +176,7 @@ export class ActionEngine {
           state: input.state,
           is_user_action: input.meta.isUserAction === false ? 0 : 1,
         });
-        if (input.logLine) await tx.appendActionLog(row.uuid, now, input.logLine);
+        if (input.logLine) await tx.actions.appendActionLog(row.uuid, now, input.logLine);
         return row;
       })
       .then((row) => {
@@ -200,13 +201,13 @@ export class ActionEngine {
     if (wrong) throw new Error(wrong);
     const row = await tx.transaction(async (t) => {
       await kind.prepare?.(t, input.params, input.object);
-      const busy = (await t.activeActionOn(input.object)) ?? (await this.pendingOn(t, input.object));
+      const busy = (await t.actions.activeActionOn(input.object)) ?? (await this.pendingOn(t, input.object));
       const now = this.opts.clock.now();
       // The replica that accepted the request runs it (its log and engine connections are here):
       // the action is reserved for this worker for one lease; were it to die first, the
       // reservation lapses like any lease and another replica takes the action.
       const reserve = !busy && !this.stopped;
-      const action = await t.insertAction(
+      const action = await t.actions.insertAction(
         {
           uuid: input.uuid ?? randomUUID(),
           namespace: input.namespace,
@@ -228,7 +229,11 @@ export class ActionEngine {
         reserve ? { owner: this.instanceId, until: now + this.opts.leaseMs } : undefined,
       );
       if (busy)
-        await t.appendActionLog(action.uuid, now, `Waiting for action ${busy.uuid} on the same object`);
+        await t.actions.appendActionLog(
+          action.uuid,
+          now,
+          `Waiting for action ${busy.uuid} on the same object`,
+        );
       return action;
     });
     this.wake();
@@ -236,7 +241,7 @@ export class ActionEngine {
   }
 
   private async pendingOn(tx: Store, object: string): Promise<ActionRow | undefined> {
-    const { rows } = await tx.listActions({
+    const { rows } = await tx.actions.listActions({
       namespaces: [],
       objects: [object],
       states: ["Pending"],
@@ -266,7 +271,7 @@ export class ActionEngine {
             r.state === "Canceled"
               ? "Canceled before it started"
               : "Cancel requested; stopping after the current step";
-          await tx.appendActionLog(uuid, now(), line);
+          await tx.actions.appendActionLog(uuid, now(), line);
         },
       },
     );
@@ -288,7 +293,7 @@ export class ActionEngine {
 
   /** Repeats a finished asynchronous action's operation as a new action (with `newUuid` when given). */
   async retry(uuid: string, meta: CallMeta, newUuid?: string): Promise<ActionRow> {
-    const a = await this.store.findAction(uuid);
+    const a = await this.store.actions.findAction(uuid);
     if (!a) throw new ApiError("not_found", "not_found", "No such action.");
     if (!a.kind || !this.kinds.has(a.kind)) {
       throw conflict(
@@ -299,7 +304,7 @@ export class ActionEngine {
     if (!actionEnded(a.state)) {
       throw conflict(`action is ${a.state}; retry is allowed in Success, Failed, Canceled`, "invalid_state");
     }
-    const params = storedParams(a);
+    const params = paramsOf(a);
     const wrong = this.paramProblem(a.kind, params);
     if (wrong) throw conflict(`action "${a.action}" cannot be retried: ${wrong}`, "not_retriable");
     return this.store.transaction((tx) =>
@@ -368,7 +373,7 @@ export class ActionEngine {
     const deadline = Date.now() + 5000;
     while (this.inFlight.size > 0 && Date.now() < deadline) await sleep(20);
     if (opts.graceMs !== undefined) {
-      await this.store.releaseActionLeases(this.instanceId).catch((err) => this.opts.onError?.(err));
+      await this.store.actions.releaseActionLeases(this.instanceId).catch((err) => this.opts.onError?.(err));
     }
   }
 
@@ -376,7 +381,7 @@ export class ActionEngine {
   async idle(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (this.inFlight.size === 0 && (await this.store.unfinishedActionCount()) === 0) return;
+      if (this.inFlight.size === 0 && (await this.store.actions.unfinishedActionCount()) === 0) return;
       await new Promise<void>((r) => {
         this.idleWaiters.add(r);
         setTimeout(r, 50);
@@ -406,7 +411,7 @@ export class ActionEngine {
   private async scan(): Promise<void> {
     const free = (this.opts.concurrency ?? DEFAULT_CONCURRENCY) - this.inFlight.size;
     if (free <= 0) return;
-    const candidates = await this.store.claimableActions(this.opts.clock.now(), free * 2, {
+    const candidates = await this.store.actions.claimableActions(this.opts.clock.now(), free * 2, {
       owner: this.instanceId,
       running: [...this.inFlight.keys()],
     });
@@ -423,14 +428,14 @@ export class ActionEngine {
     const now = this.opts.clock.now();
     try {
       return await this.store.transaction(async (tx) => {
-        const r = await tx.updateAction(a, {
+        const r = await tx.actions.updateAction(a, {
           state: a.state === "Pending" ? "In progress" : a.state,
           lease_owner: this.instanceId,
           lease_until: now + this.opts.leaseMs,
           attempts: a.attempts + 1,
         });
         if (a.attempts > 0) {
-          await tx.appendActionLog(
+          await tx.actions.appendActionLog(
             a.uuid,
             now,
             `Resuming at step ${a.step + 1} after the worker running it stopped (attempt ${a.attempts + 1})`,
@@ -447,7 +452,7 @@ export class ActionEngine {
   private context<P>(action: ActionRow, signal: AbortSignal): StepContext<P> {
     return {
       action,
-      params: storedParams(action) as P,
+      params: paramsOf(action) as P,
       store: this.store,
       signal,
       log: this.logOf(action.uuid),
@@ -476,7 +481,7 @@ export class ActionEngine {
     const lines = this.logLines;
     this.logLines = [];
     this.nextLogWrite = undefined;
-    return this.store.appendActionLogs(lines);
+    return this.store.actions.appendActionLogs(lines);
   };
 
   private async run(claimed: ActionRow): Promise<void> {
@@ -507,10 +512,10 @@ export class ActionEngine {
   }
 
   private async heartbeat(uuid: string): Promise<void> {
-    const a = await this.store.findAction(uuid);
+    const a = await this.store.actions.findAction(uuid);
     if (!a || a.lease_owner !== this.instanceId || actionEnded(a.state)) return;
     try {
-      await this.store.updateAction(a, { lease_until: this.opts.clock.now() + this.opts.leaseMs });
+      await this.store.actions.updateAction(a, { lease_until: this.opts.clock.now() + this.opts.leaseMs });
     } catch (err) {
       if (!(err instanceof VersionConflict)) throw err; // a concurrent cancel bumped the version; next beat renews
     }
@@ -538,7 +543,7 @@ export class ActionEngine {
     }
     for (let i = claimed.step; i < kind.steps.length; i++) {
       if (signal.aborted) return; // shutting down: the lease lapses and the action resumes elsewhere
-      const current = await this.store.findAction(claimed.uuid);
+      const current = await this.store.actions.findAction(claimed.uuid);
       if (!current || current.lease_owner !== this.instanceId) return; // lost the lease
       if (current.state === "Canceling") {
         await ctx.log(`Canceled before step ${i + 1} of ${kind.steps.length}`);
@@ -582,11 +587,11 @@ export class ActionEngine {
         clearTimeout(timer);
         signal.removeEventListener("abort", onAbort);
       }
-      const after = await this.store.findAction(claimed.uuid);
+      const after = await this.store.actions.findAction(claimed.uuid);
       if (!after || after.lease_owner !== this.instanceId) return;
       await this.updateRetrying(claimed.uuid, { step: i + 1 });
     }
-    const last = await this.store.findAction(claimed.uuid);
+    const last = await this.store.actions.findAction(claimed.uuid);
     await this.settle(kind, ctx, last?.state === "Canceling" ? "Canceled" : "Success");
   }
 
@@ -629,14 +634,4 @@ function formatMs(ms: number): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** An action's stored parameters; text that is not JSON reads as undefined (and fits no schema). */
-function storedParams(a: ActionRow): unknown {
-  if (!a.params) return null;
-  try {
-    return JSON.parse(a.params) as unknown;
-  } catch {
-    return undefined;
-  }
 }

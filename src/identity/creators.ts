@@ -15,8 +15,8 @@ export async function creatorMayUse(
   namespace: string,
 ): Promise<boolean> {
   if (creatorId === null) return true;
-  const user = await store.findUserById(creatorId);
+  const user = await store.identity.findUserById(creatorId);
   if (!user?.is_active) return false;
   if (user.username === namespace) return true;
-  return (await store.membership(namespace, user.username)) !== undefined;
+  return (await store.identity.membership(namespace, user.username)) !== undefined;
 }

@@ -21,6 +21,7 @@ import {
 import type { ServiceSpec } from "../domain/service.ts";
 import { problemsError } from "../domain/stackfile.ts";
 import type { ContainerSpec } from "../drivers/engine.ts";
+import { decodePrivileges } from "../store/codec.ts";
 import type { NamespaceFacts } from "../store/namespaces.ts";
 import type { Store } from "../store/store.ts";
 import { IDENTITY_CACHE_TTL_MS, type Principal } from "./service.ts";
@@ -37,20 +38,11 @@ export interface NamespaceSettings {
   administrator: boolean;
 }
 
-function parsePolicy(json: string): Partial<Privileges> {
-  try {
-    const v: unknown = JSON.parse(json);
-    return v && typeof v === "object" && !Array.isArray(v) ? (v as Partial<Privileges>) : {};
-  } catch {
-    return {};
-  }
-}
-
 function settingsOf(facts: NamespaceFacts): NamespaceSettings {
   return {
     name: facts.name,
     kind: facts.kind,
-    privileges: facts.ownerIsAdmin ? ALL_PRIVILEGES : canonicalPrivileges(parsePolicy(facts.privileges)),
+    privileges: facts.ownerIsAdmin ? ALL_PRIVILEGES : canonicalPrivileges(decodePrivileges(facts.privileges)),
     administrator: facts.ownerIsAdmin,
   };
 }
@@ -142,7 +134,7 @@ export class NamespacePolicies {
     if (!facts) throw notFound("namespace");
     const problems = policyProblems(patch, "privileges.");
     if (problems.length) throw problemsError(problems);
-    const next = canonicalPrivileges({ ...parsePolicy(facts.privileges), ...patch });
+    const next = canonicalPrivileges({ ...decodePrivileges(facts.privileges), ...patch });
     await this.store.namespaces.putPrivileges(namespace, JSON.stringify(next));
     const written = await this.store.namespaces.facts(namespace);
     if (!written) throw forbidden(`Namespace ${namespace} is gone.`, "not_found");

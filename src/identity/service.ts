@@ -137,14 +137,14 @@ export class IdentityService {
 
   /** Revokes a user's API key; false when the user has no such key. */
   async revokeApiKey(user: UserRow, id: number): Promise<boolean> {
-    const deleted = await this.store.deleteApiKey(user.id, id);
+    const deleted = await this.store.identity.deleteApiKey(user.id, id);
     if (deleted) this.accessChanged();
     return deleted;
   }
 
   /** Revokes the key Berth made for a service's PLATFORM_AUTH (the service is terminated). */
   async revokeServiceKeys(serviceUuid: string): Promise<void> {
-    await this.store.deleteServiceApiKeys(serviceUuid);
+    await this.store.identity.deleteServiceApiKeys(serviceUuid);
     this.accessChanged();
   }
 
@@ -154,7 +154,7 @@ export class IdentityService {
    */
   async recheck(p: Principal): Promise<{ principal?: Principal; reason: string }> {
     if (p.via === "apikey" && p.keyHash) {
-      const found = await this.store.findApiKeyByHash(p.keyHash);
+      const found = await this.store.identity.findApiKeyByHash(p.keyHash);
       if (!found || found.user.id !== p.user.id) return { reason: "the API key was revoked" };
       if (!found.user.is_active) return { reason: `user ${p.user.username} is no longer active` };
       return { principal: { ...p, user: found.user }, reason: "" };
@@ -164,7 +164,7 @@ export class IdentityService {
       if (!session || session.user_id !== p.user.id) return { reason: "the session was signed out" };
       if (session.expires <= this.clock.now()) return { reason: "the session expired" };
     }
-    const user = await this.store.findUserByName(p.user.username);
+    const user = await this.store.identity.findUserByName(p.user.username);
     if (!user || user.id !== p.user.id || !user.is_active)
       return { reason: `user ${p.user.username} no longer exists or is not active` };
     return { principal: { ...p, user }, reason: "" };
@@ -176,7 +176,7 @@ export class IdentityService {
     if (!EMAIL_RE.test(input.email)) throw invalidField("email", "must be an email address");
     if (input.password.length < 8) throw invalidField("password", "must be at least 8 characters");
     try {
-      return await this.store.createUser({
+      return await this.store.identity.createUser({
         username: input.username,
         email: input.email,
         password_hash: await hashPassword(input.password),
@@ -212,7 +212,7 @@ export class IdentityService {
     const row = await (opts.tx ?? this.store).transaction(async (tx) => {
       // A user's own keys are counted (quota apikeys); the keys Berth makes for services are not.
       if (!opts.serviceUuid) await tx.quotas.enforce(user.username, "apikeys", 1, { now });
-      return tx.insertApiKey({
+      return tx.identity.insertApiKey({
         user_id: user.id,
         label: opts.label ?? "",
         key_hash: hashApiKey(key),
@@ -233,7 +233,7 @@ export class IdentityService {
     password?: string;
     apiKey?: string;
   }): Promise<{ username: string; password: string; apiKey: string; generated: boolean } | undefined> {
-    if ((await this.store.countUsers()) > 0) return undefined;
+    if ((await this.store.identity.countUsers()) > 0) return undefined;
     const generated = !admin.username;
     const username = admin.username ?? "admin";
     const password = admin.password ?? generatePassword();
@@ -262,7 +262,7 @@ export class IdentityService {
     opts: { allowPassword: boolean },
   ): Promise<Principal | undefined> {
     const hash = hashApiKey(secret);
-    const found = await this.cached(this.keys, hash, () => this.store.findApiKeyByHash(hash));
+    const found = await this.cached(this.keys, hash, () => this.store.identity.findApiKeyByHash(hash));
     if (found && found.user.username === username && found.user.is_active) {
       return {
         user: found.user,
@@ -273,7 +273,7 @@ export class IdentityService {
       };
     }
     if (!opts.allowPassword) return undefined;
-    const user = await this.store.findUserByName(username);
+    const user = await this.store.identity.findUserByName(username);
     // Unknown and inactive users cost one scrypt check too, so timing does not tell who exists.
     const ok = user?.is_active
       ? await verifyPassword(secret, user.password_hash)
@@ -285,7 +285,7 @@ export class IdentityService {
   /** Namespaces the principal may read and write: its own and its organizations'. */
   async namespacesOf(p: Principal): Promise<string[]> {
     if (p.namespaceLimit) return [p.namespaceLimit];
-    return [p.user.username, ...(await this.store.orgsOf(p.user.username))];
+    return [p.user.username, ...(await this.store.identity.orgsOf(p.user.username))];
   }
 
   /** Resolves the namespace of a path; a namespace the caller cannot use is a 404 (no existence leak). */
@@ -296,7 +296,7 @@ export class IdentityService {
     const member = await this.cached(
       this.members,
       `${ns}\u0000${p.user.username}`,
-      async () => (await this.store.membership(ns, p.user.username)) !== undefined,
+      async () => (await this.store.identity.membership(ns, p.user.username)) !== undefined,
     );
     if (!member) throw notFound();
     return ns;
@@ -306,7 +306,7 @@ export class IdentityService {
     const problem = namespaceNameProblem(name);
     if (problem) throw invalidField("name", problem);
     try {
-      await this.store.createOrg(name, p.user.username, this.clock.now());
+      await this.store.identity.createOrg(name, p.user.username, this.clock.now());
     } catch (err) {
       if (err instanceof UniqueViolation)
         throw conflict(`The name "${name}" is already taken.`, "name_taken");
@@ -316,9 +316,9 @@ export class IdentityService {
 
   /** An organization visible to the caller (members and admins), or 404. */
   async getOrg(p: Principal, name: string) {
-    const ns = await this.store.findNamespace(name);
+    const ns = await this.store.identity.findNamespace(name);
     if (ns?.kind !== "org") throw notFound("organization");
-    const members = await this.store.orgMembers(name);
+    const members = await this.store.identity.orgMembers(name);
     if (!p.user.is_admin && !members.some((m) => m.username === p.user.username))
       throw notFound("organization");
     return { name, members: members.map((m) => ({ username: m.username, role: m.role })) };
@@ -352,19 +352,19 @@ export class IdentityService {
           "Only administrators can add a member directly; invite the user instead.",
           "admin_only",
         );
-      const user = await this.store.findUserByName(username);
+      const user = await this.store.identity.findUserByName(username);
       if (!user) throw invalidField("username", `no user named "${username}"`);
-      await this.store.putMember(org, username, role);
+      await this.store.identity.putMember(org, username, role);
       return { invitation: this.invitationOf(org, username, user.id, role, p), state: "accepted" };
     }
     // Both lookups run for every name, so a known name costs what an unknown one does.
     const [user, member] = await Promise.all([
-      this.store.findUserByName(username),
-      this.store.membership(org, username),
+      this.store.identity.findUserByName(username),
+      this.store.identity.membership(org, username),
     ]);
     if (user && member) {
       if (member.role === "owner" && role === "member") {
-        const owners = (await this.store.orgMembers(org)).filter((m) => m.role === "owner");
+        const owners = (await this.store.identity.orgMembers(org)).filter((m) => m.role === "owner");
         if (owners.length === 1)
           throw new ApiError(
             "conflict",
@@ -372,11 +372,11 @@ export class IdentityService {
             `${username} is the last owner of ${org}; make another member an owner first.`,
           );
       }
-      await this.store.putMember(org, username, role);
-      await this.store.deleteInvitation(org, username);
+      await this.store.identity.putMember(org, username, role);
+      await this.store.identity.deleteInvitation(org, username);
       return { invitation: this.invitationOf(org, username, user.id, role, p), state: "accepted" };
     }
-    const invitation = await this.store.putInvitation(
+    const invitation = await this.store.identity.putInvitation(
       this.invitationOf(org, username, user?.id ?? null, role, p),
     );
     return { invitation, state: "pending" };
@@ -395,31 +395,32 @@ export class IdentityService {
   /** Pending invitations of an organization (owners). */
   async orgInvitations(p: Principal, org: string): Promise<InvitationRow[]> {
     await this.requireOwner(p, org);
-    return this.store.orgInvitations(org);
+    return this.store.identity.orgInvitations(org);
   }
 
   /** Withdraws a pending invitation (owners); false when there is none. */
   async revokeInvitation(p: Principal, org: string, username: string): Promise<boolean> {
     await this.requireOwner(p, org);
-    return this.store.deleteInvitation(org, username);
+    return this.store.identity.deleteInvitation(org, username);
   }
 
   /** The user's invitations (only those it may accept). */
   invitationsOf(user: UserRow): Promise<InvitationRow[]> {
-    return this.store.invitationsOf(user);
+    return this.store.identity.invitationsOf(user);
   }
 
   /** Accepts an invitation: the user becomes a member with its role. 404 when it has none to `org`. */
   async acceptInvitation(user: UserRow, org: string): Promise<void> {
-    const inv = await this.store.acceptInvitation(org, user);
+    const inv = await this.store.identity.acceptInvitation(org, user);
     if (!inv) throw notFound("invitation");
     this.accessChanged();
   }
 
   /** Declines an invitation (the user's own); 404 when it has none to `org`. */
   async declineInvitation(user: UserRow, org: string): Promise<void> {
-    const mine = (await this.store.invitationsOf(user)).some((i) => i.org === org);
-    if (!mine || !(await this.store.deleteInvitation(org, user.username))) throw notFound("invitation");
+    const mine = (await this.store.identity.invitationsOf(user)).some((i) => i.org === org);
+    if (!mine || !(await this.store.identity.deleteInvitation(org, user.username)))
+      throw notFound("invitation");
   }
 
   /**
@@ -430,7 +431,7 @@ export class IdentityService {
     const leaving = username === p.user.username && !p.namespaceLimit;
     if (leaving) await this.getOrg(p, org);
     else await this.requireOwner(p, org);
-    const result = await this.store.removeMemberKeepingOwner(org, username);
+    const result = await this.store.identity.removeMemberKeepingOwner(org, username);
     if (result === "missing") throw notFound("member");
     if (result === "last_owner") {
       throw new ApiError(
@@ -449,7 +450,7 @@ export class IdentityService {
   async userForCaller(p: Principal, username: string): Promise<UserRow> {
     if (p.user.username === username) return p.user;
     if (p.user.is_admin && !p.namespaceLimit) {
-      const u = await this.store.findUserByName(username);
+      const u = await this.store.identity.findUserByName(username);
       if (u) return u;
     }
     throw notFound("user");

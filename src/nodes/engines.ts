@@ -1,8 +1,8 @@
 // Engine clients per node: Docker engines over their URL (with TLS for attached engines), through
 // an agent's tunnel for agent nodes, and in-memory fake engines for simulated nodes. Clients are cached per node and URL.
 import { DockerEngine } from "../drivers/docker/docker-engine.ts";
-import type { DockerTls } from "../drivers/docker/endpoint.ts";
 import { type Engine, EngineError } from "../drivers/engine.ts";
+import { decodeEngineTls } from "../store/codec.ts";
 import type { EngineAddress, EngineSource } from "./provisioners.ts";
 
 /** What a simulated node's fake engine is made from: its size comes from its node type. */
@@ -56,7 +56,7 @@ export class Engines implements EngineSource {
     const key = `${node.uuid} ${node.engine_url}`;
     let engine = this.docker.get(key);
     if (!engine) {
-      const tls = node.engine_tls ? (JSON.parse(this.openSecret(node.engine_tls)) as DockerTls) : undefined;
+      const tls = node.engine_tls ? decodeEngineTls(this.openSecret(node.engine_tls)) : undefined;
       engine = timed(
         new DockerEngine({ endpoint: node.engine_url, tls, pingTimeoutMs: 3000 }),
         node.uuid,

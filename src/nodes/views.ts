@@ -1,11 +1,12 @@
 // Wire representations of node clusters and nodes (spec "Node cluster", "Node").
 import { restTime } from "../domain/time.ts";
 import { clusterUri, nodeUri } from "../domain/uri.ts";
+import { providerOptionsOf, tagsOf } from "../store/codec.ts";
 import type { ClusterRow, NodeRow } from "../store/nodes.ts";
 
 export { clusterUri, nodeUri };
 
-export const tagsOf = (json: string) => (JSON.parse(json) as string[]).map((name) => ({ name }));
+const tagViews = (row: { tags: string }) => tagsOf(row).map((name) => ({ name }));
 
 export function clusterView(c: ClusterRow, nodes: NodeRow[]) {
   const live = nodes.filter((n) => n.state !== "Terminated");
@@ -25,8 +26,8 @@ export function clusterView(c: ClusterRow, nodes: NodeRow[]) {
     ).length,
     deployed_datetime: restTime(c.deployed_at),
     destroyed_datetime: restTime(c.destroyed_at),
-    tags: tagsOf(c.tags),
-    provider_options: c.provider_options ? (JSON.parse(c.provider_options) as object) : null,
+    tags: tagViews(c),
+    provider_options: providerOptionsOf(c),
   };
 }
 
@@ -57,6 +58,6 @@ export function nodeView(n: NodeRow, opts: { currentNumContainers: number; clust
     tunnel: n.tunnel,
     deployed_datetime: restTime(n.deployed_at),
     destroyed_datetime: restTime(n.destroyed_at),
-    tags: tagsOf(n.tags),
+    tags: tagViews(n),
   };
 }

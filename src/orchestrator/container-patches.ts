@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { environmentFromEngine, linkHostsFromEngine } from "../domain/container-spec.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import type { ContainerView } from "../drivers/engine.ts";
+import { decodeSpec } from "../store/codec.ts";
 import type { ContainerPatch, ContainerRow } from "../store/services.ts";
 
 export function exitCodeMessage(code: number | null | undefined): string | null {
@@ -40,7 +41,7 @@ export function engineRecord(c: ContainerRow, view: ContainerView): ContainerPat
 let lastSpec: { json: string; envvars: ServiceSpec["container_envvars"] } | undefined;
 function envvarsOf(specJson: string): ServiceSpec["container_envvars"] {
   if (lastSpec?.json !== specJson) {
-    lastSpec = { json: specJson, envvars: (JSON.parse(specJson) as ServiceSpec).container_envvars };
+    lastSpec = { json: specJson, envvars: decodeSpec(specJson).container_envvars };
   }
   return lastSpec.envvars;
 }

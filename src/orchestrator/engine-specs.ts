@@ -18,6 +18,7 @@ import { containerUri, nodeUri, serviceUri } from "../domain/uri.ts";
 import type { ContainerSpec } from "../drivers/engine.ts";
 import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
+import { decodeSpec } from "../store/codec.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
@@ -52,8 +53,8 @@ export function platformHosts(publicUrl: string): { restHost: string; streamHost
  * what it takes from it, so sharing it is safe.
  */
 let lastSpec: { json: string; spec: ServiceSpec } | undefined;
-const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">): ServiceSpec => {
-  if (lastSpec?.json !== row.spec) lastSpec = { json: row.spec, spec: JSON.parse(row.spec) as ServiceSpec };
+const cachedSpecOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">): ServiceSpec => {
+  if (lastSpec?.json !== row.spec) lastSpec = { json: row.spec, spec: decodeSpec(row.spec) };
   return lastSpec.spec;
 };
 
@@ -145,7 +146,7 @@ export class EngineSpecs {
   async desiredLinkHosts(c: ContainerRow): Promise<string[] | undefined> {
     const service = await this.services.get(c.service_uuid);
     if (!service || service.state === "Terminated") return undefined;
-    return linkHosts(await this.links(c, specOf(service), service));
+    return linkHosts(await this.links(c, cachedSpecOf(service), service));
   }
 
   /** `service` and `node`: the container's, when the caller has read them already (a batch). */
@@ -159,7 +160,7 @@ export class EngineSpecs {
     ]);
     if (!service) throw new Error(`the service of container ${c.name} is gone`);
     if (!node) throw new Error(`the node of container ${c.name} is gone`);
-    const spec = specOf(c);
+    const spec = cachedSpecOf(c);
     const sourceIds = new Map<string, string[]>();
     for (const b of spec.bindings) {
       if (!b.volumes_from) continue;

@@ -9,6 +9,7 @@ export { offeredAddress, TARGET_STATES } from "../domain/links.ts";
 
 import type { ServiceSpec } from "../domain/service.ts";
 import { containerUri } from "../domain/uri.ts";
+import { decodeSpec } from "../store/codec.ts";
 import type { ContainerRow } from "../store/services.ts";
 
 /** The key of a container's deployed definition among those of a page: service and version. */
@@ -35,7 +36,7 @@ export function linkTargetOf(
   if (!spec) {
     if (c.spec === undefined)
       throw new Error(`the definition of ${c.name} (version ${c.spec_version}) was not read`);
-    spec = JSON.parse(c.spec) as ServiceSpec;
+    spec = decodeSpec(c.spec);
     specs?.set(key, spec);
   }
   let parts = targetParts.get(spec);

@@ -13,6 +13,7 @@ import { lastSegment, nodeUri, serviceUri } from "../domain/uri.ts";
 import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
+import { specOf } from "../store/codec.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store, UserRow } from "../store/store.ts";
 import type { Orchestrator } from "./services.ts";
@@ -27,8 +28,6 @@ export interface ManagerDeps {
   orchestrator: Orchestrator;
 }
 
-const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
-  JSON.parse(row.spec) as ServiceSpec;
 const live = (c: ContainerRow) => c.state !== "Terminated";
 
 export class ServiceManager {
@@ -152,7 +151,7 @@ export class ServiceManager {
     return this.store.retrying(async (tx) => {
       const cur = await tx.services.findService(serviceUuid);
       if (!cur?.auth_secret || cur.state === "Terminated") return false;
-      await tx.deleteServiceApiKeys(serviceUuid);
+      await tx.identity.deleteServiceApiKeys(serviceUuid);
       const sealed = owner ? await this.serviceKey(owner, cur.namespace, cur.uuid, tx) : null;
       await tx.services.updateService(cur, { auth_secret: sealed, spec_version: cur.spec_version + 1 });
       return true;

@@ -9,7 +9,7 @@
 import type { ActionEngine } from "../actions/engine.ts";
 import { addTo } from "../domain/collections.ts";
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
-import { LABELS, type ServiceSpec } from "../domain/service.ts";
+import { LABELS } from "../domain/service.ts";
 import {
   actionEnded,
   SERVICE_TRANSITIONAL,
@@ -19,6 +19,7 @@ import {
 import type { Clock } from "../domain/time.ts";
 import type { ContainerSummary } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
+import { specOf } from "../store/codec.ts";
 import { type Follower, follow } from "../store/follow.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow } from "../store/services.ts";
@@ -198,7 +199,7 @@ export class Reconciler {
         if (!listing || !agrees(c, byRecord.get(c.uuid) ?? [])) this.containers.add({ container: c.uuid });
     }
     for (const s of services) {
-      const spec = JSON.parse(s.spec) as ServiceSpec;
+      const spec = specOf(s);
       this.linkHosts.compare(s, spec, byService);
       const everyNode = spec.deployment_strategy === "EVERY_NODE";
       if (everyNode && (s.state === "Running" || s.state === "Partly running"))
@@ -279,5 +280,5 @@ function agrees(c: ContainerRow, mine: ContainerSummary[]): boolean {
   if (x.state !== "exited" && x.state !== "created" && x.state !== "dead") return false;
   if (c.state !== "Stopped") return false;
   if (c.desired !== "running" || c.exit_code === null) return true;
-  return (JSON.parse(c.spec) as ServiceSpec).autodestroy === "OFF";
+  return specOf(c).autodestroy === "OFF";
 }

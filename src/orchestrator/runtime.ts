@@ -15,6 +15,7 @@ import {
   type RegistryAuth,
 } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
+import { linkHostsOf, specOf } from "../store/codec.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
@@ -412,7 +413,7 @@ export class ContainerRuntime {
     id: string,
     log: Log | undefined,
   ): Promise<void> {
-    const spec = JSON.parse(c.spec) as Pick<ServiceSpec, "stop_signal" | "stop_grace_period">;
+    const spec: Pick<ServiceSpec, "stop_signal" | "stop_grace_period"> = specOf(c);
     const timeoutS = spec.stop_grace_period ?? this.d.stopTimeoutS ?? 10;
     const signal = spec.stop_signal ?? `${DEFAULT_STOP_SIGNAL} unless the image sets another`;
     // The line is written while the engine works: it is said before the wait, not a reason to wait.
@@ -685,7 +686,7 @@ export class ContainerRuntime {
     if (c?.state !== "Running" || !c.engine_id || c.link_hosts === null) return true;
     const desired = await this.d.linkHostsFor?.(c);
     if (!desired) return true;
-    const written = JSON.parse(c.link_hosts) as string[];
+    const written = linkHostsOf(c);
     if (sameEntries(written, desired)) return true;
     const key = `${c.engine_id}\u0000${JSON.stringify(desired)}`;
     if (this.hostsRefused.has(key)) return false;

@@ -31,6 +31,7 @@ import {
   PlacementState,
   planRemoval,
 } from "../scheduler/index.ts";
+import { specOf, tagsOf } from "../store/codec.ts";
 import {
   type ContainerPatch,
   type ContainerRow,
@@ -61,8 +62,6 @@ type Ctx<P> = StepContext<P>;
 
 /** Service operations another action may run inline (see `Orchestrator.runOperation`). */
 export type InlineOperation = "start" | "stop" | "redeploy" | "terminate";
-
-const specOf = (s: Pick<ServiceRow, "spec">) => JSON.parse(s.spec) as ServiceSpec;
 
 /** What a container of this definition claims on its node (scheduler/capacity.ts). */
 export function demandOf(spec: ServiceSpec): Demand {
@@ -150,7 +149,7 @@ export class Orchestrator {
       uuid: n.uuid,
       name: n.nickname || n.external_fqdn,
       state: n.state,
-      tags: JSON.parse(n.tags) as string[],
+      tags: tagsOf(n),
       memoryMb: n.memory,
       cpus: n.cpu,
     }));
@@ -608,7 +607,7 @@ export class Orchestrator {
         uuid: n.uuid,
         name: n.nickname,
         state: n.state,
-        tags: JSON.parse(n.tags) as string[],
+        tags: tagsOf(n),
       }));
       const doomed = planRemoval({
         service: s.uuid,

@@ -19,7 +19,6 @@ import type { Container } from "../contract/container.ts";
 import type { Service } from "../contract/service.ts";
 import { addTo } from "../domain/collections.ts";
 import {
-  type CalculatedEnvVar,
   calculatedEnvvars,
   type LinkTargets,
   linkEnvironmentCurrent,
@@ -36,6 +35,7 @@ import type { ServiceSpec } from "../domain/service.ts";
 import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domain/service-spec.ts";
 import { restTime } from "../domain/time.ts";
 import { containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
+import { decodeSpec, environmentOf, linkHostsOf, portsOf, specOf } from "../store/codec.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, IncomingLink, ServiceRow, ViewedContainer } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
@@ -50,9 +50,6 @@ import {
 } from "./links.ts";
 
 type PlatformHosts = ReturnType<typeof platformHosts>;
-
-const specOf = (row: Pick<ServiceRow, "spec"> | Pick<ContainerRow, "spec">) =>
-  JSON.parse(row.spec) as ServiceSpec;
 
 const isTargetState = (state: string) => (TARGET_STATES as readonly string[]).includes(state);
 
@@ -89,10 +86,10 @@ function synchronizedWith(
 ): boolean {
   if (c.spec_version !== service.spec_version) return false;
   if (c.environment === null || c.state === "Terminated") return true;
-  const recorded = JSON.parse(c.environment) as CalculatedEnvVar[];
+  const recorded = environmentOf(c) ?? [];
   const userEnvvars = deployed()?.container_envvars ?? [];
   if (!linkEnvironmentCurrent(recorded, links, { name: c.name, userEnvvars })) return false;
-  return sameEntries(JSON.parse(c.link_hosts ?? "[]") as string[], linkHosts(links));
+  return sameEntries(linkHostsOf(c), linkHosts(links));
 }
 
 /** The fields of a definition that service and container views both show (contract DefinitionFields). */
@@ -187,7 +184,7 @@ export async function readViewData(
       rows = await store.services.containersOfServices(uuids);
     for (const c of rows) {
       if (c.spec !== undefined && !targetSpecs.has(deployedKey(c)))
-        targetSpecs.set(deployedKey(c), JSON.parse(c.spec) as ServiceSpec);
+        targetSpecs.set(deployedKey(c), decodeSpec(c.spec));
     }
     return rows;
   };
@@ -322,7 +319,7 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
   const service = data.services.get(c.service_uuid);
   const node = data.nodes.get(c.node_uuid);
   const uri = containerUri(c);
-  const reported = JSON.parse(c.ports) as { inner_port: number; protocol: string; outer_port: number }[];
+  const reported = portsOf(c);
   const targetsOf = (uuid: string) => (data.services.has(uuid) ? (data.targets.get(uuid) ?? []) : []);
   // The links it follows now: its service's current ones, to the targets' live containers.
   const serviceSpec = service && c.state !== "Terminated" ? data.currentSpec(service) : undefined;
@@ -369,7 +366,7 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     ),
     container_envvars: spec.container_envvars,
     // Exactly what its engine container was created with, as the engine reports it (none before).
-    calculated_envvars: c.environment ? (JSON.parse(c.environment) as CalculatedEnvVar[]) : [],
+    calculated_envvars: environmentOf(c) ?? [],
     ...definitionFields(spec),
     ...stopFields(spec),
     hostname: spec.hostname || c.name,

@@ -6,11 +6,11 @@ import { createHash, randomUUID } from "node:crypto";
 import type { ActionEngine, CallMeta } from "../actions/engine.ts";
 import { ApiError, badRequest, conflict, invalidField } from "../domain/errors.ts";
 import { parseImageRef, parseRepositoryName, splitHost } from "../domain/images.ts";
-import type { ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import { registryUri, serviceUri } from "../domain/uri.ts";
 import type { RegistryAuth } from "../drivers/engine.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
+import { decodeCredentials, specOf } from "../store/codec.ts";
 import type { RepositoryRow } from "../store/registries.ts";
 import { type Store, UniqueViolation } from "../store/store.ts";
 import { type OutboundPolicy, usesPlainHttp } from "./outbound.ts";
@@ -121,7 +121,7 @@ export class RegistryService {
   private async repositoriesInUse(namespace: string): Promise<Set<string>> {
     const used = new Set<string>();
     for (const s of await this.d.store.services.liveServices({ namespace })) {
-      used.add(parseImageRef((JSON.parse(s.spec) as ServiceSpec).image_name).repository);
+      used.add(parseImageRef(specOf(s).image_name).repository);
     }
     return used;
   }
@@ -169,7 +169,7 @@ export class RegistryService {
   }
 
   private opened(row: RepositoryRow): Credentials | undefined {
-    return row.credentials ? (JSON.parse(this.d.box.open(row.credentials)) as Credentials) : undefined;
+    return row.credentials ? decodeCredentials(this.d.box.open(row.credentials)) : undefined;
   }
 
   async create(namespace: string, body: RepositoryBody): Promise<RepositoryRow> {
@@ -286,7 +286,7 @@ export class RegistryService {
     if (pushed.size === 0) return started;
     for (const s of await this.d.store.services.liveServices()) {
       if (s.state !== "Running" && s.state !== "Partly running") continue;
-      const spec = JSON.parse(s.spec) as ServiceSpec;
+      const spec = specOf(s);
       const ref = parseImageRef(spec.image_name);
       const image = `${ref.repository}:${ref.tag ?? "latest"}`;
       if (!spec.autoredeploy || ref.digest || !pushed.has(image)) continue;
@@ -299,7 +299,7 @@ export class RegistryService {
             object: serviceUri(s),
             meta: AUTOREDEPLOY,
           });
-          await tx.appendActionLog(
+          await tx.actions.appendActionLog(
             row.uuid,
             this.d.clock.now(),
             `Autoredeploy: ${image} was pushed to Berth's registry`,

@@ -3,6 +3,7 @@
 // truth; a poll covers other replicas' commits. Settling itself belongs to StackService.
 import { actionEnded } from "../domain/states.ts";
 import { parseObjectUri } from "../domain/uri.ts";
+import { parentsOf } from "../store/codec.ts";
 import { type Follower, follow } from "../store/follow.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
 
@@ -51,7 +52,7 @@ export class StackFollower {
     const stacks = new Set<string>();
     for (const c of changes) {
       if (c.type !== "service" && !(c.type === "action" && actionEnded(c.state))) continue;
-      for (const parent of JSON.parse(c.parents) as string[]) {
+      for (const parent of parentsOf(c)) {
         const p = parseObjectUri(parent);
         if (p?.subsystem === "app" && p.resource === "stack" && p.namespace !== undefined) stacks.add(p.id);
       }

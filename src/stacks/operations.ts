@@ -130,7 +130,7 @@ export class StackOperations {
     const failures: string[] = [];
     for (const [i, listed] of sequence.entries()) {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error("aborted");
-      const action = await this.store.findAction(ctx.action.uuid);
+      const action = await this.store.actions.findAction(ctx.action.uuid);
       if (action?.state === "Canceling") {
         await ctx.log(`Canceled before service ${listed.name}`);
         return;
@@ -187,7 +187,7 @@ export class StackOperations {
     // Services whose turn never came (a failure, a cancel) leave their transitional state.
     for (const s of await servicesOf(this.store, st.uuid)) {
       const serviceOp = OPERATION_OF[s.state];
-      if (!serviceOp || (await this.store.activeActionOn(serviceUri(s)))) continue;
+      if (!serviceOp || (await this.store.actions.activeActionOn(serviceUri(s)))) continue;
       await this.d.orchestrator.finishOperation(
         serviceOp,
         s.uuid,
@@ -223,7 +223,7 @@ export class StackOperations {
   async settle(uuid: string): Promise<void> {
     await this.patchStack(uuid, async (st) => {
       if (st.state === "Terminated") return undefined;
-      const { rows } = await this.store.listActions({
+      const { rows } = await this.store.actions.listActions({
         namespaces: [st.namespace],
         objects: [stackUri(st.namespace, st.uuid)],
         states: ["Pending", "In progress", "Canceling"],

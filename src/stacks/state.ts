@@ -9,7 +9,7 @@ import type { ServiceRow } from "../store/services.ts";
 import type { StackRow } from "../store/stacks.ts";
 import type { Store } from "../store/store.ts";
 
-export const specOf = (s: Pick<ServiceRow, "spec">) => JSON.parse(s.spec) as ServiceSpec;
+export { specOf } from "../store/codec.ts";
 export const live = (s: { state: string }) => s.state !== "Terminated";
 
 /** The services a service must start after: those it links to and those whose volumes it mounts. */

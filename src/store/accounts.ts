@@ -1,8 +1,9 @@
 // Queries of the accounts API (CONTRACT §11): email addresses, profile fields, access tokens and
 // email confirmation tokens. Tokens are looked up by their SHA-256 only.
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
+import { IdentityStore } from "./identity.ts";
 import type { AccessTokenTable, EmailTable, EmailTokenTable, SessionTable } from "./schema.ts";
-import type { Store, UserRow } from "./store.ts";
+import type { Kernel, UserRow } from "./types.ts";
 
 export type EmailRow = EmailTable;
 export type AccessTokenRow = Omit<AccessTokenTable, "id"> & { id: number };
@@ -13,7 +14,7 @@ export type SessionRow = Omit<SessionTable, "id"> & { id: number };
 export type ProfilePatch = Partial<Pick<UserRow, "location" | "profile_url" | "company">>;
 
 export class AccountStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   // ---- email addresses -------------------------------------------------------------------------
 
@@ -138,7 +139,7 @@ export class AccountStore {
   // ---- profile ---------------------------------------------------------------------------------
 
   async updateProfile(userId: number, patch: ProfilePatch): Promise<UserRow | undefined> {
-    if (Object.keys(patch).length === 0) return this.s.findUserById(userId);
+    if (Object.keys(patch).length === 0) return new IdentityStore(this.s).findUserById(userId);
     const row = await this.s.db
       .updateTable("users")
       .set(patch)
@@ -218,8 +219,8 @@ export class AccountStore {
         .where("id", "=", userId)
         .execute();
       return {
-        sessions_ended: await tx.accounts.deleteSessionsOf(userId, keepSession),
-        access_tokens_ended: await tx.accounts.deleteAccessTokensOf(userId),
+        sessions_ended: await new AccountStore(tx).deleteSessionsOf(userId, keepSession),
+        access_tokens_ended: await new AccountStore(tx).deleteAccessTokensOf(userId),
       };
     });
   }
@@ -248,8 +249,8 @@ export class AccountStore {
         .returningAll()
         .executeTakeFirst();
       if (!active) {
-        await tx.accounts.deleteSessionsOf(userId);
-        await tx.accounts.deleteAccessTokensOf(userId);
+        await new AccountStore(tx).deleteSessionsOf(userId);
+        await new AccountStore(tx).deleteAccessTokensOf(userId);
       }
       tx.identityChanged();
       return row;

@@ -1,12 +1,12 @@
 // Queries of node registration tokens and agent node keys (bring your own node, issue 15).
 import type { AgentKeyTable, RegistrationTokenTable } from "./schema.ts";
-import type { Store } from "./store.ts";
+import type { Kernel } from "./types.ts";
 
 export type RegistrationTokenRow = Omit<RegistrationTokenTable, "id"> & { id: number };
 export type AgentKeyRow = AgentKeyTable;
 
 export class AgentStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   async insertToken(t: Omit<RegistrationTokenRow, "id">): Promise<RegistrationTokenRow> {
     return this.s.db.insertInto("registration_tokens").values(t).returningAll().executeTakeFirstOrThrow();

@@ -7,31 +7,25 @@
 import { offeredAddress } from "../domain/links.ts";
 import type { Clock } from "../domain/time.ts";
 import { actionUri, clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
-import type { ClusterRow, NodeRow } from "./nodes.ts";
+import { specOf } from "./codec.ts";
+import { NodeStore } from "./nodes.ts";
 import type { ChangeTable } from "./schema.ts";
-import type { ContainerRow, ServiceRow } from "./services.ts";
-import type { StackRow } from "./stacks.ts";
-import type { ActionRow, Store } from "./store.ts";
+import { ServiceStore } from "./services.ts";
+import type {
+  ActionRow,
+  ContainerRow,
+  FeedRows,
+  FeedType,
+  Kernel,
+  NodeRow,
+  ServiceRow,
+  Written,
+} from "./types.ts";
+
+export type { FeedRows, FeedType, Written } from "./types.ts";
 
 export type FeedAction = "create" | "update" | "delete";
 export type NewChange = Omit<ChangeTable, "revision">;
-
-/** The rows that have events, by event type. */
-export interface FeedRows {
-  service: ServiceRow;
-  container: ContainerRow;
-  stack: StackRow;
-  node: NodeRow;
-  nodecluster: ClusterRow;
-  action: ActionRow;
-}
-export type FeedType = keyof FeedRows;
-
-/** A row's write as the feed records it: the row as written, and as it was read (none when inserted). */
-export interface Written<K extends FeedType> {
-  before?: FeedRows[K];
-  row: FeedRows[K];
-}
 
 /** Parents remembered per container: a container's service, stack, node and cluster never change. */
 const PARENTS_CACHE_MAX = 100_000;
@@ -94,7 +88,7 @@ export class ChangeFeed {
    * `create`, writes that changed nothing add no entry. Containers whose address as a link
    * target moved add `update` entries of their link clients (see `linkClients`).
    */
-  async record<K extends FeedType>(tx: Store, type: K, written: readonly Written<K>[]): Promise<void> {
+  async record<K extends FeedType>(tx: Kernel, type: K, written: readonly Written<K>[]): Promise<void> {
     const entries = written.filter((w) => !w.before || changed(type, w.before, w.row));
     const changes: NewChange[] = [];
     const datetime = this.clock.now();
@@ -115,7 +109,7 @@ export class ChangeFeed {
    * `update` entries of containers whose view changed without a write to their row (their
    * service's links changed): the load balancer and the reconciler follow them.
    */
-  async touched(tx: Store, rows: readonly ContainerRow[]): Promise<void> {
+  async touched(tx: Kernel, rows: readonly ContainerRow[]): Promise<void> {
     const parents = await this.containerParents(tx, rows);
     const datetime = this.clock.now();
     await tx.appendChanges(
@@ -164,19 +158,20 @@ export class ChangeFeed {
    * service and per node: a service's stack and a node's cluster are set when they are created
    * and never change, so a burst of new containers reads neither table once both are known.
    */
-  private async containerParents(tx: Store, rows: readonly ContainerRow[]): Promise<string[]> {
+  private async containerParents(tx: Kernel, rows: readonly ContainerRow[]): Promise<string[]> {
     const missing = rows.filter((c) => !this.parents.has(c.uuid));
     const found = new Map<string, string>();
     if (missing.length) {
       const services = await this.partsOf(
         this.serviceParts,
         missing.map((c) => c.service_uuid),
-        async (uuids) => (await tx.services.servicesByUuid(uuids)).map((s) => [s.uuid, serviceParts(s)]),
+        async (uuids) =>
+          (await new ServiceStore(tx).servicesByUuid(uuids)).map((s) => [s.uuid, serviceParts(s)]),
       );
       const nodes = await this.partsOf(
         this.nodeParts,
         missing.map((c) => c.node_uuid),
-        async (uuids) => (await tx.nodes.nodesByUuid(uuids)).map((n) => [n.uuid, nodeParts(n)]),
+        async (uuids) => (await new NodeStore(tx).nodesByUuid(uuids)).map((n) => [n.uuid, nodeParts(n)]),
       );
       for (const c of missing) {
         const service = services.get(c.service_uuid);
@@ -220,7 +215,7 @@ export class ChangeFeed {
    * own other containers) changes too, since its `linked_to_container` changed with it.
    */
   private async linkClients(
-    tx: Store,
+    tx: Kernel,
     written: readonly Written<"container">[],
     datetime: number,
   ): Promise<NewChange[]> {
@@ -232,17 +227,18 @@ export class ChangeFeed {
     if (moved.length === 0) return [];
     const targets = [...new Set(moved.map((m) => m.row.service_uuid))];
     const clients = new Set(
-      (await tx.services.linksTo(targets))
+      (await new ServiceStore(tx).linksTo(targets))
         .filter((l) => moved.some((m) => m.row.service_uuid === l.to_uuid && m.row.namespace === l.namespace))
         .map((l) => l.from_uuid),
     );
-    for (const s of await tx.services.servicesByUuid(targets)) {
-      if ((JSON.parse(s.spec) as { sequential_deployment?: boolean }).sequential_deployment)
-        clients.add(s.uuid);
+    for (const s of await new ServiceStore(tx).servicesByUuid(targets)) {
+      if (specOf(s).sequential_deployment) clients.add(s.uuid);
     }
     if (clients.size === 0) return [];
     const self = new Set(moved.map((m) => m.row.uuid));
-    const rows = (await tx.services.containersOfServices([...clients])).filter((c) => !self.has(c.uuid));
+    const rows = (await new ServiceStore(tx).containersOfServices([...clients])).filter(
+      (c) => !self.has(c.uuid),
+    );
     const parents = await this.containerParents(tx, rows);
     return rows.map((c, i) => this.entry(c, "container", "update", containerUri(c), parents[i]!, datetime));
   }

@@ -5,7 +5,7 @@
 // The channel is the database's: notifications of other schemas (another installation sharing the
 // database) are dropped.
 import pg from "pg";
-import { CHANGE_CHANNEL } from "./store.ts";
+import { CHANGE_CHANNEL } from "./notify.ts";
 
 export interface RemoteChange {
   /** The replica that committed it. */

@@ -1,6 +1,6 @@
 // Queries of namespace settings (migration 0018): what administrators decide per namespace, its
 // privileges (domain/privileges.ts) and its limits, each kept as a JSON object.
-import type { Store } from "./store.ts";
+import type { Kernel } from "./types.ts";
 
 /** A namespace with what its settings need to be read: its kind and, for a user's, whether that user is an administrator. */
 export interface NamespaceFacts {
@@ -15,7 +15,7 @@ export interface NamespaceFacts {
 }
 
 export class NamespaceStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   /** The namespace and its settings in one statement; undefined when there is no such namespace. */
   async facts(name: string): Promise<NamespaceFacts | undefined> {

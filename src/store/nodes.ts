@@ -1,11 +1,8 @@
 // Queries of node clusters and nodes.
-import type { NewRow, Patch } from "./derived.ts";
-import type { NodeClusterTable, NodeTable } from "./schema.ts";
-import { inChunks } from "./services.ts";
-import type { Store } from "./store.ts";
+import { inChunks } from "./batches.ts";
+import type { ClusterRow, Kernel, NewRow, NodeRow, Patch } from "./types.ts";
 
-export type ClusterRow = Omit<NodeClusterTable, "id"> & { id: number };
-export type NodeRow = Omit<NodeTable, "id"> & { id: number };
+export type { ClusterRow, NodeRow } from "./types.ts";
 export type NewCluster = Omit<ClusterRow, "id" | "version">;
 /** A new node: its `state` is derived by the store (derived.ts). */
 export type NewNode = NewRow<"node">;
@@ -91,7 +88,7 @@ export class NodeRowCache {
 
 export class NodeStore {
   constructor(
-    private readonly s: Store,
+    private readonly s: Kernel,
     private readonly cache?: NodeRowCache,
   ) {}
 

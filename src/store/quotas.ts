@@ -9,7 +9,11 @@ import {
   QUOTA_RESOURCES,
   type QuotaResource,
 } from "../domain/quotas.ts";
-import type { Store } from "./store.ts";
+import { decodeLimits } from "./codec.ts";
+import { NamespaceStore } from "./namespaces.ts";
+import type { Kernel } from "./types.ts";
+
+export { decodeLimits } from "./codec.ts";
 
 /** The resources counted from rows (streams are counted by the process that holds them). */
 export type CountedResource = Exclude<
@@ -28,28 +32,10 @@ export interface QuotaSettings {
   exempt: boolean;
 }
 
-/** Decodes a stored `limits` JSON object, keeping only known resources with a number or null. */
-export function decodeLimits(json: string | null | undefined): Limits {
-  if (!json) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return {};
-  }
-  if (typeof value !== "object" || value === null) return {};
-  const out: Limits = {};
-  for (const r of QUOTA_RESOURCES) {
-    const v = (value as Record<string, unknown>)[r];
-    if (v === null || (typeof v === "number" && Number.isInteger(v) && v >= 0)) out[r] = v;
-  }
-  return out;
-}
-
 const n = (row: { n?: unknown } | undefined) => Number(row?.n ?? 0);
 
 export class QuotaStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   private get db() {
     return this.s.db;
@@ -57,7 +43,7 @@ export class QuotaStore {
 
   /** The namespace's limits and whether it is an administrator's own namespace. */
   async settings(namespace: string): Promise<QuotaSettings> {
-    const facts = await this.s.namespaces.facts(namespace);
+    const facts = await new NamespaceStore(this.s).facts(namespace);
     return { limits: decodeLimits(facts?.limits), exempt: facts?.ownerIsAdmin ?? false };
   }
 

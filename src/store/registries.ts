@@ -2,7 +2,7 @@
 
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import type { RepositoryTable, TriggerTable } from "./schema.ts";
-import type { Store } from "./store.ts";
+import type { Kernel } from "./types.ts";
 
 export type RepositoryRow = Omit<RepositoryTable, "id"> & { id: number };
 export type TriggerRow = Omit<TriggerTable, "id"> & { id: number };
@@ -16,7 +16,7 @@ export interface RepositoryQuery {
 }
 
 export class RegistryStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   /** Throws UniqueViolation when the namespace already has a repository of that name. */
   async insertRepository(r: Omit<RepositoryRow, "id">): Promise<RepositoryRow> {

@@ -1,13 +1,13 @@
 // Queries of the replica machinery (issue 16): replica heartbeats, named leases on work that must
 // happen once across replicas, shared failed sign-in counters and control-plane facts.
 import type { LoginFailureTable, ReplicaTable } from "./schema.ts";
-import type { Store } from "./store.ts";
+import type { Kernel } from "./types.ts";
 
 export type ReplicaRow = ReplicaTable;
 export type LoginFailureRow = LoginFailureTable;
 
 export class ReplicaStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   // ---- replicas ------------------------------------------------------------------------------
 

@@ -1,8 +1,7 @@
 // Queries of stacks.
-import type { StackTable } from "./schema.ts";
-import type { Store } from "./store.ts";
+import type { Kernel, StackRow } from "./types.ts";
 
-export type StackRow = Omit<StackTable, "id"> & { id: number };
+export type { StackRow } from "./types.ts";
 export type NewStack = Omit<StackRow, "id" | "version">;
 
 export interface StackQuery {
@@ -18,7 +17,7 @@ export interface StackQuery {
 const like = (prefix: string) => `${prefix.replace(/[%_\\]/g, "")}%`;
 
 export class StackStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   /** Inserts a stack with its change-feed entry. */
   async insertStack(r: NewStack): Promise<StackRow> {

@@ -148,7 +148,7 @@ export class TriggerService {
         object: serviceUri(s),
         meta,
       });
-      await tx.appendActionLog(
+      await tx.actions.appendActionLog(
         a.uuid,
         this.d.clock.now(),
         `Started by trigger "${t.name}" (${t.uuid}): ${t.operation === "SCALEUP" ? `scale up to ${s.target_num_containers + 1} containers` : "redeploy"}`,

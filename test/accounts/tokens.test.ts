@@ -293,7 +293,7 @@ describe("tokens and accounts", () => {
   });
 
   test("a service key (confined to a namespace) holds no account rights and cannot mint tokens", async () => {
-    const user = (await h.store.findUserByName("alice"))!;
+    const user = (await h.store.identity.findUserByName("alice"))!;
     const { key } = await h.identity.createApiKey(user, { namespaceLimit: "alice", serviceUuid: "svc-test" });
     const svc = { ...alice, auth: basic("alice", key) };
     const res = await call(h, svc, "GET", "/api/v1.1/users/alice/");

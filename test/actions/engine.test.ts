@@ -48,7 +48,7 @@ async function until(uri: string, state: string, timeoutMs = 8000) {
 
 async function logOf(uri: string): Promise<string[]> {
   const uuid = uri.split("/").filter(Boolean).pop()!;
-  return (await h.store.actionLogTail(uuid, 100)).map((l) => l.line);
+  return (await h.store.actions.actionLogTail(uuid, 100)).map((l) => l.line);
 }
 
 describe("action engine", () => {
@@ -299,9 +299,9 @@ describe("action reservation", () => {
   test("a stored action whose parameters do not fit ends Failed with a message, and cannot be retried", async () => {
     const first = await work("w13", { steps: 2, stepMs: 300 });
     const queued = await work("w13", { steps: 1, stepMs: 10 });
-    const row = (await h.store.findAction(queued.split("/").filter(Boolean).pop()!))!;
+    const row = (await h.store.actions.findAction(queued.split("/").filter(Boolean).pop()!))!;
     assert.equal(row.state, "Pending");
-    await h.store.updateAction(row, { params: JSON.stringify({ steps: 1, stepMs: "slow" }) });
+    await h.store.actions.updateAction(row, { params: JSON.stringify({ steps: 1, stepMs: "slow" }) });
     await until(first, "Success");
     await until(queued, "Failed");
     const log = await logOf(queued);

@@ -136,7 +136,7 @@ describe("an agent sees only its own node's engine calls", () => {
     // The agent exits once it has sent its report; the action logs it as it arrives.
     const action = del.headers["x-platform-action-uri"]!.toString().split("/").at(-2)!;
     await waitFor("the agent's report in the action's log", async () =>
-      (await h.store.actionLogTail(action, 50)).some((l) =>
+      (await h.store.actions.actionLogTail(action, 50)).some((l) =>
         /The agent removed 0 container\(s\) and exits/.test(l.line),
       ),
     );

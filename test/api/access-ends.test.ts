@@ -98,7 +98,7 @@ describe("a removed member keeps nothing of the organization", () => {
     );
     const rotation = actions.body.objects.find((a: { action: string }) => a.action === "Service Key Rotate");
     assert.ok(rotation, `an action records the rotation: ${actions.raw.slice(0, 2000)}`);
-    const log = (await s.h.store.actionLogTail(rotation.uuid, 10)).map((l) => l.line).join("\n");
+    const log = (await s.h.store.actions.actionLogTail(rotation.uuid, 10)).map((l) => l.line).join("\n");
     assert.match(log, /bob was removed from acme/);
     assert.match(log, /redeploy/);
     assert.ok(

@@ -75,11 +75,11 @@ before(async () => {
   for (const s of created.body.services as string[]) {
     const state = await inState(h, alice, s, "Running").catch(async (err) => {
       const sv = await call(h, alice, "GET", s);
-      const all = await h.store.listActions({ namespaces: ["alice"], limit: 50, offset: 0 });
+      const all = await h.store.actions.listActions({ namespaces: ["alice"], limit: 50, offset: 0 });
       const logs = await Promise.all(
         all.rows.map(
           async (a) =>
-            `${a.action} ${a.state}: ${(await h.store.actionLogTail(a.uuid, 20)).map((r) => r.line).join(" | ")}`,
+            `${a.action} ${a.state}: ${(await h.store.actions.actionLogTail(a.uuid, 20)).map((r) => r.line).join(" | ")}`,
         ),
       );
       throw new Error(`${err}: service=${sv.body.state} ${logs.join("; ")}`);

@@ -178,7 +178,7 @@ describe("every non-GET call leaves an action", () => {
     const { uuid, uri } = actionHeader(res);
     const action = await call(h, alice, "GET", uri);
     assert.equal(action.body.user_agent, "python-dockercloud/1.0.9");
-    const row = await h.store.findAction(uuid);
+    const row = await h.store.actions.findAction(uuid);
     assert.ok(row);
     assert.ok(!JSON.stringify(row).includes("hunter2"), "the stored action holds no request body");
     assert.ok(!action.raw.includes("hunter2"));
@@ -203,7 +203,7 @@ describe("every non-GET call leaves an action", () => {
       assert.equal(typeof action.body.object, "string");
       assert.ok(action.body.object.startsWith("/api/"), action.body.object);
       assert.equal(action.body.can_be_retried, false);
-      const log = await h.store.actionLogTail(uuid, 10);
+      const log = await h.store.actions.actionLogTail(uuid, 10);
       assert.ok(log.length > 0, "the failed action has a log");
       assert.ok(
         log.some((l) => l.line.includes(res.body.error)),
@@ -221,9 +221,9 @@ describe("every non-GET call leaves an action", () => {
     });
     assert.equal(res.statusCode, 400);
     const { uuid } = actionHeader(res);
-    const row = await h.store.findAction(uuid);
+    const row = await h.store.actions.findAction(uuid);
     assert.equal(row?.state, "Failed");
-    const log = await h.store.actionLogTail(uuid, 10);
+    const log = await h.store.actions.actionLogTail(uuid, 10);
     assert.ok(log.some((l) => l.line.includes(res.json().error)));
   });
 
@@ -302,7 +302,7 @@ describe("visibility", () => {
       const res = await call(h, alice, "POST", `/api/audit/v1/action/${bobUuid}/${op}/`);
       assert.equal(res.status, 404, op);
     }
-    const row = await h.store.findAction(bobUuid);
+    const row = await h.store.actions.findAction(bobUuid);
     assert.equal(row?.state, "Success");
   });
 
@@ -337,7 +337,7 @@ describe("list filters and order", () => {
 
   async function insert(store: Store, start: number, state: string, end: number | null) {
     const uuid = randomUUID();
-    await store.insertAction({
+    await store.actions.insertAction({
       uuid,
       namespace: "dana",
       object: `/api/app/v1/dana/gadget/old${inserted.length}/`,
@@ -544,7 +544,7 @@ describe("cancel and retry of synchronous actions", () => {
     assert.match(res.body.error, /Success/);
     assert.equal(await countActions(), before + 1, "only the refused retry call itself is recorded");
     const refusal = actionHeader(res);
-    const row = await h.store.findAction(refusal.uuid);
+    const row = await h.store.actions.findAction(refusal.uuid);
     assert.equal(row?.state, "Failed");
     assert.equal(row?.object, `/api/audit/v1/action/${uuid}/`);
     assert.equal(row?.action, "Action Retry");

@@ -78,11 +78,11 @@ test("an action interrupted by SIGKILL of the server finishes after a restart", 
   const store = new Store(db.kysely, db.dialect);
   try {
     await waitFor("step 2 to begin", async () =>
-      (await store.actionLogTail(uuid, 50)).some((l) => l.line === "step 2 begins"),
+      (await store.actions.actionLogTail(uuid, 50)).some((l) => l.line === "step 2 begins"),
     );
     child.kill("SIGKILL");
     await new Promise((r) => child!.once("exit", r));
-    assert.equal((await store.findAction(uuid))?.state, "In progress", "the kill left it unfinished");
+    assert.equal((await store.actions.findAction(uuid))?.state, "In progress", "the kill left it unfinished");
 
     child = await startServer(port);
     const done = await waitFor(
@@ -96,7 +96,7 @@ test("an action interrupted by SIGKILL of the server finishes after a restart", 
       100,
     );
     assert.equal(done.state, "Success");
-    const lines = (await store.actionLogTail(uuid, 50)).map((l) => l.line);
+    const lines = (await store.actions.actionLogTail(uuid, 50)).map((l) => l.line);
     assert.ok(
       lines.some((l) => l.startsWith("Resuming at step 2")),
       lines.join("\n"),

@@ -182,7 +182,7 @@ describe("the Berth agent on a real engine behind no open port", {
     ).catch(async (err: Error) => {
       // Say why: the start action's log, the service, and the agent's own log.
       const actionUuid = String(start.headers["x-platform-action-uri"]).split("/").at(-2)!;
-      const log = (await h.store.actionLogTail(actionUuid, 200)).map((l) => l.line).join("\n");
+      const log = (await h.store.actions.actionLogTail(actionUuid, 200)).map((l) => l.line).join("\n");
       const s = (await call(h, alice, "GET", serviceUri)).raw;
       throw new Error(
         `${err.message}\nservice: ${s}\nstart action log:\n${log}\nagent log:\n${agentLogText(agentLog())}\nBerth's tunnel log:\n${tunnelLines()}`,

@@ -74,7 +74,7 @@ describe("links on real engines, as the load balancer and the SDKs use them", {
       timeoutMs,
       100,
     );
-    return { ...a, log: (await h.store.actionLogTail(a.uuid, 200)).map((l) => l.line) as string[] };
+    return { ...a, log: (await h.store.actions.actionLogTail(a.uuid, 200)).map((l) => l.line) as string[] };
   };
 
   const createService = async (body: Record<string, unknown>) => {

@@ -290,7 +290,7 @@ describe("SIGKILL of the server while it deploys a service on local nodes", {
     // Read straight from the database file, as a second reader would.
     const db = openDatabase(`sqlite:${path.join(dataDir, "berth.sqlite")}`);
     try {
-      const lines = (await new Store(db.kysely, db.dialect).actionLogTail(startAction, 200)).map(
+      const lines = (await new Store(db.kysely, db.dialect).actions.actionLogTail(startAction, 200)).map(
         (l) => l.line,
       );
       for (const line of lines) t.diagnostic(`start log: ${line}`);

@@ -187,9 +187,9 @@ describe("local nodes through the API: real engines on this host", { skip: unava
     const ids = await Promise.all(nodeUuids.map(async (uuid) => (await row(uuid)).engine_id));
     assert.equal(new Set(ids).size, 2, `distinct engine ids: ${ids.join(", ")}`);
 
-    const action = await h.store.findAction(deployAction);
+    const action = await h.store.actions.findAction(deployAction);
     assert.equal(action?.state, "Success");
-    const lines = (await h.store.actionLogTail(deployAction, 200)).map((l) => l.line);
+    const lines = (await h.store.actions.actionLogTail(deployAction, 200)).map((l) => l.line);
     for (const line of lines) t.diagnostic(`deploy log: ${line}`);
     assert.ok(lines.length > 0, "the deploy has a log");
     for (const line of lines) {
@@ -341,14 +341,14 @@ describe("local nodes through the API: real engines on this host", { skip: unava
     await waitFor(
       "engine-upgrade finished",
       async () => {
-        const a = await h.store.findAction(actionUuid);
+        const a = await h.store.actions.findAction(actionUuid);
         return a && ["Success", "Failed"].includes(a.state) ? a : undefined;
       },
       45_000,
       100,
     );
     t.diagnostic(`engine-upgrade took ${Date.now() - startedAtMs} ms`);
-    assert.equal((await h.store.findAction(actionUuid))?.state, "Success");
+    assert.equal((await h.store.actions.findAction(actionUuid))?.state, "Success");
     const n = await nodeInState(first, "Deployed", 5_000);
     assert.match(n.engine_version, /^\d+\.\d+/);
     const pidAfter = h.local.findNode(first)?.dockerdPid;

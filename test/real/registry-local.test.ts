@@ -79,18 +79,19 @@ describe("registries with real engines and real registries", { skip: unavailable
   let runner: { uuid: string; engine: Engine };
 
   const actionsOn = async (uri: string): Promise<ActionRowLike[]> =>
-    (await h.store.listActions({ namespaces: ["alice"], objects: [uri], limit: 200, offset: 0 })).rows;
+    (await h.store.actions.listActions({ namespaces: ["alice"], objects: [uri], limit: 200, offset: 0 }))
+      .rows;
   const finished = async (uuid: string, timeoutMs = 60_000) => {
     const a = await waitFor(
       `action ${uuid} ends`,
       async () => {
-        const row = await h.store.findAction(uuid);
+        const row = await h.store.actions.findAction(uuid);
         return row && ["Success", "Failed", "Canceled"].includes(row.state) ? row : undefined;
       },
       timeoutMs,
       100,
     );
-    return { ...a, log: (await h.store.actionLogTail(uuid, 500)).map((l) => l.line) };
+    return { ...a, log: (await h.store.actions.actionLogTail(uuid, 500)).map((l) => l.line) };
   };
   const actionOf = (headers: Record<string, unknown>) =>
     String(headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;

@@ -125,7 +125,7 @@ describe("services on local nodes: real containers on real engines", { skip: una
       timeoutMs,
       100,
     );
-    const log = (await h.store.actionLogTail(action.uuid, 200)).map((l) => l.line);
+    const log = (await h.store.actions.actionLogTail(action.uuid, 200)).map((l) => l.line);
     return { ...action, log };
   };
 

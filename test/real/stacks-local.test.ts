@@ -120,7 +120,7 @@ describe("a stack on local nodes: real containers on real engines", { skip: unav
       timeoutMs,
       100,
     );
-    const log = (await h.store.actionLogTail(action.uuid, 500)).map((l) => l.line);
+    const log = (await h.store.actions.actionLogTail(action.uuid, 500)).map((l) => l.line);
     return { ...action, log };
   };
   const services = async (): Promise<Record<string, ServiceView>> => {

@@ -55,7 +55,7 @@ describe("user-namespace remapping on a real local node", { skip: unavailable ??
       .split("/")
       .filter(Boolean)
       .at(-1)!;
-    deployLog = (await h.store.actionLogTail(actionUuid, 500)).map((l) => l.line).join("\n");
+    deployLog = (await h.store.actions.actionLogTail(actionUuid, 500)).map((l) => l.line).join("\n");
   });
 
   after(async () => {

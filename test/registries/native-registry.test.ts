@@ -183,7 +183,8 @@ describe("auto-redeploy on a push to Berth's registry", () => {
   });
 
   const actionsOn = async (uri: string) =>
-    (await s.h.store.listActions({ namespaces: ["alice"], objects: [uri], limit: 100, offset: 0 })).rows;
+    (await s.h.store.actions.listActions({ namespaces: ["alice"], objects: [uri], limit: 100, offset: 0 }))
+      .rows;
 
   test("the webhook refuses a missing or wrong token", async () => {
     const none = await s.h.app.inject({ method: "POST", url: "/hooks/registry/", payload: { events: [] } });

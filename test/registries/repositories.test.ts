@@ -307,7 +307,7 @@ describe("pulls with the repository's credentials", () => {
     const svc = await runningService(s, { image, name: "private-app" });
     assert.equal(svc.running_num_containers, 1);
     const start = (
-      await s.h.store.listActions({
+      await s.h.store.actions.listActions({
         namespaces: ["alice"],
         objects: [svc.resource_uri],
         limit: 10,
@@ -372,14 +372,18 @@ describe("the password stays secret", () => {
     for (const r of responses) {
       for (const secret of secretForms) assert.ok(!r.raw.includes(secret), `response ${r.raw.slice(0, 200)}`);
     }
-    const { rows } = await s.h.store.listActions({ namespaces: ["alice", "carol"], limit: 1000, offset: 0 });
+    const { rows } = await s.h.store.actions.listActions({
+      namespaces: ["alice", "carol"],
+      limit: 1000,
+      offset: 0,
+    });
     assert.ok(
       rows.some((a) => a.action === "Repository Create"),
       "repository calls are actions",
     );
     assert.ok(rows.some((a) => a.action === "Repository Update" && a.state === "Failed"));
     for (const a of rows) {
-      const text = JSON.stringify(a) + JSON.stringify(await s.h.store.actionLogTail(a.uuid, 1000));
+      const text = JSON.stringify(a) + JSON.stringify(await s.h.store.actions.actionLogTail(a.uuid, 1000));
       for (const secret of secretForms) assert.ok(!text.includes(secret), `action ${a.action}`);
     }
     assert.ok(s.log.text.length > 1000, "the server log was captured");

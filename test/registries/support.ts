@@ -166,12 +166,12 @@ export async function finishedAction(s: SimHarness, uuid: string) {
   const row = await waitFor(
     `action ${uuid} ends`,
     async () => {
-      const a = await s.h.store.findAction(uuid);
+      const a = await s.h.store.actions.findAction(uuid);
       return a && ["Success", "Failed", "Canceled"].includes(a.state) ? a : undefined;
     },
     15_000,
   );
-  return { ...row, log: (await s.h.store.actionLogTail(uuid, 500)).map((l) => l.line) };
+  return { ...row, log: (await s.h.store.actions.actionLogTail(uuid, 500)).map((l) => l.line) };
 }
 
 /** The action uuid a response names in its header. */

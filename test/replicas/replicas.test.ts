@@ -137,7 +137,7 @@ describe("three replicas on one PostgreSQL", { skip, timeout: 900_000 }, () => {
       20,
     );
     await kill(A);
-    const atKill = await store.findAction(actionUuid);
+    const atKill = await store.actions.findAction(actionUuid);
     assert.equal(atKill?.state, "In progress", "A died with the deploy unfinished");
     assert.equal(atKill?.lease_owner, "A");
     const runningAtKill = (await store.services.containersOfService(serviceUuid)).filter(
@@ -148,14 +148,14 @@ describe("three replicas on one PostgreSQL", { skip, timeout: 900_000 }, () => {
     const done = await waitFor(
       "B or C to finish the deploy",
       async () => {
-        const a = await store.findAction(actionUuid);
+        const a = await store.actions.findAction(actionUuid);
         return a && (a.state === "Success" || a.state === "Failed") ? a : undefined;
       },
       90_000,
       100,
     );
     assert.ok(done.state === "Success" || done.state === "Failed", done.state);
-    const log = (await store.actionLogTail(actionUuid, 100)).map((l) => l.line);
+    const log = (await store.actions.actionLogTail(actionUuid, 100)).map((l) => l.line);
     assert.ok(
       log.some((l) => l.startsWith("Resuming at step 1")),
       log.join("\n"),
@@ -176,7 +176,7 @@ describe("three replicas on one PostgreSQL", { skip, timeout: 900_000 }, () => {
     });
     assert.equal(second.status, 201);
     const unfinished = await waitFor("every action to end", async () => {
-      const { rows } = await store.listActions({ namespaces: ["admin"], limit: 1000, offset: 0 });
+      const { rows } = await store.actions.listActions({ namespaces: ["admin"], limit: 1000, offset: 0 });
       return rows.every((r) => r.state === "Success" || r.state === "Failed") ? rows : undefined;
     });
     assert.ok(unfinished.length > 0);

@@ -129,7 +129,9 @@ describe("starting a service of many containers", () => {
     );
     // The action resumes at its step: the start's work runs again.
     const lines: string[] = [];
-    const action = (await s.h.store.findAction(uuidOf(String(res.headers["x-platform-action-uri"]))))!;
+    const action = (await s.h.store.actions.findAction(
+      uuidOf(String(res.headers["x-platform-action-uri"])),
+    ))!;
     const ctx: StepContext<unknown> = {
       action,
       params: { service: svc.uuid },

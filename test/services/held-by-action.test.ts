@@ -121,7 +121,7 @@ describe("a container that ends while another replica's action holds its service
     // Another replica's worker runs an action on the service, under a lease of its own: this
     // process learns that it holds the service from the store only.
     const now = Date.now();
-    const held = await s.h.store.insertAction(
+    const held = await s.h.store.actions.insertAction(
       {
         uuid: randomUUID(),
         namespace: svc.resource_uri.split("/")[4],
@@ -145,7 +145,7 @@ describe("a container that ends while another replica's action holds its service
     engine.exitProcess(id, 4);
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal((await s.h.store.services.findContainer(c.uuid))?.state, "Running", "left to that action");
-    await s.h.store.updateAction(held, {
+    await s.h.store.actions.updateAction(held, {
       state: "Success",
       end_date: Date.now(),
       lease_owner: null,

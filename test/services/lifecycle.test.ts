@@ -49,7 +49,7 @@ async function actionOf(res: { headers: Record<string, unknown> }) {
     });
   } catch (err) {
     const a = (await call(h, alice, "GET", uri)).body;
-    const log = await h.store.actionLogTail(a.uuid, 50);
+    const log = await h.store.actions.actionLogTail(a.uuid, 50);
     throw new Error(
       `${(err as Error).message}: ${a.action} ${a.state}\n${log.map((l) => l.line).join("\n")}`,
     );
@@ -76,7 +76,7 @@ describe("service lifecycle on simulated nodes", () => {
     assert.equal(start.status, 202, start.raw);
     assert.equal(start.body.state, "Starting");
     const a = await actionOf(start);
-    assert.equal(a.state, "Success", JSON.stringify(await h.store.actionLogTail(a.uuid, 50)));
+    assert.equal(a.state, "Success", JSON.stringify(await h.store.actions.actionLogTail(a.uuid, 50)));
     const running = await until(s.resource_uri, "Running");
     assert.equal(running.current_num_containers, 2);
     assert.equal(running.running_num_containers, 2);

@@ -167,7 +167,7 @@ export async function until(s: Sim, uri: string, state: string, who = s.alice, t
 
 /** The log lines of an action. */
 export async function logOf(s: Sim, actionUuid: string): Promise<string[]> {
-  return (await s.h.store.actionLogTail(actionUuid, 200)).map((l) => l.line);
+  return (await s.h.store.actions.actionLogTail(actionUuid, 200)).map((l) => l.line);
 }
 
 /** Waits for the action a response points at to end; returns it with its log. */

@@ -68,7 +68,7 @@ async function actionOf(res: { headers: Record<string, unknown> }): Promise<Acti
     },
     20_000,
   );
-  const log = (await h.store.actionLogTail(a.uuid, 1000)).map((l) => l.line);
+  const log = (await h.store.actions.actionLogTail(a.uuid, 1000)).map((l) => l.line);
   return { ...a, log };
 }
 
@@ -487,9 +487,9 @@ describe("stacks on simulated nodes", () => {
   });
 
   test("a service of role global gets its key with the stack, and loses it when the stack is terminated", async () => {
-    const user = (await h.store.findUserByName("alice"))!;
+    const user = (await h.store.identity.findUserByName("alice"))!;
     const serviceKeys = async () =>
-      (await h.store.listApiKeys(user.id)).filter((k) => k.service_uuid !== null);
+      (await h.store.identity.listApiKeys(user.id)).filter((k) => k.service_uuid !== null);
     const res = await call(h, alice, "POST", "/api/app/v1/stack/", {
       name: "ops",
       services: [{ name: "agent", image: "busybox:local", roles: ["global"] }],

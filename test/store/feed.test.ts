@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { actionUri, clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../../src/domain/uri.ts";
 import { newNodeRow } from "../../src/nodes/records.ts";
+import { ActionStore } from "../../src/store/actions.ts";
 import type { Db } from "../../src/store/db.ts";
 import { migrateToLatest } from "../../src/store/migrations.ts";
 import { NodeStore } from "../../src/store/nodes.ts";
@@ -181,9 +182,9 @@ const cases: Case[] = [
     ],
   },
   {
-    method: "Store.insertAction",
+    method: "ActionStore.insertAction",
     write: (s) =>
-      s.insertAction({
+      s.actions.insertAction({
         uuid: ids.action,
         namespace: NS,
         object: web,
@@ -263,8 +264,9 @@ const cases: Case[] = [
     ],
   },
   {
-    method: "Store.updateAction",
-    write: async (s) => s.updateAction((await s.findAction(ids.action))!, { state: "In progress" }),
+    method: "ActionStore.updateAction",
+    write: async (s) =>
+      s.actions.updateAction((await s.actions.findAction(ids.action))!, { state: "In progress" }),
     entries: [e("action", "update", actionUri(ids.action), "In progress", [web])],
   },
   {
@@ -320,7 +322,8 @@ const cases: Case[] = [
 const silent: Case[] = [
   {
     method: "an action's lease and step",
-    write: async (s) => s.updateAction((await s.findAction(ids.action))!, { lease_until: NOW, step: 3 }),
+    write: async (s) =>
+      s.actions.updateAction((await s.actions.findAction(ids.action))!, { lease_until: NOW, step: 3 }),
     entries: [],
   },
   {
@@ -365,9 +368,8 @@ function writeMethods(): string[] {
     ...of("ServiceStore", ServiceStore.prototype, writes),
     ...of("NodeStore", NodeStore.prototype, writes),
     ...of("StackStore", StackStore.prototype, writes),
-    ...of("Store", Store.prototype, (m) =>
-      /^(insertAction|updateAction|insertRows|updateRow|mutate|containersTouched)$/.test(m),
-    ),
+    ...of("ActionStore", ActionStore.prototype, writes),
+    ...of("Store", Store.prototype, (m) => /^(insertRows|updateRow|mutate|containersTouched)$/.test(m)),
   ].sort();
 }
 

@@ -58,50 +58,54 @@ for (const target of targets) {
     after(() => cleanup());
 
     test("users and organizations share one namespace of names", async () => {
-      await store.createUser(user("alice"));
-      await assert.rejects(store.createUser(user("alice")), UniqueViolation);
-      await assert.rejects(store.createOrg("alice", "alice", Date.now()), UniqueViolation);
-      await store.createOrg("acme", "alice", Date.now());
-      assert.deepEqual(await store.orgsOf("alice"), ["acme"]);
-      assert.equal((await store.findNamespace("acme"))?.kind, "org");
+      await store.identity.createUser(user("alice"));
+      await assert.rejects(store.identity.createUser(user("alice")), UniqueViolation);
+      await assert.rejects(store.identity.createOrg("alice", "alice", Date.now()), UniqueViolation);
+      await store.identity.createOrg("acme", "alice", Date.now());
+      assert.deepEqual(await store.identity.orgsOf("alice"), ["acme"]);
+      assert.equal((await store.identity.findNamespace("acme"))?.kind, "org");
     });
 
     test("a failed transaction leaves nothing behind", async () => {
       await assert.rejects(
         store.transaction(async (tx) => {
-          await tx.createOrg("halfway", "alice", Date.now());
+          await tx.identity.createOrg("halfway", "alice", Date.now());
           throw new Error("boom");
         }),
       );
-      assert.equal(await store.namespaceExists("halfway"), false);
-      assert.equal(await store.membership("halfway", "alice"), undefined);
+      assert.equal(await store.identity.namespaceExists("halfway"), false);
+      assert.equal(await store.identity.membership("halfway", "alice"), undefined);
     });
 
     test("optimistic versioning refuses a stale update", async () => {
-      const a = await store.insertAction(action("v-1", "/api/app/v1/alice/widget/v/"));
-      const updated = await store.updateAction(a, { state: "Success" });
+      const a = await store.actions.insertAction(action("v-1", "/api/app/v1/alice/widget/v/"));
+      const updated = await store.actions.updateAction(a, { state: "Success" });
       assert.equal(updated.version, a.version + 1);
-      await assert.rejects(store.updateAction(a, { state: "Failed" }), VersionConflict);
-      assert.equal((await store.findAction("v-1"))?.state, "Success");
+      await assert.rejects(store.actions.updateAction(a, { state: "Failed" }), VersionConflict);
+      assert.equal((await store.actions.findAction("v-1"))?.state, "Success");
     });
 
     test("retrying: a transaction whose version check lost runs again from the start; the lost attempt leaves nothing", async () => {
-      const a = await store.insertAction(action("r-1", "/api/app/v1/alice/widget/r/"));
+      const a = await store.actions.insertAction(action("r-1", "/api/app/v1/alice/widget/r/"));
       let attempts = 0;
       const result = await store.retrying(async (tx) => {
         attempts++;
-        await tx.createOrg(`retry-${attempts}`, "alice", Date.now());
-        const current = (await tx.findAction("r-1"))!;
+        await tx.identity.createOrg(`retry-${attempts}`, "alice", Date.now());
+        const current = (await tx.actions.findAction("r-1"))!;
         // The first attempt decides on a stale read, as if another writer had won meanwhile.
-        return tx.updateAction(attempts === 1 ? a : current, { state: "Success" }).then(async (r) => {
+        return tx.actions.updateAction(attempts === 1 ? a : current, { state: "Success" }).then(async (r) => {
           if (attempts === 1) throw new VersionConflict("action r-1");
           return r;
         });
       });
       assert.equal(attempts, 2);
       assert.equal(result.state, "Success");
-      assert.equal(await store.namespaceExists("retry-1"), false, "the lost attempt's writes are gone");
-      assert.equal(await store.namespaceExists("retry-2"), true);
+      assert.equal(
+        await store.identity.namespaceExists("retry-1"),
+        false,
+        "the lost attempt's writes are gone",
+      );
+      assert.equal(await store.identity.namespaceExists("retry-2"), true);
       let tries = 0;
       await assert.rejects(
         store.retrying(async () => {
@@ -114,7 +118,7 @@ for (const target of targets) {
     });
 
     test("mutate: concurrent writers on one row all land, each with its change entry", async () => {
-      await store.insertAction(action("m-1", "/o/m/", "Pending"));
+      await store.actions.insertAction(action("m-1", "/o/m/", "Pending"));
       const start = await store.latestRevision();
       const writers = 8;
       await Promise.all(
@@ -124,7 +128,7 @@ for (const target of targets) {
           store.mutate("action", "m-1", (a) => ({ location: `${a.location}${i},`, state: `step ${i}` })),
         ),
       );
-      const row = await store.findAction("m-1");
+      const row = await store.actions.findAction("m-1");
       const marks = row!.location.split(",").filter(Boolean).map(Number);
       assert.deepEqual(
         marks.sort((a, b) => a - b),
@@ -142,14 +146,14 @@ for (const target of targets) {
 
     test("claimable actions: lapsed leases, and only the oldest Pending of a free object", async () => {
       const now = Date.now();
-      const held = await store.insertAction(action("c-1", "/o/1/"));
-      await store.updateAction(held, { lease_owner: "w", lease_until: now + 60_000 });
-      await store.insertAction(action("c-2", "/o/1/", "Pending"));
-      const lapsed = await store.insertAction(action("c-3", "/o/2/"));
-      await store.updateAction(lapsed, { lease_owner: "dead", lease_until: now - 1 });
-      await store.insertAction(action("c-4", "/o/3/", "Pending"));
-      await store.insertAction(action("c-5", "/o/3/", "Pending"));
-      const ids = (await store.claimableActions(now, 50))
+      const held = await store.actions.insertAction(action("c-1", "/o/1/"));
+      await store.actions.updateAction(held, { lease_owner: "w", lease_until: now + 60_000 });
+      await store.actions.insertAction(action("c-2", "/o/1/", "Pending"));
+      const lapsed = await store.actions.insertAction(action("c-3", "/o/2/"));
+      await store.actions.updateAction(lapsed, { lease_owner: "dead", lease_until: now - 1 });
+      await store.actions.insertAction(action("c-4", "/o/3/", "Pending"));
+      await store.actions.insertAction(action("c-5", "/o/3/", "Pending"));
+      const ids = (await store.actions.claimableActions(now, 50))
         .map((a) => a.uuid)
         .filter((u) => u.startsWith("c-"));
       assert.deepEqual(ids.sort(), ["c-3", "c-4"]);
@@ -183,14 +187,14 @@ for (const target of targets) {
     });
 
     test("action logs keep their order and the tail is the last lines", async () => {
-      for (let i = 1; i <= 12; i++) await store.appendActionLog("log-1", Date.now(), `line ${i}`);
-      const tail = await store.actionLogTail("log-1", 5);
+      for (let i = 1; i <= 12; i++) await store.actions.appendActionLog("log-1", Date.now(), `line ${i}`);
+      const tail = await store.actions.actionLogTail("log-1", 5);
       assert.deepEqual(
         tail.map((l) => l.line),
         ["line 8", "line 9", "line 10", "line 11", "line 12"],
       );
       assert.deepEqual(
-        (await store.actionLogAfter("log-1", tail[3]!.id)).map((l) => l.line),
+        (await store.actions.actionLogAfter("log-1", tail[3]!.id)).map((l) => l.line),
         ["line 12"],
       );
     });

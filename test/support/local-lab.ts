@@ -143,13 +143,13 @@ export async function deployLocalCluster(
   const action = await waitFor(
     `action ${actionUuid}`,
     async () => {
-      const a = await h.store.findAction(actionUuid);
+      const a = await h.store.actions.findAction(actionUuid);
       return a && ["Success", "Failed", "Canceled"].includes(a.state) ? a : undefined;
     },
     opts.timeoutMs ?? 90_000,
     100,
   );
-  const log = (await h.store.actionLogTail(actionUuid, 500)).map((l) => l.line).join("\n");
+  const log = (await h.store.actions.actionLogTail(actionUuid, 500)).map((l) => l.line).join("\n");
   assert.equal(action.state, "Success", log);
   let cluster: Record<string, unknown> & { nodes: string[] };
   try {

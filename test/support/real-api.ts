@@ -77,6 +77,6 @@ export async function finishedAction(
     timeoutMs,
     100,
   );
-  const log = (await h.store.actionLogTail(uuid, 500)).map((l) => l.line);
+  const log = (await h.store.actions.actionLogTail(uuid, 500)).map((l) => l.line);
   return { uuid, state: action.state, log };
 }

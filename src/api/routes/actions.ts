@@ -84,7 +84,7 @@ export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
     req: FastifyRequest,
     { uuid, namespace }: { uuid: string; namespace?: string },
   ): Promise<ActionRow> {
-    const a = await store.findAction(uuid);
+    const a = await store.actions.findAction(uuid);
     const readable = await identity.namespacesOf(principalOf(req));
     if (!a || !readable.includes(a.namespace) || (namespace !== undefined && namespace !== a.namespace)) {
       throw notFound("action");
@@ -126,7 +126,7 @@ export function actionRoutes(untyped: FastifyInstance, deps: Deps): void {
             : candidates;
         }
         const page = pageOf(q);
-        const { rows, total } = await store.listActions({
+        const { rows, total } = await store.actions.listActions({
           namespaces: [ns],
           uuid: q.uuid,
           uuidPrefix: q.uuid__startswith,

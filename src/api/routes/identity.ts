@@ -117,7 +117,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
     },
     async (req) => {
       const user = await identity.userForCaller(principalOf(req), req.params.username);
-      const keys = await store.listApiKeys(user.id);
+      const keys = await store.identity.listApiKeys(user.id);
       return { objects: keys.filter((k) => k.service_uuid === null).map(keyView) };
     },
   );

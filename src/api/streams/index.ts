@@ -5,7 +5,8 @@
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "../../domain/errors.ts";
 import { StreamAccessGuard } from "./access.ts";
-import { ActionLogWatcher, actionLogRoutes } from "./action-logs.ts";
+import { ActionLogWatcher } from "./action-log-watcher.ts";
+import { actionLogRoutes } from "./action-logs.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { EventFeed } from "./feed.ts";

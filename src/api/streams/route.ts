@@ -13,7 +13,7 @@ import { withUnprefixedStreamPaths } from "../compat.ts";
 import type { Access } from "../context.ts";
 import { principalOf } from "../namespaces.ts";
 import type { StreamAccessGuard } from "./access.ts";
-import type { ActionLogWatcher } from "./action-logs.ts";
+import type { ActionLogWatcher } from "./action-log-watcher.ts";
 import type { EventFeed } from "./feed.ts";
 import { type OpenStreams, streamKeyOf } from "./open-streams.ts";
 import { CLOSE, closeSocket, type Heartbeat, sendErrorFrame } from "./sockets.ts";

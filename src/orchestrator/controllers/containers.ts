@@ -93,7 +93,7 @@ export class ContainersController extends Controller<ContainerKey> {
       const services = new Map(
         (await store.services.servicesByUuid(rows.map((c) => c.service_uuid))).map((x) => [x.uuid, x]),
       );
-      const busy = await store.objectsWithActiveActions([
+      const busy = await store.actions.objectsWithActiveActions([
         ...rows.map((c) => containerUri(c)),
         ...[...services.values()].flatMap((s) => [
           serviceUri(s),

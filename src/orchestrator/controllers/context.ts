@@ -47,7 +47,7 @@ export function serviceObjects(s: { namespace: string; uuid: string; stack_uuid:
 
 /** Whether an action (of any replica) holds one of the objects. */
 export async function held(store: Store, objects: readonly string[]): Promise<boolean> {
-  return (await store.objectsWithActiveActions(objects)).size > 0;
+  return (await store.actions.objectsWithActiveActions(objects)).size > 0;
 }
 
 /** Default work-queue back-off of the controllers: a failed key is looked at again soon, a few times. */

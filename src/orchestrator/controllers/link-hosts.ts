@@ -6,6 +6,7 @@
 import { linkHosts } from "../../domain/container-spec.ts";
 import type { ServiceSpec } from "../../domain/service.ts";
 import { containerUri, lastSegment } from "../../domain/uri.ts";
+import { linkHostsOf, parentsOf, specOf } from "../../store/codec.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { ChangeRow } from "../../store/store.ts";
 import { followedLinks, hostTargetOf, offeredAddress, sameEntries } from "../links.ts";
@@ -29,7 +30,7 @@ export class LinkHostsController extends Controller<ContainerKey> {
       // An action of this process holds the container, its service or its stack: the check would
       // find it busy and leave it (a large deploy's every container would be read for nothing).
       // What changed meanwhile is the periodic pass's (compare).
-      if (this.d.actions.runsOnAny([row.resource_uri, ...(JSON.parse(row.parents) as string[])])) continue;
+      if (this.d.actions.runsOnAny([row.resource_uri, ...parentsOf(row)])) continue;
       const uuid = lastSegment(row.resource_uri);
       if (uuid) this.add({ container: uuid });
     }
@@ -49,7 +50,7 @@ export class LinkHostsController extends Controller<ContainerKey> {
       const desired = linkHosts(
         followedLinks(spec, { serviceUuid: s.uuid, serviceName: s.name, number: c.number }, targetsOf),
       );
-      if (!sameEntries(JSON.parse(c.link_hosts) as string[], desired)) this.add({ container: c.uuid });
+      if (!sameEntries(linkHostsOf(c), desired)) this.add({ container: c.uuid });
     }
   }
 
@@ -68,7 +69,7 @@ export class LinkHostsController extends Controller<ContainerKey> {
       if (c.state !== "Running" || !c.engine_id || c.link_hosts === null) continue;
       const s = services.get(c.service_uuid);
       if (!s) continue;
-      const spec = JSON.parse(s.spec) as ServiceSpec;
+      const spec = specOf(s);
       const followsNone = spec.linked_to_service.length === 0 && !spec.sequential_deployment;
       if (followsNone && c.link_hosts === "[]") continue; // holds none and should hold none
       await this.follow(c.uuid).catch((err: unknown) => {

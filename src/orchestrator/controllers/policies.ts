@@ -2,8 +2,8 @@
 // eligible node while it runs, and a container that exited as its autodestroy policy says is
 // terminated. Both controllers only record actions (through the action engine's public enqueue);
 // the action kinds do the work.
-import type { ServiceSpec } from "../../domain/service.ts";
 import { containerUri, serviceUri } from "../../domain/uri.ts";
+import { specOf } from "../../store/codec.ts";
 import type { ServiceRow } from "../../store/services.ts";
 import {
   type ContainerKey,
@@ -35,7 +35,7 @@ export class EveryNodeController extends Controller<ServiceKey> {
     const s = await store.services.findService(uuid);
     if (!s || (s.state !== "Running" && s.state !== "Partly running")) return;
     if (await held(store, serviceObjects(s))) return;
-    const spec = JSON.parse(s.spec) as ServiceSpec;
+    const spec = specOf(s);
     if (spec.deployment_strategy !== "EVERY_NODE") return;
     if (!(await this.d.placesMore(s))) return;
     await store.transaction((tx) =>
@@ -64,7 +64,7 @@ export class AutodestroyController extends Controller<ContainerKey> {
     const failed: ContainerKey[] = [];
     for (const row of await store.services.containersByUuid(keys.map((k) => k.container))) {
       if (row.state !== "Stopped" || row.desired !== "running" || row.exit_code === null) continue;
-      const spec = JSON.parse(row.spec) as ServiceSpec;
+      const spec = specOf(row);
       const destroy =
         spec.autodestroy === "ALWAYS" || (spec.autodestroy === "ON_SUCCESS" && row.exit_code === 0);
       if (!destroy || (await held(store, [containerUri(row)]))) continue;

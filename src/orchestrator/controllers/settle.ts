@@ -6,6 +6,7 @@
 // the reconcile job settles.
 import { SERVICE_TRANSITIONAL, type ServiceState } from "../../domain/states.ts";
 import { parseObjectUri } from "../../domain/uri.ts";
+import { parentsOf } from "../../store/codec.ts";
 import type { ChangeRow } from "../../store/store.ts";
 import { type ControllerContext, type ServiceKey, serviceObjects } from "./context.ts";
 import { Controller } from "./controller.ts";
@@ -29,7 +30,7 @@ export class SettleController extends Controller<ServiceKey> {
     const candidates = new Map<string, string>();
     for (const row of rows) {
       if (row.type !== "container") continue;
-      const parents = JSON.parse(row.parents) as string[];
+      const parents = parentsOf(row);
       if (this.d.actions.runsOnAny([row.resource_uri, ...parents])) continue;
       for (const parent of parents) {
         const p = parseObjectUri(parent);
@@ -37,7 +38,7 @@ export class SettleController extends Controller<ServiceKey> {
       }
     }
     if (candidates.size === 0) return;
-    const busy = await this.d.store.objectsWithActiveActions([...candidates.keys()]);
+    const busy = await this.d.store.actions.objectsWithActiveActions([...candidates.keys()]);
     for (const [uri, service] of candidates) if (!busy.has(uri)) this.add({ service });
   }
 
@@ -47,7 +48,7 @@ export class SettleController extends Controller<ServiceKey> {
       (s) => s.state !== "Terminated" && !SERVICE_TRANSITIONAL.includes(s.state as ServiceState),
     );
     if (services.length === 0) return [];
-    const busy = await store.objectsWithActiveActions(services.flatMap(serviceObjects));
+    const busy = await store.actions.objectsWithActiveActions(services.flatMap(serviceObjects));
     const failed: ServiceKey[] = [];
     for (const s of services) {
       if (serviceObjects(s).some((o) => busy.has(o))) continue;

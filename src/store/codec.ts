@@ -1,0 +1,142 @@
+// The row layer's decoders: every JSON column the store keeps is read into a typed value by one
+// named function here, and nowhere else (test/store/codec.test.ts fails on a `JSON.parse` of a
+// stored column elsewhere in src/). Each checks the shape cheaply (an object, an array) and throws
+// naming the column when stored text is not that shape; columns a person writes through an
+// administrator's settings (limits, privileges) and actions' parameters read as empty instead.
+import type { CalculatedEnvVar } from "../domain/container-spec.ts";
+import type { Privileges } from "../domain/privileges.ts";
+import { type Limits, QUOTA_RESOURCES } from "../domain/quotas.ts";
+import type { ServiceSpec } from "../domain/service.ts";
+
+/** A stored JSON column did not hold the shape Berth writes there. */
+export class StoredJsonError extends Error {
+  constructor(column: string, shape: string) {
+    super(`stored ${column} is not a JSON ${shape}`);
+  }
+}
+
+function objectIn(column: string, json: string): Record<string, unknown> {
+  const v: unknown = JSON.parse(json);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new StoredJsonError(column, "object");
+  return v as Record<string, unknown>;
+}
+
+function arrayIn(column: string, json: string): unknown[] {
+  const v: unknown = JSON.parse(json);
+  if (!Array.isArray(v)) throw new StoredJsonError(column, "array");
+  return v;
+}
+
+/** Text that is not a JSON object reads as undefined. */
+function objectOrUndefined(json: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(json);
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A service's definition as stored (services.spec, and containers.spec: the one it was deployed with). */
+export function decodeSpec(json: string): ServiceSpec {
+  return objectIn("spec", json) as unknown as ServiceSpec;
+}
+
+/** The definition of a service's or container's row. */
+export function specOf(row: { spec: string }): ServiceSpec {
+  return decodeSpec(row.spec);
+}
+
+/** The rows of `service_links` for a service's definition (JSON of its ServiceSpec). */
+export function specLinks(
+  fromUuid: string,
+  specJson: string,
+): { from_uuid: string; to_uuid: string; name: string; position: number }[] {
+  const spec = objectIn("spec", specJson) as { linked_to_service?: { to_service: string; name: string }[] };
+  return (spec.linked_to_service ?? []).map((l, position) => ({
+    from_uuid: fromUuid,
+    to_uuid: l.to_service,
+    name: l.name,
+    position,
+  }));
+}
+
+/** A port of a container as the engine reported it (containers.ports). */
+export interface ReportedPort {
+  inner_port: number;
+  protocol: string;
+  outer_port: number;
+}
+
+/** The ports the engine reported for a container. */
+export function portsOf(c: { ports: string }): ReportedPort[] {
+  return arrayIn("ports", c.ports) as ReportedPort[];
+}
+
+/** The environment of a container's engine container as reported; null before one exists. */
+export function environmentOf(c: { environment: string | null }): CalculatedEnvVar[] | null {
+  return !c.environment ? null : (arrayIn("environment", c.environment) as CalculatedEnvVar[]);
+}
+
+/** The `/etc/hosts` lines written into a container for its links; none before any were written. */
+export function linkHostsOf(c: { link_hosts: string | null }): string[] {
+  return !c.link_hosts ? [] : (arrayIn("link_hosts", c.link_hosts) as string[]);
+}
+
+/** The resource URIs of a change-feed entry's parents (changes.parents). */
+export function parentsOf(change: { parents: string }): string[] {
+  return arrayIn("parents", change.parents) as string[];
+}
+
+/** The tags of a node or node cluster. */
+export function tagsOf(row: { tags: string }): string[] {
+  return arrayIn("tags", row.tags) as string[];
+}
+
+/** A node cluster's provider options; null when none were given. */
+export function providerOptionsOf(c: { provider_options: string | null }): object | null {
+  return !c.provider_options ? null : objectIn("provider_options", c.provider_options);
+}
+
+/** An action's stored parameters; text that is not JSON reads as undefined (and fits no schema). */
+export function paramsOf(a: { params: string | null }): unknown {
+  if (!a.params) return null;
+  try {
+    return JSON.parse(a.params) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A node's engine TLS material, from its `engine_tls` column once the secret box opened it. */
+export function decodeEngineTls(opened: string): { ca: string; cert: string; key: string } {
+  return objectIn("engine_tls", opened) as { ca: string; cert: string; key: string };
+}
+
+/** A repository's registry credentials, from its `credentials` column once the secret box opened it. */
+export function decodeCredentials(opened: string): { username: string; password: string } {
+  return objectIn("credentials", opened) as { username: string; password: string };
+}
+
+/** The privileges an administrator allowed a namespace (namespace_settings.privileges); {} when unreadable. */
+export function decodePrivileges(json: string): Partial<Privileges> {
+  return (objectOrUndefined(json) ?? {}) as Partial<Privileges>;
+}
+
+/** Decodes a stored `limits` JSON object, keeping only known resources with a number or null. */
+export function decodeLimits(json: string | null | undefined): Limits {
+  if (!json) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return {};
+  }
+  if (typeof value !== "object" || value === null) return {};
+  const out: Limits = {};
+  for (const r of QUOTA_RESOURCES) {
+    const v = (value as Record<string, unknown>)[r];
+    if (v === null || (typeof v === "number" && Number.isInteger(v) && v >= 0)) out[r] = v;
+  }
+  return out;
+}
