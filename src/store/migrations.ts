@@ -1,4 +1,6 @@
 // Schema migrations, dialect-neutral except for the auto-increment id column.
+// Long because it is an append-only history: a migration, once released, is never edited or
+// removed (a database that ran it must keep matching it), so the file only grows.
 import type {
   ColumnDefinitionBuilder,
   CreateTableBuilder,
