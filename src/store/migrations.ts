@@ -1,6 +1,6 @@
-// Schema migrations, dialect-neutral except for the auto-increment id column. Over 500 lines
-// because it is the schema's history, one entry per release, never edited once shipped: split,
-// it would only scatter the order in which the schema grew.
+// Schema migrations, dialect-neutral except for the auto-increment id column.
+// Long because it is an append-only history: a migration, once released, is never edited or
+// removed (a database that ran it must keep matching it), so the file only grows.
 import type {
   ColumnDefinitionBuilder,
   CreateTableBuilder,

@@ -1,4 +1,4 @@
-// Queries of services and containers. Over 500 lines because a service's reads and its
+// Queries of services and containers. Long because a service's reads and its
 // containers' reads share one section (`store.services`, used across the orchestrator); the
 // statements over many rows live in batches.ts. Splitting containers into a section of their own
 // is the next step once the orchestrator's own split has landed.

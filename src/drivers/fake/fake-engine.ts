@@ -39,7 +39,8 @@ import {
   type StopOutcome,
   splitImageTag,
 } from "../engine.ts";
-import { FakeProcess, hasProgram, normalizeSignal, type ProcessIO, SIGNAL_NUMBERS } from "./shell.ts";
+import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
+import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
 import { readTar, writeTar } from "./tar.ts";
 
 export interface FakeImage {
