@@ -26,7 +26,7 @@ export function exitCodeMessage(code: number | null | undefined): string | null 
  * What the record keeps of the engine container that embodies it, read from the engine itself:
  * its id, the environment it was created with and the link host entries it was given.
  */
-export function engineRecord(c: ContainerRow, view: ContainerView): ContainerPatch {
+function engineRecord(c: ContainerRow, view: ContainerView): ContainerPatch {
   return {
     engine_id: view.id,
     environment: JSON.stringify(environmentFromEngine(view.env, view.labels, envvarsOf(c.spec))),

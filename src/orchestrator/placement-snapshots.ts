@@ -1,5 +1,5 @@
 // What placement knows of a namespace between two plans. A plan reads the namespace's live
-// nodes, services and containers (Orchestrator.placementSnapshot); when the services of a large
+// nodes, services and containers (PlanApplier.snapshot); when the services of a large
 // burst of starts are planned in many batches, re-reading all of that for every batch made the
 // cost of a burst grow with batches × containers (10,000 containers in 56 batches read 285,000
 // container rows). A batch whose plan committed keeps its snapshot, with its own placements
@@ -21,6 +21,11 @@ export interface Snapshot {
   state: PlacementState;
   /** Container numbers taken, per service. */
   numbers: Map<string, number[]>;
+  /**
+   * The placement generation of each node as read (absent: 0), moved by the snapshot's own
+   * commits: what the plan applier expects to find at commit (plan-applier.ts).
+   */
+  generations: Map<string, number>;
 }
 
 /** A container's part in placement: its node, and whether it is live and counted as running. */

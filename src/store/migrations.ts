@@ -569,6 +569,25 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0022_plan_guard": {
+      async up(db: AnyDb) {
+        // Each node's placement generation (orchestrator/plan-applier.ts): every commit of
+        // placements moves the generation of the nodes it placed on, and a plan made over a
+        // snapshot that read an older one is refused at commit (another replica placed there
+        // meanwhile). A node without a row has generation 0.
+        await db.schema
+          .createTable("placement_guards")
+          .addColumn("node_uuid", "text", (c) => c.primaryKey())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("generation", "integer", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("placement_guards_namespace")
+          .on("placement_guards")
+          .column("namespace")
+          .execute();
+      },
+    },
   };
 }
 

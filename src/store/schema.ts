@@ -391,6 +391,14 @@ export interface ControlFactTable {
  * Settings an administrator gives a namespace (migration 0018): its privileges (domain/privileges.ts)
  * and its limits (quotas), each a JSON object; a namespace without a row has the defaults.
  */
+/** A node's placement generation (migration 0022, orchestrator/plan-applier.ts). */
+export interface PlacementGuardTable {
+  node_uuid: string;
+  namespace: string;
+  /** Moved by every commit that places containers on the node. */
+  generation: number;
+}
+
 export interface NamespaceSettingsTable {
   namespace: string;
   privileges: string;
@@ -400,6 +408,7 @@ export interface NamespaceSettingsTable {
 export interface Database {
   namespaces: NamespaceTable;
   namespace_settings: NamespaceSettingsTable;
+  placement_guards: PlacementGuardTable;
   users: UserTable;
   emails: EmailTable;
   access_tokens: AccessTokenTable;

@@ -15,6 +15,9 @@ import {
   startSim,
 } from "./sim.ts";
 
+/** Another actor's work on one container: the runtime's batched operations over a batch of one. */
+const ONE = { perNode: 1, total: 1 };
+
 /** How many of each call, sorted by name. */
 function tally(calls: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -144,7 +147,9 @@ describe("a container made after the start's listing of its node", () => {
     engine.afterNodeListing = async () => {
       const [c] = await s.h.store.services.containersOfService(svc.uuid);
       assert.ok(c);
-      madeMeanwhile = (await s.h.runtime.ensureCreated(c, async () => {})).id;
+      const errors = await s.h.runtime.ensureRunningMany([c], { limits: ONE, log: async () => {} });
+      assert.deepEqual(errors, []);
+      madeMeanwhile = (await s.h.store.services.findContainer(c.uuid))?.engine_id ?? undefined;
     };
     const a = await operate(s, svc.resource_uri, "start");
     assert.ok(madeMeanwhile, "the other actor made its container after the listing");
@@ -201,7 +206,9 @@ describe("an observation of a node with a container made after its listing", () 
     // again and records it.
     let made: string | undefined;
     engine.afterNodeListing = async () => {
-      made = (await s.h.runtime.ensureRunning(remade, async () => {})).engine_id ?? undefined;
+      const errors = await s.h.runtime.ensureRunningMany([remade], { limits: ONE, log: async () => {} });
+      assert.deepEqual(errors, []);
+      made = (await s.h.store.services.findContainer(remade.uuid))?.engine_id ?? undefined;
     };
     await s.h.runtime.observeMany(read, { perNode: 4 });
     assert.ok(made, "the other actor made its container after the listing");

@@ -268,13 +268,13 @@ describe("observed state and actions", () => {
     const slow = new Promise<void>((resolve) => {
       answer = resolve;
     });
-    const slowEngine = Object.create(engine) as typeof engine;
-    slowEngine.inspectContainer = async (cid: string) => {
-      const view = await engine.inspectContainer(cid);
-      await slow;
+    const inspect = engine.inspectContainer.bind(engine);
+    engine.inspectContainer = async (cid: string) => {
+      const view = await inspect(cid);
+      if (cid === id) await slow;
       return view;
     };
-    const observing = s.h.runtime.observe(uuidOf(c.resource_uri), { engine: slowEngine, id });
+    const observing = s.h.runtime.observe(uuidOf(c.resource_uri));
     // …while a stop action marks the container Stopping (its engine stop is held meanwhile).
     const release = engine.hold();
     const stop = await call(s.h, s.alice, "POST", `${c.resource_uri}stop/`);
@@ -282,6 +282,7 @@ describe("observed state and actions", () => {
     await until(s, c.resource_uri, "Stopping");
     answer();
     await observing;
+    engine.inspectContainer = inspect;
     const row = await s.h.store.services.findContainer(uuidOf(c.resource_uri));
     assert.equal(
       row?.state,
