@@ -12,7 +12,7 @@ import {
 } from "../drivers/engine.ts";
 import { specOf } from "../store/codec.ts";
 import type { ContainerRow } from "../store/services.ts";
-import type { Log } from "./runtime.ts";
+import type { Log } from "./log.ts";
 
 /** Which deployment of a container record an engine container belongs to (see ContainerRow.generation). */
 export const GENERATION_LABEL = "io.berth.generation";

@@ -1,7 +1,7 @@
 // Images on nodes: pulled when missing (or again when a redeploy asks and the tag may have moved),
 // each once per node and batch.
 import type { Engine, RegistryAuth } from "../drivers/engine.ts";
-import type { Log } from "./runtime.ts";
+import type { Log } from "./log.ts";
 
 /** What pulling needs to know of Berth (ContainerRuntime's deps). */
 export interface ImageSource {

@@ -35,10 +35,11 @@ import {
 } from "./engine-containers.ts";
 import { HostEntries } from "./host-entries.ts";
 import { ensureImage } from "./images.ts";
+import type { Log } from "./log.ts";
 import type { Limits } from "./per-node.ts";
 import { eachWithCommit, RecordBatches } from "./record-batches.ts";
 
-export type Log = (line: string) => Promise<void>;
+export type { Log };
 
 export { GENERATION_LABEL };
 

@@ -5,10 +5,10 @@
 // wrote whether another commit moved one first. On PostgreSQL the statement's row locks (taken in
 // uuid order, so two plans never deadlock) hold a second replica's commit on the same nodes until
 // the first one ends; SQLite has one writer.
-import type { Store } from "./store.ts";
+import type { Kernel } from "./types.ts";
 
 export class PlacementGuardStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   /** The placement generation of each of the namespace's nodes that has placed anything (others: 0). */
   async generations(namespace: string): Promise<Map<string, number>> {
