@@ -19,6 +19,7 @@ import {
   PlacementState,
 } from "../scheduler/index.ts";
 import { specOf, tagsOf } from "../store/codec.ts";
+import { PlacementGuardStore } from "../store/placement-guards.ts";
 import { type ContainerRow, type NewContainer, newContainerRow, type ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import { PlacementSnapshots, type Snapshot } from "./placement-snapshots.ts";
@@ -80,7 +81,7 @@ export class PlanApplier {
    * containers with what each claims (from its service's definition), counted into a PlacementState.
    */
   private static async snapshot(store: Store, namespace: string): Promise<Snapshot> {
-    const generations = await store.placementGuards.generations(namespace);
+    const generations = await new PlacementGuardStore(store).generations(namespace);
     const nodes = (await store.nodes.liveNodeSummaries(namespace)).map((n) => ({
       uuid: n.uuid,
       name: n.nickname || n.external_fqdn,
@@ -253,7 +254,7 @@ export class PlanApplier {
     if (records.length === 0) return;
     const expected = new Map<string, number>();
     for (const r of records) expected.set(r.node_uuid, snapshot.generations.get(r.node_uuid) ?? 0);
-    const { stale, generations } = await tx.placementGuards.advance(namespace, expected);
+    const { stale, generations } = await new PlacementGuardStore(tx).advance(namespace, expected);
     if (stale.length) {
       const names = new Map(snapshot.state.nodes.map((n) => [n.uuid, n.name]));
       throw new StalePlan(stale.map((uuid) => names.get(uuid) || uuid));

@@ -21,7 +21,6 @@ import { IdentityStore } from "./identity.ts";
 import { NamespaceStore } from "./namespaces.ts";
 import { NodeRowCache, NodeStore } from "./nodes.ts";
 import { announce, ChangeNotifier, IDENTITY_CHANGE, lockAndAnnounce } from "./notify.ts";
-import { PlacementGuardStore } from "./placement-guards.ts";
 import { QuotaStore } from "./quotas.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
@@ -202,11 +201,6 @@ export class Store implements Kernel {
   /** Namespace settings: privileges and limits an administrator set. */
   get namespaces(): NamespaceStore {
     return new NamespaceStore(this);
-  }
-
-  /** Placement generations of nodes, checked by the plan applier at commit. */
-  get placementGuards(): PlacementGuardStore {
-    return new PlacementGuardStore(this);
   }
 
   /** Replica heartbeats, leases, shared sign-in counters, control-plane facts. */
