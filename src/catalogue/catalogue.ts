@@ -11,6 +11,21 @@ export interface ProviderKind {
   disk_sizes?: number[];
 }
 
+/** The disk (GB) a cluster gets when its create body names none. */
+export const DEFAULT_DISK_GB = 60;
+
+/**
+ * The default disk of a provider kind: none where the provider sets it; 60 GB where any size is
+ * accepted; where only listed sizes are, the smallest listed size of at least 60 GB (else the
+ * largest), so the default is always one the provider accepts.
+ */
+export function defaultDisk(kind: ProviderKind): number | null {
+  if (kind.disk === "none") return null;
+  const sizes = kind.disk === "fixed" ? [...(kind.disk_sizes ?? [])].sort((a, b) => a - b) : [];
+  if (sizes.length === 0) return DEFAULT_DISK_GB;
+  return sizes.find((s) => s >= DEFAULT_DISK_GB) ?? sizes[sizes.length - 1]!;
+}
+
 export interface NodeTypeData {
   name: string;
   label: string;
@@ -36,7 +51,12 @@ export interface ProviderView {
   regions: string[];
   available: boolean;
   /** Berth extension: what node clusters of this provider accept (the dashboard's form follows it). */
-  node_cluster_rules: { provider_options: boolean; disk: ProviderKind["disk"]; disk_sizes: number[] };
+  node_cluster_rules: {
+    provider_options: boolean;
+    disk: ProviderKind["disk"];
+    disk_sizes: number[];
+    default_disk: number | null;
+  };
 }
 export interface RegionView {
   resource_uri: string;
@@ -104,6 +124,7 @@ export class Catalogue {
           provider_options: p.kind.provider_options,
           disk: p.kind.disk,
           disk_sizes: p.kind.disk_sizes ?? [],
+          default_disk: defaultDisk(p.kind),
         },
       };
     });

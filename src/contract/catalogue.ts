@@ -15,6 +15,9 @@ export const Provider = Type.Object({
         description: "any: any size in GB; none: disk cannot be set; fixed: only disk_sizes",
       }),
       disk_sizes: Type.Array(Type.Integer()),
+      default_disk: Type.Union([Type.Integer(), Type.Null()], {
+        description: "the disk (GB) a cluster gets when its create body names none; null where disk is none",
+      }),
     },
     { description: "Berth extension: what node clusters of this provider accept" },
   ),

@@ -5,7 +5,7 @@
 // The action kinds that run this work are in action-kinds.ts.
 import { randomUUID } from "node:crypto";
 import type { StepContext } from "../actions/engine.ts";
-import type { Catalogue, ProviderData } from "../catalogue/catalogue.ts";
+import { type Catalogue, defaultDisk, type ProviderData } from "../catalogue/catalogue.ts";
 import type { ProviderOptions } from "../contract/nodes.ts";
 import { ApiError, invalidField } from "../domain/errors.ts";
 import { type NodeState, settledClusterState } from "../domain/states.ts";
@@ -76,8 +76,8 @@ export class NodeClusters {
     if (provider.kind.disk === "none") {
       if (input.disk !== undefined) throw invalidField("disk", `cannot be set for provider ${provider.name}`);
     } else {
-      disk = input.disk ?? 60;
-      if (provider.kind.disk === "fixed" && !provider.kind.disk_sizes?.includes(disk)) {
+      disk = input.disk ?? defaultDisk(provider.kind);
+      if (provider.kind.disk === "fixed" && (disk === null || !provider.kind.disk_sizes?.includes(disk))) {
         throw invalidField(
           "disk",
           `must be one of ${provider.kind.disk_sizes?.join(", ")} for provider ${provider.name}`,

@@ -50,7 +50,12 @@ describe("providers", () => {
       "resource_uri",
     ]);
     // Berth extension: what node clusters of the provider accept (the dashboard's form follows it).
-    assert.deepEqual(res.body.node_cluster_rules, { provider_options: true, disk: "any", disk_sizes: [] });
+    assert.deepEqual(res.body.node_cluster_rules, {
+      provider_options: true,
+      disk: "any",
+      disk_sizes: [],
+      default_disk: 60,
+    });
     assert.equal(res.body.resource_uri, "/api/infra/v1/provider/aws/");
     assert.equal(res.body.name, "aws");
     assert.equal(typeof res.body.available, "boolean");

@@ -131,6 +131,12 @@ describe("node cluster create validation", () => {
     assert.equal(d.disk, null);
     const s = await createCluster(alice, { name: "fixed", ...SL, disk: 100 });
     assert.equal(s.disk, 100);
+    // A provider offering listed sizes only defaults to one of them (60 is not listed for SoftLayer).
+    const sd = await createCluster(alice, { name: "fixed-default", ...SL });
+    assert.equal(sd.disk, 75);
+    const provider = await call(h, alice, "GET", "/api/infra/v1/provider/softlayer/");
+    assert.ok(provider.body.node_cluster_rules.disk_sizes.includes(sd.disk));
+    assert.equal(provider.body.node_cluster_rules.default_disk, sd.disk);
     const v = await createCluster(alice, {
       name: "vpc",
       ...AWS,

@@ -39,6 +39,7 @@ export function ClusterCreate() {
   useEffect(() => {
     setRegion("");
     setRegions([]);
+    setDisk("");
     if (!provider) return;
     get<ListPage<Region>>(query("/api/infra/v1/region/", { provider, limit: 100 })).then(
       (r) => setRegions(r.objects),
@@ -158,7 +159,7 @@ export function ClusterCreate() {
             />
           </Field>
           {rules?.disk === "any" && (
-            <Field label="Disk (GB)" hint="default 60">
+            <Field label="Disk (GB)" hint={`default ${rules.default_disk}`}>
               <input type="number" min={1} value={disk} onInput={(e) => setDisk(inputValue(e))} />
             </Field>
           )}
@@ -167,7 +168,10 @@ export function ClusterCreate() {
               <Select
                 value={disk}
                 onChange={setDisk}
-                options={[{ value: "", label: "default (60)" }, ...rules.disk_sizes.map(String)]}
+                options={[
+                  { value: "", label: `default (${rules.default_disk})` },
+                  ...rules.disk_sizes.map(String),
+                ]}
               />
             </Field>
           )}
