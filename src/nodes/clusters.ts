@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { StepContext } from "../actions/engine.ts";
 import { type Catalogue, defaultDisk, type ProviderData } from "../catalogue/catalogue.ts";
 import type { ProviderOptions } from "../contract/nodes.ts";
-import { ApiError, invalidField } from "../domain/errors.ts";
+import { ApiError, conflict, invalidField } from "../domain/errors.ts";
 import { type NodeState, settledClusterState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import { canonicalUri, uriSegments } from "../domain/uri.ts";
@@ -96,14 +96,19 @@ export class NodeClusters {
     // Engines of provider local run as root on the Berth host, beside its data and secret key.
     if (provider.driver === "local") await this.o.policies.checkLocalNodes(namespace, "region");
     const now = this.o.clock.now();
+    const name = input.name.trim();
     return this.store.transaction(async (tx) => {
+      // Checked in the transaction that inserts: two creates of one name cannot both pass.
+      if (await tx.nodes.findLiveClusterByName(namespace, name)) {
+        throw conflict(`A node cluster named "${name}" already exists in ${namespace}.`, "name_taken");
+      }
       await tx.quotas.enforce(namespace, "nodeclusters", 1, { now });
       await tx.quotas.enforce(namespace, "nodes", input.target_num_nodes ?? 1, { now });
       const c = await tx.nodes.insertCluster({
         uuid: randomUUID(),
         namespace,
-        name: input.name.trim(),
-        nickname: input.nickname ?? input.name.trim(),
+        name,
+        nickname: input.nickname ?? name,
         state: "Init",
         provider: provider.name,
         region: canonicalUri(input.region),

@@ -116,6 +116,17 @@ export class NodeStore {
     return row!;
   }
 
+  /** The cluster of that name in the namespace that is not Terminated (names are unique among those). */
+  async findLiveClusterByName(namespace: string, name: string): Promise<ClusterRow | undefined> {
+    return this.s.db
+      .selectFrom("nodeclusters")
+      .selectAll()
+      .where("namespace", "=", namespace)
+      .where("name", "=", name)
+      .where("state", "!=", "Terminated")
+      .executeTakeFirst();
+  }
+
   async findCluster(uuid: string): Promise<ClusterRow | undefined> {
     return this.s.db.selectFrom("nodeclusters").selectAll().where("uuid", "=", uuid).executeTakeFirst();
   }

@@ -149,6 +149,24 @@ describe("node cluster create validation", () => {
   });
 });
 
+describe("node cluster names", () => {
+  test("a second live cluster of one name in a namespace is 409 name_taken; other namespaces and Terminated ones do not count", async () => {
+    const first = await createCluster(alice, { name: "twin", ...AWS });
+    const again = await call(h, alice, "POST", "/api/infra/v1/nodecluster/", { name: " twin ", ...SL });
+    assert.equal(again.status, 409, again.raw);
+    assert.equal(again.body.code, "name_taken");
+    assert.match(again.body.error, /twin/);
+    const listed = await call(h, alice, "GET", "/api/infra/v1/nodecluster/?name=twin");
+    assert.equal(listed.body.meta.total_count, 1, "nothing half-written");
+    await createCluster(await createUser(h, "carol"), { name: "twin", ...AWS });
+    const del = await call(h, alice, "DELETE", first.resource_uri);
+    assert.equal(del.status, 202, del.raw);
+    await settled(alice, first.resource_uri, "Terminated");
+    const reused = await createCluster(alice, { name: "twin", ...AWS });
+    assert.notEqual(reused.resource_uri, first.resource_uri);
+  });
+});
+
 describe("node cluster lifecycle on a simulated provider", () => {
   test("deploy brings every node to Deployed with facts from its engine, and the cluster to Deployed", async () => {
     const c = await deployed(alice, { name: "web", ...AWS, target_num_nodes: 2, tags: [{ name: "web" }] });
