@@ -1,8 +1,8 @@
 // Shared pieces of every page: notices, operation buttons that follow the state tables, tables,
 // pagination, form fields.
 import { signal } from "@preact/signals";
-import type { ComponentChildren } from "preact";
-import { useState } from "preact/hooks";
+import { type ComponentChildren, createContext } from "preact";
+import { useContext, useState } from "preact/hooks";
 import { ApiFailure, call, type Reply, uuidOf } from "./api.ts";
 
 export interface Notice {
@@ -46,8 +46,12 @@ export function Notices() {
 /** The API's sentence for a refused call (or what went wrong on the way). */
 export function errorText(e: unknown): string {
   if (e instanceof ApiFailure) {
-    const d = e.details.map((x) => `${x.field} ${x.problem}`).join("; ");
-    return d && !e.message.includes(d) ? `${e.message} (${d})` : e.message;
+    // The API's sentence names its first problem ("image: must be…"): add only the others.
+    const d = e.details
+      .map((x) => `${x.field}: ${x.problem}`)
+      .filter((x) => !e.message.includes(x))
+      .join("; ");
+    return d ? `${e.message} (${d})` : e.message;
   }
   return e instanceof Error ? e.message : String(e);
 }
@@ -210,14 +214,101 @@ export function Pager(props: { offset: number; limit: number; total: number; go(
   );
 }
 
-export function Field(props: { label: string; hint?: string; children: ComponentChildren }) {
+/** The top-level name of an API field ("container_ports[0].inner_port" → "container_ports"). */
+const topField = (field: string) => field.split(/[.[]/)[0] ?? field;
+
+/**
+ * The problems of a refused form: each shown once, next to its `Field` (the API's
+ * `details: [{field, problem}]`), and forgotten when that field is edited.
+ */
+export interface FormProblems {
+  error: unknown;
+  /** The problem of a field (its top-level API name) not edited since the refusal. */
+  of(field: string): string | undefined;
+  set(error: unknown): void;
+  /** Forgets the problem of a field (it was edited). */
+  clear(field: string): void;
+  /** The form's onInput/onChange: forgets the problem of the field edited (its `data-field`). */
+  edited(e: Event): void;
+}
+
+export function useFormProblems(): FormProblems {
+  const [error, setError] = useState<unknown>(undefined);
+  const [problems, setProblems] = useState<Record<string, string>>({});
+  const clear = (field: string) => {
+    if (problems[field] === undefined) return;
+    setProblems((was) => {
+      const { [field]: _, ...rest } = was;
+      return rest;
+    });
+  };
+  return {
+    error,
+    of: (field) => problems[field],
+    set(e) {
+      setError(e);
+      const p: Record<string, string> = {};
+      if (e instanceof ApiFailure) {
+        for (const d of e.details) {
+          const key = topField(d.field);
+          const text = d.field === key ? d.problem : `${d.field}: ${d.problem}`;
+          p[key] = p[key] ? `${p[key]}; ${text}` : text;
+        }
+      }
+      setProblems(p);
+    },
+    clear,
+    edited(e) {
+      const target = e.target as Element | null;
+      const field = target?.closest?.("[data-field]")?.getAttribute("data-field");
+      if (field) clear(field);
+    },
+  };
+}
+
+const ProblemsContext = createContext<FormProblems | undefined>(undefined);
+/** Gives the `Field`s inside it their problems. */
+export const ProblemsProvider = ProblemsContext.Provider;
+
+export function Field(props: { label: string; hint?: string; field?: string; children: ComponentChildren }) {
+  const problems = useContext(ProblemsContext);
+  const problem = props.field ? problems?.of(props.field) : undefined;
   return (
     // biome-ignore lint/a11y/noLabelWithoutControl: the control is the child passed in.
-    <label class="field">
+    <label class={problem ? "field invalid" : "field"} data-field={props.field}>
       <span class="field-label">{props.label}</span>
       {props.children}
-      {props.hint && <span class="hint">{props.hint}</span>}
+      {problem ? (
+        <span class="field-error" role="alert">
+          {problem}
+        </span>
+      ) : (
+        props.hint && <span class="hint">{props.hint}</span>
+      )}
     </label>
+  );
+}
+
+/**
+ * The line under a form: what no `Field` of `fields` shows (problems of other fields, a refusal
+ * that is not about a field), or a pointer to the fields marked above; nothing once all are edited.
+ */
+export function FormError(props: { problems: FormProblems; fields: readonly string[] }) {
+  const { error } = props.problems;
+  if (!error) return null;
+  if (!(error instanceof ApiFailure) || error.details.length === 0) return <ErrorLine error={error} />;
+  const placed = new Set(props.fields);
+  const elsewhere = error.details.filter(
+    (d) => !placed.has(topField(d.field)) && props.problems.of(topField(d.field)) !== undefined,
+  );
+  const marked = props.fields.filter((f) => props.problems.of(f) !== undefined).length;
+  if (elsewhere.length === 0 && marked === 0) return null;
+  return (
+    <p class="error" role="alert">
+      {elsewhere.length > 0
+        ? elsewhere.map((d) => `${d.field}: ${d.problem}`).join("; ")
+        : `Correct the field${marked === 1 ? "" : "s"} marked above.`}
+    </p>
   );
 }
 

@@ -166,6 +166,7 @@ export function ClusterCreate() {
           {rules?.disk === "fixed" && (
             <Field label="Disk (GB)" hint="this provider offers these sizes only">
               <Select
+                name="disk"
                 value={disk}
                 onChange={setDisk}
                 options={[

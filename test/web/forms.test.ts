@@ -1,0 +1,76 @@
+// Forms that help, in a real Chromium against a Berth server process: a refused field's problem
+// shown once, next to that field, and gone once the field is edited; the node cluster form's
+// default disk is one its provider accepts, and a cluster created with it is made.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { Browser } from "playwright-core";
+import {
+  ADMIN_PASSWORD,
+  type BerthProcess,
+  browserUnavailable,
+  ensureBuilt,
+  launchChromium,
+  openPage,
+  signInAs,
+  startBerth,
+} from "./browser.ts";
+
+const unavailable = browserUnavailable();
+
+describe("dashboard forms in Chromium", { skip: unavailable }, () => {
+  let berth: BerthProcess;
+  let browser: Browser;
+
+  before(async () => {
+    await ensureBuilt();
+    berth = await startBerth();
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await berth?.stop();
+  });
+
+  test("a bad image: its problem once, next to the Image field, gone after the field is edited", async () => {
+    const { page, errors, context } = await openPage(browser, berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    await page.goto("/#/services/new");
+    const image = page.locator('input[name="image"]');
+    await image.fill("not an image");
+    await page.getByRole("button", { name: "Create", exact: true }).click();
+    const problem = page.locator('[data-field="image"] .field-error');
+    await problem.waitFor();
+    assert.match(await problem.innerText(), /must be an image name/);
+    const text = await page.locator("main, body").first().innerText();
+    assert.equal(text.split("must be an image name").length - 1, 1, `printed once: ${text}`);
+    assert.match(await page.locator("p.error").innerText(), /Correct the field marked above/);
+    await image.fill("busybox:local");
+    await problem.waitFor({ state: "detached" });
+    assert.equal(await page.locator("p.error").count(), 0, "nothing left under the form");
+    assert.deepEqual(
+      errors.filter((e) => !/status of 400/.test(e)),
+      [],
+    );
+    await context.close();
+  });
+
+  test("the SoftLayer cluster form's default disk is one of its sizes, and creating with it works", async () => {
+    const { page, errors, context } = await openPage(browser, berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    await page.goto("/#/nodeclusters/new");
+    await page.getByLabel("Name", { exact: true }).fill("fixed-sizes");
+    await page.locator('select[name="provider"]').selectOption("/api/infra/v1/provider/softlayer/");
+    await page.locator('select[name="region"] option').nth(1).waitFor({ state: "attached" });
+    const region = await page.locator('select[name="region"] option').nth(1).getAttribute("value");
+    await page.locator('select[name="region"]').selectOption(region!);
+    await page.locator('select[name="node_type"] option').nth(1).waitFor({ state: "attached" });
+    const type = await page.locator('select[name="node_type"] option').nth(1).getAttribute("value");
+    await page.locator('select[name="node_type"]').selectOption(type!);
+    const first = page.locator('select[name="disk"] option').first();
+    assert.equal(await first.innerText(), "default (75)");
+    await page.getByRole("button", { name: "Create", exact: true }).click();
+    await page.getByRole("heading", { name: "Node cluster fixed-sizes" }).waitFor();
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
