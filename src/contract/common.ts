@@ -19,6 +19,10 @@ export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]
 export const StateFilter = <S extends string>(states: readonly S[], kind: string) =>
   Type.Optional(Type.Enum([...states], { description: `only ${kind} in this state` }));
 
+/** `state__not`: leaves out the objects in this state (`state__not=Terminated` hides the terminated). */
+export const StateNotFilter = <S extends string>(states: readonly S[], kind: string) =>
+  Type.Optional(Type.Enum([...states], { description: `leave out ${kind} in this state` }));
+
 /** REST timestamps: ISO 8601 UTC, null until the event happened. */
 export const Time = Nullable(Type.String({ description: "ISO 8601 UTC; null until it happened" }));
 

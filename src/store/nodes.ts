@@ -14,6 +14,8 @@ export interface ClusterQuery {
   uuid?: string;
   uuidPrefix?: string;
   state?: string;
+  /** Leaves out this state (`state__not`). */
+  stateNot?: string;
   name?: string;
   region?: string;
   nodeType?: string;
@@ -26,6 +28,8 @@ export interface NodeQuery {
   uuid?: string;
   uuidPrefix?: string;
   state?: string;
+  /** Leaves out this state (`state__not`). */
+  stateNot?: string;
   cluster?: string;
   nodeType?: string;
   region?: string;
@@ -142,6 +146,7 @@ export class NodeStore {
     if (q.uuidPrefix !== undefined)
       base = base.where("uuid", "like", `${q.uuidPrefix.replace(/[%_\\]/g, "")}%`);
     if (q.state !== undefined) base = base.where("state", "=", q.state);
+    if (q.stateNot !== undefined) base = base.where("state", "!=", q.stateNot);
     if (q.name !== undefined) base = base.where("name", "=", q.name);
     if (q.region !== undefined) base = base.where("region", "=", q.region);
     if (q.nodeType !== undefined) base = base.where("node_type", "=", q.nodeType);
@@ -178,6 +183,7 @@ export class NodeStore {
     if (q.uuidPrefix !== undefined)
       base = base.where("uuid", "like", `${q.uuidPrefix.replace(/[%_\\]/g, "")}%`);
     if (q.state !== undefined) base = base.where("state", "=", q.state);
+    if (q.stateNot !== undefined) base = base.where("state", "!=", q.stateNot);
     if (q.cluster !== undefined) base = base.where("cluster_uuid", "=", q.cluster);
     if (q.nodeType !== undefined) base = base.where("node_type", "=", q.nodeType);
     if (q.region !== undefined) base = base.where("region", "=", q.region);

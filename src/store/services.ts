@@ -63,6 +63,8 @@ export interface ServiceQuery {
   uuid?: string;
   uuidPrefix?: string;
   state?: string;
+  /** Leaves out this state (`state__not`). */
+  stateNot?: string;
   name?: string;
   stack?: string;
   stackName?: string;
@@ -75,6 +77,8 @@ export interface ContainerQuery {
   uuid?: string;
   uuidPrefix?: string;
   state?: string;
+  /** Leaves out this state (`state__not`). */
+  stateNot?: string;
   name?: string;
   service?: string;
   node?: string;
@@ -306,6 +310,7 @@ export class ServiceStore {
     if (q.uuid !== undefined) base = base.where("uuid", "=", q.uuid);
     if (q.uuidPrefix !== undefined) base = base.where("uuid", "like", like(q.uuidPrefix));
     if (q.state !== undefined) base = base.where("state", "=", q.state);
+    if (q.stateNot !== undefined) base = base.where("state", "!=", q.stateNot);
     if (q.name !== undefined) base = base.where("name", "=", q.name);
     if (q.stack !== undefined) base = base.where("stack_uuid", "=", q.stack);
     if (q.stackName !== undefined) {
@@ -571,6 +576,7 @@ export class ServiceStore {
     if (q.uuid !== undefined) base = base.where("uuid", "=", q.uuid);
     if (q.uuidPrefix !== undefined) base = base.where("uuid", "like", like(q.uuidPrefix));
     if (q.state !== undefined) base = base.where("state", "=", q.state);
+    if (q.stateNot !== undefined) base = base.where("state", "!=", q.stateNot);
     if (q.name !== undefined) base = base.where("name", "=", q.name);
     if (q.service !== undefined) base = base.where("service_uuid", "=", q.service);
     if (q.node !== undefined) base = base.where("node_uuid", "=", q.node);

@@ -10,6 +10,8 @@ export interface StackQuery {
   uuidPrefix?: string;
   name?: string;
   state?: string;
+  /** Leaves out this state (`state__not`). */
+  stateNot?: string;
   limit: number;
   offset: number;
 }
@@ -60,6 +62,7 @@ export class StackStore {
     if (q.uuidPrefix !== undefined) base = base.where("uuid", "like", like(q.uuidPrefix));
     if (q.name !== undefined) base = base.where("name", "=", q.name);
     if (q.state !== undefined) base = base.where("state", "=", q.state);
+    if (q.stateNot !== undefined) base = base.where("state", "!=", q.stateNot);
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };

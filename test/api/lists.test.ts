@@ -106,6 +106,18 @@ describe("state filters of lists", () => {
     }
   });
 
+  test("state__not leaves a state out (hide terminated); an unknown one is 400 invalid_field naming state__not", async () => {
+    for (const { path } of LISTS.filter((l) => l.path !== "/api/audit/v1/action/")) {
+      const ok = await call(h, h.admin, "GET", `${path}?state__not=Terminated`);
+      assert.equal(ok.status, 200, `${path}: ${ok.raw}`);
+      for (const o of ok.body.objects as { state: string }[]) assert.notEqual(o.state, "Terminated", path);
+      const bad = await call(h, h.admin, "GET", `${path}?state__not=Nope`);
+      assert.equal(bad.status, 400, path);
+      assert.equal(bad.body.code, "invalid_field");
+      assert.equal(bad.body.details?.[0]?.field, "state__not", path);
+    }
+  });
+
   test("OpenAPI lists each list's states", () => {
     const doc = JSON.parse(fs.readFileSync(new URL("../../docs/openapi.json", import.meta.url), "utf8")) as {
       paths: Record<

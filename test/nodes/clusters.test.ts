@@ -164,6 +164,13 @@ describe("node cluster names", () => {
     await settled(alice, first.resource_uri, "Terminated");
     const reused = await createCluster(alice, { name: "twin", ...AWS });
     assert.notEqual(reused.resource_uri, first.resource_uri);
+    // Hide terminated: state__not=Terminated leaves the first one out of the list and its count.
+    const all = await call(h, alice, "GET", "/api/infra/v1/nodecluster/?name=twin");
+    assert.equal(all.body.meta.total_count, 2);
+    const live = await call(h, alice, "GET", "/api/infra/v1/nodecluster/?name=twin&state__not=Terminated");
+    assert.equal(live.status, 200, live.raw);
+    assert.equal(live.body.meta.total_count, 1);
+    assert.equal(live.body.objects[0].resource_uri, reused.resource_uri);
   });
 });
 

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { StateFilter } from "../../contract/common.ts";
+import { StateFilter, StateNotFilter } from "../../contract/common.ts";
 import { CLUSTER_LIMITS, NodeClusterView, NodeView, ProviderOptions } from "../../contract/nodes.ts";
 import { addTo } from "../../domain/collections.ts";
 import {
@@ -122,6 +122,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(CLUSTER_STATES, "node clusters"),
+            state__not: StateNotFilter(CLUSTER_STATES, "node clusters"),
             name: Type.Optional(Type.String()),
             region: Type.Optional(Type.String()),
             node_type: Type.Optional(Type.String()),
@@ -139,6 +140,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
             state: q.state,
+            stateNot: q.state__not,
             name: q.name,
             region: q.region ? canonicalUri(q.region) : undefined,
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
@@ -299,6 +301,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(NODE_STATES, "nodes"),
+            state__not: StateNotFilter(NODE_STATES, "nodes"),
             node_cluster: Type.Optional(Type.String()),
             node_type: Type.Optional(Type.String()),
             region: Type.Optional(Type.String()),
@@ -317,6 +320,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
             state: q.state,
+            stateNot: q.state__not,
             cluster: q.node_cluster ? lastSegment(q.node_cluster) : undefined,
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
             region: q.region ? canonicalUri(q.region) : undefined,

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { StateFilter } from "../../contract/common.ts";
+import { StateFilter, StateNotFilter } from "../../contract/common.ts";
 import { ContainerView } from "../../contract/container.ts";
 import {
   ServiceCreateBody,
@@ -67,6 +67,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(SERVICE_STATES, "services"),
+            state__not: StateNotFilter(SERVICE_STATES, "services"),
             name: Type.Optional(Type.String()),
             stack: Type.Optional(Type.String({ description: "stack resource URI" })),
             stack__name: Type.Optional(Type.String()),
@@ -84,6 +85,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
             state: q.state,
+            stateNot: q.state__not,
             name: q.name,
             stack: q.stack ? uuidOf(q.stack) : undefined,
             stackName: q.stack__name,
@@ -209,6 +211,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(CONTAINER_STATES, "containers"),
+            state__not: StateNotFilter(CONTAINER_STATES, "containers"),
             name: Type.Optional(Type.String()),
             service: Type.Optional(Type.String({ description: "service resource URI" })),
             node: Type.Optional(Type.String({ description: "node resource URI" })),
@@ -227,6 +230,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid: q.uuid,
             uuidPrefix: q.uuid__startswith,
             state: q.state,
+            stateNot: q.state__not,
             name: q.name,
             service: q.service ? uuidOf(q.service) : undefined,
             node: q.node ? uuidOf(q.node) : undefined,

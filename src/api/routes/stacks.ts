@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
-import { StateFilter } from "../../contract/common.ts";
+import { StateFilter, StateNotFilter } from "../../contract/common.ts";
 import { StackCreateBody, StackFileView, StackUpdateBody, StackView } from "../../contract/stack.ts";
 import { STACK_STATES } from "../../domain/stack.ts";
 import { stackUri } from "../../domain/uri.ts";
@@ -58,6 +58,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuid__startswith: Type.Optional(Type.String()),
             name: Type.Optional(Type.String()),
             state: StateFilter(STACK_STATES, "stacks"),
+            state__not: StateNotFilter(STACK_STATES, "stacks"),
           }),
           response: { 200: listSchema(StackView) },
         },
@@ -73,6 +74,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuidPrefix: q.uuid__startswith,
             name: q.name,
             state: q.state,
+            stateNot: q.state__not,
             ...page,
           });
           return envelope(req, page, total, await stacks.views(rows, read));
