@@ -1,6 +1,7 @@
 // Forms that help, in a real Chromium against a Berth server process: a refused field's problem
 // shown once, next to that field, and gone once the field is edited; the node cluster form's
-// default disk is one its provider accepts, and a cluster created with it is made.
+// default disk is one its provider accepts, and a cluster created with it is made; terminated
+// objects hidden from lists (unless asked for) and from the overview's counts.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Browser } from "playwright-core";
@@ -70,6 +71,36 @@ describe("dashboard forms in Chromium", { skip: unavailable }, () => {
     assert.equal(await first.innerText(), "default (75)");
     await page.getByRole("button", { name: "Create", exact: true }).click();
     await page.getByRole("heading", { name: "Node cluster fixed-sizes" }).waitFor();
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test("a terminated cluster: hidden from the list and the overview's count until Hide terminated is unticked", async () => {
+    const gone = await berth.api("POST", "/api/infra/v1/nodecluster/", {
+      name: "gone",
+      region: "/api/infra/v1/region/digitalocean/nyc1/",
+      node_type: "/api/infra/v1/nodetype/digitalocean/1gb/",
+    });
+    assert.equal(gone.status, 201);
+    assert.equal((await berth.api("DELETE", gone.body.resource_uri)).status, 202);
+    for (let i = 0; (await berth.api("GET", gone.body.resource_uri)).body.state !== "Terminated"; i++) {
+      assert.ok(i < 200, "the cluster to be Terminated");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const live = (await berth.api("GET", "/api/infra/v1/nodecluster/?state__not=Terminated")).body.meta
+      .total_count;
+    const all = (await berth.api("GET", "/api/infra/v1/nodecluster/")).body.meta.total_count;
+    assert.equal(all, live + 1);
+    const { page, errors, context } = await openPage(browser, berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    const tile = page.locator("a.tile", { hasText: "Node clusters" });
+    await tile.waitFor();
+    assert.equal(await tile.locator(".tile-n").innerText(), String(live));
+    await page.getByRole("link", { name: "Node clusters", exact: true }).first().click();
+    await page.getByRole("link", { name: "fixed-sizes", exact: true }).waitFor();
+    assert.equal(await page.getByRole("link", { name: "gone", exact: true }).count(), 0);
+    await page.getByLabel("Hide terminated").uncheck();
+    await page.getByRole("link", { name: "gone", exact: true }).waitFor();
     assert.deepEqual(errors, []);
     await context.close();
   });

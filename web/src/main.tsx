@@ -109,7 +109,8 @@ function Overview() {
       ["Containers", "app", "container"],
     ];
     for (const [label, sub, res] of kinds) {
-      get<ListPage<unknown>>(`${nsPath(sub, res)}?limit=1`).then(
+      // Counts of what is there: terminated objects (kept for their history) are not counted.
+      get<ListPage<unknown>>(`${nsPath(sub, res)}?limit=1&state__not=Terminated`).then(
         (p) => setCounts((c) => ({ ...c, [label]: p.meta.total_count })),
         setError,
       );
@@ -126,6 +127,7 @@ function Overview() {
           </a>
         ))}
       </div>
+      <p class="hint">Terminated objects are not counted.</p>
       <p class="hint">
         Every change you make is an action in the <a href="#/actions">audit log</a>, with its log, cancel and
         retry.

@@ -10,6 +10,7 @@ import { Terminal } from "../terminal.tsx";
 import {
   ErrorLine,
   Facts,
+  HideTerminated,
   inputValue,
   LifecycleOps,
   Loading,
@@ -18,6 +19,7 @@ import {
   StateBadge,
   StateFilter,
   short,
+  stateNot,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 
@@ -30,7 +32,13 @@ export function ContainerList() {
   const [state, setState] = useState("");
   const [service, setService] = useState("");
   const list = useList<Container>(
-    query(nsPath("app", "container"), { limit: PAGE, offset, state, name: service || undefined }),
+    query(nsPath("app", "container"), {
+      limit: PAGE,
+      offset,
+      state,
+      state__not: stateNot(state),
+      name: service || undefined,
+    }),
     ["container"],
   );
   return (
@@ -44,6 +52,7 @@ export function ContainerList() {
             setOffset(0);
           }}
         />
+        <HideTerminated onChange={() => setOffset(0)} />
         <label>
           Name{" "}
           <input

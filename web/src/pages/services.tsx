@@ -10,6 +10,7 @@ import {
   ErrorLine,
   Facts,
   gate,
+  HideTerminated,
   LifecycleOps,
   Loading,
   Op,
@@ -18,6 +19,7 @@ import {
   StateBadge,
   StateFilter,
   short,
+  stateNot,
   Table,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
@@ -30,7 +32,10 @@ const PAGE = 50;
 export function ServiceList() {
   const [offset, setOffset] = useState(0);
   const [state, setState] = useState("");
-  const list = useList<Service>(query(nsPath("app", "service"), { limit: PAGE, offset, state }), ["service"]);
+  const list = useList<Service>(
+    query(nsPath("app", "service"), { limit: PAGE, offset, state, state__not: stateNot(state) }),
+    ["service"],
+  );
   return (
     <Page
       title="Services"
@@ -49,6 +54,7 @@ export function ServiceList() {
             setOffset(0);
           }}
         />
+        <HideTerminated onChange={() => setOffset(0)} />
       </div>
       <PagedTable<Service>
         list={list}

@@ -8,6 +8,7 @@ import {
   Facts,
   Field,
   gate,
+  HideTerminated,
   inputValue,
   Loading,
   notify,
@@ -16,6 +17,7 @@ import {
   PagedTable,
   StateBadge,
   StateFilter,
+  stateNot,
   uriTail,
 } from "../../ui.tsx";
 import { ActionsOf } from "../actions.tsx";
@@ -25,9 +27,10 @@ import { type Cluster, tagList, tagNames } from "./shared.ts";
 export function ClusterList() {
   const [offset, setOffset] = useState(0);
   const [state, setState] = useState("");
-  const list = useList<Cluster>(query(nsPath("infra", "nodecluster"), { limit: 50, offset, state }), [
-    "nodecluster",
-  ]);
+  const list = useList<Cluster>(
+    query(nsPath("infra", "nodecluster"), { limit: 50, offset, state, state__not: stateNot(state) }),
+    ["nodecluster"],
+  );
   return (
     <Page
       title="Node clusters"
@@ -46,6 +49,7 @@ export function ClusterList() {
             setOffset(0);
           }}
         />
+        <HideTerminated onChange={() => setOffset(0)} />
       </div>
       <PagedTable<Cluster>
         list={list}

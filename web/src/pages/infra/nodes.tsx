@@ -9,6 +9,8 @@ import {
   Facts,
   Field,
   gate,
+  HideTerminated,
+  hideTerminated,
   inputValue,
   Loading,
   notify,
@@ -71,8 +73,9 @@ export function NodeList() {
           State{" "}
           <Select value={state} onChange={setState} options={[{ value: "", label: "any" }, ...NODE_STATES]} />
         </label>
+        <HideTerminated />
       </div>
-      <NodeTable filter={state ? { state } : {}} />
+      <NodeTable filter={state ? { state } : hideTerminated.value ? { state__not: "Terminated" } : {}} />
       <BringYourOwn />
       <AttachEngine />
     </Page>
