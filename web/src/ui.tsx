@@ -399,44 +399,6 @@ export function StateFilter(props: { value: string; states: string[]; onChange(v
   );
 }
 
-const HIDE_KEY = "berth.hideTerminated";
-/** Whether lists leave out terminated objects (on unless turned off; kept in this browser). */
-export const hideTerminated = signal<boolean>(readHide());
-function readHide(): boolean {
-  try {
-    return globalThis.localStorage?.getItem(HIDE_KEY) !== "0";
-  } catch {
-    return true;
-  }
-}
-
-/** The list query's `state__not`: Terminated while hidden, unless a state is chosen. */
-export const stateNot = (state: string): string | undefined =>
-  hideTerminated.value && !state ? "Terminated" : undefined;
-
-/** The "Hide terminated" switch of a list (one setting for every list). */
-export function HideTerminated(props: { onChange?(): void }) {
-  return (
-    <label>
-      <input
-        type="checkbox"
-        name="hide_terminated"
-        checked={hideTerminated.value}
-        onChange={(e) => {
-          hideTerminated.value = (e.target as HTMLInputElement).checked;
-          try {
-            globalThis.localStorage?.setItem(HIDE_KEY, hideTerminated.value ? "1" : "0");
-          } catch {
-            // A browser without storage keeps the setting for this page only.
-          }
-          props.onChange?.();
-        }}
-      />{" "}
-      Hide terminated
-    </label>
-  );
-}
-
 /** A list page's body: its error, then the table and the pager once loaded. */
 export function PagedTable<T extends { resource_uri: string }>(props: {
   list: { data?: { objects: T[]; meta: { total_count: number } }; error?: unknown };

@@ -7,10 +7,10 @@ import { nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { Terminal } from "../terminal.tsx";
+import { HideTerminated, stateNot } from "../terminated.tsx";
 import {
   ErrorLine,
   Facts,
-  HideTerminated,
   inputValue,
   LifecycleOps,
   Loading,
@@ -19,7 +19,6 @@ import {
   StateBadge,
   StateFilter,
   short,
-  stateNot,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 

@@ -6,11 +6,11 @@ import { call, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { navigate } from "../router.ts";
+import { HideTerminated, stateNot } from "../terminated.tsx";
 import {
   ErrorLine,
   Facts,
   gate,
-  HideTerminated,
   LifecycleOps,
   Loading,
   Op,
@@ -19,7 +19,6 @@ import {
   StateBadge,
   StateFilter,
   short,
-  stateNot,
   Table,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";

@@ -3,12 +3,12 @@ import { useState } from "preact/hooks";
 import { CLUSTER_OPERATIONS, CLUSTER_STATES } from "../../../../src/domain/states.ts";
 import { call, nsPath, query } from "../../api.ts";
 import { useList, useObject } from "../../live.ts";
+import { HideTerminated, stateNot } from "../../terminated.tsx";
 import {
   ErrorLine,
   Facts,
   Field,
   gate,
-  HideTerminated,
   inputValue,
   Loading,
   notify,
@@ -17,7 +17,6 @@ import {
   PagedTable,
   StateBadge,
   StateFilter,
-  stateNot,
   uriTail,
 } from "../../ui.tsx";
 import { ActionsOf } from "../actions.tsx";

@@ -4,13 +4,12 @@ import { useState } from "preact/hooks";
 import { NODE_OPERATIONS, NODE_STATES } from "../../../../src/domain/states.ts";
 import { call, nsPath, query, uuidOf } from "../../api.ts";
 import { type Resource, useList, useObject } from "../../live.ts";
+import { HideTerminated, hideTerminated } from "../../terminated.tsx";
 import {
   ErrorLine,
   Facts,
   Field,
   gate,
-  HideTerminated,
-  hideTerminated,
   inputValue,
   Loading,
   notify,
