@@ -2,52 +2,32 @@
 // current password and signs out the other browsers; "Sign out everywhere" ends this browser's
 // session too; an administrator deactivates a user by name and that user can no longer sign in.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import { describe, test } from "node:test";
+import type { Page } from "playwright-core";
 import {
   ADMIN_PASSWORD,
-  type BerthProcess,
+  browserSuite,
   browserUnavailable,
-  ensureBuilt,
-  launchChromium,
   openPage,
   screenshot,
   signInAs,
-  startBerth,
 } from "./browser.ts";
 
 const unavailable = browserUnavailable();
 
 describe("access that ends, in Chromium", { skip: unavailable }, () => {
-  let berth: BerthProcess;
-  let browser: Browser;
-
-  before(async () => {
-    await ensureBuilt();
-    berth = await startBerth();
-    browser = await launchChromium();
-    const made = await berth.api("POST", "/api/v1.1/users/", {
-      username: "dana",
-      email: "dana@example.test",
-      password: "dana-password-1",
-    });
-    assert.equal(made.status, 201);
-  });
-  after(async () => {
-    await browser?.close();
-    await berth?.stop();
-  });
+  const suite = browserSuite(["dana"]);
 
   const cookieOf = async (page: Page) => {
     const c = (await page.context().cookies()).find((x) => x.name === "berth_session");
     return c ? `berth_session=${c.value}` : "";
   };
   const statusWith = async (cookie: string) =>
-    (await fetch(`${berth.url}/api/app/v1/service/`, { headers: { cookie } })).status;
+    (await fetch(`${suite.berth.url}/api/app/v1/service/`, { headers: { cookie } })).status;
 
-  test("a password change signs out the other browser; sign out everywhere ends this one", async () => {
-    const here = await openPage(browser, berth.url);
-    const there = await openPage(browser, berth.url);
+  test("a password change signs out the other suite.browser; sign out everywhere ends this one", async () => {
+    const here = await openPage(suite.browser, suite.berth.url);
+    const there = await openPage(suite.browser, suite.berth.url);
     await signInAs(there.page, "dana", "dana-password-1");
     const otherCookie = await cookieOf(there.page);
     await signInAs(here.page, "dana", "dana-password-1");
@@ -71,13 +51,13 @@ describe("access that ends, in Chromium", { skip: unavailable }, () => {
   });
 
   test("an administrator deactivates a user by name; the user can no longer sign in", async () => {
-    const admin = await openPage(browser, berth.url);
+    const admin = await openPage(suite.browser, suite.berth.url);
     await signInAs(admin.page, "admin", ADMIN_PASSWORD);
     await admin.page.goto("/#/account");
     await admin.page.getByLabel("User", { exact: false }).last().fill("dana");
     await admin.page.getByRole("button", { name: "Deactivate", exact: true }).click();
     await admin.page.getByText("Deactivate dana: done.").waitFor();
-    const signin = await fetch(`${berth.url}/api/session/`, {
+    const signin = await fetch(`${suite.berth.url}/api/session/`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ username: "dana", password: "dana-password-2" }),
@@ -86,7 +66,7 @@ describe("access that ends, in Chromium", { skip: unavailable }, () => {
     await admin.page.getByLabel("User", { exact: false }).last().fill("dana");
     await admin.page.getByRole("button", { name: "Activate", exact: true }).click();
     await admin.page.getByText("Activate dana: done.", { exact: true }).waitFor();
-    const dana = await openPage(browser, berth.url);
+    const dana = await openPage(suite.browser, suite.berth.url);
     await signInAs(dana.page, "dana", "dana-password-2");
     await dana.context.close();
     assert.deepEqual(admin.errors, []);

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { test } from "node:test";
+import { after, before, test } from "node:test";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { buildDashboard } from "../../web/build.ts";
 import { basic, waitFor } from "../support/harness.ts";
@@ -178,4 +178,31 @@ export async function screenshot(page: Page, name: string): Promise<void> {
  */
 export function row(page: Page, name: string) {
   return page.locator("tr", { has: page.getByRole("link", { name, exact: true }) });
+}
+
+/**
+ * The hooks every browser file's suite needs: builds the dashboard, starts a Berth process and a
+ * Chromium before its tests (creating each named user, password `<name>-password-1`), and stops both
+ * after. The returned object's fields are set once the `before` hook ran.
+ */
+export function browserSuite(users: string[] = []): { berth: BerthProcess; browser: Browser } {
+  const suite = {} as { berth: BerthProcess; browser: Browser };
+  before(async () => {
+    await ensureBuilt();
+    suite.berth = await startBerth();
+    suite.browser = await launchChromium();
+    for (const username of users) {
+      const made = await suite.berth.api("POST", "/api/v1.1/users/", {
+        username,
+        email: `${username}@example.test`,
+        password: `${username}-password-1`,
+      });
+      assert.equal(made.status, 201, `user ${username}`);
+    }
+  });
+  after(async () => {
+    await suite.browser?.close();
+    await suite.berth?.stop();
+  });
+  return suite;
 }

@@ -3,37 +3,16 @@
 // default disk is one its provider accepts, and a cluster created with it is made; terminated
 // objects hidden from lists (unless asked for) and from the overview's counts.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import type { Browser } from "playwright-core";
-import {
-  ADMIN_PASSWORD,
-  type BerthProcess,
-  browserUnavailable,
-  ensureBuilt,
-  launchChromium,
-  openPage,
-  signInAs,
-  startBerth,
-} from "./browser.ts";
+import { describe, test } from "node:test";
+import { ADMIN_PASSWORD, browserSuite, browserUnavailable, openPage, signInAs } from "./browser.ts";
 
 const unavailable = browserUnavailable();
 
 describe("dashboard forms in Chromium", { skip: unavailable }, () => {
-  let berth: BerthProcess;
-  let browser: Browser;
-
-  before(async () => {
-    await ensureBuilt();
-    berth = await startBerth();
-    browser = await launchChromium();
-  });
-  after(async () => {
-    await browser?.close();
-    await berth?.stop();
-  });
+  const suite = browserSuite();
 
   test("a bad image: its problem once, next to the Image field, gone after the field is edited", async () => {
-    const { page, errors, context } = await openPage(browser, berth.url);
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
     await signInAs(page, "admin", ADMIN_PASSWORD);
     await page.goto("/#/services/new");
     const image = page.locator('input[name="image"]');
@@ -56,7 +35,7 @@ describe("dashboard forms in Chromium", { skip: unavailable }, () => {
   });
 
   test("the SoftLayer cluster form's default disk is one of its sizes, and creating with it works", async () => {
-    const { page, errors, context } = await openPage(browser, berth.url);
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
     await signInAs(page, "admin", ADMIN_PASSWORD);
     await page.goto("/#/nodeclusters/new");
     await page.getByLabel("Name", { exact: true }).fill("fixed-sizes");
@@ -76,22 +55,22 @@ describe("dashboard forms in Chromium", { skip: unavailable }, () => {
   });
 
   test("a terminated cluster: hidden from the list and the overview's count until Hide terminated is unticked", async () => {
-    const gone = await berth.api("POST", "/api/infra/v1/nodecluster/", {
+    const gone = await suite.berth.api("POST", "/api/infra/v1/nodecluster/", {
       name: "gone",
       region: "/api/infra/v1/region/digitalocean/nyc1/",
       node_type: "/api/infra/v1/nodetype/digitalocean/1gb/",
     });
     assert.equal(gone.status, 201);
-    assert.equal((await berth.api("DELETE", gone.body.resource_uri)).status, 202);
-    for (let i = 0; (await berth.api("GET", gone.body.resource_uri)).body.state !== "Terminated"; i++) {
+    assert.equal((await suite.berth.api("DELETE", gone.body.resource_uri)).status, 202);
+    for (let i = 0; (await suite.berth.api("GET", gone.body.resource_uri)).body.state !== "Terminated"; i++) {
       assert.ok(i < 200, "the cluster to be Terminated");
       await new Promise((r) => setTimeout(r, 50));
     }
-    const live = (await berth.api("GET", "/api/infra/v1/nodecluster/?state__not=Terminated")).body.meta
+    const live = (await suite.berth.api("GET", "/api/infra/v1/nodecluster/?state__not=Terminated")).body.meta
       .total_count;
-    const all = (await berth.api("GET", "/api/infra/v1/nodecluster/")).body.meta.total_count;
+    const all = (await suite.berth.api("GET", "/api/infra/v1/nodecluster/")).body.meta.total_count;
     assert.equal(all, live + 1);
-    const { page, errors, context } = await openPage(browser, berth.url);
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
     await signInAs(page, "admin", ADMIN_PASSWORD);
     const tile = page.locator("a.tile", { hasText: "Node clusters" });
     await tile.waitFor();

@@ -2,44 +2,23 @@
 // of an option that reaches the node, the account page shows the namespace's privileges, and an
 // administrator changes them there (a malformed host path shows the API's sentence by the form).
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import type { Browser } from "playwright-core";
+import { describe, test } from "node:test";
 import {
   ADMIN_PASSWORD,
-  type BerthProcess,
+  browserSuite,
   browserUnavailable,
-  ensureBuilt,
-  launchChromium,
   openPage,
   screenshot,
   signInAs,
-  startBerth,
 } from "./browser.ts";
 
 const unavailable = browserUnavailable();
 
 describe("namespace privileges in Chromium", { skip: unavailable }, () => {
-  let berth: BerthProcess;
-  let browser: Browser;
-
-  before(async () => {
-    await ensureBuilt();
-    berth = await startBerth();
-    browser = await launchChromium();
-    const carol = await berth.api("POST", "/api/v1.1/users/", {
-      username: "carol",
-      email: "carol@example.test",
-      password: "carol-password-1",
-    });
-    assert.equal(carol.status, 201);
-  });
-  after(async () => {
-    await browser?.close();
-    await berth?.stop();
-  });
+  const suite = browserSuite(["carol"]);
 
   const privilegedService = async (name: string) => {
-    const { page, errors, context } = await openPage(browser, berth.url);
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
     await signInAs(page, "carol", "carol-password-1");
     await page.goto("/#/services/new");
     await page.locator('input[name="image"]').fill("busybox:local");
@@ -65,7 +44,7 @@ describe("namespace privileges in Chromium", { skip: unavailable }, () => {
     );
     await refused.context.close();
 
-    const { page, errors, context } = await openPage(browser, berth.url);
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
     await signInAs(page, "admin", ADMIN_PASSWORD);
     await page.goto("/#/account");
     await page.getByLabel("Another namespace").fill("carol");
@@ -79,7 +58,7 @@ describe("namespace privileges in Chromium", { skip: unavailable }, () => {
     await card.getByRole("button", { name: "Save privileges" }).click();
     await card.locator("dd", { hasText: "/srv/data" }).waitFor();
     await screenshot(page, "privileges-allowed");
-    const ns = await berth.api("GET", "/api/v1.1/namespaces/carol/");
+    const ns = await suite.berth.api("GET", "/api/v1.1/namespaces/carol/");
     assert.equal(ns.body.privileges.privileged, true);
     assert.deepEqual(ns.body.privileges.host_paths, ["/srv/data"]);
     assert.deepEqual(
