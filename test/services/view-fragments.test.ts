@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { bytesOf, jsonOf } from "../../src/domain/json.ts";
-import { ViewFragments } from "../../src/orchestrator/views.ts";
+import { ViewFragments } from "../../src/orchestrator/view-fragments.ts";
 
 describe("kept views", () => {
   test("a view is served under the key it was kept with, frozen, with its JSON", () => {
