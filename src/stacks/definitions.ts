@@ -13,10 +13,10 @@ import { assertStackName, startOrder } from "../domain/stack.ts";
 import {
   type ConvertedService,
   convertServices,
-  exportService,
   problemsError,
   stackBodyProblems,
 } from "../domain/stackfile.ts";
+import { exportService } from "../domain/stackfile-export.ts";
 import type { Clock } from "../domain/time.ts";
 import { lastSegment, serviceUri } from "../domain/uri.ts";
 import type { Principal } from "../identity/service.ts";

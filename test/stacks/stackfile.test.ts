@@ -12,11 +12,11 @@ import {
   type ConvertedService,
   convertService,
   convertServices,
-  exportService,
   problemsError,
   stackBodyProblems,
   stackFileServices,
 } from "../../src/domain/stackfile.ts";
+import { exportService } from "../../src/domain/stackfile-export.ts";
 
 /** Converts one item, expecting no problem. */
 function convert(item: Record<string, unknown>): Record<string, unknown> {
