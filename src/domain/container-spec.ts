@@ -14,7 +14,9 @@ import type { ContainerSpec, DeviceMapping, PortBinding, RestartPolicy } from ".
 import { hostsFor, type LinkTarget, linkVariables } from "./links.ts";
 import type { Autorestart, ServiceSpec } from "./service.ts";
 import { LABELS } from "./service.ts";
-import { containerFqdn, parseDevice, serviceFqdn, splitShellWords } from "./service-spec.ts";
+import { parseDevice } from "./service-rules.ts";
+import { containerFqdn, serviceFqdn } from "./service-views.ts";
+import { splitShellWords } from "./shell-words.ts";
 
 /**
  * Every injected variable exists under both prefixes **(compat)**: the historical SDKs, CLI and

@@ -6,7 +6,8 @@ import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.t
 import { conflict, type FieldProblem } from "../domain/errors.ts";
 import { assertEnvWithin, limitOf } from "../domain/quotas.ts";
 import type { ServiceSpec } from "../domain/service.ts";
-import { applyUpdate, normalizeCreate, type SpecContext } from "../domain/service-spec.ts";
+import type { SpecContext } from "../domain/service-rules.ts";
+import { applyUpdate, normalizeCreate } from "../domain/service-spec.ts";
 import { assertAllowed, SERVICE_OPERATIONS, type ServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import { lastSegment, nodeUri, serviceUri } from "../domain/uri.ts";

@@ -11,7 +11,7 @@ import {
 } from "../domain/container-spec.ts";
 import { containerLinkVariables, linkedToContainer, linkVariablesOf } from "../domain/links.ts";
 import type { ServiceSpec } from "../domain/service.ts";
-import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domain/service-spec.ts";
+import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domain/service-views.ts";
 import { restTime } from "../domain/time.ts";
 import { containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
 import { environmentOf, linkHostsOf, portsOf } from "../store/codec.ts";

@@ -8,7 +8,8 @@ import type { StackCreateBody, StackUpdateBody } from "../contract/stack.ts";
 import { ApiError, conflict, type FieldProblem } from "../domain/errors.ts";
 import { privilegeRefusal } from "../domain/privileges.ts";
 import type { ServiceSpec } from "../domain/service.ts";
-import { parseCreate, parseUpdate, type ResolvedService, specFieldOf } from "../domain/service-spec.ts";
+import type { ResolvedService } from "../domain/service-rules.ts";
+import { parseCreate, parseUpdate, specFieldOf } from "../domain/service-spec.ts";
 import { assertStackName, startOrder } from "../domain/stack.ts";
 import {
   type ConvertedService,

@@ -5,7 +5,7 @@ import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { ActionEngine, CallMeta } from "../actions/engine.ts";
 import type { TriggerOperation } from "../contract/trigger.ts";
 import { conflict, VersionConflict } from "../domain/errors.ts";
-import { MAX_CONTAINERS } from "../domain/service-spec.ts";
+import { MAX_CONTAINERS } from "../domain/service-rules.ts";
 import type { Clock } from "../domain/time.ts";
 import { serviceUri } from "../domain/uri.ts";
 import { creatorMayUse } from "../identity/creators.ts";

@@ -6,19 +6,16 @@ import { describe, test } from "node:test";
 import type { ServiceCreateBody } from "../../src/contract/service.ts";
 import { ApiError } from "../../src/domain/errors.ts";
 import { DEFAULT_SPEC, type ServicePort, type ServiceSpec } from "../../src/domain/service.ts";
+import type { SpecContext } from "../../src/domain/service-rules.ts";
+import { definitionChanged, parseCreate, parseUpdate } from "../../src/domain/service-spec.ts";
 import {
   containerFqdn,
-  definitionChanged,
   linkedFromService,
-  parseCreate,
-  parseUpdate,
   portView,
-  ShellSyntaxError,
-  type SpecContext,
   serviceFqdn,
   serviceUriFields,
-  splitShellWords,
-} from "../../src/domain/service-spec.ts";
+} from "../../src/domain/service-views.ts";
+import { ShellSyntaxError, splitShellWords } from "../../src/domain/shell-words.ts";
 
 const DB_URI = "/api/app/v1/alice/service/uuid-db/";
 const DATA_URI = "/api/app/v1/alice/service/uuid-data/";
