@@ -5,77 +5,21 @@
 // with a lease that a heartbeat renews; a lapsed lease (the worker died) makes the action
 // claimable again and it resumes at the step it was on. Every step has a timeout, and an
 // action interrupted too many times is failed with a log line, so nothing stays In progress.
+//
+// Here: recording, cancel and retry, and the workers that claim actions. A claimed action's steps
+// run in execute.ts, its log lines are written by action-log.ts, the kinds' types are in types.ts.
 import { randomUUID } from "node:crypto";
-import type { TSchema } from "typebox";
 import { type BodyCheck, bodyCheck } from "../contract/check.ts";
 import { ApiError, conflict, VersionConflict } from "../domain/errors.ts";
 import { actionEnded } from "../domain/states.ts";
-import type { Clock } from "../domain/time.ts";
 import { paramsOf } from "../store/codec.ts";
 import type { ActionRow, Store } from "../store/store.ts";
+import { ActionLogs } from "./action-log.ts";
+import { type Execution, executeAction } from "./execute.ts";
+import type { ActionEngineOptions, ActionKind, CallMeta, StepContext } from "./types.ts";
 
 // The states are a domain table (the dashboard and the actions list filter share it).
 export { ACTION_STATES, type ActionState } from "../domain/states.ts";
-export type Outcome = "Success" | "Failed" | "Canceled";
-
-export interface StepContext<P> {
-  action: ActionRow;
-  params: P;
-  store: Store;
-  signal: AbortSignal;
-  log(line: string): Promise<void>;
-}
-
-export interface Step<P> {
-  name: string;
-  timeoutMs?: number;
-  run(ctx: StepContext<P>): Promise<void>;
-}
-
-export interface ActionKind<P = unknown> {
-  /** Registry key, stored with the action, e.g. `service.start`. */
-  kind: string;
-  /** Readable action name shown in the audit log, e.g. `Service Start`. */
-  name: string;
-  /**
-   * The schema of the kind's parameters (whose static type is `P`). Checked when an action is
-   * enqueued (a mismatch there is a programming error: it throws) and when a stored action is run
-   * or retried (a mismatch ends it Failed, or refuses the retry, with a message).
-   */
-  params: TSchema;
-  /**
-   * Checks that the operation is allowed now and moves the object to its transitional state.
-   * Runs in the transaction that records the action (API call and retry alike); throwing refuses the call.
-   */
-  prepare?(tx: Store, params: P, object: string): Promise<void>;
-  steps: Step<P>[];
-  /** Leaves the object in a truthful state once the action ended, whatever the outcome. */
-  finish?(ctx: StepContext<P>, outcome: Outcome): Promise<void>;
-}
-
-export interface CallMeta {
-  method: string;
-  path: string;
-  user: string;
-  userAgent: string;
-  ip: string;
-  isUserAction?: boolean;
-}
-
-export interface ActionEngineOptions {
-  store: Store;
-  clock: Clock;
-  leaseMs: number;
-  stepTimeoutMs: number;
-  pollMs: number;
-  maxAttempts: number;
-  concurrency?: number;
-  /** This worker's name in leases (the replica id); random by default. */
-  instanceId?: string;
-  /** Called when an action recorded or run here ends (metrics); `kind` is "call" for synchronous calls. */
-  onEnded?(kind: string, outcome: string, durationMs: number): void;
-  onError?(err: unknown): void;
-}
 
 const POLL_BACKOFF_MAX = 8;
 /**
@@ -97,15 +41,23 @@ export class ActionEngine {
   private scanning = false;
   private rescan = false;
   private readonly idleWaiters = new Set<() => void>();
-  /** Log lines of every action waiting for the next write, and the writes (see logOf). */
-  private logLines: { action_uuid: string; ts: number; line: string }[] = [];
-  private lastLogWrite: Promise<void> = Promise.resolve();
-  private nextLogWrite: Promise<void> | undefined;
+  /** The actions' logs (their lines batched across actions). */
+  private readonly logs: ActionLogs;
+  /** What a claimed action's run needs of this engine (execute.ts). */
+  private readonly execution: Execution;
   /** Polls in a row that found nothing (the back-off of the safety poll). */
   private idlePolls = 0;
 
   constructor(private readonly opts: ActionEngineOptions) {
     this.instanceId = opts.instanceId ?? randomUUID();
+    this.logs = new ActionLogs(opts.store, opts.clock);
+    this.execution = {
+      opts,
+      instanceId: this.instanceId,
+      kinds: this.kinds,
+      paramProblem: (kind, params) => this.paramProblem(kind, params),
+      context: <P>(action: ActionRow, signal: AbortSignal) => this.context<P>(action, signal),
+    };
   }
 
   /** Whether workers claim actions now (readiness). */
@@ -455,34 +407,9 @@ export class ActionEngine {
       params: paramsOf(action) as P,
       store: this.store,
       signal,
-      log: this.logOf(action.uuid),
+      log: this.logs.writer(action.uuid),
     };
   }
-
-  /**
-   * An action's log: lines are stored in the order they were logged, each call resolving once its
-   * line is. A write starts at once (in a microtask, never behind a timer or I/O turn, so a step's
-   * last line cannot lose a race with its own timeout); lines logged while a write is under way
-   * (by this action or any other: many steps working on many containers at once) go together into
-   * the next statement.
-   */
-  private logOf(uuid: string): (line: string) => Promise<void> {
-    return (line) => {
-      this.logLines.push({ action_uuid: uuid, ts: this.opts.clock.now(), line });
-      if (!this.nextLogWrite) {
-        this.nextLogWrite = this.lastLogWrite.then(this.writeLogLines, this.writeLogLines);
-        this.lastLogWrite = this.nextLogWrite;
-      }
-      return this.nextLogWrite;
-    };
-  }
-
-  private readonly writeLogLines = () => {
-    const lines = this.logLines;
-    this.logLines = [];
-    this.nextLogWrite = undefined;
-    return this.store.actions.appendActionLogs(lines);
-  };
 
   private async run(claimed: ActionRow): Promise<void> {
     const controller = new AbortController();
@@ -496,7 +423,7 @@ export class ActionEngine {
     );
     heartbeat.unref();
     try {
-      await this.execute(claimed, controller.signal);
+      await executeAction(this.execution, claimed, controller.signal);
     } catch (err) {
       this.opts.onError?.(err);
     } finally {
@@ -520,116 +447,6 @@ export class ActionEngine {
       if (!(err instanceof VersionConflict)) throw err; // a concurrent cancel bumped the version; next beat renews
     }
   }
-
-  private async execute(claimed: ActionRow, signal: AbortSignal): Promise<void> {
-    const kind = claimed.kind ? this.kinds.get(claimed.kind) : undefined;
-    const ctx = this.context<never>(claimed, signal);
-    if (!kind) {
-      await ctx.log(`This server does not know action kind "${claimed.kind}"; failing it`);
-      await this.end(claimed.uuid, "Failed");
-      return;
-    }
-    // Stored by an older server, or written by hand: the steps would work on something else.
-    const wrong = this.paramProblem(kind.kind, ctx.params);
-    if (wrong) {
-      await ctx.log(`This action cannot run: ${wrong}; failing it`);
-      await this.end(claimed.uuid, "Failed");
-      return;
-    }
-    if (claimed.attempts > this.opts.maxAttempts) {
-      await ctx.log(`Interrupted ${claimed.attempts - 1} times; giving up`);
-      await this.settle(kind, ctx, "Failed");
-      return;
-    }
-    for (let i = claimed.step; i < kind.steps.length; i++) {
-      if (signal.aborted) return; // shutting down: the lease lapses and the action resumes elsewhere
-      const current = await this.store.actions.findAction(claimed.uuid);
-      if (!current || current.lease_owner !== this.instanceId) return; // lost the lease
-      if (current.state === "Canceling") {
-        await ctx.log(`Canceled before step ${i + 1} of ${kind.steps.length}`);
-        await this.settle(kind, ctx, "Canceled");
-        return;
-      }
-      const step = kind.steps[i]!;
-      const timeoutMs = step.timeoutMs ?? this.opts.stepTimeoutMs;
-      const stepAbort = new AbortController();
-      const onAbort = () => stepAbort.abort(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      let timer: NodeJS.Timeout | undefined;
-      let finished = false;
-      try {
-        await Promise.race([
-          step.run({ ...ctx, signal: stepAbort.signal }).finally(() => {
-            finished = true;
-          }),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => {
-              // On a loaded machine this timer can come due together with the step's own last
-              // timer: the work the step queued in that turn (its log, batched per turn) runs
-              // first, and a step that ends there has not timed out.
-              setImmediate(() => {
-                if (finished) return;
-                const err = new StepTimeout(`Step "${step.name}" timed out after ${formatMs(timeoutMs)}`);
-                stepAbort.abort(err);
-                reject(err);
-              });
-            }, timeoutMs);
-          }),
-        ]);
-      } catch (err) {
-        if (signal.aborted) return;
-        await ctx.log(
-          err instanceof StepTimeout ? err.message : `Step "${step.name}" failed: ${errorText(err)}`,
-        );
-        await this.settle(kind, ctx, "Failed");
-        return;
-      } finally {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-      }
-      const after = await this.store.actions.findAction(claimed.uuid);
-      if (!after || after.lease_owner !== this.instanceId) return;
-      await this.updateRetrying(claimed.uuid, { step: i + 1 });
-    }
-    const last = await this.store.actions.findAction(claimed.uuid);
-    await this.settle(kind, ctx, last?.state === "Canceling" ? "Canceled" : "Success");
-  }
-
-  private async settle(kind: ActionKind<never>, ctx: StepContext<never>, outcome: Outcome): Promise<void> {
-    try {
-      await kind.finish?.(ctx, outcome);
-    } catch (err) {
-      await ctx.log(`Could not settle the object's state: ${errorText(err)}`);
-    }
-    await this.end(ctx.action.uuid, outcome);
-  }
-
-  private async end(uuid: string, state: Outcome): Promise<void> {
-    let ends = false;
-    const ended = await this.store.mutate("action", uuid, (a): Partial<ActionRow> | undefined => {
-      ends = !actionEnded(a.state);
-      return ends
-        ? { state, end_date: this.opts.clock.now(), lease_owner: null, lease_until: null }
-        : undefined;
-    });
-    if (ended && ends) {
-      this.opts.onEnded?.(ended.kind ?? "call", state, this.opts.clock.now() - ended.start_date);
-    }
-  }
-
-  private async updateRetrying(uuid: string, patch: Partial<ActionRow>): Promise<void> {
-    await this.store.mutate("action", uuid, () => patch);
-  }
-}
-
-class StepTimeout extends Error {}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 function sleep(ms: number): Promise<void> {

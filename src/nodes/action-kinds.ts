@@ -2,7 +2,8 @@
 // scale and terminate (`nodecluster.*`), node terminate and engine upgrade (`node.*`). Each checks
 // the state table and moves the object to its transitional state in `prepare`, runs the work of
 // clusters.ts in its steps, and leaves a truthful state in `finish` whatever the outcome.
-import type { ActionEngine, ActionKind } from "../actions/engine.ts";
+import type { ActionEngine } from "../actions/engine.ts";
+import type { ActionKind } from "../actions/types.ts";
 import {
   ClusterActionParams,
   type ClusterActionParams as ClusterParams,

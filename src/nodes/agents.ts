@@ -2,7 +2,8 @@
 // registration in the token's namespace, per-node keys, node states that follow the agent's
 // tunnel, and the provisioner that terminates an agent node (the agent cleans its host and exits).
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import type { ActionEngine, CallMeta } from "../actions/engine.ts";
+import type { ActionEngine } from "../actions/engine.ts";
+import type { CallMeta } from "../actions/types.ts";
 import { ApiError, conflict, unauthorized } from "../domain/errors.ts";
 import type { Clock } from "../domain/time.ts";
 import { nsUri } from "../domain/uri.ts";

@@ -4,7 +4,7 @@
 // node rows, deploying them, terminating one, and settling the cluster's state afterwards.
 // The action kinds that run this work are in action-kinds.ts.
 import { randomUUID } from "node:crypto";
-import type { StepContext } from "../actions/engine.ts";
+import type { StepContext } from "../actions/types.ts";
 import { type Catalogue, defaultDisk, type ProviderData } from "../catalogue/catalogue.ts";
 import type { ProviderOptions } from "../contract/nodes.ts";
 import { ApiError, conflict, invalidField } from "../domain/errors.ts";

@@ -1,6 +1,6 @@
 // Waiting for linked services: a service starts once every service it links to has a running
 // container with an address, because a container's link variables are fixed when it is created.
-import type { StepContext } from "../actions/engine.ts";
+import type { StepContext } from "../actions/types.ts";
 import { specOf } from "../store/codec.ts";
 import type { ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";

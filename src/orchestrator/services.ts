@@ -1,7 +1,8 @@
 // Services and containers, assembled by role: placement by the plan applier (plan-applier.ts), the
 // action kinds of services and containers (kinds/), waiting for linked services (link-wait.ts), and
 // a service's state settled from its containers (settle.ts). What the rest of Berth calls is here.
-import type { ActionEngine, Outcome, StepContext } from "../actions/engine.ts";
+import type { ActionEngine } from "../actions/engine.ts";
+import type { Outcome, StepContext } from "../actions/types.ts";
 import type { Clock } from "../domain/time.ts";
 import type { PlacementPlan } from "../scheduler/index.ts";
 import type { ServiceRow } from "../store/services.ts";

@@ -3,7 +3,8 @@
 // credentials checked against the registry and sealed at rest, the credentials a pull uses, and
 // auto-redeploy when an image is pushed to Berth's registry.
 import { createHash, randomUUID } from "node:crypto";
-import type { ActionEngine, CallMeta } from "../actions/engine.ts";
+import type { ActionEngine } from "../actions/engine.ts";
+import type { CallMeta } from "../actions/types.ts";
 import { ApiError, badRequest, conflict, invalidField } from "../domain/errors.ts";
 import { parseImageRef, parseRepositoryName, splitHost } from "../domain/images.ts";
 import type { Clock } from "../domain/time.ts";

@@ -6,7 +6,8 @@
 // (follower.ts) records a stack's state, with a change-feed entry, when its services change
 // outside a stack action.
 
-import type { ActionEngine, ActionKind, Outcome, StepContext } from "../actions/engine.ts";
+import type { ActionEngine } from "../actions/engine.ts";
+import type { ActionKind, Outcome, StepContext } from "../actions/types.ts";
 import { StackActionParams } from "../contract/action-params.ts";
 import { notFound } from "../domain/errors.ts";
 import { settledStackState, startOrder } from "../domain/stack.ts";

@@ -2,7 +2,8 @@
 // service or scale it up by one. The URL's secret part is derived from Berth's secret key and the
 // trigger's uuid, so the trigger can show its URL again while the store keeps only a hash of it.
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
-import type { ActionEngine, CallMeta } from "../actions/engine.ts";
+import type { ActionEngine } from "../actions/engine.ts";
+import type { CallMeta } from "../actions/types.ts";
 import type { TriggerOperation } from "../contract/trigger.ts";
 import { conflict, VersionConflict } from "../domain/errors.ts";
 import { MAX_CONTAINERS } from "../domain/service-rules.ts";

@@ -5,7 +5,7 @@
 // already made are found by their labels and recorded, none is made twice.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { StepContext } from "../../src/actions/engine.ts";
+import type { StepContext } from "../../src/actions/types.ts";
 import { call } from "../support/harness.ts";
 import {
   createService,

@@ -1,6 +1,7 @@
 // The action kinds of one container: start, stop, redeploy, terminate. Each marks the container
 // with its phase when recorded, does its engine work as one step, and settles the service after.
-import type { ActionEngine, ActionKind, StepContext } from "../../actions/engine.ts";
+import type { ActionEngine } from "../../actions/engine.ts";
+import type { ActionKind, StepContext } from "../../actions/types.ts";
 import { ContainerActionParams } from "../../contract/action-params.ts";
 import { conflict, notFound } from "../../domain/errors.ts";
 import {

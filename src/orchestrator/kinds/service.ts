@@ -1,7 +1,8 @@
 // The action kinds of services: start, stop, scale, redeploy, terminate, each one step of
 // idempotent work over the service's containers (placement through the plan applier, engine work
 // through the runtime in batches), and the same work run inline by another action (stacks).
-import type { ActionEngine, ActionKind, Outcome, StepContext } from "../../actions/engine.ts";
+import type { ActionEngine } from "../../actions/engine.ts";
+import type { ActionKind, Outcome, StepContext } from "../../actions/types.ts";
 import { ServiceActionParams, ServiceTerminateParams } from "../../contract/action-params.ts";
 import { conflict, notFound } from "../../domain/errors.ts";
 import {
