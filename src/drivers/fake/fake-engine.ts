@@ -3,13 +3,12 @@
 // and private addresses, logs, exec and events. It backs simulated nodes and fast tests, so wherever it
 // differs from Docker it says so with an error rather than quietly succeeding. Test hooks (print,
 // exitProcess, oom, setReachable) act like things happening on the node, not like API calls.
-import { createHash, randomBytes } from "node:crypto";
-import { Readable } from "node:stream";
+
+import type { Readable } from "node:stream";
 import {
   AsyncQueue,
   type ContainerEvent,
   type ContainerSpec,
-  type ContainerState,
   type ContainerSummary,
   type ContainerView,
   type Engine,
@@ -20,15 +19,12 @@ import {
   type ExecOptions,
   type ExecOutput,
   type ExecSession,
-  type ExposedPort,
-  envToList,
   envToRecord,
   execStillRunning,
   type KillContainerOptions,
   type ListContainersOptions,
   type LogLine,
   type LogsOptions,
-  normalizeImageRef,
   type OutputStream,
   type PortKey,
   type PullImageOptions,
@@ -37,233 +33,29 @@ import {
   type RemoveContainerOptions,
   type StopContainerOptions,
   type StopOutcome,
-  splitImageTag,
 } from "../engine.ts";
+import { FakeImageStore } from "./fake-images.ts";
+import {
+  copySpec,
+  DEFAULT_PATH,
+  dockerStyleId,
+  EVENTS_REMEMBERED,
+  FAKE_BUSYBOX,
+  type FakeContainer,
+  type FakeEngineOptions,
+  type FakeImage,
+  ipToNumber,
+  NAME_PATTERN,
+  numberToIp,
+  randomHex,
+  sharedHosts,
+} from "./fake-model.ts";
 import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
-import { readTar, writeTar } from "./tar.ts";
-
-export interface FakeImage {
-  ref: string;
-  cmd?: string[];
-  entrypoint?: string[];
-  env?: Record<string, string>;
-  exposedPorts?: ExposedPort[];
-  workingDir?: string;
-  labels?: Record<string, string>;
-  /**
-   * Long-running programs the image has besides the busybox-like builtins (servers that run until
-   * stopped). By default, the program its entrypoint or command names.
-   */
-  programs?: string[];
-}
-
-export interface FakeRegistryImage extends FakeImage {
-  /** Credentials the registry wants for this image; anyone may pull it when absent. */
-  auth?: { username: string; password: string };
-}
-
-export interface FakeEngineOptions {
-  id?: string;
-  name?: string;
-  cpus?: number;
-  memoryMb?: number;
-  diskGb?: number;
-  engineVersion?: string;
-  apiVersion?: string;
-  operatingSystem?: string;
-  /** Images present on the engine from the start. Defaults to `busybox:local`. */
-  images?: FakeImage[];
-  /** Images a pull can fetch; any other reference fails like a registry without it. */
-  registry?: FakeRegistryImage[];
-  /** The bridge network containers get addresses from; the first address is the gateway. */
-  subnet?: string;
-  /** Host ports handed out for bindings without one, inclusive (Docker's default range). */
-  portRange?: [number, number];
-  /** Lines kept per container; Docker keeps everything, the fake bounds memory for long simulations. */
-  maxLogLines?: number;
-  now?: () => number;
-}
-
-const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-export const FAKE_BUSYBOX: FakeImage = { ref: "busybox:local", cmd: ["sh"] };
-
-interface StoredImage {
-  id: string;
-  config: ImageConfig;
-  programs: Set<string>;
-}
-
-/** The part of an image's config (as in `docker save`) that shapes its containers. */
-interface ImageConfig {
-  Cmd?: string[] | null;
-  Entrypoint?: string[] | null;
-  Env?: string[] | null;
-  ExposedPorts?: Record<string, object> | null;
-  WorkingDir?: string;
-  Labels?: Record<string, string> | null;
-}
-
-interface FakeContainer {
-  id: string;
-  name: string;
-  spec: ContainerSpec;
-  image: StoredImage;
-  env: Record<string, string>;
-  hostname: string;
-  /** The `host:ip` entries of its /etc/hosts beyond the defaults (extra hosts, rewritten ones). */
-  hosts: string[];
-  createdAt: number;
-  state: ContainerState;
-  exitCode: number | undefined;
-  startedAt: number | undefined;
-  finishedAt: number | undefined;
-  ipAddress: string | undefined;
-  ports: Partial<Record<PortKey, number>>;
-  restartCount: number;
-  restartDelayMs: number;
-  restartTimer: NodeJS.Timeout | undefined;
-  oomKilled: boolean;
-  error: string;
-  /** Set by stop, a SIGKILL or the stop signal: the restart policy no longer applies (Docker's rule). */
-  manuallyStopped: boolean;
-  process: FakeProcess | undefined;
-  stdin: AsyncQueue<string> | undefined;
-  execs: Set<FakeProcess>;
-  logs: LogLine[];
-  partial: Record<OutputStream, string>;
-  followers: Set<AsyncQueue<LogLine>>;
-}
-
-const NAME_PATTERN = /^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
-const EVENTS_REMEMBERED = 256;
-
-function ipToNumber(ip: string): number {
-  return ip.split(".").reduce((total, part) => total * 256 + Number(part), 0);
-}
-
-function numberToIp(value: number): string {
-  return [24, 16, 8, 0].map((shift) => Math.floor(value / 2 ** shift) % 256).join(".");
-}
-
-/** Random bytes drawn from a pool refilled 8 KiB at a time (one call per id costs more than the id). */
-const RANDOM_POOL_BYTES = 8192;
-let randomPool = Buffer.alloc(0);
-let randomAt = 0;
-
-function randomHex(bytes: number): string {
-  if (randomAt + bytes > randomPool.length) {
-    randomPool = randomBytes(Math.max(RANDOM_POOL_BYTES, bytes));
-    randomAt = 0;
-  }
-  randomAt += bytes;
-  return randomPool.toString("hex", randomAt - bytes, randomAt);
-}
-
-function dockerStyleId(): string {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-  const bytes = randomBytes(48);
-  const groups: string[] = [];
-  for (let group = 0; group < 12; group += 1) {
-    let text = "";
-    for (let i = 0; i < 4; i += 1) text += alphabet[bytes[group * 4 + i]! % 32];
-    groups.push(text);
-  }
-  return groups.join(":");
-}
-
-const basename = (path: string): string => path.slice(path.lastIndexOf("/") + 1);
-
-function imageConfig(image: FakeImage): ImageConfig {
-  const exposed: Record<string, object> = {};
-  for (const port of image.exposedPorts ?? []) exposed[portKey(port)] = {};
-  return {
-    Cmd: image.cmd ?? null,
-    Entrypoint: image.entrypoint ?? null,
-    Env: image.env ? envToList(image.env) : null,
-    ExposedPorts: image.exposedPorts ? exposed : null,
-    WorkingDir: image.workingDir ?? "",
-    Labels: image.labels ?? null,
-  };
-}
-
-function configJson(config: ImageConfig): string {
-  return JSON.stringify({
-    architecture: "amd64",
-    os: "linux",
-    config,
-    rootfs: { type: "layers", diff_ids: [] },
-  });
-}
-
-function defaultPrograms(config: ImageConfig): Set<string> {
-  const program = config.Entrypoint?.[0] ?? config.Cmd?.[0];
-  return new Set(program ? [basename(program)] : []);
-}
-
-/**
- * Extra-hosts lists, shared by every fake container given the same entries. A simulated cluster
- * gives each container a hosts entry per node of its namespace (CONTRACT §13); a real engine keeps
- * them on its own disk, so the fake keeps one frozen copy per distinct list rather than one per
- * container (at 1,000 nodes, that was most of a simulation's memory). Lists are only ever replaced,
- * never changed in place.
- */
-const hostLists = new Map<string, readonly string[]>();
-const HOST_LISTS_MAX = 256;
-
-/** The list shared last: a burst of creates mostly repeats it, and comparing is cheaper than a key. */
-let lastHosts: readonly string[] = [];
-
-function sharedHosts(hosts: readonly string[] | undefined): string[] {
-  if (!hosts?.length) return [];
-  // A frozen list (callers that share one among their specs) cannot change: it is kept as it is.
-  if (hosts === lastHosts || Object.isFrozen(hosts)) return hosts as string[];
-  return sharedList(hosts) as string[];
-}
-
-function sharedList(hosts: readonly string[]): readonly string[] {
-  if (hosts.length === lastHosts.length && hosts.every((h, i) => h === lastHosts[i])) {
-    return lastHosts as string[];
-  }
-  const key = hosts.join("\n");
-  let list = hostLists.get(key);
-  if (!list) {
-    if (hostLists.size >= HOST_LISTS_MAX) hostLists.clear();
-    list = Object.freeze([...hosts]);
-    hostLists.set(key, list);
-  }
-  lastHosts = list;
-  return list as string[];
-}
-
-/**
- * The engine's own copy of a create request (the caller may change its object afterwards): plain
- * data copied deeply, the extra hosts shared (see sharedHosts). Unlike structuredClone it keeps the
- * strings themselves, which are immutable, so the copy costs no memory per string.
- */
-function copySpec(spec: ContainerSpec): ContainerSpec {
-  const copy = <T>(v: T): T => {
-    if (Array.isArray(v)) return v.map(copy) as T;
-    if (v !== null && typeof v === "object") {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[k] = copy(x);
-      return out as T;
-    }
-    return v;
-  };
-  const { extraHosts, ...rest } = spec;
-  const out: ContainerSpec = copy(rest);
-  if (extraHosts !== undefined) out.extraHosts = sharedHosts(extraHosts);
-  return out;
-}
 
 export class FakeEngine implements Engine {
   private reachable = true;
-  private readonly images = new Map<string, StoredImage>();
-  /** Normalized reference → image id. */
-  private readonly tags = new Map<string, string>();
-  private readonly registry = new Map<string, FakeRegistryImage>();
+  private readonly images = new FakeImageStore();
   private readonly containers = new Map<string, FakeContainer>();
   private readonly history: ContainerEvent[] = [];
   private readonly subscribers = new Set<AsyncQueue<ContainerEvent>>();
@@ -301,7 +93,7 @@ export class FakeEngine implements Engine {
     const size = 2 ** (32 - prefix);
     this.network = { base: ipToNumber(address) - (ipToNumber(address) % size), size, prefix };
     for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
-    for (const image of options.registry ?? []) this.registry.set(normalizeImageRef(image.ref), image);
+    for (const image of options.registry ?? []) this.images.offer(image);
   }
 
   // ---- test hooks: things happening on the node ----------------------------------------------------
@@ -326,12 +118,7 @@ export class FakeEngine implements Engine {
 
   /** Makes an image present, as if built or loaded on the node. Returns its id. */
   addImage(image: FakeImage): string {
-    const config = imageConfig(image);
-    return this.store(
-      config,
-      [image.ref],
-      image.programs ? new Set(image.programs) : defaultPrograms(config),
-    );
+    return this.images.add(image);
   }
 
   /** The container's main process prints, as a program would (text may hold several lines). */
@@ -355,23 +142,7 @@ export class FakeEngine implements Engine {
 
   /** A `docker save` archive of an image, for loading into another engine. */
   saveImage(ref: string): Readable {
-    const imageId = this.resolveImage(ref);
-    const image = imageId ? this.images.get(imageId) : undefined;
-    if (!image) throw new EngineError("image_not_found", `No such image: ${ref}`, 404);
-    const hex = image.id.slice("sha256:".length);
-    const layer = writeTar([]);
-    const repoTags = [...this.tags].filter(([, id]) => id === image.id).map(([tag]) => tag);
-    const archive = writeTar([
-      { name: `${hex}.json`, data: Buffer.from(configJson(image.config)) },
-      { name: `${hex}/layer.tar`, data: layer },
-      {
-        name: "manifest.json",
-        data: Buffer.from(
-          JSON.stringify([{ Config: `${hex}.json`, RepoTags: repoTags, Layers: [`${hex}/layer.tar`] }]),
-        ),
-      },
-    ]);
-    return Readable.from([archive]);
+    return this.images.save(ref);
   }
 
   /** Stops every process and timer, for the end of a test or a simulation. Containers stay recorded. */
@@ -407,31 +178,11 @@ export class FakeEngine implements Engine {
     return { ...this.info_ };
   }
 
-  // ---- images ---------------------------------------------------------------------------------------
-
-  private store(config: ImageConfig, refs: string[], programs: Set<string>): string {
-    const json = configJson(config);
-    // Like Docker, the id is the digest of the config, so the same image has the same id on every engine.
-    const id = `sha256:${createHash("sha256").update(json).digest("hex")}`;
-    const existing = this.images.get(id);
-    if (existing) for (const program of programs) existing.programs.add(program);
-    else this.images.set(id, { id, config, programs });
-    for (const ref of refs) this.tags.set(normalizeImageRef(ref), id);
-    return id;
-  }
-
-  private resolveImage(ref: string): string | undefined {
-    const tagged = this.tags.get(normalizeImageRef(ref));
-    if (tagged) return tagged;
-    const hex = ref.replace(/^sha256:/, "");
-    if (!/^[0-9a-f]{4,64}$/.test(hex)) return undefined;
-    const matches = [...this.images.keys()].filter((id) => id.slice("sha256:".length).startsWith(hex));
-    return matches.length === 1 ? matches[0] : undefined;
-  }
+  // ---- images (fake-images.ts) --------------------------------------------------------------------
 
   async imageId(ref: string): Promise<string | undefined> {
     this.reach();
-    return this.resolveImage(ref);
+    return this.images.resolveImage(ref);
   }
 
   async hasImage(ref: string): Promise<boolean> {
@@ -440,116 +191,23 @@ export class FakeEngine implements Engine {
 
   async pullImage(ref: string, options: PullImageOptions = {}): Promise<void> {
     this.reach();
-    const normalized = normalizeImageRef(ref);
-    const image = this.registry.get(normalized);
-    const [repository, tag] = [
-      normalized.slice(0, normalized.lastIndexOf(":")),
-      normalized.split(":").at(-1),
-    ];
-    if (!image) {
-      throw new EngineError(
-        "image_not_found",
-        `manifest for ${normalized} not found: manifest unknown: manifest unknown`,
-        404,
-      );
-    }
-    if (image.auth) {
-      const given = options.auth;
-      if (!given || given.username !== image.auth.username || given.password !== image.auth.password) {
-        throw new EngineError(
-          "other",
-          `Head "https://${repository}/manifests/${tag}": unauthorized: authentication required`,
-          500,
-        );
-      }
-    }
-    const wasPresent = this.tags.has(normalized);
-    const id = this.addImage(image);
-    options.onProgress?.(`${tag}: Pulling from ${repository}`);
-    options.onProgress?.(`Digest: ${id}`);
-    options.onProgress?.(
-      wasPresent
-        ? `Status: Image is up to date for ${normalized}`
-        : `Status: Downloaded newer image for ${normalized}`,
-    );
+    return this.images.pull(ref, options);
   }
 
   async tagImage(source: string, target: string): Promise<void> {
     this.reach();
-    const id = this.resolveImage(source);
-    if (!id) throw new EngineError("image_not_found", `No such image: ${source}`, 404);
-    this.tags.set(normalizeImageRef(target), id);
+    this.images.tag(source, target);
   }
 
   /** Puts the image into this engine's registry, under the same credentials as what it replaces. */
   async pushImage(ref: string, options: PushImageOptions = {}): Promise<void> {
     this.reach();
-    const normalized = normalizeImageRef(ref);
-    const [repository, tag] = splitImageTag(ref);
-    const id = this.tags.get(normalized);
-    const image = id ? this.images.get(id) : undefined;
-    if (!image) {
-      throw new EngineError(
-        "image_not_found",
-        `An image does not exist locally with the tag: ${repository}`,
-        404,
-      );
-    }
-    const wanted = this.registry.get(normalized)?.auth;
-    const given = options.auth;
-    if (wanted && (given?.username !== wanted.username || given.password !== wanted.password)) {
-      throw new EngineError("other", "unauthorized: authentication required");
-    }
-    const c = image.config;
-    this.registry.set(normalized, {
-      ref: normalized,
-      cmd: c.Cmd ?? undefined,
-      entrypoint: c.Entrypoint ?? undefined,
-      env: c.Env ? envToRecord(c.Env) : undefined,
-      exposedPorts: c.ExposedPorts
-        ? Object.keys(c.ExposedPorts).map((key) => {
-            const [port, protocol] = key.split("/");
-            return { containerPort: Number(port), protocol: protocol === "udp" ? "udp" : "tcp" };
-          })
-        : undefined,
-      workingDir: c.WorkingDir || undefined,
-      labels: c.Labels ?? undefined,
-      programs: [...image.programs],
-      ...(wanted ? { auth: wanted } : {}),
-    });
-    options.onProgress?.(`The push refers to repository [${repository}]`);
-    options.onProgress?.(`${tag}: digest: ${id} size: 0`);
+    return this.images.push(ref, options);
   }
 
   async loadImage(tar: Readable): Promise<string[]> {
     this.reach();
-    const chunks: Buffer[] = [];
-    for await (const chunk of tar)
-      chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
-    const entries = new Map(readTar(Buffer.concat(chunks)).map((entry) => [entry.name, entry.data]));
-    const manifestData = entries.get("manifest.json");
-    if (!manifestData) {
-      throw new EngineError(
-        "other",
-        "Error processing tar file: open manifest.json: no such file or directory",
-        500,
-      );
-    }
-    const manifest = JSON.parse(manifestData.toString("utf8")) as Array<{
-      Config: string;
-      RepoTags?: string[] | null;
-    }>;
-    const loaded: string[] = [];
-    for (const entry of manifest) {
-      const configData = entries.get(entry.Config);
-      if (!configData)
-        throw new EngineError("other", `Error processing tar file: missing ${entry.Config}`, 500);
-      const config = (JSON.parse(configData.toString("utf8")) as { config?: ImageConfig }).config ?? {};
-      const refs = entry.RepoTags ?? [];
-      const id = this.store(config, refs, defaultPrograms(config));
-      loaded.push(...(refs.length > 0 ? refs : [id]));
-    }
-    return loaded;
+    return this.images.load(tar);
   }
 
   // ---- containers -----------------------------------------------------------------------------------
@@ -585,7 +243,7 @@ export class FakeEngine implements Engine {
         400,
       );
     }
-    const imageId = this.resolveImage(spec.image);
+    const imageId = this.images.resolveImage(spec.image);
     const image = imageId ? this.images.get(imageId) : undefined;
     if (!image) throw new EngineError("image_not_found", `No such image: ${spec.image}`, 404);
     const id = randomHex(32);
