@@ -15,41 +15,36 @@ import {
   EngineError,
   type EngineInfo,
   type EventsOptions,
-  EXEC_EXIT_WAIT_MS,
   type ExecOptions,
-  type ExecOutput,
   type ExecSession,
   envToRecord,
-  execStillRunning,
   type KillContainerOptions,
   type ListContainersOptions,
   type LogLine,
   type LogsOptions,
   type OutputStream,
-  type PortKey,
   type PullImageOptions,
   type PushImageOptions,
-  portKey,
   type RemoveContainerOptions,
   type StopContainerOptions,
   type StopOutcome,
 } from "../engine.ts";
+import { FakeEvents } from "./fake-events.ts";
+import { startExec } from "./fake-exec.ts";
 import { FakeImageStore } from "./fake-images.ts";
 import {
   copySpec,
   DEFAULT_PATH,
   dockerStyleId,
-  EVENTS_REMEMBERED,
   FAKE_BUSYBOX,
   type FakeContainer,
   type FakeEngineOptions,
   type FakeImage,
-  ipToNumber,
   NAME_PATTERN,
-  numberToIp,
   randomHex,
   sharedHosts,
 } from "./fake-model.ts";
+import { FakeNetwork } from "./fake-network.ts";
 import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
 
@@ -57,23 +52,17 @@ export class FakeEngine implements Engine {
   private reachable = true;
   private readonly images = new FakeImageStore();
   private readonly containers = new Map<string, FakeContainer>();
-  private readonly history: ContainerEvent[] = [];
-  private readonly subscribers = new Set<AsyncQueue<ContainerEvent>>();
-  private readonly usedAddresses = new Set<number>();
-  private readonly usedPorts = new Map<string, string>();
-  private nextPort: number;
-  private readonly network: { base: number; size: number; prefix: number };
+  private readonly eventLog: FakeEvents;
+  private readonly network: FakeNetwork;
   private readonly info_: EngineInfo;
   private readonly now: () => number;
   private readonly maxLogLines: number;
-  private readonly portRange: [number, number];
 
   constructor(options: FakeEngineOptions = {}) {
     const id = options.id ?? dockerStyleId();
     this.now = options.now ?? Date.now;
+    this.eventLog = new FakeEvents(this.now);
     this.maxLogLines = options.maxLogLines ?? 10_000;
-    this.portRange = options.portRange ?? [32768, 60999];
-    this.nextPort = this.portRange[0];
     this.info_ = {
       id,
       name: options.name ?? `fake-${id.slice(0, 4).toLowerCase()}`,
@@ -86,12 +75,7 @@ export class FakeEngine implements Engine {
       execDriver: "native",
       operatingSystem: options.operatingSystem ?? "Berth fake engine",
     };
-    const [address, prefixText] = (options.subnet ?? "172.17.0.0/16").split("/");
-    const prefix = Number(prefixText);
-    if (!address || !(prefix >= 8 && prefix <= 30))
-      throw new Error(`fake engine subnet must be a.b.c.d/8-30`);
-    const size = 2 ** (32 - prefix);
-    this.network = { base: ipToNumber(address) - (ipToNumber(address) % size), size, prefix };
+    this.network = new FakeNetwork(options.subnet ?? "172.17.0.0/16", options.portRange ?? [32768, 60999]);
     for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
     for (const image of options.registry ?? []) this.images.offer(image);
   }
@@ -108,8 +92,7 @@ export class FakeEngine implements Engine {
     this.reachable = reachable;
     if (reachable) return;
     const error = this.unreachableError();
-    for (const subscriber of this.subscribers) subscriber.fail(error);
-    this.subscribers.clear();
+    this.eventLog.fail(error);
     for (const container of this.containers.values()) {
       for (const follower of container.followers) follower.fail(error);
       container.followers.clear();
@@ -136,7 +119,7 @@ export class FakeEngine implements Engine {
   oom(id: string): void {
     const container = this.running(id);
     container.oomKilled = true;
-    this.emit(container, "oom");
+    this.eventLog.emit(container, "oom");
     container.process?.kill(137);
   }
 
@@ -155,8 +138,7 @@ export class FakeEngine implements Engine {
       for (const exec of container.execs) exec.kill(137);
       for (const follower of container.followers) follower.end();
     }
-    for (const subscriber of this.subscribers) subscriber.end();
-    this.subscribers.clear();
+    this.eventLog.end();
   }
 
   // ---- engine ---------------------------------------------------------------------------------------
@@ -286,7 +268,7 @@ export class FakeEngine implements Engine {
       followers: new Set(),
     };
     this.containers.set(id, container);
-    this.emit(container, "create");
+    this.eventLog.emit(container, "create");
     return id;
   }
 
@@ -323,8 +305,8 @@ export class FakeEngine implements Engine {
     }
     const networkMode = container.spec.networkMode ?? "bridge";
     if (networkMode === "bridge" || networkMode === "default") {
-      const ports = this.allocatePorts(container);
-      container.ipAddress = this.allocateAddress();
+      const ports = this.network.allocatePorts(container);
+      container.ipAddress = this.network.allocateAddress();
       // Docker builds /etc/hosts afresh at every start, from the extra hosts given at create.
       container.hosts = sharedHosts(container.spec.extraHosts);
       container.ports = ports;
@@ -347,63 +329,8 @@ export class FakeEngine implements Engine {
     };
     const process = new FakeProcess(argv, io, { pid1: true, programs: container.image.programs });
     container.process = process;
-    this.emit(container, "start");
+    this.eventLog.emit(container, "start");
     void process.exited.then((exitCode) => this.processExited(container, process, exitCode));
-  }
-
-  private allocatePorts(container: FakeContainer): Partial<Record<PortKey, number>> {
-    const ports: Partial<Record<PortKey, number>> = {};
-    const taken: string[] = [];
-    const release = () => {
-      for (const key of taken) this.usedPorts.delete(key);
-    };
-    for (const binding of container.spec.portBindings ?? []) {
-      const protocol = binding.protocol ?? "tcp";
-      let hostPort = binding.hostPort;
-      if (hostPort) {
-        if (this.usedPorts.has(`${protocol}/${hostPort}`)) {
-          release();
-          const message = `driver failed programming external connectivity on endpoint ${container.name}: Bind for ${binding.hostIp || "0.0.0.0"}:${hostPort} failed: port is already allocated`;
-          container.error = message;
-          throw new EngineError("other", message, 500);
-        }
-      } else {
-        hostPort = this.freePort(protocol);
-      }
-      this.usedPorts.set(`${protocol}/${hostPort}`, container.id);
-      taken.push(`${protocol}/${hostPort}`);
-      ports[portKey(binding)] = hostPort;
-    }
-    return ports;
-  }
-
-  /** Like Docker's allocator: keeps going round the range from the last port it handed out. */
-  private freePort(protocol: string): number {
-    const [low, high] = this.portRange;
-    for (let tries = 0; tries <= high - low; tries += 1) {
-      const port = this.nextPort;
-      this.nextPort = port >= high ? low : port + 1;
-      if (!this.usedPorts.has(`${protocol}/${port}`)) return port;
-    }
-    throw new EngineError("other", "Bind for 0.0.0.0:0 failed: all ports are allocated", 500);
-  }
-
-  private allocateAddress(): string {
-    // The network address and the gateway (the first host) are never handed out; nor the broadcast.
-    for (let offset = 2; offset < this.network.size - 1; offset += 1) {
-      if (!this.usedAddresses.has(offset)) {
-        this.usedAddresses.add(offset);
-        return numberToIp(this.network.base + offset);
-      }
-    }
-    throw new EngineError("other", "no available IPv4 addresses on this network's address pools", 500);
-  }
-
-  private releaseNetwork(container: FakeContainer): void {
-    if (container.ipAddress) this.usedAddresses.delete(ipToNumber(container.ipAddress) - this.network.base);
-    for (const [key, holder] of this.usedPorts) if (holder === container.id) this.usedPorts.delete(key);
-    container.ipAddress = undefined;
-    container.ports = {};
   }
 
   /** Output of a container process: tty turns newlines into CRLF and merges stderr into stdout. */
@@ -440,12 +367,12 @@ export class FakeEngine implements Engine {
     // Exec'd processes die with the container.
     for (const exec of container.execs) exec.kill(137);
     container.execs.clear();
-    this.releaseNetwork(container);
+    this.network.release(container);
     const ranMs = this.now() - (container.startedAt ?? this.now());
     container.exitCode = exitCode;
     container.finishedAt = this.now();
     container.state = "exited";
-    this.emit(container, "die", { exitCode });
+    this.eventLog.emit(container, "die", { exitCode });
     // Followers of a container's logs stop when it stops, as with Docker.
     for (const follower of container.followers) follower.end();
     container.followers.clear();
@@ -493,7 +420,7 @@ export class FakeEngine implements Engine {
     if (container.state === "restarting") {
       container.manuallyStopped = true;
       this.cancelRestart(container);
-      this.emit(container, "stop");
+      this.eventLog.emit(container, "stop");
       return { killed: false };
     }
     const process = container.process;
@@ -502,7 +429,7 @@ export class FakeEngine implements Engine {
     const timeoutS = options.timeoutS ?? 10;
     // The container's stop signal (Docker's StopSignal at create), SIGTERM when it names none.
     const signal = normalizeSignal(container.spec.stopSignal ?? "SIGTERM") ?? "SIGTERM";
-    this.emit(container, "kill", { signal: String(SIGNAL_NUMBERS[signal]) });
+    this.eventLog.emit(container, "kill", { signal: String(SIGNAL_NUMBERS[signal]) });
     process.signal(signal);
     let timer: NodeJS.Timeout | undefined;
     const exitedInTime = await Promise.race([
@@ -514,12 +441,12 @@ export class FakeEngine implements Engine {
     ]);
     clearTimeout(timer);
     if (!exitedInTime) {
-      this.emit(container, "kill", { signal: "9" });
+      this.eventLog.emit(container, "kill", { signal: "9" });
       process.signal("SIGKILL");
     }
     await process.exited;
     // processExited ran in a then() registered earlier, so the state is already "exited" here.
-    this.emit(container, "stop");
+    this.eventLog.emit(container, "stop");
     return { killed: !exitedInTime };
   }
 
@@ -545,7 +472,7 @@ export class FakeEngine implements Engine {
     }
     // Docker: SIGKILL, or the container's stop signal, means the user wants it down for good.
     if (signal === "SIGKILL" || signal === "SIGTERM") container.manuallyStopped = true;
-    this.emit(container, "kill", { signal: String(SIGNAL_NUMBERS[signal]) });
+    this.eventLog.emit(container, "kill", { signal: String(SIGNAL_NUMBERS[signal]) });
     process.signal(signal);
     if (signal === "SIGKILL") await process.exited;
   }
@@ -565,13 +492,13 @@ export class FakeEngine implements Engine {
     this.cancelRestart(container);
     const process = container.process;
     if (process) {
-      this.emit(container, "kill", { signal: "9" });
+      this.eventLog.emit(container, "kill", { signal: "9" });
       process.signal("SIGKILL");
       await process.exited;
     }
     for (const follower of container.followers) follower.end();
     this.containers.delete(container.id);
-    this.emit(container, "destroy");
+    this.eventLog.emit(container, "destroy");
   }
 
   private view(container: FakeContainer): ContainerView {
@@ -692,135 +619,14 @@ export class FakeEngine implements Engine {
     if (container.state !== "running") {
       throw new EngineError("conflict", `Container ${container.id} is not running`, 409);
     }
-    const tty = options.tty ?? false;
-    const stdin = new AsyncQueue<string>();
-    const output = new AsyncQueue<ExecOutput>();
-    const send = (stream: OutputStream, text: string) => {
-      if (text)
-        output.push({
-          stream: tty ? "stdout" : stream,
-          data: Buffer.from(tty ? text.replace(/\r?\n/g, "\r\n") : text),
-        });
-    };
-    const io: ProcessIO = {
-      write: send,
-      stdin,
-      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env, ...options.env },
-      hostname: container.hostname,
-    };
-    const execId = randomHex(32);
-    this.emit(container, "exec_create", { execID: execId });
-    this.emit(container, "exec_start", { execID: execId });
-    let exitCode: Promise<number>;
-    if (!hasProgram(options.cmd, container.image.programs)) {
-      // Docker reports a missing program on the exec's output and finishes it with 126.
-      output.push({
-        stream: "stdout",
-        data: Buffer.from(
-          `OCI runtime exec failed: exec failed: unable to start container process: exec: "${options.cmd[0]}": executable file not found in $PATH: unknown\r\n`,
-        ),
-      });
-      output.end();
-      exitCode = Promise.resolve(126);
-    } else {
-      const started = new FakeProcess(options.cmd, io, { pid1: false, programs: container.image.programs });
-      container.execs.add(started);
-      exitCode = started.exited.then((code) => {
-        container.execs.delete(started);
-        output.end();
-        if (this.containers.has(container.id))
-          this.emit(container, "exec_die", { execID: execId, exitCode: code });
-        return code;
-      });
-    }
-    // Like a dropped connection to Docker: our side ends and stdin closes; the process itself goes on.
-    options.signal?.addEventListener(
-      "abort",
-      () => {
-        stdin.end();
-        output.end();
-      },
-      { once: true },
-    );
-    const settled = exitCode;
-    let hangUp: ((error: EngineError) => void) | undefined;
-    const hungUp = new Promise<never>((_, reject) => {
-      hangUp = reject;
+    return startExec(container, options, {
+      emit: (c, action, extra) => this.eventLog.emit(c, action, extra),
+      recorded: (containerId) => this.containers.has(containerId),
     });
-    exitCode = Promise.race([settled, hungUp]);
-    exitCode.catch(() => {});
-    return {
-      write: (data) => {
-        const text = typeof data === "string" ? data : Buffer.from(data).toString("utf8");
-        if (!tty) {
-          stdin.push(text);
-          return;
-        }
-        // A terminal echoes what is typed, and Ctrl-D is how a program on it sees the end of input.
-        const eof = text.indexOf("\x04");
-        const typed = eof < 0 ? text : text.slice(0, eof);
-        send("stdout", typed);
-        stdin.push(typed);
-        if (eof >= 0) stdin.end();
-      },
-      end: () => {
-        if (!tty) {
-          stdin.end();
-          return;
-        }
-        // With a tty, Docker closes the connection but the command keeps running.
-        output.end();
-        const timer = setTimeout(() => hangUp?.(execStillRunning(execId)), EXEC_EXIT_WAIT_MS);
-        void settled.then(() => clearTimeout(timer));
-      },
-      output,
-      exitCode,
-      // Fake programs draw nothing that depends on the terminal's size: a resize changes nothing.
-      resize: async () => {},
-    };
-  }
-
-  private emit(
-    container: FakeContainer,
-    action: string,
-    extra: { exitCode?: number; signal?: string; execID?: string } = {},
-  ): void {
-    const event: ContainerEvent = {
-      type: "container",
-      action,
-      id: container.id,
-      name: container.name,
-      image: container.spec.image,
-      labels: { ...container.spec.labels },
-      timeMs: this.now(),
-    };
-    if (extra.exitCode !== undefined) event.exitCode = extra.exitCode;
-    if (extra.signal !== undefined) event.signal = extra.signal;
-    this.history.push(event);
-    if (this.history.length > EVENTS_REMEMBERED) this.history.shift();
-    for (const subscriber of this.subscribers) subscriber.push(event);
   }
 
   async *events(options: EventsOptions = {}): AsyncGenerator<ContainerEvent> {
     this.reach();
-    if (options.signal?.aborted) return;
-    const since = options.since;
-    const past = since === undefined ? [] : this.history.filter((event) => event.timeMs >= since);
-    const live: AsyncQueue<ContainerEvent> = new AsyncQueue<ContainerEvent>(() =>
-      this.subscribers.delete(live),
-    );
-    this.subscribers.add(live);
-    const onAbort = () => {
-      live.end();
-      this.subscribers.delete(live);
-    };
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      for (const event of past) yield event;
-      yield* live;
-    } finally {
-      options.signal?.removeEventListener("abort", onAbort);
-      onAbort();
-    }
+    yield* this.eventLog.follow(options);
   }
 }

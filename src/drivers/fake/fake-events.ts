@@ -1,0 +1,66 @@
+// The fake engine's container events (fake-engine.ts): recorded as they happen, the last few kept
+// for `since`, and handed to every open events stream.
+import { AsyncQueue, type ContainerEvent, type EventsOptions } from "../engine.ts";
+import { EVENTS_REMEMBERED, type FakeContainer } from "./fake-model.ts";
+
+export class FakeEvents {
+  private readonly history: ContainerEvent[] = [];
+  private readonly subscribers = new Set<AsyncQueue<ContainerEvent>>();
+
+  constructor(private readonly now: () => number) {}
+
+  /** Breaks every open stream, as when the engine's host goes away. */
+  fail(error: Error): void {
+    for (const subscriber of this.subscribers) subscriber.fail(error);
+    this.subscribers.clear();
+  }
+
+  /** Ends every open stream (the engine closes). */
+  end(): void {
+    for (const subscriber of this.subscribers) subscriber.end();
+    this.subscribers.clear();
+  }
+
+  emit(
+    container: FakeContainer,
+    action: string,
+    extra: { exitCode?: number; signal?: string; execID?: string } = {},
+  ): void {
+    const event: ContainerEvent = {
+      type: "container",
+      action,
+      id: container.id,
+      name: container.name,
+      image: container.spec.image,
+      labels: { ...container.spec.labels },
+      timeMs: this.now(),
+    };
+    if (extra.exitCode !== undefined) event.exitCode = extra.exitCode;
+    if (extra.signal !== undefined) event.signal = extra.signal;
+    this.history.push(event);
+    if (this.history.length > EVENTS_REMEMBERED) this.history.shift();
+    for (const subscriber of this.subscribers) subscriber.push(event);
+  }
+
+  async *follow(options: EventsOptions): AsyncGenerator<ContainerEvent> {
+    if (options.signal?.aborted) return;
+    const since = options.since;
+    const past = since === undefined ? [] : this.history.filter((event) => event.timeMs >= since);
+    const live: AsyncQueue<ContainerEvent> = new AsyncQueue<ContainerEvent>(() =>
+      this.subscribers.delete(live),
+    );
+    this.subscribers.add(live);
+    const onAbort = () => {
+      live.end();
+      this.subscribers.delete(live);
+    };
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (const event of past) yield event;
+      yield* live;
+    } finally {
+      options.signal?.removeEventListener("abort", onAbort);
+      onAbort();
+    }
+  }
+}

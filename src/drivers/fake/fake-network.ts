@@ -1,0 +1,79 @@
+// The fake engine's bridge network (fake-engine.ts): private addresses from its subnet and published
+// host ports, handed out and taken back like Docker's allocators, with Docker's errors.
+import { EngineError, type PortKey, portKey } from "../engine.ts";
+import { type FakeContainer, ipToNumber, numberToIp } from "./fake-model.ts";
+
+export class FakeNetwork {
+  private readonly usedAddresses = new Set<number>();
+  private readonly usedPorts = new Map<string, string>();
+  private nextPort: number;
+  private readonly subnet: { base: number; size: number; prefix: number };
+
+  constructor(
+    subnet: string,
+    private readonly portRange: [number, number],
+  ) {
+    this.nextPort = portRange[0];
+    const [address, prefixText] = subnet.split("/");
+    const prefix = Number(prefixText);
+    if (!address || !(prefix >= 8 && prefix <= 30))
+      throw new Error(`fake engine subnet must be a.b.c.d/8-30`);
+    const size = 2 ** (32 - prefix);
+    this.subnet = { base: ipToNumber(address) - (ipToNumber(address) % size), size, prefix };
+  }
+
+  allocatePorts(container: FakeContainer): Partial<Record<PortKey, number>> {
+    const ports: Partial<Record<PortKey, number>> = {};
+    const taken: string[] = [];
+    const release = () => {
+      for (const key of taken) this.usedPorts.delete(key);
+    };
+    for (const binding of container.spec.portBindings ?? []) {
+      const protocol = binding.protocol ?? "tcp";
+      let hostPort = binding.hostPort;
+      if (hostPort) {
+        if (this.usedPorts.has(`${protocol}/${hostPort}`)) {
+          release();
+          const message = `driver failed programming external connectivity on endpoint ${container.name}: Bind for ${binding.hostIp || "0.0.0.0"}:${hostPort} failed: port is already allocated`;
+          container.error = message;
+          throw new EngineError("other", message, 500);
+        }
+      } else {
+        hostPort = this.freePort(protocol);
+      }
+      this.usedPorts.set(`${protocol}/${hostPort}`, container.id);
+      taken.push(`${protocol}/${hostPort}`);
+      ports[portKey(binding)] = hostPort;
+    }
+    return ports;
+  }
+
+  /** Like Docker's allocator: keeps going round the range from the last port it handed out. */
+  private freePort(protocol: string): number {
+    const [low, high] = this.portRange;
+    for (let tries = 0; tries <= high - low; tries += 1) {
+      const port = this.nextPort;
+      this.nextPort = port >= high ? low : port + 1;
+      if (!this.usedPorts.has(`${protocol}/${port}`)) return port;
+    }
+    throw new EngineError("other", "Bind for 0.0.0.0:0 failed: all ports are allocated", 500);
+  }
+
+  allocateAddress(): string {
+    // The network address and the gateway (the first host) are never handed out; nor the broadcast.
+    for (let offset = 2; offset < this.subnet.size - 1; offset += 1) {
+      if (!this.usedAddresses.has(offset)) {
+        this.usedAddresses.add(offset);
+        return numberToIp(this.subnet.base + offset);
+      }
+    }
+    throw new EngineError("other", "no available IPv4 addresses on this network's address pools", 500);
+  }
+
+  release(container: FakeContainer): void {
+    if (container.ipAddress) this.usedAddresses.delete(ipToNumber(container.ipAddress) - this.subnet.base);
+    for (const [key, holder] of this.usedPorts) if (holder === container.id) this.usedPorts.delete(key);
+    container.ipAddress = undefined;
+    container.ports = {};
+  }
+}
