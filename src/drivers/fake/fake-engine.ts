@@ -3,6 +3,10 @@
 // and private addresses, logs, exec and events. It backs simulated nodes and fast tests, so wherever it
 // differs from Docker it says so with an error rather than quietly succeeding. Test hooks (print,
 // exitProcess, oom, setReachable) act like things happening on the node, not like API calls.
+//
+// FakeEngine holds the containers and answers the Engine calls; it delegates to its images
+// (fake-images.ts), network (fake-network.ts), events (fake-events.ts), main processes
+// (fake-processes.ts) and exec (fake-exec.ts); the records are in fake-model.ts.
 
 import type { Readable } from "node:stream";
 import {
@@ -34,7 +38,6 @@ import { startExec } from "./fake-exec.ts";
 import { FakeImageStore } from "./fake-images.ts";
 import {
   copySpec,
-  DEFAULT_PATH,
   dockerStyleId,
   FAKE_BUSYBOX,
   type FakeContainer,
@@ -43,9 +46,11 @@ import {
   NAME_PATTERN,
   randomHex,
   sharedHosts,
+  viewOf,
 } from "./fake-model.ts";
 import { FakeNetwork } from "./fake-network.ts";
-import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
+import { FakeProcesses } from "./fake-processes.ts";
+import { hasProgram } from "./shell.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
 
 export class FakeEngine implements Engine {
@@ -54,6 +59,7 @@ export class FakeEngine implements Engine {
   private readonly containers = new Map<string, FakeContainer>();
   private readonly eventLog: FakeEvents;
   private readonly network: FakeNetwork;
+  private readonly processes: FakeProcesses;
   private readonly info_: EngineInfo;
   private readonly now: () => number;
   private readonly maxLogLines: number;
@@ -76,6 +82,13 @@ export class FakeEngine implements Engine {
       operatingSystem: options.operatingSystem ?? "Berth fake engine",
     };
     this.network = new FakeNetwork(options.subnet ?? "172.17.0.0/16", options.portRange ?? [32768, 60999]);
+    this.processes = new FakeProcesses({
+      network: this.network,
+      events: this.eventLog,
+      now: this.now,
+      maxLogLines: this.maxLogLines,
+      recorded: (containerId) => this.containers.has(containerId),
+    });
     for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
     for (const image of options.registry ?? []) this.images.offer(image);
   }
@@ -107,7 +120,7 @@ export class FakeEngine implements Engine {
   /** The container's main process prints, as a program would (text may hold several lines). */
   print(id: string, stream: OutputStream, text: string): void {
     const container = this.running(id);
-    this.output(container, stream, text);
+    this.processes.output(container, stream, text);
   }
 
   /** The container's main process exits by itself with this code; the restart policy applies. */
@@ -273,13 +286,6 @@ export class FakeEngine implements Engine {
   }
 
   /** Docker's rule: an entrypoint given without a command drops the image's command. */
-  private argv(container: FakeContainer): string[] {
-    const { spec, image } = container;
-    const entrypoint = spec.entrypoint ?? image.config.Entrypoint ?? [];
-    const cmd = spec.cmd ?? (spec.entrypoint ? [] : (image.config.Cmd ?? []));
-    return [...entrypoint, ...cmd];
-  }
-
   async startContainer(id: string): Promise<void> {
     this.reach();
     const container = this.get(id);
@@ -287,131 +293,7 @@ export class FakeEngine implements Engine {
       return;
     container.restartCount = 0;
     container.restartDelayMs = 0;
-    this.launch(container);
-  }
-
-  /** Starts the main process; used by start and by the restart policy. Throws like Docker on failure. */
-  private launch(container: FakeContainer): void {
-    const argv = this.argv(container);
-    if (argv.length === 0) {
-      container.error = "No command specified";
-      throw new EngineError("other", "No command specified", 400);
-    }
-    if (!hasProgram(argv, container.image.programs)) {
-      const message = `failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "${argv[0]}": executable file not found in $PATH: unknown`;
-      container.error = message;
-      container.exitCode = 127;
-      throw new EngineError("other", message, 400);
-    }
-    const networkMode = container.spec.networkMode ?? "bridge";
-    if (networkMode === "bridge" || networkMode === "default") {
-      const ports = this.network.allocatePorts(container);
-      container.ipAddress = this.network.allocateAddress();
-      // Docker builds /etc/hosts afresh at every start, from the extra hosts given at create.
-      container.hosts = sharedHosts(container.spec.extraHosts);
-      container.ports = ports;
-    }
-    container.error = "";
-    // Docker clears the exit code when a container (re)starts; it is known again at the next exit.
-    container.exitCode = undefined;
-    container.oomKilled = false;
-    container.manuallyStopped = false;
-    container.state = "running";
-    container.startedAt = this.now();
-    container.partial = { stdout: "", stderr: "" };
-    container.stdin = container.spec.openStdin ? new AsyncQueue<string>() : undefined;
-    const io: ProcessIO = {
-      write: (stream, text) => this.output(container, stream, text),
-      stdin: container.stdin,
-      // The runtime adds PATH when the image has none, as runc does.
-      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env },
-      hostname: container.hostname,
-    };
-    const process = new FakeProcess(argv, io, { pid1: true, programs: container.image.programs });
-    container.process = process;
-    this.eventLog.emit(container, "start");
-    void process.exited.then((exitCode) => this.processExited(container, process, exitCode));
-  }
-
-  /** Output of a container process: tty turns newlines into CRLF and merges stderr into stdout. */
-  private output(container: FakeContainer, stream: OutputStream, text: string): void {
-    const tty = container.spec.tty ?? false;
-    const target: OutputStream = tty ? "stdout" : stream;
-    const data = container.partial[target] + (tty ? text.replace(/\r?\n/g, "\r\n") : text);
-    let start = 0;
-    for (let nl = data.indexOf("\n"); nl >= 0; nl = data.indexOf("\n", start)) {
-      this.logLine(container, { stream: target, line: data.slice(start, nl + 1), timestampMs: this.now() });
-      start = nl + 1;
-    }
-    // Like Docker's log copier, a line is held until its newline (or until the process ends).
-    container.partial[target] = data.slice(start);
-  }
-
-  private logLine(container: FakeContainer, line: LogLine): void {
-    container.logs.push(line);
-    if (container.logs.length > this.maxLogLines)
-      container.logs.splice(0, container.logs.length - this.maxLogLines);
-    for (const follower of container.followers) follower.push(line);
-  }
-
-  private processExited(container: FakeContainer, process: FakeProcess, exitCode: number): void {
-    if (container.process !== process) return;
-    for (const stream of ["stdout", "stderr"] as const) {
-      const rest = container.partial[stream];
-      if (rest) this.logLine(container, { stream, line: rest, timestampMs: this.now() });
-    }
-    container.partial = { stdout: "", stderr: "" };
-    container.process = undefined;
-    container.stdin?.end();
-    container.stdin = undefined;
-    // Exec'd processes die with the container.
-    for (const exec of container.execs) exec.kill(137);
-    container.execs.clear();
-    this.network.release(container);
-    const ranMs = this.now() - (container.startedAt ?? this.now());
-    container.exitCode = exitCode;
-    container.finishedAt = this.now();
-    container.state = "exited";
-    this.eventLog.emit(container, "die", { exitCode });
-    // Followers of a container's logs stop when it stops, as with Docker.
-    for (const follower of container.followers) follower.end();
-    container.followers.clear();
-    if (this.shouldRestart(container, exitCode)) this.scheduleRestart(container, ranMs);
-  }
-
-  private shouldRestart(container: FakeContainer, exitCode: number): boolean {
-    if (container.manuallyStopped) return false;
-    const policy = container.spec.restartPolicy ?? { name: "no" };
-    if (policy.name === "always") return true;
-    if (policy.name !== "on-failure" || exitCode === 0) return false;
-    const max = policy.maximumRetryCount ?? 0;
-    return max === 0 || container.restartCount < max;
-  }
-
-  /** Docker's back-off: 100 ms, doubling up to a minute; back to 100 ms after a run of 10 s or more. */
-  private scheduleRestart(container: FakeContainer, ranMs: number): void {
-    container.restartDelayMs =
-      ranMs >= 10_000 || container.restartDelayMs === 0
-        ? 100
-        : Math.min(container.restartDelayMs * 2, 60_000);
-    container.state = "restarting";
-    container.restartTimer = setTimeout(() => {
-      container.restartTimer = undefined;
-      if (container.state !== "restarting" || !this.containers.has(container.id)) return;
-      container.restartCount += 1;
-      try {
-        this.launch(container);
-      } catch {
-        // Docker gives up on a container that cannot start again; it stays exited with the error.
-        container.state = "exited";
-      }
-    }, container.restartDelayMs);
-  }
-
-  private cancelRestart(container: FakeContainer): void {
-    if (container.restartTimer) clearTimeout(container.restartTimer);
-    container.restartTimer = undefined;
-    if (container.state === "restarting") container.state = "exited";
+    this.processes.launch(container);
   }
 
   async stopContainer(id: string, options: StopContainerOptions = {}): Promise<StopOutcome> {
@@ -419,7 +301,7 @@ export class FakeEngine implements Engine {
     const container = this.get(id);
     if (container.state === "restarting") {
       container.manuallyStopped = true;
-      this.cancelRestart(container);
+      this.processes.cancelRestart(container);
       this.eventLog.emit(container, "stop");
       return { killed: false };
     }
@@ -489,7 +371,7 @@ export class FakeEngine implements Engine {
       );
     }
     container.manuallyStopped = true;
-    this.cancelRestart(container);
+    this.processes.cancelRestart(container);
     const process = container.process;
     if (process) {
       this.eventLog.emit(container, "kill", { signal: "9" });
@@ -501,38 +383,10 @@ export class FakeEngine implements Engine {
     this.eventLog.emit(container, "destroy");
   }
 
-  private view(container: FakeContainer): ContainerView {
-    const running = container.state === "running" || container.state === "paused";
-    const policy = container.spec.restartPolicy ?? { name: "no" as const };
-    return {
-      id: container.id,
-      name: container.name,
-      image: container.spec.image,
-      imageId: container.image.id,
-      state: container.state,
-      running,
-      exitCode: container.exitCode,
-      createdAt: container.createdAt,
-      startedAt: container.startedAt,
-      finishedAt: container.finishedAt,
-      ipAddress: running ? container.ipAddress : undefined,
-      ports: running ? { ...container.ports } : {},
-      labels: { ...container.spec.labels },
-      env: { ...container.env },
-      restartCount: container.restartCount,
-      restartPolicy:
-        policy.name === "on-failure"
-          ? { name: policy.name, maximumRetryCount: policy.maximumRetryCount ?? 0 }
-          : { name: policy.name },
-      oomKilled: container.oomKilled,
-      error: container.error,
-    };
-  }
-
   async inspectContainer(id: string): Promise<ContainerView | undefined> {
     this.reach();
     const container = this.find(id);
-    return container ? this.view(container) : undefined;
+    return container ? viewOf(container) : undefined;
   }
 
   async listContainers(options: ListContainersOptions = {}): Promise<ContainerSummary[]> {

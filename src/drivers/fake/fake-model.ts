@@ -6,6 +6,7 @@ import {
   type AsyncQueue,
   type ContainerSpec,
   type ContainerState,
+  type ContainerView,
   type ExposedPort,
   envToList,
   type LogLine,
@@ -228,4 +229,33 @@ export function copySpec(spec: ContainerSpec): ContainerSpec {
   const out: ContainerSpec = copy(rest);
   if (extraHosts !== undefined) out.extraHosts = sharedHosts(extraHosts);
   return out;
+}
+
+/** What `docker inspect` shows of a container. */
+export function viewOf(container: FakeContainer): ContainerView {
+  const running = container.state === "running" || container.state === "paused";
+  const policy = container.spec.restartPolicy ?? { name: "no" as const };
+  return {
+    id: container.id,
+    name: container.name,
+    image: container.spec.image,
+    imageId: container.image.id,
+    state: container.state,
+    running,
+    exitCode: container.exitCode,
+    createdAt: container.createdAt,
+    startedAt: container.startedAt,
+    finishedAt: container.finishedAt,
+    ipAddress: running ? container.ipAddress : undefined,
+    ports: running ? { ...container.ports } : {},
+    labels: { ...container.spec.labels },
+    env: { ...container.env },
+    restartCount: container.restartCount,
+    restartPolicy:
+      policy.name === "on-failure"
+        ? { name: policy.name, maximumRetryCount: policy.maximumRetryCount ?? 0 }
+        : { name: policy.name },
+    oomKilled: container.oomKilled,
+    error: container.error,
+  };
 }
