@@ -11,25 +11,11 @@ const MAX_LINES = 500;
 const MARKER = "Long because";
 
 /**
- * Still long and not split yet: issue 28 stays open for them (platform.ts waits for composition by
- * module; views, the service definition's two domain modules and the action engine for a split by
- * role). An entry whose file is no longer long fails the last test, so the list cannot outlive its
+ * Still long and not split yet: issue 28 stays open for it (platform.ts waits for composition by
+ * module). An entry whose file is no longer long fails the last test, so the list cannot outlive its
  * reason; a new long file cannot join it without a reviewer seeing this list grow.
  */
-const OPEN_IN_ISSUE_28 = new Set([
-  "src/orchestrator/views.ts",
-  "src/domain/stackfile.ts",
-  "src/domain/service-spec.ts",
-  "src/actions/engine.ts",
-  "src/platform.ts",
-]);
-
-/**
- * Not split yet, though a split is natural (its image store, container lifecycle and streams
- * could be modules the class delegates to, as DockerEngine's are): left for a follow-up of
- * issue 28's file-size part.
- */
-const NOT_SPLIT_YET = new Set(["src/drivers/fake/fake-engine.ts"]);
+const OPEN_IN_ISSUE_28 = new Set(["src/platform.ts"]);
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
@@ -66,7 +52,7 @@ const long = files.filter((f) => f.lines > MAX_LINES);
 
 test(`every file in src/ and web/src/ over ${MAX_LINES} lines says at its top why ("${MARKER} …")`, () => {
   const unexplained = long
-    .filter((f) => !OPEN_IN_ISSUE_28.has(f.file) && !NOT_SPLIT_YET.has(f.file))
+    .filter((f) => !OPEN_IN_ISSUE_28.has(f.file))
     .filter((f) => !f.comment.includes(MARKER))
     .map((f) => `${f.file} (${f.lines} lines)`);
   assert.deepEqual(unexplained, [], `split these files, or say at their top why they are long`);
@@ -81,6 +67,6 @@ test("the opening comment is read as the file's first comment lines, not any com
 
 test("the allow-lists name only files that exist and are still long", () => {
   const longFiles = new Set(long.map((f) => f.file));
-  const stale = [...OPEN_IN_ISSUE_28, ...NOT_SPLIT_YET].filter((f) => !longFiles.has(f));
+  const stale = [...OPEN_IN_ISSUE_28].filter((f) => !longFiles.has(f));
   assert.deepEqual(stale, [], "remove these entries: the files are no longer over the limit");
 });
