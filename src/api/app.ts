@@ -8,7 +8,6 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { ActionEngine } from "../actions/engine.ts";
 import type { Relations } from "../actions/relations.ts";
 import type { Catalogue } from "../catalogue/catalogue.ts";
-import type { LogLevel } from "../config/index.ts";
 import type { IdentityService } from "../identity/service.ts";
 import type { Store } from "../store/store.ts";
 import { installAccess } from "./access.ts";
@@ -17,8 +16,8 @@ import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts"
 import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.ts";
 import { clientRefusal, type EarlyRefusal, frameworkRefusal, installErrorHandling } from "./errors.ts";
 import { installInputRules } from "./input.ts";
+import type { ServerLog } from "./logger.ts";
 import { callMeta, installRecorder, recordEarlyRefusal } from "./recorder.ts";
-import { redactUrl } from "./redact.ts";
 import { actionRoutes } from "./routes/actions.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -37,11 +36,8 @@ export interface AppDeps {
   relations: Relations;
   catalogue: Catalogue;
   publicUrl: string;
-  logLevel?: LogLevel;
-  /** Where the log goes instead of stdout (tests read it). */
-  logStream?: NodeJS.WritableStream;
-  /** Carried by every log line, so that the lines of several replicas can be told apart. */
-  replicaId?: string;
+  /** The server log (api/logger.ts), made before the app. */
+  log: ServerLog;
   bearer?: BearerVerifier;
   /** Failed sign-in limits for passwords on the accounts API. */
   passwords?: PasswordGuard;
@@ -98,14 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return { body, headers: { ...actionHeaders, ...(refusal.headers ?? {}) } };
   };
   const app = Fastify({
-    logger: {
-      level: deps.logLevel ?? "info",
-      ...(deps.replicaId ? { base: { pid: process.pid, replica: deps.replicaId } } : {}),
-      serializers: {
-        req: (req: { method: string; url: string }) => ({ method: req.method, url: redactUrl(req.url) }),
-      },
-      ...(deps.logStream ? { stream: deps.logStream } : {}),
-    },
+    loggerInstance: deps.log,
     bodyLimit: BODY_LIMIT_BYTES,
     rewriteUrl: (req) => normalizeUrl(req.url ?? "/"),
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },

@@ -10,13 +10,6 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 const MAX_LINES = 500;
 const MARKER = "Long because";
 
-/**
- * Still long and not split yet: issue 28 stays open for it (platform.ts waits for composition by
- * module). An entry whose file is no longer long fails the last test, so the list cannot outlive its
- * reason; a new long file cannot join it without a reviewer seeing this list grow.
- */
-const OPEN_IN_ISSUE_28 = new Set(["src/platform.ts"]);
-
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
     const rel = `${dir}/${e.name}`;
@@ -52,7 +45,6 @@ const long = files.filter((f) => f.lines > MAX_LINES);
 
 test(`every file in src/ and web/src/ over ${MAX_LINES} lines says at its top why ("${MARKER} …")`, () => {
   const unexplained = long
-    .filter((f) => !OPEN_IN_ISSUE_28.has(f.file))
     .filter((f) => !f.comment.includes(MARKER))
     .map((f) => `${f.file} (${f.lines} lines)`);
   assert.deepEqual(unexplained, [], `split these files, or say at their top why they are long`);
@@ -63,10 +55,4 @@ test("the opening comment is read as the file's first comment lines, not any com
   assert.doesNotMatch(openingComment("// A module.\nimport x;\n// Long because history.\n"), /Long because/);
   assert.match(openingComment("/**\n * Long because history.\n */\nimport x;\n"), /Long because/);
   assert.equal(lineCount("a\nb\n"), 2);
-});
-
-test("the allow-lists name only files that exist and are still long", () => {
-  const longFiles = new Set(long.map((f) => f.file));
-  const stale = [...OPEN_IN_ISSUE_28].filter((f) => !longFiles.has(f));
-  assert.deepEqual(stale, [], "remove these entries: the files are no longer over the limit");
 });
