@@ -15,6 +15,7 @@ import {
   Uri,
   View,
 } from "./common.ts";
+import { HealthCheckView, HealthField } from "./health.ts";
 
 export const ContainerLinkView = View({
   name: Type.String(),
@@ -51,6 +52,8 @@ export const ContainerView = View(
     }),
     ...DefinitionFields,
     ...StopFields,
+    health: HealthField,
+    health_check: HealthCheckView,
     ...ResourceFields,
     autorestart: Type.String(),
     autodestroy: Type.String(),

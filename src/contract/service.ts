@@ -33,6 +33,7 @@ import {
   Uri,
   View,
 } from "./common.ts";
+import { HealthCheckBody, HealthCheckView } from "./health.ts";
 import { SERVICE_LIMITS as L } from "./limits.ts";
 
 const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"] as const;
@@ -212,6 +213,7 @@ const commonFields = {
       description: "memory limit in MB (at least 6); placement reserves it on the node",
     }),
   ),
+  health_check: Type.Optional(HealthCheckBody),
 };
 
 /** How the containers are stopped (domain/stop.ts); both bodies take them. */
@@ -380,6 +382,7 @@ export const ServiceView = View(
     calculated_envvars: Type.Array(CalculatedEnvVarView),
     ...DefinitionFields,
     ...StopFields,
+    health_check: HealthCheckView,
     sequential_deployment: Type.Boolean(),
     ...ResourceFields,
     linked_from_service: Type.Array(ServiceLinkView),

@@ -11,6 +11,7 @@
 //   Docker lets an explicit -e override link variables too, and a user who sets
 //   PLATFORM_REST_HOST (say, to go through a proxy) means it.
 import type { ContainerSpec, DeviceMapping, PortBinding, RestartPolicy } from "../drivers/engine.ts";
+import { engineHealthcheck } from "./health.ts";
 import { hostsFor, type LinkTarget, linkVariables } from "./links.ts";
 import type { Autorestart, ServiceSpec } from "./service.ts";
 import { LABELS } from "./service.ts";
@@ -364,6 +365,9 @@ export function buildContainerSpec(input: ContainerSpecInput): ContainerSpec {
     // How the engine stops it (domain/stop.ts); unset: the image's signal, the engine's timeout.
     ...(spec.stop_signal ? { stopSignal: spec.stop_signal } : {}),
     ...(typeof spec.stop_grace_period === "number" ? { stopTimeoutS: spec.stop_grace_period } : {}),
+    // The service's health check, run by the engine inside the container (domain/health.ts);
+    // without one the image's HEALTHCHECK applies.
+    ...(spec.health_check ? { healthcheck: engineHealthcheck(spec.health_check) } : {}),
   };
 }
 

@@ -14,6 +14,7 @@ import type {
   TagBody,
 } from "../contract/service.ts";
 import { ApiError, type FieldProblem, invalidField } from "./errors.ts";
+import { type HealthCheck, normalizeHealthCheck } from "./health.ts";
 import { envPrefix } from "./links.ts";
 import {
   DEFAULT_SPEC,
@@ -397,6 +398,17 @@ export function stopSignal(p: Problems, value: string | null | undefined): strin
   const name = stopSignalName(value);
   if (name === undefined) p.add("stop_signal", STOP_SIGNAL_PROBLEM);
   return name ?? null;
+}
+
+/** `health_check` (domain/health.ts); null: the image's own check. */
+export function healthCheck(
+  p: Problems,
+  value: Parameters<typeof normalizeHealthCheck>[0],
+): HealthCheck | null {
+  const problems: FieldProblem[] = [];
+  const check = normalizeHealthCheck(value, "health_check", problems);
+  for (const { field, problem } of problems) p.add(field, problem);
+  return check;
 }
 
 /** Forms of single fields, checked on the resulting spec. */

@@ -23,6 +23,7 @@ import {
   envvars,
   formChecks,
   HOST_NAME_RE,
+  healthCheck,
   image,
   isExtraHost,
   labels,
@@ -209,6 +210,7 @@ export function normalizeCreate(
   // How the containers are stopped (domain/stop.ts).
   spec.stop_signal = stopSignal(p, body.stop_signal);
   spec.stop_grace_period = body.stop_grace_period ?? null;
+  spec.health_check = healthCheck(p, body.health_check);
 
   formChecks(p, spec);
   crossChecks(p, spec, (field) => field);
@@ -277,6 +279,10 @@ export function applyUpdate(
   }
   if (body.stop_grace_period !== undefined && body.stop_grace_period !== (current.stop_grace_period ?? null))
     spec.stop_grace_period = body.stop_grace_period;
+  if (body.health_check !== undefined) {
+    const check = healthCheck(p, body.health_check);
+    if (!sameValue(check, current.health_check ?? null)) spec.health_check = check;
+  }
 
   // An update cannot send memory_swap or mac_address, so blame the field it did send.
   crossChecks(p, spec, (field) =>

@@ -1,5 +1,6 @@
 // The service definition as Berth stores it (desired state). Containers keep a copy of the
 // definition they were deployed with; `synchronized` compares the two by `spec_version`.
+import type { HealthCheck } from "./health.ts";
 
 export type Protocol = "tcp" | "udp";
 export type Autorestart = "OFF" | "ON_FAILURE" | "ALWAYS";
@@ -54,6 +55,8 @@ export interface ServiceSpec {
   stop_signal?: string | null;
   /** Seconds a stop waits after the stop signal before the engine kills; null: the platform's default. */
   stop_grace_period?: number | null;
+  /** The containers' health check (domain/health.ts); null or absent: the image's HEALTHCHECK. */
+  health_check?: HealthCheck | null;
   sequential_deployment: boolean;
   roles: string[];
   privileged: boolean;
@@ -98,6 +101,7 @@ export const DEFAULT_SPEC: Omit<ServiceSpec, "image_name"> = {
   autodestroy: "OFF",
   stop_signal: null,
   stop_grace_period: null,
+  health_check: null,
   sequential_deployment: false,
   roles: [],
   privileged: false,

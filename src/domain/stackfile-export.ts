@@ -1,6 +1,7 @@
 // A stack's services as a stack file again (export): stack-file keys, leaving out every value that
 // is the default. Pure functions.
 
+import { healthCheckToStackFile } from "./health.ts";
 import type { ServiceSpec } from "./service.ts";
 import { durationText } from "./stop.ts";
 
@@ -91,5 +92,6 @@ export function exportService(s: ExportInput): Record<string, unknown> {
   if (spec.stop_signal) out.stop_signal = spec.stop_signal;
   if (spec.stop_grace_period !== undefined && spec.stop_grace_period !== null)
     out.stop_grace_period = durationText(spec.stop_grace_period);
+  if (spec.health_check) out.healthcheck = healthCheckToStackFile(spec.health_check);
   return out;
 }

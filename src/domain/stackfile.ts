@@ -13,6 +13,7 @@
 
 import { SERVICE_FIELDS } from "../contract/service.ts";
 import { ApiError, type FieldProblem } from "./errors.ts";
+import { healthCheckFromStackFile } from "./health.ts";
 import { nameFromImage, withTag } from "./service.ts";
 import {
   autodestroy,
@@ -56,6 +57,7 @@ const SPELLINGS: Record<string, string> = {
   mem_limit: "memory",
   memswap_limit: "memory_swap",
   network_mode: "net",
+  healthcheck: "health_check",
 };
 
 /** Compose keys Berth does not take, with what to do instead. */
@@ -200,6 +202,15 @@ export function convertService(raw: unknown, index: number, problems: FieldProbl
         else it.add(key, "must be bridge or host (containers reach each other through links)");
         it.from("net", key);
         break;
+      case "healthcheck": {
+        // Compose's shape, with Berth's http and tcp checks (domain/health.ts).
+        const found: FieldProblem[] = [];
+        const check = healthCheckFromStackFile(value, key, found);
+        for (const f of found) it.add(f.field, f.problem);
+        if (check || value === null) it.body.health_check = check;
+        it.from("health_check", key, false);
+        break;
+      }
       case "stop_grace_period": {
         // A compose duration ("30s", "1m30s") becomes seconds; a number (of seconds) is the
         // schema's to judge, as in the REST dialect.

@@ -3,6 +3,7 @@
 // dockerode) and drivers/fake (in memory, for simulated nodes and fast tests). Only drivers/ talks to
 // engines; the rest of the platform sees these plain types and never a dockerode object.
 import type { Readable } from "node:stream";
+import type { EngineHealthcheck, HealthReport } from "../domain/health.ts";
 
 export type EngineErrorKind = "not_found" | "conflict" | "unreachable" | "image_not_found" | "other";
 
@@ -142,6 +143,7 @@ export interface ContainerSpec {
    * (Docker's StopTimeout). Berth's own stops always name one.
    */
   stopTimeoutS?: number;
+  healthcheck?: EngineHealthcheck; // absent: the image's HEALTHCHECK applies; ["NONE"] turns it off
 }
 
 export type ContainerState = "created" | "running" | "paused" | "restarting" | "exited" | "dead";
@@ -179,6 +181,7 @@ export interface ContainerView {
   oomKilled: boolean;
   /** The engine's last error for this container (for example a failed start); empty when none. */
   error: string;
+  health?: HealthReport; // Docker's State.Health; undefined when it has no check
 }
 
 export interface ContainerSummary {

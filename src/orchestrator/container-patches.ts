@@ -111,6 +111,8 @@ export function observedPatch(
     exit_code: running ? null : (view.exitCode ?? null),
     exit_code_msg: running ? null : exitCodeMessage(view.exitCode ?? null),
     private_ip: view.ipAddress ?? r.private_ip,
+    // Its health check's last word (null: none); a stopped container keeps its last one, as its engine does.
+    health: view.health?.status ?? null,
     ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
   };
   // The engine's own restarts (restart policy) count too, even one that happened between two

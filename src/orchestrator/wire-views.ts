@@ -9,6 +9,7 @@ import {
   linkEnvironmentCurrent,
   linkHosts,
 } from "../domain/container-spec.ts";
+import { healthView } from "../domain/health.ts";
 import { containerLinkVariables, linkedToContainer, linkVariablesOf } from "../domain/links.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domain/service-views.ts";
@@ -70,7 +71,12 @@ function definitionFields(spec: ServiceSpec) {
 
 /** How a definition's containers are stopped (contract StopFields); null in definitions stored before. */
 function stopFields(spec: ServiceSpec) {
-  return { stop_signal: spec.stop_signal ?? null, stop_grace_period: spec.stop_grace_period ?? null };
+  return {
+    stop_signal: spec.stop_signal ?? null,
+    stop_grace_period: spec.stop_grace_period ?? null,
+    // Its health check (domain/health.ts); null in definitions stored before, or without one.
+    health_check: spec.health_check ?? null,
+  };
 }
 
 /** A service reference's name and URI, as the namespace's live services resolve it. */
@@ -210,6 +216,7 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     exit_code: c.exit_code,
     exit_code_msg: c.exit_code_msg,
     exit_code_message: c.exit_code_msg,
+    health: healthView(c.health),
     private_ip: c.private_ip,
     container_ports: spec.container_ports.map((p) =>
       portView(p, {

@@ -588,6 +588,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0024_rollout": {
+      async up(db: AnyDb) {
+        // A container's health as its engine last reported it (domain/health.ts): starting,
+        // healthy or unhealthy; null when it has no check.
+        await db.schema.alterTable("containers").addColumn("health", "text").execute();
+      },
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 // Row types of the database. Timestamps are epoch milliseconds; booleans are 0/1 and
 // JSON values are text, so that every query works the same on SQLite and PostgreSQL.
 import type { Generated } from "kysely";
+import type { ContainerHealth } from "../domain/health.ts";
 import type { ContainerObserved, ContainerPhase, NodeObserved, NodePhase } from "../domain/states.ts";
 
 export interface NamespaceTable {
@@ -248,6 +249,8 @@ export interface ContainerTable {
   phase: ContainerPhase | null;
   /** What the engine last reported of the container; written only by the runtime. */
   observed: ContainerObserved;
+  /** Its health check's last word as the engine reported it (null: no check); written only by the runtime. */
+  health: ContainerHealth | null;
   engine_id: string | null;
   exit_code: number | null;
   exit_code_msg: string | null;

@@ -39,6 +39,7 @@ export function newContainerRow(
     desired: "running",
     phase: "starting",
     observed: "none",
+    health: null,
     engine_id: null,
     exit_code: null,
     exit_code_msg: null,

@@ -13,6 +13,7 @@ import {
   startEmptyRegistry,
   startPrivateDockerd,
 } from "../support/dockerd.ts";
+import { healthSuite } from "./engine-health.ts";
 import { engineSuite, rejectsWith, waitFor } from "./engine-suite.ts";
 
 describe("docker endpoint addresses", () => {
@@ -79,6 +80,8 @@ describe("DockerEngine against a private dockerd", {
       close: async () => {},
     };
   });
+
+  healthSuite("DockerEngine", () => ({ engine, image: dockerd!.image }));
 
   describe("docker only", () => {
     test("a published port reaches the container's server from the host", async () => {

@@ -1,7 +1,8 @@
 // The shared engine suite against the in-memory engine, plus the fake's own test hooks.
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { FakeEngine } from "../../src/drivers/fake/index.ts";
+import { healthSuite } from "./engine-health.ts";
 import { collect, engineSuite, rejectsWith, waitFor } from "./engine-suite.ts";
 
 engineSuite("FakeEngine", async () => {
@@ -19,6 +20,10 @@ engineSuite("FakeEngine", async () => {
     close: async () => fake.close(),
   };
 });
+
+const healthFake = new FakeEngine({ name: "fake-health" });
+after(() => healthFake.close());
+healthSuite("FakeEngine", () => ({ engine: healthFake, image: "busybox:local" }));
 
 describe("FakeEngine hooks", () => {
   const running = async (fake: FakeEngine, spec: Parameters<FakeEngine["createContainer"]>[0]) => {

@@ -17,6 +17,7 @@ import { durationSeconds } from "../../domain/stop.ts";
 import type { Query } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
+import { type HealthOptions, healthBody, healthOptions } from "../health.ts";
 import { ago, type Column, lastSegment, short } from "../output.ts";
 import { KINDS, resolve } from "../resolve.ts";
 import { printLogs } from "../streams.ts";
@@ -92,6 +93,7 @@ export const CLI_FIELDS: Record<ServiceField, string | NotOffered> = {
   memory: "--memory",
   stop_signal: "--stop-signal",
   stop_grace_period: "--stop-grace-period",
+  health_check: "--health",
   memory_swap: STACK_FILE,
   cpuset: STACK_FILE,
   dns: STACK_FILE,
@@ -114,7 +116,7 @@ export const CLI_FIELDS: Record<ServiceField, string | NotOffered> = {
   cgroup_name: ALIAS,
 };
 
-interface DefinitionOptions {
+interface DefinitionOptions extends HealthOptions {
   name?: string;
   nickname?: string;
   cpushares?: number;
@@ -151,7 +153,7 @@ interface DefinitionOptions {
 function definitionOptions(cmd: Command, forSet: boolean): Command {
   if (!forSet) cmd.option("-n, --name <name>", "service name (default: the image name)");
   else cmd.option("--image <image>", "image name and tag");
-  return cmd
+  return healthOptions(cmd)
     .option("--nickname <nickname>", "friendly name")
     .option("--cpushares <n>", "relative CPU share", wholeNumber)
     .option("--memory <mb>", "memory limit in MB", wholeNumber)
@@ -302,6 +304,8 @@ async function definitionBody(c: Ctx, o: DefinitionOptions): Promise<Partial<Ser
   if (o.workdir !== undefined) body.working_dir = o.workdir;
   if (o.stopSignal !== undefined) body.stop_signal = o.stopSignal;
   if (o.stopGracePeriod !== undefined) body.stop_grace_period = o.stopGracePeriod;
+  const health = healthBody(o);
+  if (health !== undefined) body.health_check = health as ServiceCreateBody["health_check"];
   return body;
 }
 

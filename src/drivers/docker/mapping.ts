@@ -1,6 +1,7 @@
 // Translation between Berth's plain engine types and the Engine API's JSON. Pure functions, so the
 // mapping rules can be read (and tested) apart from the HTTP calls.
 import type Dockerode from "dockerode";
+import type { HealthReport } from "../../domain/health.ts";
 import {
   type ContainerEvent,
   type ContainerSpec,
@@ -52,6 +53,7 @@ export function createBody(spec: ContainerSpec): Dockerode.ContainerCreateOption
     OpenStdin: spec.openStdin ?? false,
     StopSignal: spec.stopSignal,
     StopTimeout: spec.stopTimeoutS,
+    Healthcheck: healthcheckBody(spec),
     AttachStdin: false,
     AttachStdout: false,
     AttachStderr: false,
@@ -89,6 +91,44 @@ export function createBody(spec: ContainerSpec): Dockerode.ContainerCreateOption
         : undefined,
     },
   };
+}
+
+const NS_PER_MS = 1_000_000;
+
+/**
+ * Docker's HealthConfig: durations in nanoseconds (0 means the engine's default, so a 0 start
+ * period is sent as 0, which means none). Absent: the image's HEALTHCHECK applies.
+ */
+function healthcheckBody(spec: ContainerSpec): Dockerode.ContainerCreateOptions["Healthcheck"] {
+  const h = spec.healthcheck;
+  if (!h) return undefined;
+  if (h.test[0] === "NONE") return { Test: ["NONE"] };
+  return {
+    Test: h.test,
+    Interval: h.intervalMs === undefined ? undefined : h.intervalMs * NS_PER_MS,
+    Timeout: h.timeoutMs === undefined ? undefined : h.timeoutMs * NS_PER_MS,
+    Retries: h.retries,
+    StartPeriod: h.startPeriodMs === undefined ? undefined : h.startPeriodMs * NS_PER_MS,
+  };
+}
+
+/** Docker's State.Health; undefined when the container has no check ("none" or absent). */
+function healthReport(info: Dockerode.ContainerInspectInfo): HealthReport | undefined {
+  const h = (info.State as { Health?: DockerHealth }).Health;
+  if (!h || (h.Status !== "starting" && h.Status !== "healthy" && h.Status !== "unhealthy")) return undefined;
+  const last = h.Log?.at(-1);
+  return {
+    status: h.Status,
+    failingStreak: h.FailingStreak ?? 0,
+    lastOutput: (last?.Output ?? "").trim().slice(-2000),
+    lastExitCode: last?.ExitCode,
+  };
+}
+
+interface DockerHealth {
+  Status?: string;
+  FailingStreak?: number;
+  Log?: { ExitCode?: number; Output?: string }[] | null;
 }
 
 /** Docker's status words; "removing" is a moment during removal and reads as exited. */
@@ -158,7 +198,13 @@ export function containerView(info: Dockerode.ContainerInspectInfo): ContainerVi
     ),
     oomKilled: info.State.OOMKilled,
     error: info.State.Error ?? "",
+    ...healthOf(info),
   };
+}
+
+function healthOf(info: Dockerode.ContainerInspectInfo): { health?: HealthReport } {
+  const health = healthReport(info);
+  return health ? { health } : {};
 }
 
 export function containerSummary(info: Dockerode.ContainerInfo): ContainerSummary {

@@ -148,6 +148,7 @@ export class FakeEngine implements Engine {
       container.restartTimer = undefined;
       container.manuallyStopped = true;
       container.process?.kill(137);
+      container.health?.stop();
       for (const exec of container.execs) exec.kill(137);
       for (const follower of container.followers) follower.end();
     }
@@ -279,6 +280,7 @@ export class FakeEngine implements Engine {
       logs: [],
       partial: { stdout: "", stderr: "" },
       followers: new Set(),
+      health: undefined,
     };
     this.containers.set(id, container);
     this.eventLog.emit(container, "create");
@@ -379,6 +381,7 @@ export class FakeEngine implements Engine {
       await process.exited;
     }
     for (const follower of container.followers) follower.end();
+    container.health?.stop();
     this.containers.delete(container.id);
     this.eventLog.emit(container, "destroy");
   }

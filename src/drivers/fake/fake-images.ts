@@ -162,6 +162,8 @@ export class FakeImageStore {
       workingDir: c.WorkingDir || undefined,
       labels: c.Labels ?? undefined,
       programs: [...image.programs],
+      ...(c.Healthcheck ? { healthcheck: c.Healthcheck } : {}),
+      ...(c.Serves ? { serves: c.Serves } : {}),
       ...(wanted ? { auth: wanted } : {}),
     });
     options.onProgress?.(`The push refers to repository [${repository}]`);

@@ -2,6 +2,7 @@
 // the small helpers over them (Docker-style ids, addresses, image configs, shared host lists).
 
 import { randomBytes } from "node:crypto";
+import type { EngineHealthcheck } from "../../domain/health.ts";
 import {
   type AsyncQueue,
   type ContainerSpec,
@@ -14,6 +15,7 @@ import {
   type PortKey,
   portKey,
 } from "../engine.ts";
+import type { FakeHealthMonitor } from "./health.ts";
 import type { FakeProcess } from "./shell.ts";
 
 export interface FakeImage {
@@ -29,6 +31,10 @@ export interface FakeImage {
    * stopped). By default, the program its entrypoint or command names.
    */
   programs?: string[];
+  /** The image's HEALTHCHECK (domain/health.ts EngineHealthcheck). */
+  healthcheck?: EngineHealthcheck;
+  /** Ports its servers listen on while its main process runs, and the HTTP status they answer (200). */
+  serves?: { ports: number[]; status?: number };
 }
 
 export interface FakeRegistryImage extends FakeImage {
@@ -76,6 +82,9 @@ export interface ImageConfig {
   ExposedPorts?: Record<string, object> | null;
   WorkingDir?: string;
   Labels?: Record<string, string> | null;
+  Healthcheck?: EngineHealthcheck | null;
+  /** The fake's own: what the image's servers answer (FakeImage.serves). */
+  Serves?: { ports: number[]; status: number } | null;
 }
 
 export interface FakeContainer {
@@ -107,6 +116,8 @@ export interface FakeContainer {
   logs: LogLine[];
   partial: Record<OutputStream, string>;
   followers: Set<AsyncQueue<LogLine>>;
+  /** The health checks of its current run (its own, or its image's HEALTHCHECK). */
+  health: FakeHealthMonitor | undefined;
 }
 
 export const NAME_PATTERN = /^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
@@ -158,6 +169,8 @@ export function imageConfig(image: FakeImage): ImageConfig {
     ExposedPorts: image.exposedPorts ? exposed : null,
     WorkingDir: image.workingDir ?? "",
     Labels: image.labels ?? null,
+    ...(image.healthcheck ? { Healthcheck: image.healthcheck } : {}),
+    ...(image.serves ? { Serves: { ports: image.serves.ports, status: image.serves.status ?? 200 } } : {}),
   };
 }
 
@@ -257,5 +270,6 @@ export function viewOf(container: FakeContainer): ContainerView {
         : { name: policy.name },
     oomKilled: container.oomKilled,
     error: container.error,
+    ...(container.health ? { health: container.health.report() } : {}),
   };
 }

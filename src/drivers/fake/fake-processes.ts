@@ -5,6 +5,7 @@ import { AsyncQueue, EngineError, type LogLine, type OutputStream } from "../eng
 import type { FakeEvents } from "./fake-events.ts";
 import { DEFAULT_PATH, type FakeContainer, sharedHosts } from "./fake-model.ts";
 import type { FakeNetwork } from "./fake-network.ts";
+import { FakeHealthMonitor, runFakeCheck } from "./health.ts";
 import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
 
 /** What the processes need of their engine. */
@@ -67,7 +68,30 @@ export class FakeProcesses {
     const process = new FakeProcess(argv, io, { pid1: true, programs: container.image.programs });
     container.process = process;
     this.d.events.emit(container, "start");
+    this.startHealth(container);
     void process.exited.then((exitCode) => this.processExited(container, process, exitCode));
+  }
+
+  /** A run's health checks: the container's own, else its image's HEALTHCHECK; none with NONE. */
+  private startHealth(container: FakeContainer): void {
+    container.health?.stop();
+    const check = container.spec.healthcheck ?? container.image.config.Healthcheck ?? undefined;
+    container.health = undefined;
+    if (!check || check.test[0] === "NONE") return;
+    const target = () => ({
+      running: container.state === "running",
+      argv: this.argv(container),
+      serves: container.image.config.Serves ?? undefined,
+      programs: container.image.programs,
+      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env },
+      hostname: container.hostname,
+    });
+    container.health = new FakeHealthMonitor(
+      check,
+      (c, signal) => runFakeCheck(target(), c, signal),
+      () => this.d.events.emit(container, "health_status"),
+      () => this.d.now(),
+    );
   }
 
   /** Output of a container process: tty turns newlines into CRLF and merges stderr into stdout. */
@@ -99,6 +123,7 @@ export class FakeProcesses {
     }
     container.partial = { stdout: "", stderr: "" };
     container.process = undefined;
+    container.health?.stop();
     container.stdin?.end();
     container.stdin = undefined;
     // Exec'd processes die with the container.

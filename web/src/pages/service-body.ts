@@ -45,6 +45,10 @@ export const FORM_FIELDS: Record<ServiceField, "offered" | NotOffered> = {
   memory: "offered",
   stop_signal: "offered",
   stop_grace_period: "offered",
+  health_check: {
+    notOffered:
+      "a check has several parts (kind, port or command, timing): set it with `berth service set --health`, in a stack file (healthcheck:) or with the API",
+  },
   memory_swap: ENGINE_OPTION,
   cpuset: ENGINE_OPTION,
   dns: ENGINE_OPTION,
