@@ -60,6 +60,15 @@ module.exports = {
       from: { path: "^web/" },
       to: { path: "^src/(?!contract/|domain/)" },
     },
+    {
+      name: "modules-are-composed-by-platform",
+      comment:
+        "Each capability assembles itself in src/<capability>/module.ts and platform.ts lists them: only " +
+        "platform.ts imports a module's code; another module may name a module's type (what it is given).",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/platform\\.ts$" },
+      to: { path: "^src/[^/]+/module\\.ts$", dependencyTypesNot: ["type-only"] },
+    },
   ],
   options: {
     doNotFollow: { path: "node_modules" },

@@ -6,6 +6,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { loadConfig } from "../../src/config/index.ts";
+import { assemblePlatform, type Platform, type PlatformOptions } from "../../src/platform.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { Store } from "../../src/store/store.ts";
 import { basic, waitFor } from "../support/harness.ts";
@@ -23,6 +25,34 @@ export function pgUnavailable(): string | undefined {
   if (url?.startsWith("postgres")) return undefined;
   if (process.env.CI === "true") throw new Error("BERTH_TEST_PG_URL must name a PostgreSQL server in CI");
   return "BERTH_TEST_PG_URL is not set (CI sets it)";
+}
+
+/**
+ * Replica B of the in-process replica tests (test/services/replica-*, test/streams/replica-access):
+ * a second platform on the database of the test's first replica, quiet, without health probes or
+ * an attached engine; assembled, ready and started. `env` adds or overrides BERTH_* settings.
+ */
+export async function assembleReplicaB(o: {
+  dataDir: string;
+  databaseUrl: string;
+  env?: Record<string, string>;
+  options?: PlatformOptions;
+}): Promise<Platform> {
+  const b = await assemblePlatform(
+    loadConfig({
+      BERTH_DATA_DIR: o.dataDir,
+      BERTH_DATABASE_URL: o.databaseUrl,
+      BERTH_REPLICA_ID: "replica-b",
+      BERTH_LOG_LEVEL: "silent",
+      BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
+      BERTH_AUTO_ATTACH_ENGINE: "false",
+      ...o.env,
+    }),
+    o.options,
+  );
+  await b.app.ready();
+  await b.start();
+  return b;
 }
 
 export interface FreshDatabase {

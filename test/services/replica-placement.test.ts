@@ -15,8 +15,8 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import pg from "pg";
-import { loadConfig } from "../../src/config/index.ts";
-import { assemblePlatform, type Platform } from "../../src/platform.ts";
+import type { Platform } from "../../src/platform.ts";
+import { assembleReplicaB } from "../replicas/support.ts";
 import { type Caller, createUser, freshDatabaseUrl } from "../support/harness.ts";
 import {
   call,
@@ -55,19 +55,15 @@ describe("two replicas placing at the same moment", {
         BERTH_RECONCILE_INTERVAL_MS: "3600000",
       },
     });
-    b = await assemblePlatform(
-      loadConfig({
-        BERTH_DATA_DIR: path.join(s.h.dataDir, "b"),
-        BERTH_DATABASE_URL: db.url,
-        BERTH_REPLICA_ID: "replica-b",
+    b = await assembleReplicaB({
+      dataDir: path.join(s.h.dataDir, "b"),
+      databaseUrl: db.url,
+      env: {
         BERTH_RECONCILE_INTERVAL_MS: "3600000",
-        BERTH_LOG_LEVEL: "silent",
         BERTH_ACTION_POLL_MS: "100",
         BERTH_SIM_DELAY_FACTOR: "0.01",
-        BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
-        BERTH_AUTO_ATTACH_ENGINE: "false",
-      }),
-      {
+      },
+      options: {
         // B's engines of the simulated nodes are made as A's are, so both report the same node
         // facts (memory) when they probe a node.
         makeFakeEngine: (n) =>
@@ -77,9 +73,7 @@ describe("two replicas placing at the same moment", {
             registry: [],
           }),
       },
-    );
-    await b.app.ready();
-    await b.start();
+    });
     // B takes no action until the test lets it (so that each replica runs one of the two starts).
     await b.actions.stop();
     sql = new pg.Client({ connectionString: db.url });

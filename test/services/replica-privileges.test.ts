@@ -7,8 +7,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { loadConfig } from "../../src/config/index.ts";
-import { assemblePlatform, type Platform } from "../../src/platform.ts";
+import type { Platform } from "../../src/platform.ts";
+import { assembleReplicaB } from "../replicas/support.ts";
 import {
   allowPrivileges,
   type Caller,
@@ -35,18 +35,7 @@ describe("privileges changed through one replica hold on another", {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-test-"));
     db = await freshDatabaseUrl(dataDir);
     a = await startHarness({ env: { BERTH_DATABASE_URL: db.url, BERTH_REPLICA_ID: "replica-a" } });
-    b = await assemblePlatform(
-      loadConfig({
-        BERTH_DATA_DIR: path.join(dataDir, "b"),
-        BERTH_DATABASE_URL: db.url,
-        BERTH_REPLICA_ID: "replica-b",
-        BERTH_LOG_LEVEL: "silent",
-        BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
-        BERTH_AUTO_ATTACH_ENGINE: "false",
-      }),
-    );
-    await b.app.ready();
-    await b.start();
+    b = await assembleReplicaB({ dataDir: path.join(dataDir, "b"), databaseUrl: db.url });
     b.policies.cacheTtlMs = 600_000;
     alice = await createUser(a, "alice");
   });
