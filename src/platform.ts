@@ -47,6 +47,7 @@ import { registryModule } from "./registry/module.ts";
 import type { NativeRegistry } from "./registry/native.ts";
 import type { HostLookup } from "./registry/outbound.ts";
 import type { RegistryService } from "./registry/service.ts";
+import { type RouterModule, routerModule } from "./router/module.ts";
 import { stacksModule } from "./stacks/module.ts";
 import type { StackService } from "./stacks/service.ts";
 import { type Db, openDatabase } from "./store/db.ts";
@@ -110,6 +111,8 @@ export interface Platform {
   answers: AnswerCache;
   stacks: StackService;
   reconciler: Reconciler;
+  /** Routers serving services' domains, configured from the change feed. */
+  router: RouterModule;
   registries: RegistryService;
   /** Berth's own registry, when configured. */
   nativeRegistry: NativeRegistry | undefined;
@@ -201,7 +204,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     makeFakeEngine: opts.makeFakeEngine,
   });
   const registry = registryModule(core, { actions, replicas, resolveRegistryHost: opts.resolveRegistryHost });
+  const routing = routerModule(core);
   const services = orchestratorModule(core, {
+    drain: (rows) => routing.router.drain(rows),
     actions,
     relations,
     identity,
@@ -259,6 +264,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       ...accounts.routes,
       ...nodes.routes,
       ...services.routes,
+      ...routing.routes,
       ...stacks.routes,
       ...triggers.routes,
       ...registry.routes,
@@ -311,6 +317,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     answers: core.answers,
     stacks: stacks.stacks,
     reconciler: services.reconciler,
+    router: routing.router,
     registries: registry.registries,
     nativeRegistry: registry.nativeRegistry,
     triggers: triggers.triggers,
@@ -332,6 +339,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       actions.start();
       nodes.health.start();
       services.reconciler.start();
+      routing.router.start();
       stacks.stacks.start();
       await registry.start();
     },
@@ -339,6 +347,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       await replicas.stopDuties();
       await registry.stop();
       services.reconciler.stop();
+      routing.router.stop();
       stacks.stacks.stop();
       nodes.health.stop();
       nodes.agents.stop();

@@ -2,6 +2,7 @@
 // else receives a Config object from the composition root (src/main.ts).
 import { isIP } from "node:net";
 import path from "node:path";
+import { parseRouterSettings, type RouterSettings } from "./router.ts";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
@@ -38,6 +39,8 @@ export interface Config {
   containerStopTimeoutS: number;
   /** Seconds a service start waits for the services it links to to have a running container. */
   linkWaitS: number;
+  /** The routers serving services' domains (router.ts). */
+  router: RouterSettings;
   /** WebSocket streams (CONTRACT §8, §9): events, logs, exec. */
   streams: {
     /** How often the server pings every stream socket; a peer that missed the previous pong is dropped. */
@@ -353,6 +356,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       10,
     ),
     linkWaitS: parsePositiveInt("BERTH_LINK_WAIT_S", env.BERTH_LINK_WAIT_S, 120),
+    router: parseRouterSettings(env),
     streams: {
       pingIntervalMs: parsePositiveInt(
         "BERTH_STREAM_PING_INTERVAL_MS",

@@ -35,6 +35,7 @@ import {
 } from "./common.ts";
 import { HealthCheckBody, HealthCheckView } from "./health.ts";
 import { SERVICE_LIMITS as L } from "./limits.ts";
+import { DomainView } from "./router.ts";
 
 const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"] as const;
 const AUTODESTROY = ["OFF", "ON_SUCCESS", "ALWAYS"] as const;
@@ -111,6 +112,49 @@ export const ServiceBindingBody = Type.Object(
     ),
   },
   { description: "a volume or host directory mounted into the service's containers" },
+);
+
+export const DomainBody = Type.Object(
+  {
+    host: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      description: "host name the service serves, such as app.example.com; '*.' first for every sub-domain",
+    }),
+    path: Type.Optional(
+      Type.Union([Type.Null(), Type.String({ maxLength: L.textMaxLength })], {
+        description: "path prefix (default /); requests keep their whole path",
+      }),
+    ),
+    port: Type.Optional(
+      Type.Union([Type.Null(), Type.Integer({ minimum: 1, maximum: 65535 })], {
+        description: "the containers' port requests go to; null: the service's first TCP port, else 80",
+      }),
+    ),
+    tls: Type.Optional(
+      Type.Enum(["acme", "uploaded", "off"], {
+        description:
+          "certificate: from the ACME server (default), uploaded (PUT …/service/<uuid>/certificate/), or off (plain HTTP)",
+      }),
+    ),
+    redirect_https: Type.Optional(
+      Type.Boolean({ description: "redirect plain HTTP to HTTPS (default: true unless tls is off)" }),
+    ),
+    sticky: Type.Optional(
+      Type.Boolean({
+        description: "sticky sessions: a client goes back to the same container (default false)",
+      }),
+    ),
+    weight: Type.Optional(
+      Type.Integer({
+        minimum: -1000,
+        maximum: 1000,
+        description:
+          "routes of higher weight are matched first where host names and paths overlap (default 0)",
+      }),
+    ),
+  },
+  { description: "a host name (and path prefix) served through the router" },
 );
 
 /** Tags are `{name}` objects on the wire; plain strings are accepted too (stack files, Go SDK). */
@@ -214,6 +258,13 @@ const commonFields = {
     }),
   ),
   health_check: Type.Optional(HealthCheckBody),
+  domains: Type.Optional(
+    Type.Array(DomainBody, {
+      maxItems: 20,
+      description:
+        "host names served through the router on the namespace's nodes; a host name belongs to the first namespace that claims it",
+    }),
+  ),
 };
 
 /** How the containers are stopped (domain/stop.ts); both bodies take them. */
@@ -351,6 +402,7 @@ export type EnvVarBody = Static<typeof EnvVarBody>;
 export type ServiceLinkBody = Static<typeof ServiceLinkBody>;
 export type ServiceBindingBody = Static<typeof ServiceBindingBody>;
 export type TagBody = Static<typeof TagBody>;
+export type DomainBody = Static<typeof DomainBody>;
 
 // ---- answers ----------------------------------------------------------------------------------
 
@@ -397,6 +449,7 @@ export const ServiceView = View(
     deployment_strategy: Type.String(),
     tags: Type.Array(TagView),
     autoredeploy: Type.Boolean(),
+    domains: Type.Array(DomainView),
   },
   "a service (spec Service)",
 );

@@ -13,6 +13,7 @@
 import { isIP } from "node:net";
 import { serviceCreateCheck, serviceUpdateCheck } from "../contract/check.ts";
 import type { ServiceCreateBody, ServiceField, ServiceUpdateBody } from "../contract/service.ts";
+import { parseDomains } from "./domains.ts";
 import { DEFAULT_SPEC, nameFromImage, type ServiceSpec } from "./service.ts";
 import {
   aliased,
@@ -211,6 +212,7 @@ export function normalizeCreate(
   spec.stop_signal = stopSignal(p, body.stop_signal);
   spec.stop_grace_period = body.stop_grace_period ?? null;
   spec.health_check = healthCheck(p, body.health_check);
+  spec.domains = parseDomains(body.domains, (f, problem) => p.add(f, problem));
 
   formChecks(p, spec);
   crossChecks(p, spec, (field) => field);
@@ -284,6 +286,9 @@ export function applyUpdate(
     if (!sameValue(check, current.health_check ?? null)) spec.health_check = check;
   }
 
+  if (body.domains !== undefined)
+    spec.domains = parseDomains(body.domains, (f, problem) => p.add(f, problem));
+
   // An update cannot send memory_swap or mac_address, so blame the field it did send.
   crossChecks(p, spec, (field) =>
     field === "memory_swap" ? "memory" : field === "mac_address" ? "net" : field,
@@ -295,7 +300,8 @@ export function applyUpdate(
 
 /** Whether two definitions differ in anything a container sees (so containers must be redeployed). */
 export function definitionChanged(a: ServiceSpec, b: ServiceSpec): boolean {
-  const skip = new Set<string>(SCHEDULING_FIELDS);
+  // Domains are the router's: containers never see them.
+  const skip = new Set<string>([...SCHEDULING_FIELDS, "domains"]);
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
   for (const key of keys) {
     if (skip.has(key)) continue;

@@ -1,3 +1,5 @@
+import type { ServiceDomain } from "./domains.ts";
+
 // The service definition as Berth stores it (desired state). Containers keep a copy of the
 // definition they were deployed with; `synchronized` compares the two by `spec_version`.
 import type { HealthCheck } from "./health.ts";
@@ -88,6 +90,8 @@ export interface ServiceSpec {
   memory_swap: number | null;
   labels: Record<string, string>;
   read_only: boolean;
+  /** Host names and paths served through the router (domain/domains.ts); absent in older definitions. */
+  domains?: ServiceDomain[];
 }
 
 export const DEFAULT_SPEC: Omit<ServiceSpec, "image_name"> = {

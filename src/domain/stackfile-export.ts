@@ -93,5 +93,6 @@ export function exportService(s: ExportInput): Record<string, unknown> {
   if (spec.stop_grace_period !== undefined && spec.stop_grace_period !== null)
     out.stop_grace_period = durationText(spec.stop_grace_period);
   if (spec.health_check) out.healthcheck = healthCheckToStackFile(spec.health_check);
+  if (spec.domains?.length) out.domains = spec.domains.map((d) => ({ ...d }));
   return out;
 }

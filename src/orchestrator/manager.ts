@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
 import { conflict, type FieldProblem } from "../domain/errors.ts";
 import { assertEnvWithin, limitOf } from "../domain/quotas.ts";
+import { hostsOfDefinition } from "../domain/router-config.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import type { SpecContext } from "../domain/service-rules.ts";
 import { applyUpdate, normalizeCreate } from "../domain/service-spec.ts";
@@ -17,6 +18,7 @@ import type { IdentityService, Principal } from "../identity/service.ts";
 import { specOf } from "../store/codec.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store, UserRow } from "../store/store.ts";
+import { claimHosts } from "./host-claims.ts";
 import type { Orchestrator } from "./services.ts";
 
 export interface ManagerDeps {
@@ -85,6 +87,7 @@ export class ServiceManager {
       await this.assertEnvWithin(tx, namespace, n.spec.container_envvars);
       await tx.quotas.enforce(namespace, "services", 1, { now });
       await tx.quotas.enforce(namespace, "containers", n.target_num_containers, { now });
+      await claimHosts(tx, namespace, hostsOfDefinition(n.spec), now);
       const row = await tx.services.insertService({
         uuid,
         namespace,
@@ -235,6 +238,7 @@ export class ServiceManager {
       {
         // More containers asked for: counted after the write, in its transaction.
         after: async (tx, before, written) => {
+          await claimHosts(tx, s.namespace, hostsOfDefinition(specOf(written)), this.d.clock.now());
           const more = written.target_num_containers - before.target_num_containers;
           if (more > 0)
             await tx.quotas.enforce(s.namespace, "containers", more, {

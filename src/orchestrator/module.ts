@@ -10,6 +10,7 @@ import type { IdentityService } from "../identity/service.ts";
 import type { Engines } from "../nodes/engines.ts";
 import type { ReplicasModule } from "../ops/module.ts";
 import type { RegistryService } from "../registry/service.ts";
+import type { ContainerRow } from "../store/services.ts";
 import { adoptAfterRestore } from "./adoption.ts";
 import { EngineSpecs } from "./engine-specs.ts";
 import { ServiceManager } from "./manager.ts";
@@ -30,6 +31,8 @@ export function orchestratorModule(
     engines: Engines;
     registries: RegistryService;
     replicas: ReplicasModule;
+    /** Takes leaving containers out of their routers first (router/drains.ts). */
+    drain?(rows: readonly ContainerRow[]): Promise<void>;
   },
 ) {
   const { config, store, clock, box, onError, answers } = core;
@@ -44,6 +47,7 @@ export function orchestratorModule(
     refreshesOnRedeploy: (image, namespace) => registries.refreshesOnRedeploy(image, namespace),
     stopTimeoutS: config.containerStopTimeoutS,
     linkHostsFor: (c) => specs.desiredLinkHosts(c),
+    drain: parts.drain,
   });
   const orchestrator = new Orchestrator({
     store,

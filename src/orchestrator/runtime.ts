@@ -39,10 +39,7 @@ import type { Log } from "./log.ts";
 import type { Limits } from "./per-node.ts";
 import { eachWithCommit, RecordBatches } from "./record-batches.ts";
 
-export type { Log };
-
-export { GENERATION_LABEL };
-
+export { GENERATION_LABEL, type Log };
 export interface RuntimeDeps {
   store: Store;
   engines: EngineSource;
@@ -63,6 +60,8 @@ export interface RuntimeDeps {
   stopTimeoutS?: number;
   /** The link host entries a container should hold now (its service's current links); undefined: none to follow. */
   linkHostsFor?(c: ContainerRow): Promise<string[] | undefined>;
+  /** Takes containers out of their routers before their engines stop them (router/drains.ts). */
+  drain?(rows: readonly ContainerRow[]): Promise<void>;
 }
 
 export class ContainerRuntime {
@@ -142,6 +141,7 @@ export class ContainerRuntime {
       opts.limits,
       async (c, node, commit, engineDone) => {
         if (!node) throw new Error("the node of the container no longer exists");
+        await this.d.drain?.([c]);
         const now = this.d.clock.now();
         const moved = await commit.record(
           c.uuid,
@@ -214,6 +214,7 @@ export class ContainerRuntime {
    * limit), what they report then recorded in group-committed batches (see ensureRunningMany).
    */
   async ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
+    await this.d.drain?.(rows);
     const listings = new BatchListings(rows);
     return eachWithCommit(
       this.d.store,
@@ -243,6 +244,7 @@ export class ContainerRuntime {
     rows: ContainerRow[],
     opts: { limits: Limits; log: Log; removeVolumes: boolean },
   ): Promise<Error[]> {
+    await this.d.drain?.(rows);
     const listings = new BatchListings(rows);
     return eachWithCommit(
       this.d.store,

@@ -19,6 +19,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Container } from "../contract/container.ts";
 import type { Service } from "../contract/service.ts";
 import { addTo } from "../domain/collections.ts";
+import { withCertificates } from "../router/domain-views.ts";
 import { specOf } from "../store/codec.ts";
 import type { ContainerRow, IncomingLink, ServiceRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
@@ -111,7 +112,8 @@ export class Views {
       this.keepViews ? this.serviceFragments.get(s.uuid, keys[i]!) : undefined,
     );
     const missing = rows.filter((_, i) => out[i] === undefined);
-    if (missing.length === 0) return out as Service[];
+    const namespaces = rows.map((s) => s.namespace);
+    if (missing.length === 0) return withCertificates(store, out as Service[], namespaces);
     const missingDeps = rows
       .flatMap((_, i) => (out[i] === undefined ? deps[i]!.linked : []))
       .filter((uuid) => services.has(uuid));
@@ -131,7 +133,7 @@ export class Views {
       out[i] = this.serviceFragments.keep(s.uuid, keys[i]!, serviceView(s, specs[i]!, data, this.platform));
       if (++built % 50 === 0) await nextTurn();
     }
-    return out as Service[];
+    return withCertificates(store, out as Service[], namespaces);
   }
 
   async containerView(c: ContainerRow, read?: Set<string>): Promise<Container> {

@@ -15,6 +15,7 @@ import type { ServiceSpec } from "../domain/service.ts";
 import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domain/service-views.ts";
 import { restTime } from "../domain/time.ts";
 import { containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
+import { domainViews } from "../router/domain-views.ts";
 import { environmentOf, linkHostsOf, portsOf } from "../store/codec.ts";
 import type { ContainerRow, ServiceRow, ViewedContainer } from "../store/services.ts";
 import type { platformHosts } from "./engine-specs.ts";
@@ -174,6 +175,7 @@ export function serviceView(
     deployment_strategy: spec.deployment_strategy,
     tags: spec.tags.map((name) => ({ name })),
     autoredeploy: spec.autoredeploy,
+    domains: domainViews(spec),
   };
 }
 

@@ -595,6 +595,31 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable("containers").addColumn("health", "text").execute();
       },
     },
+    // The router (issue 30): host names held by namespaces, and the certificates of routed ones.
+    "0026_router": {
+      async up(db: AnyDb) {
+        await db.schema
+          .createTable("host_claims")
+          .addColumn("host", "text", (c) => c.primaryKey())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("reserved", "integer", (c) => c.notNull().defaultTo(0))
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("host_claims_namespace").on("host_claims").column("namespace").execute();
+        await db.schema
+          .createTable("router_certificates")
+          .addColumn("host", "text", (c) => c.primaryKey())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("issuer", "text", (c) => c.notNull().defaultTo(""))
+          .addColumn("expires_at", "bigint")
+          .addColumn("error", "text")
+          .addColumn("sealed_cert", "text")
+          .addColumn("sealed_key", "text")
+          .addColumn("updated", "bigint", (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }
 

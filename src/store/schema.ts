@@ -408,7 +408,33 @@ export interface NamespaceSettingsTable {
   limits: string;
 }
 
+/** A host name a namespace holds (migration 0026, orchestrator/host-claims.ts): first claim wins. */
+export interface HostClaimTable {
+  host: string;
+  namespace: string;
+  /** 1: reserved by an administrator (kept when no service uses it); 0: claimed by a service's domain. */
+  reserved: number;
+  created: number;
+}
+
+/** The certificate of a routed host name (migration 0026): its state as the routers report it, or an upload. */
+export interface RouterCertificateTable {
+  host: string;
+  namespace: string;
+  /** pending, issued, error, uploaded. */
+  state: string;
+  issuer: string;
+  expires_at: number | null;
+  error: string | null;
+  /** Uploaded PEM certificate chain and key, sealed (identity/secret-box.ts); null for ACME. */
+  sealed_cert: string | null;
+  sealed_key: string | null;
+  updated: number;
+}
+
 export interface Database {
+  host_claims: HostClaimTable;
+  router_certificates: RouterCertificateTable;
   namespaces: NamespaceTable;
   namespace_settings: NamespaceSettingsTable;
   placement_guards: PlacementGuardTable;

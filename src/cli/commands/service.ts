@@ -114,6 +114,9 @@ export const CLI_FIELDS: Record<ServiceField, string | NotOffered> = {
   cgroup_parent: PRIVILEGE,
   secuirty_opt: ALIAS,
   cgroup_name: ALIAS,
+  domains: {
+    notOffered: "a list of its own: `berth service domain add|ls|rm`, or a stack file's `domains:`",
+  },
 };
 
 interface DefinitionOptions extends HealthOptions {

@@ -69,6 +69,7 @@ export const FORM_FIELDS: Record<ServiceField, "offered" | NotOffered> = {
   cgroup_parent: PRIVILEGE,
   secuirty_opt: ALIAS,
   cgroup_name: ALIAS,
+  domains: { notOffered: "shown and changed on the service page's Domains section" },
 };
 
 export interface FormPort {

@@ -1,0 +1,43 @@
+// The router's settings (issue 30), read by loadConfig (index.ts) from the environment it is given.
+
+export interface RouterSettings {
+  /** ACME directory certificates are ordered from (BERTH_ROUTER_ACME_DIRECTORY; Let's Encrypt's by default). */
+  acmeDirectory: string;
+  /** Account e-mail given to the ACME server (BERTH_ROUTER_ACME_EMAIL; none by default). */
+  acmeEmail: string;
+  /**
+   * PEM file of the root signing the ACME directory's own HTTPS certificate, for a private ACME
+   * server (BERTH_ROUTER_ACME_CA_ROOT; "" trusts the system's roots).
+   */
+  acmeCaRoot: string;
+  /** How often every router is checked again: certificates, a router restarted (BERTH_ROUTER_INTERVAL_MS). */
+  intervalMs: number;
+  /** Milliseconds a leaving container keeps its requests in flight after its routers let it go (BERTH_ROUTER_DRAIN_GRACE_MS). */
+  drainGraceMs: number;
+  /** Longest wait for the routers when draining (BERTH_ROUTER_DRAIN_TIMEOUT_MS). */
+  drainTimeoutMs: number;
+}
+
+export const LETS_ENCRYPT = "https://acme-v02.api.letsencrypt.org/directory";
+
+function int(name: string, value: string | undefined, fallback: number, min: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new Error(`${name} must be an integer of at least ${min}, not "${value}"`);
+  return n;
+}
+
+export function parseRouterSettings(env: Record<string, string | undefined>): RouterSettings {
+  const directory = env.BERTH_ROUTER_ACME_DIRECTORY || LETS_ENCRYPT;
+  if (!/^https?:\/\/[^\s]+$/.test(directory))
+    throw new Error(`BERTH_ROUTER_ACME_DIRECTORY must be an http(s) URL, not "${directory}"`);
+  return {
+    acmeDirectory: directory,
+    acmeEmail: env.BERTH_ROUTER_ACME_EMAIL ?? "",
+    acmeCaRoot: env.BERTH_ROUTER_ACME_CA_ROOT ?? "",
+    intervalMs: int("BERTH_ROUTER_INTERVAL_MS", env.BERTH_ROUTER_INTERVAL_MS, 15_000, 100),
+    drainGraceMs: int("BERTH_ROUTER_DRAIN_GRACE_MS", env.BERTH_ROUTER_DRAIN_GRACE_MS, 1000, 0),
+    drainTimeoutMs: int("BERTH_ROUTER_DRAIN_TIMEOUT_MS", env.BERTH_ROUTER_DRAIN_TIMEOUT_MS, 10_000, 0),
+  };
+}

@@ -1,0 +1,104 @@
+// A router for simulated nodes (issue 30): the same interface as the real one, keeping what it was
+// given so tests can look, and answering requests the way a proxy would route them (host, longest
+// path prefix, weight order, round robin or sticky over the upstreams), without sockets.
+import type { Route } from "../../domain/router-config.ts";
+import {
+  bucketsOf,
+  type CertificateStatus,
+  LATENCY_BUCKETS,
+  type RouteCounters,
+  type Router,
+  type RouterConfig,
+} from "./router.ts";
+
+export interface FakeAnswer {
+  status: number;
+  /** The container the request went to, when one did. */
+  container?: string;
+  route?: string;
+  redirect?: string;
+}
+
+export class FakeRouter implements Router {
+  /** Every configuration applied, oldest first. */
+  readonly applied: RouterConfig[] = [];
+  /** Hosts whose ACME order fails, and the error the ACME server gives. */
+  readonly failingOrders = new Map<string, string>();
+  private readonly counts = new Map<string, RouteCounters>();
+  private turn = 0;
+
+  constructor(readonly node: string) {}
+
+  get current(): RouterConfig | undefined {
+    return this.applied.at(-1);
+  }
+
+  async apply(config: RouterConfig): Promise<void> {
+    this.applied.push(structuredClone(config));
+  }
+
+  async certificates(): Promise<CertificateStatus[]> {
+    const config = this.current;
+    if (!config) return [];
+    const hosts = new Set(config.routes.filter((r) => r.tls !== "off").map((r) => r.host));
+    const uploaded = new Set(config.certificates.map((c) => c.host));
+    return [...hosts].map((host) => {
+      if (uploaded.has(host))
+        return { host, state: "uploaded", issuer: "uploaded", expiresAt: null, error: null };
+      const error = this.failingOrders.get(host);
+      if (error !== undefined) return { host, state: "error", issuer: "", expiresAt: null, error };
+      return {
+        host,
+        state: "issued",
+        issuer: "fake ACME",
+        expiresAt: Date.now() + 90 * 86_400_000,
+        error: null,
+      };
+    });
+  }
+
+  async counters(): Promise<RouteCounters[]> {
+    return [...this.counts.values()].map((c) => ({ ...c, buckets: [...c.buckets] }));
+  }
+
+  /** The route a request would match, as a proxy matches them (the configuration's order). */
+  match(host: string, path: string): Route | undefined {
+    const h = host.toLowerCase();
+    return this.current?.routes.find(
+      (r) =>
+        (r.host === h || (r.host.startsWith("*.") && h.endsWith(r.host.slice(1)))) &&
+        (r.path === "/" || path === r.path || path.startsWith(`${r.path}/`)),
+    );
+  }
+
+  /** Routes a request: 404 without a route, a redirect for plain HTTP where asked, 502 without an upstream. */
+  request(
+    host: string,
+    path = "/",
+    opts: { https?: boolean; cookie?: string; latencyS?: number } = {},
+  ): FakeAnswer {
+    const route = this.match(host, path);
+    if (!route) return { status: 404 };
+    if (!opts.https && route.redirect_https)
+      return { status: 308, route: route.id, redirect: `https://${host}${path}` };
+    let upstream =
+      route.sticky && opts.cookie ? route.upstreams.find((u) => u.container === opts.cookie) : undefined;
+    if (!upstream && route.upstreams.length > 0)
+      upstream = route.upstreams[this.turn++ % route.upstreams.length];
+    const status = upstream ? 200 : 502;
+    const c = this.counts.get(route.id) ?? {
+      route: route.id,
+      requests: 0,
+      errors: 0,
+      latencySum: 0,
+      buckets: LATENCY_BUCKETS.map(() => 0),
+    };
+    const latency = opts.latencyS ?? 0.001;
+    c.requests += 1;
+    if (status >= 500) c.errors += 1;
+    c.latencySum += latency;
+    c.buckets = c.buckets.map((n, i) => n + bucketsOf(latency)[i]!);
+    this.counts.set(route.id, c);
+    return { status, route: route.id, ...(upstream ? { container: upstream.container } : {}) };
+  }
+}

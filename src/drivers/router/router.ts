@@ -1,0 +1,70 @@
+// The router driver interface (issue 30): what Berth asks of the proxy that serves a node's
+// domains. A router takes a whole configuration at once and swaps it in without a restart and
+// without dropping open connections; it reports its certificates and per-route request figures.
+// Implementations: fake-router.ts (simulated nodes, observable in tests) and caddy.ts (Caddy 2's
+// admin API; the local provider starts Caddy in the node's namespace, local-router.ts).
+import type { Route } from "../../domain/router-config.ts";
+
+export type { Route };
+
+export interface AcmeSettings {
+  /** The ACME directory URL (Let's Encrypt's by default). */
+  directory: string;
+  /** Account e-mail given to the ACME server; "" for none. */
+  email: string;
+  /** PEM file of the root that signs the directory's own HTTPS certificate (a private ACME server); "" for the system's. */
+  caRootFile: string;
+}
+
+export interface UploadedCertificate {
+  host: string;
+  /** PEM certificate chain and key, unsealed for the router only. */
+  certPem: string;
+  keyPem: string;
+}
+
+export interface RouterConfig {
+  routes: Route[];
+  certificates: UploadedCertificate[];
+  acme: AcmeSettings;
+}
+
+export type CertificateState = "pending" | "issued" | "error" | "uploaded";
+
+export interface CertificateStatus {
+  host: string;
+  state: CertificateState;
+  issuer: string;
+  /** Epoch ms; null while none is held. */
+  expiresAt: number | null;
+  /** The last error obtaining it (the ACME server's words), null when none. */
+  error: string | null;
+}
+
+/** Counters of one route since the router started (a rate is the difference of two readings). */
+export interface RouteCounters {
+  route: string;
+  requests: number;
+  /** Answers 5xx (the router's own 502s included). */
+  errors: number;
+  /** Seconds, summed; and counts at or under each LATENCY_BUCKETS bound (cumulative). */
+  latencySum: number;
+  buckets: number[];
+}
+
+/** Latency bucket bounds in seconds (as Prometheus histograms count them). */
+export const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export interface Router {
+  /** Replaces the whole configuration; resolves once requests are routed by it. */
+  apply(config: RouterConfig): Promise<void>;
+  /** The certificates of the TLS routes of the configuration last applied. */
+  certificates(): Promise<CertificateStatus[]>;
+  /** Request figures per route id. */
+  counters(): Promise<RouteCounters[]>;
+}
+
+/** Latency buckets of one observation (cumulative counts to add). */
+export function bucketsOf(seconds: number): number[] {
+  return LATENCY_BUCKETS.map((b) => (seconds <= b ? 1 : 0));
+}

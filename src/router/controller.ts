@@ -1,0 +1,254 @@
+// The router controller (issue 30): every router of a namespace's nodes serves that namespace's
+// domains. It follows the change feed (store/follow.ts): a changed service, container or node
+// queues the nodes of its namespace on a typed work queue (orchestrator/work-queue.ts); the worker
+// builds the namespace's routes (domain/router-config.ts, one pure function), hands a router its
+// whole configuration when it differs from the one it last took, then records the certificate
+// states the router reports (an error is written with an event on each service serving the host).
+// A periodic pass queues every node again (certificate renewals and errors, a router restarted).
+import { createHash } from "node:crypto";
+import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
+import { lastSegment } from "../domain/uri.ts";
+import type { AcmeSettings, CertificateStatus, Router, RouterConfig } from "../drivers/router/router.ts";
+import type { NodeKey } from "../orchestrator/controllers/context.ts";
+import { Controller } from "../orchestrator/controllers/controller.ts";
+import { decodeSpec, specOf } from "../store/codec.ts";
+import { type Follower, follow } from "../store/follow.ts";
+import type { NodeRow } from "../store/nodes.ts";
+import { RouterStore } from "../store/router.ts";
+import type { ChangeRow, Store } from "../store/store.ts";
+import type { Drains } from "./drains.ts";
+
+/** Which router serves a node (undefined: the node has none, e.g. an agent node for now). */
+export interface RouterSource {
+  forNode(node: NodeRow): Router | undefined;
+}
+
+export interface RouterControllerDeps {
+  store: Store;
+  routers: RouterSource;
+  acme: AcmeSettings;
+  /** Opens an uploaded certificate's sealed PEM. */
+  open(sealed: string): string;
+  drains: () => Drains | undefined;
+  intervalMs: number;
+  now(): number;
+  onError(err: unknown): void;
+  /** Told after a node's router took a configuration (metrics, tests). */
+  onApplied?(node: string, routes: RoutesOutput): void;
+}
+
+export class RouterController extends Controller<NodeKey> {
+  private feed: Follower | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** The hash of the configuration each node's router last took. */
+  private readonly appliedHash = new Map<string, string>();
+  /** The routes last built per namespace (views, drains, metrics). */
+  private readonly built = new Map<string, RoutesOutput>();
+  private readonly routerStore: RouterStore;
+
+  constructor(private readonly d: RouterControllerDeps) {
+    super({ id: (k) => k.node, batch: 1, workers: 4, onError: d.onError, nodeOf: (k) => k.node, perNode: 1 });
+    this.routerStore = new RouterStore(d.store);
+  }
+
+  override start(): void {
+    super.start();
+    this.feed = follow(this.d.store, {
+      types: ["service", "container", "node"],
+      onPage: (rows) => this.fromFeed(rows),
+      onError: this.d.onError,
+    });
+    this.timer = setInterval(() => void this.queueAll(), this.d.intervalMs);
+    this.timer.unref();
+    void this.queueAll();
+  }
+
+  override stop(): void {
+    this.feed?.stop();
+    this.feed = undefined;
+    if (this.timer) clearInterval(this.timer);
+    super.stop();
+  }
+
+  /** The routes last built for a namespace. */
+  routesOf(namespace: string): RoutesOutput | undefined {
+    return this.built.get(namespace);
+  }
+
+  /** Every namespace's routes last built. */
+  allRoutes(): ReadonlyMap<string, RoutesOutput> {
+    return this.built;
+  }
+
+  /** Queues every node of the namespaces and waits until their routers took what they have now. */
+  async push(namespaces: ReadonlySet<string>, timeoutMs: number): Promise<void> {
+    for (const ns of namespaces) await this.queueNamespace(ns);
+    await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  /** Resolves when the feed follower and the queue are idle (tests). */
+  async settle(): Promise<void> {
+    for (let i = 0; i < 50; i++) {
+      await this.feed?.idle();
+      await this.idle();
+      if (!this.feed?.reading && this.length === 0) return;
+    }
+  }
+
+  async queueAll(): Promise<void> {
+    try {
+      for (const n of await this.d.store.nodes.liveNodes())
+        if (n.state === "Deployed") this.add({ node: n.uuid });
+    } catch (err) {
+      this.d.onError(err);
+    }
+  }
+
+  private async queueNamespace(namespace: string): Promise<void> {
+    for (const n of await this.d.store.nodes.liveNodes({ namespace }))
+      if (n.state === "Deployed") this.add({ node: n.uuid });
+  }
+
+  private async fromFeed(rows: ChangeRow[]): Promise<void> {
+    const namespaces = new Set<string>();
+    for (const r of rows) {
+      if (r.type === "node") {
+        const uuid = lastSegment(r.resource_uri);
+        if (uuid && r.state === "Deployed") this.add({ node: uuid });
+        if (r.state !== "Deployed") this.appliedHash.delete(uuid ?? "");
+      }
+      namespaces.add(r.namespace);
+    }
+    for (const ns of namespaces) await this.queueNamespace(ns);
+  }
+
+  /** The namespace's routes now (services, containers, claims, drains). */
+  async build(namespace: string): Promise<RoutesOutput> {
+    const store = this.d.store;
+    const services: RouterService[] = (await store.services.liveServices({ namespace })).map((s) => ({
+      uuid: s.uuid,
+      namespace: s.namespace,
+      name: s.name,
+      state: s.state,
+      created: s.created,
+      spec: specOf(s),
+    }));
+    const containers = (await store.services.liveContainers({ namespace })).map((c) => ({
+      uuid: c.uuid,
+      service_uuid: c.service_uuid,
+      name: c.name,
+      state: c.state,
+      desired: c.desired,
+      phase: c.phase,
+      private_ip: c.private_ip,
+      generation: c.generation,
+      health: healthOf(c),
+    }));
+    const claims = await this.routerStore.claimMap([namespace]);
+    const out = buildRoutes({
+      services,
+      containers,
+      claims,
+      draining: this.d.drains()?.current() ?? new Set(),
+    });
+    this.built.set(namespace, out);
+    return out;
+  }
+
+  protected async work(keys: NodeKey[]): Promise<NodeKey[]> {
+    const failed: NodeKey[] = [];
+    for (const key of keys) {
+      try {
+        await this.reconcile(key.node);
+      } catch (err) {
+        this.d.onError(err);
+        failed.push(key);
+      }
+    }
+    return failed;
+  }
+
+  private async reconcile(nodeUuid: string): Promise<void> {
+    const node = await this.d.store.nodes.findNode(nodeUuid);
+    if (!node || node.state !== "Deployed") return;
+    const router = this.d.routers.forNode(node);
+    if (!router) return;
+    const routes = await this.build(node.namespace);
+    const config = await this.configOf(node.namespace, routes);
+    const hash = createHash("sha256").update(JSON.stringify(config)).digest("hex");
+    if (this.appliedHash.get(nodeUuid) !== hash) {
+      await router.apply(config);
+      this.appliedHash.set(nodeUuid, hash);
+      this.d.onApplied?.(nodeUuid, routes);
+    }
+    if (config.routes.some((r) => r.tls !== "off"))
+      await this.recordCertificates(node.namespace, await router.certificates());
+  }
+
+  private async configOf(namespace: string, routes: RoutesOutput): Promise<RouterConfig> {
+    const uploadedHosts = [...new Set(routes.routes.filter((r) => r.tls === "uploaded").map((r) => r.host))];
+    const rows = await this.routerStore.certificatesOf(uploadedHosts);
+    const certificates = rows
+      .filter((c) => c.namespace === namespace && c.sealed_cert && c.sealed_key)
+      .map((c) => ({
+        host: c.host,
+        certPem: this.d.open(c.sealed_cert!),
+        keyPem: this.d.open(c.sealed_key!),
+      }));
+    return { routes: routes.routes, certificates, acme: this.d.acme };
+  }
+
+  /** Writes certificate states that changed, each with an event on the services serving the host. */
+  private async recordCertificates(namespace: string, statuses: CertificateStatus[]): Promise<void> {
+    if (statuses.length === 0) return;
+    const known = new Map(
+      (await this.routerStore.certificatesOf(statuses.map((s) => s.host))).map((c) => [c.host, c]),
+    );
+    const services = await this.d.store.services.liveServices({ namespace });
+    for (const st of statuses) {
+      const cur = known.get(st.host);
+      if (cur?.state === "uploaded" || st.state === "uploaded") continue;
+      if (
+        cur &&
+        cur.namespace === namespace &&
+        cur.state === st.state &&
+        cur.expires_at === st.expiresAt &&
+        cur.error === st.error &&
+        cur.issuer === st.issuer
+      )
+        continue;
+      const serving = services.filter(
+        (s) =>
+          (decodeSpec(s.spec).domains ?? []).some((d) => d.host === st.host) ||
+          this.servesVirtualHost(namespace, s.uuid, st.host),
+      );
+      await this.routerStore.putCertificate(
+        {
+          host: st.host,
+          namespace,
+          state: st.state,
+          issuer: st.issuer,
+          expires_at: st.expiresAt,
+          error: st.error,
+          sealed_cert: null,
+          sealed_key: null,
+          updated: this.d.now(),
+        },
+        serving,
+      );
+    }
+  }
+
+  private servesVirtualHost(namespace: string, service: string, host: string): boolean {
+    return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
+  }
+}
+
+/**
+ * A container's health as the router reads it: null when it has no check. The store column lands
+ * with issue 29 (`containers.health`); until then every container counts as having no check.
+ */
+export function healthOf(c: object): "starting" | "healthy" | "unhealthy" | null {
+  const h = (c as { health?: string | null }).health;
+  return h === "starting" || h === "healthy" || h === "unhealthy" ? h : null;
+}
