@@ -212,7 +212,7 @@ export class RouterController extends Controller<NodeKey> {
         cur &&
         cur.namespace === namespace &&
         cur.state === st.state &&
-        cur.expires_at === st.expiresAt &&
+        sameExpiry(cur.expires_at, st.expiresAt) &&
         cur.error === st.error &&
         cur.issuer === st.issuer
       )
@@ -242,6 +242,11 @@ export class RouterController extends Controller<NodeKey> {
   private servesVirtualHost(namespace: string, service: string, host: string): boolean {
     return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
   }
+}
+
+/** Expiries read a minute apart are the same certificate's (a probe's clock is not the issuer's). */
+function sameExpiry(a: number | null, b: number | null): boolean {
+  return a === b || (a !== null && b !== null && Math.abs(a - b) < 60_000);
 }
 
 /**

@@ -25,6 +25,8 @@ export class FakeRouter implements Router {
   /** Hosts whose ACME order fails, and the error the ACME server gives. */
   readonly failingOrders = new Map<string, string>();
   private readonly counts = new Map<string, RouteCounters>();
+  /** When each host's certificate was issued (it keeps its expiry until the host leaves). */
+  private readonly issued = new Map<string, number>();
   private turn = 0;
 
   constructor(readonly node: string) {}
@@ -47,11 +49,12 @@ export class FakeRouter implements Router {
         return { host, state: "uploaded", issuer: "uploaded", expiresAt: null, error: null };
       const error = this.failingOrders.get(host);
       if (error !== undefined) return { host, state: "error", issuer: "", expiresAt: null, error };
+      if (!this.issued.has(host)) this.issued.set(host, Date.now());
       return {
         host,
         state: "issued",
         issuer: "fake ACME",
-        expiresAt: Date.now() + 90 * 86_400_000,
+        expiresAt: this.issued.get(host)! + 90 * 86_400_000,
         error: null,
       };
     });
