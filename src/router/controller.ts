@@ -170,7 +170,7 @@ export class RouterController extends Controller<NodeKey> {
 
   private async reconcile(nodeUuid: string): Promise<void> {
     const node = await this.d.store.nodes.findNode(nodeUuid);
-    if (!node || node.state !== "Deployed") return;
+    if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);
     if (!router) return;
     const routes = await this.build(node.namespace);

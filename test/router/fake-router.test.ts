@@ -183,14 +183,22 @@ describe("drain before leave", () => {
         const routed = router.current?.routes.some((r) => r.upstreams.some((u) => u.container === row?.uuid));
         if (row && routed && row.engine_id === id) out.stillRouted.push(row.name);
       };
-      engine.stopContainer = async (id, o) => (await check(id), stop(id, o));
-      engine.removeContainer = async (id, o) => (await check(id), remove(id, o));
+      engine.stopContainer = async (id, o) => {
+        await check(id);
+        return stop(id, o);
+      };
+      engine.removeContainer = async (id, o) => {
+        await check(id);
+        return remove(id, o);
+      };
       undos.push(() => {
         engine.stopContainer = stop;
         engine.removeContainer = remove;
       });
     }
-    out.undo = () => undos.forEach((u) => u());
+    out.undo = () => {
+      for (const u of undos) u();
+    };
     return out;
   }
 
