@@ -10,10 +10,11 @@ import {
   type TlsMode,
   virtualHostDomains,
 } from "./domains.ts";
+import type { ContainerHealth } from "./health.ts";
 import type { ServiceSpec } from "./service.ts";
 
-/** Container health as the store keeps it (issue 29): null when the container has no check. */
-export type RouteHealth = "starting" | "healthy" | "unhealthy" | null;
+/** Container health as the store keeps it (issue 29, domain/health.ts): null when the container has no check. */
+export type RouteHealth = ContainerHealth | null;
 
 export interface RouterService {
   uuid: string;

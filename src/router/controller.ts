@@ -142,7 +142,7 @@ export class RouterController extends Controller<NodeKey> {
       phase: c.phase,
       private_ip: c.private_ip,
       generation: c.generation,
-      health: healthOf(c),
+      health: c.health,
     }));
     const claims = await this.routerStore.claimMap([namespace]);
     const out = buildRoutes({
@@ -247,13 +247,4 @@ export class RouterController extends Controller<NodeKey> {
 /** Expiries read a minute apart are the same certificate's (a probe's clock is not the issuer's). */
 function sameExpiry(a: number | null, b: number | null): boolean {
   return a === b || (a !== null && b !== null && Math.abs(a - b) < 60_000);
-}
-
-/**
- * A container's health as the router reads it: null when it has no check. The store column lands
- * with issue 29 (`containers.health`); until then every container counts as having no check.
- */
-export function healthOf(c: object): "starting" | "healthy" | "unhealthy" | null {
-  const h = (c as { health?: string | null }).health;
-  return h === "starting" || h === "healthy" || h === "unhealthy" ? h : null;
 }

@@ -18,7 +18,7 @@ import { restTime } from "../../domain/time.ts";
 import { containerUri, serviceUri } from "../../domain/uri.ts";
 import { hostTaken } from "../../orchestrator/host-claims.ts";
 import { certificateView } from "../../router/domain-views.ts";
-import type { RouterModule } from "../../router/module.ts";
+import type { RouterModule } from "../../router/routers.ts";
 import { specOf } from "../../store/codec.ts";
 import { type HostClaimRow, RouterStore } from "../../store/router.ts";
 import type { ServiceRow } from "../../store/services.ts";

@@ -1,0 +1,200 @@
+// The router capability (issue 30): which router serves a node (a fake one on simulated
+// nodes, Caddy in a local node's namespace), the controller that configures them from the change
+// feed, drains, request figures (API and /metrics). module.ts assembles it for platform.ts.
+import { Gauge, type Registry } from "prom-client";
+import type { RouterSettings } from "../config/router.ts";
+import type { RoutesOutput } from "../domain/router-config.ts";
+import { FakeRouter } from "../drivers/router/fake-router.ts";
+import { LATENCY_BUCKETS, type RouteCounters, type Router } from "../drivers/router/router.ts";
+import type { NodeRow } from "../store/nodes.ts";
+import type { ContainerRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
+import { RouterController, type RouterSource } from "./controller.ts";
+import { Drains } from "./drains.ts";
+
+export interface RouterModuleDeps {
+  store: Store;
+  settings: RouterSettings;
+  open(sealed: string): string;
+  /** The router of a local node (Caddy in its namespace), when the local provider runs it. */
+  localRouter?(node: NodeRow): Router | undefined;
+  onError(err: unknown): void;
+}
+
+/** Figures of one route: totals, and rates over the last reading's window. */
+export interface RouteFigures {
+  requests_total: number;
+  requests_per_second: number;
+  error_rate: number;
+  latency_p99_ms: number | null;
+}
+
+export class RouterModule implements RouterSource {
+  readonly controller: RouterController;
+  readonly drains: Drains;
+  /** The fake routers of simulated nodes, by node uuid (tests look at them). */
+  readonly fakes = new Map<string, FakeRouter>();
+  private readonly nodes = new Map<string, NodeRow>();
+  /** The previous reading of each route's counters (summed over nodes) and when it was taken. */
+  private readonly previous = new Map<
+    string,
+    { at: number; c: RouteCounters; rate: number; errors: number }
+  >();
+
+  constructor(private readonly d: RouterModuleDeps) {
+    this.controller = new RouterController({
+      store: d.store,
+      routers: this,
+      acme: {
+        directory: d.settings.acmeDirectory,
+        email: d.settings.acmeEmail,
+        caRootFile: d.settings.acmeCaRoot,
+      },
+      open: d.open,
+      drains: () => this.drains,
+      intervalMs: d.settings.intervalMs,
+      now: () => Date.now(),
+      onError: d.onError,
+    });
+    this.drains = new Drains({
+      push: (namespaces, timeoutMs) => this.controller.push(namespaces, timeoutMs),
+      routes: async (ns) =>
+        (this.controller.routesOf(ns) ?? (await this.controller.build(ns))).routes.length > 0,
+      graceMs: d.settings.drainGraceMs,
+      timeoutMs: d.settings.drainTimeoutMs,
+    });
+  }
+
+  forNode(node: NodeRow): Router | undefined {
+    this.nodes.set(node.uuid, node);
+    if (node.engine_url.startsWith("fake://")) {
+      let fake = this.fakes.get(node.uuid);
+      if (!fake) {
+        fake = new FakeRouter(node.uuid);
+        this.fakes.set(node.uuid, fake);
+      }
+      return fake;
+    }
+    if (node.provider === "local") return this.d.localRouter?.(node);
+    return undefined;
+  }
+
+  drain(rows: readonly ContainerRow[]): Promise<void> {
+    return this.drains.drain(rows);
+  }
+
+  start(): void {
+    this.controller.start();
+  }
+
+  stop(): void {
+    this.controller.stop();
+  }
+
+  /** The routes of a namespace now (built again, so what the API shows is current). */
+  routes(namespace: string): Promise<RoutesOutput> {
+    return this.controller.build(namespace);
+  }
+
+  /** Each route's counters summed over the routers of the namespace's nodes. */
+  async counters(namespace: string): Promise<Map<string, RouteCounters>> {
+    const out = new Map<string, RouteCounters>();
+    const nodes = (await this.d.store.nodes.liveNodes({ namespace })).filter((n) => n.state === "Deployed");
+    for (const n of nodes) {
+      const router = this.forNode(n);
+      if (!router) continue;
+      const list = await router.counters().catch((err: unknown) => {
+        this.d.onError(err);
+        return [] as RouteCounters[];
+      });
+      for (const c of list) {
+        const sum = out.get(c.route);
+        if (!sum) out.set(c.route, { ...c, buckets: [...c.buckets] });
+        else {
+          sum.requests += c.requests;
+          sum.errors += c.errors;
+          sum.latencySum += c.latencySum;
+          sum.buckets = sum.buckets.map((b, i) => b + (c.buckets[i] ?? 0));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Totals and rates of a route from its counters (rates over the window since the last reading, at least 1 s). */
+  figures(route: string, c: RouteCounters | undefined, now = Date.now()): RouteFigures {
+    if (!c) return { requests_total: 0, requests_per_second: 0, error_rate: 0, latency_p99_ms: null };
+    const prev = this.previous.get(route);
+    let rate = prev?.rate ?? 0;
+    let errors = prev?.errors ?? (c.requests > 0 ? c.errors / c.requests : 0);
+    if (!prev || now - prev.at >= 1000) {
+      if (prev) {
+        const dt = (now - prev.at) / 1000;
+        const dr = Math.max(0, c.requests - prev.c.requests);
+        rate = dr / dt;
+        errors = dr > 0 ? Math.max(0, c.errors - prev.c.errors) / dr : 0;
+      }
+      this.previous.set(route, { at: now, c, rate, errors });
+    }
+    return {
+      requests_total: c.requests,
+      requests_per_second: rate,
+      error_rate: errors,
+      latency_p99_ms: p99(c),
+    };
+  }
+
+  /** Route figures on /metrics: requests, errors and latency per route, read when scraped. */
+  registerMetrics(registry: Registry): void {
+    const labelNames = ["namespace", "host", "path", "service"] as const;
+    // Registered in this order, and written in it: the first one's collect reads every figure.
+    const requests: Gauge<(typeof labelNames)[number]> = new Gauge({
+      name: "berth_route_requests_total",
+      help: "Requests a route's routers answered since they started",
+      labelNames,
+      registers: [registry],
+      collect: () => this.collect(requests, errors, latency),
+    });
+    const errors = new Gauge({
+      name: "berth_route_errors_total",
+      help: "Answers 5xx of a route's routers since they started",
+      labelNames,
+      registers: [registry],
+    });
+    const latency = new Gauge({
+      name: "berth_route_latency_p99_seconds",
+      help: "99th percentile of a route's request latency since its routers started",
+      labelNames,
+      registers: [registry],
+    });
+  }
+
+  private async collect(
+    requests: Gauge<"namespace" | "host" | "path" | "service">,
+    errors: Gauge<"namespace" | "host" | "path" | "service">,
+    latency: Gauge<"namespace" | "host" | "path" | "service">,
+  ): Promise<void> {
+    requests.reset();
+    errors.reset();
+    latency.reset();
+    for (const [ns, built] of this.controller.allRoutes()) {
+      const counters = await this.counters(ns).catch(() => new Map<string, RouteCounters>());
+      for (const r of built.routes) {
+        const c = counters.get(r.id);
+        const labels = { namespace: ns, host: r.host, path: r.path, service: r.service_name };
+        requests.set(labels, c?.requests ?? 0);
+        errors.set(labels, c?.errors ?? 0);
+        const p = c ? p99(c) : null;
+        if (p !== null) latency.set(labels, p / 1000);
+      }
+    }
+  }
+}
+
+/** The 99th percentile from cumulative buckets, in ms (the bucket's bound); null without requests. */
+export function p99(c: RouteCounters): number | null {
+  if (c.requests === 0) return null;
+  const want = c.requests * 0.99;
+  for (const [i, bound] of LATENCY_BUCKETS.entries()) if ((c.buckets[i] ?? 0) >= want) return bound * 1000;
+  return LATENCY_BUCKETS.at(-1)! * 1000;
+}
