@@ -19,7 +19,7 @@ import { containerUri } from "../domain/uri.ts";
 import type { ContainerSummary } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import { nodeUri } from "../nodes/views.ts";
-import { specOf } from "../store/codec.ts";
+import { factListOf, specOf } from "../store/codec.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
@@ -92,14 +92,7 @@ export class Adoption {
 
   /** Nodes still waiting for their adoption (empty once every node answered). */
   async pending(): Promise<Set<string>> {
-    const value = await this.d.store.replicas.findFact(PENDING_FACT);
-    if (!value) return new Set();
-    try {
-      const list = JSON.parse(value) as unknown;
-      return new Set(Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : []);
-    } catch {
-      return new Set();
-    }
+    return new Set(factListOf(await this.d.store.replicas.findFact(PENDING_FACT)));
   }
 
   /**

@@ -10,6 +10,7 @@ import { LABELS } from "../domain/service.ts";
 import type { ContainerSummary } from "../drivers/engine.ts";
 import { nodeUri } from "../nodes/views.ts";
 import type { NodeRow } from "../store/nodes.ts";
+import { factListOf } from "../store/codec.ts";
 import type { Store } from "../store/store.ts";
 
 export const REPORTED_FACT = "unknown_engine_containers";
@@ -26,16 +27,6 @@ export const ADOPTION_META = {
 
 export type RecordAction = ActionEngine["recordSync"];
 
-function parse(value: string | undefined): string[] {
-  if (!value) return [];
-  try {
-    const list = JSON.parse(value) as unknown;
-    return Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : [];
-  } catch {
-    return [];
-  }
-}
-
 /**
  * Reports the engine containers of `node` that were not reported before (one action each), and
  * remembers them; answers how many were new. `why` completes "…which Berth does not hold".
@@ -47,7 +38,7 @@ export async function reportUnknown(
   why: string,
 ): Promise<number> {
   if (found.length === 0) return 0;
-  const reported = new Set(parse(await d.store.replicas.findFact(REPORTED_FACT)));
+  const reported = new Set(factListOf(await d.store.replicas.findFact(REPORTED_FACT)));
   const fresh = found.filter((c) => !reported.has(c.id));
   for (const c of fresh) {
     const service = c.labels[LABELS.service];
@@ -63,7 +54,7 @@ export async function reportUnknown(
   }
   if (fresh.length > 0) {
     await d.store.transaction(async (tx) => {
-      const now = new Set(parse(await tx.replicas.findFact(REPORTED_FACT)));
+      const now = new Set(factListOf(await tx.replicas.findFact(REPORTED_FACT)));
       for (const c of fresh) now.add(c.id);
       await tx.replicas.putFact(REPORTED_FACT, JSON.stringify([...now]));
     });
