@@ -58,7 +58,9 @@ interface RestoreP {
 export function volumePaths(s: { spec: string }): string[] {
   return [
     ...new Set(
-      specOf(s).bindings.flatMap((b) => (b.container_path !== null && b.volumes_from === null ? [b.container_path] : [])),
+      specOf(s).bindings.flatMap((b) =>
+        b.container_path !== null && b.volumes_from === null ? [b.container_path] : [],
+      ),
     ),
   ];
 }
@@ -66,9 +68,7 @@ export function volumePaths(s: { spec: string }): string[] {
 const STEP_MS = 2 * 3_600_000;
 
 export class VolumeBackups {
-  constructor(
-    private readonly d: { store: Store; engines: EngineSource; clock: Clock; dir: string },
-  ) {}
+  constructor(private readonly d: { store: Store; engines: EngineSource; clock: Clock; dir: string }) {}
 
   rows(s: Store = this.d.store): VolumeBackupStore {
     return new VolumeBackupStore(s);
@@ -87,7 +87,11 @@ export class VolumeBackups {
       finish: async (ctx, outcome) => {
         const row = await this.rows().find(ctx.params.backup);
         if (row && row.state === "In progress" && outcome !== "Success")
-          await this.rows().update(row.uuid, { state: "Failed", finished: this.d.clock.now(), error: `the backup ${outcome.toLowerCase()}` });
+          await this.rows().update(row.uuid, {
+            state: "Failed",
+            finished: this.d.clock.now(),
+            error: `the backup ${outcome.toLowerCase()}`,
+          });
       },
     };
     const restore: ActionKind<RestoreP> = {
@@ -107,7 +111,10 @@ export class VolumeBackups {
     actions: Pick<ActionEngine, "enqueue">,
   ): Promise<{ backup: VolumeBackupRow; action: ActionRow }> {
     if (volumePaths(service).length === 0)
-      throw conflict(`service ${service.name} has no volumes to back up (no binding with a container path)`, "no_volumes");
+      throw conflict(
+        `service ${service.name} has no volumes to back up (no binding with a container path)`,
+        "no_volumes",
+      );
     const uuid = crypto.randomUUID();
     return this.d.store.transaction(async (tx) => {
       const backup = await this.rows(tx).insert({
@@ -139,13 +146,26 @@ export class VolumeBackups {
 
   /** Checks that `target` can take the backup (a volume at every path), for the API's answer. */
   async checkRestore(b: VolumeBackupRow, target: ServiceRow): Promise<void> {
-    if (b.state !== "Success") throw conflict(`volume backup ${b.uuid} is ${b.state}: only a successful backup restores`, "invalid_state");
+    if (b.state !== "Success")
+      throw conflict(
+        `volume backup ${b.uuid} is ${b.state}: only a successful backup restores`,
+        "invalid_state",
+      );
     const paths = volumePaths(target);
     const missing = [...new Set(archivesOf(b).map((a) => a.path))].filter((p) => !paths.includes(p));
     if (missing.length)
-      throw conflict(`service ${target.name} has no volume at ${missing.join(", ")}: add a binding with that container path`, "no_volumes");
-    const live = (await this.d.store.services.containersOfService(target.uuid)).filter((c) => c.engine_id && c.state !== "Terminated");
-    if (live.length === 0) throw conflict(`service ${target.name} has no containers to restore into: start it first`, "invalid_state");
+      throw conflict(
+        `service ${target.name} has no volume at ${missing.join(", ")}: add a binding with that container path`,
+        "no_volumes",
+      );
+    const live = (await this.d.store.services.containersOfService(target.uuid)).filter(
+      (c) => c.engine_id && c.state !== "Terminated",
+    );
+    if (live.length === 0)
+      throw conflict(
+        `service ${target.name} has no containers to restore into: start it first`,
+        "invalid_state",
+      );
   }
 
   async remove(b: VolumeBackupRow): Promise<void> {
@@ -174,7 +194,10 @@ export class VolumeBackups {
   ): Promise<T> {
     const running = (await x.engine.inspectContainer(x.c.engine_id!))?.state === "running";
     if (running && opts.preCommand) {
-      const session = await x.engine.exec(x.c.engine_id!, { cmd: ["sh", "-c", opts.preCommand], signal: ctx.signal });
+      const session = await x.engine.exec(x.c.engine_id!, {
+        cmd: ["sh", "-c", opts.preCommand],
+        signal: ctx.signal,
+      });
       session.end();
       for await (const _ of session.output) {
         // drained: only the exit code matters
@@ -206,17 +229,25 @@ export class VolumeBackups {
       const containers = await this.containers(service.uuid);
       if (containers.length === 0) throw new Error(`service ${service.name} has no containers`);
       for (const x of containers) {
-        await this.consistently(ctx, x, { pause: ctx.params.pause, preCommand: ctx.params.pre_command }, async () => {
-          for (const [i, p] of paths.entries()) {
-            const file = `${x.c.number}-${i}.tar`;
-            const target = path.join(dir, file);
-            await pipeline(await x.engine.readArchive(x.c.engine_id!, p), fs.createWriteStream(target, { mode: 0o600 }));
-            const bytes = fs.statSync(target).size;
-            size += bytes;
-            archives.push({ number: x.c.number, path: p, file, bytes });
-            await ctx.log(`Backed up ${p} of ${x.c.name} (${bytes} bytes)`);
-          }
-        });
+        await this.consistently(
+          ctx,
+          x,
+          { pause: ctx.params.pause, preCommand: ctx.params.pre_command },
+          async () => {
+            for (const [i, p] of paths.entries()) {
+              const file = `${x.c.number}-${i}.tar`;
+              const target = path.join(dir, file);
+              await pipeline(
+                await x.engine.readArchive(x.c.engine_id!, p),
+                fs.createWriteStream(target, { mode: 0o600 }),
+              );
+              const bytes = fs.statSync(target).size;
+              size += bytes;
+              archives.push({ number: x.c.number, path: p, file, bytes });
+              await ctx.log(`Backed up ${p} of ${x.c.name} (${bytes} bytes)`);
+            }
+          },
+        );
       }
     } catch (err) {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -235,7 +266,9 @@ export class VolumeBackups {
       const old = (await this.rows().successfulOfService(service.uuid)).slice(ctx.params.keep);
       for (const o of old) {
         await this.remove(o);
-        await ctx.log(`Retention (keep ${ctx.params.keep}): removed volume backup ${o.uuid} of ${new Date(o.created).toISOString()}`);
+        await ctx.log(
+          `Retention (keep ${ctx.params.keep}): removed volume backup ${o.uuid} of ${new Date(o.created).toISOString()}`,
+        );
       }
     }
   }
@@ -252,13 +285,21 @@ export class VolumeBackups {
     for (const [rank, number] of ranks.entries()) {
       const x = containers[rank];
       if (!x) {
-        await ctx.log(`No container of ${target.name} for the archives of container number ${number}: skipped`);
+        await ctx.log(
+          `No container of ${target.name} for the archives of container number ${number}: skipped`,
+        );
         continue;
       }
       await this.consistently(ctx, x, { pause: true, preCommand: null }, async () => {
         for (const a of archives.filter((a) => a.number === number)) {
-          await x.engine.writeArchive(x.c.engine_id!, path.posix.dirname(a.path), fs.createReadStream(this.fileOf(b, a)));
-          await ctx.log(`Restored ${a.path} of ${b.service_name} #${number} into ${x.c.name} (${a.bytes} bytes)`);
+          await x.engine.writeArchive(
+            x.c.engine_id!,
+            path.posix.dirname(a.path),
+            fs.createReadStream(this.fileOf(b, a)),
+          );
+          await ctx.log(
+            `Restored ${a.path} of ${b.service_name} #${number} into ${x.c.name} (${a.bytes} bytes)`,
+          );
         }
       });
     }

@@ -9,8 +9,8 @@ import type { ActionEngine } from "../actions/engine.ts";
 import { LABELS } from "../domain/service.ts";
 import type { ContainerSummary } from "../drivers/engine.ts";
 import { nodeUri } from "../nodes/views.ts";
-import type { NodeRow } from "../store/nodes.ts";
 import { factListOf } from "../store/codec.ts";
+import type { NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
 
 export const REPORTED_FACT = "unknown_engine_containers";

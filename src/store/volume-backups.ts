@@ -18,7 +18,9 @@ export class VolumeBackupStore {
 
   async update(
     uuid: string,
-    patch: Partial<Pick<VolumeBackupRow, "state" | "finished" | "size_bytes" | "archives" | "error" | "action_uuid">>,
+    patch: Partial<
+      Pick<VolumeBackupRow, "state" | "finished" | "size_bytes" | "archives" | "error" | "action_uuid">
+    >,
   ): Promise<void> {
     await this.s.db.updateTable("volume_backups").set(patch).where("uuid", "=", uuid).execute();
   }

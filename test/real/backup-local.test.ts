@@ -127,7 +127,12 @@ describe("the README's backup and restore procedure on local nodes", { skip: una
     return r.stdout;
   };
   const inState = (uri: string, state: string, timeoutMs = 90_000) =>
-    waitFor(`${uri} ${state}`, async () => ((await get(uri)).state === state ? true : undefined), timeoutMs, 200);
+    waitFor(
+      `${uri} ${state}`,
+      async () => ((await get(uri)).state === state ? true : undefined),
+      timeoutMs,
+      200,
+    );
 
   after(async () => {
     const proc = child;
@@ -138,9 +143,15 @@ describe("the README's backup and restore procedure on local nodes", { skip: una
     }
     // The nodes are recorded in both data directories (the same engines): terminate from either.
     for (const dir of [restored, original]) {
-      const local = new LocalProvider({ stateDir: path.join(dir, "local-nodes"), labRange: LAB_RANGE, bridgeName: BRIDGE });
+      const local = new LocalProvider({
+        stateDir: path.join(dir, "local-nodes"),
+        labRange: LAB_RANGE,
+        bridgeName: BRIDGE,
+      });
       for (const n of local.listNodes())
-        await local.terminateNode(n.nodeId).catch((error: Error) => console.error(`cleanup: ${error.message}`));
+        await local
+          .terminateNode(n.nodeId)
+          .catch((error: Error) => console.error(`cleanup: ${error.message}`));
       await local.teardownHost().catch((error: Error) => console.error(`cleanup: ${error.message}`));
     }
     fs.rmSync(work, { recursive: true, force: true });
@@ -172,7 +183,12 @@ describe("the README's backup and restore procedure on local nodes", { skip: una
         );
         if (c.state === "Deploy failed" || c.state === "Terminated" || deploy?.state === "Failed") {
           const acts = (await get("/api/audit/v1/action/?limit=20")).objects as Json[];
-          throw new Error(`cluster ${c.state}: ${await logs(original, acts.map((a) => a.uuid))}`);
+          throw new Error(
+            `cluster ${c.state}: ${await logs(
+              original,
+              acts.map((a) => a.uuid),
+            )}`,
+          );
         }
         return c.state === "Deployed" ? true : undefined;
       },
@@ -181,13 +197,18 @@ describe("the README's backup and restore procedure on local nodes", { skip: una
     ).catch(async (err: Error) => {
       const acts = (await get("/api/audit/v1/action/?limit=20")).objects as Json[];
       throw new Error(
-        `${err.message}: ${JSON.stringify(seen)} ${JSON.stringify(acts.map((a) => [a.action, a.state]))}\n${await logs(original, acts.map((a) => a.uuid))}`,
+        `${err.message}: ${JSON.stringify(seen)} ${JSON.stringify(acts.map((a) => [a.action, a.state]))}\n${await logs(
+          original,
+          acts.map((a) => a.uuid),
+        )}`,
       );
     });
     const nodes: Json[] = await Promise.all(
       (await get(created.body.resource_uri)).nodes.map((uri: string) => get(uri)),
     );
-    const dockers = new Map(nodes.map((n) => [n.uuid as string, new Docker({ host: n.public_ip, port: 2375 })]));
+    const dockers = new Map(
+      nodes.map((n) => [n.uuid as string, new Docker({ host: n.public_ip, port: 2375 })]),
+    );
 
     const service = async (name: string, body: Record<string, unknown>) => {
       const made = await api("POST", "/api/app/v1/service/", {
@@ -205,7 +226,10 @@ describe("the README's backup and restore procedure on local nodes", { skip: una
     const once = await service("once", { target_num_containers: 1, autorestart: "OFF" });
     /** Every engine container of Berth's, by record: engine id, node, running, start time. */
     const engineFacts = async () => {
-      const out = new Map<string, { id: string; node: string; service: string; running: boolean; startedAt: string; pid: number }>();
+      const out = new Map<
+        string,
+        { id: string; node: string; service: string; running: boolean; startedAt: string; pid: number }
+      >();
       for (const [node, docker] of dockers) {
         for (const c of await docker.listContainers({ all: true, filters: { label: [LABELS.node] } })) {
           const view = await docker.getContainer(c.Id).inspect();
@@ -272,7 +296,9 @@ describe("the README's backup and restore procedure on local nodes", { skip: una
       "both nodes adopted",
       async () => {
         const found = await actions();
-        return found.filter((a) => a.action === "Node Adopt" && a.state === "Success").length === 2 ? found : undefined;
+        return found.filter((a) => a.action === "Node Adopt" && a.state === "Success").length === 2
+          ? found
+          : undefined;
       },
       30_000,
       200,
@@ -288,12 +314,18 @@ describe("the README's backup and restore procedure on local nodes", { skip: una
       }
     }
     // The killed ALWAYS container: restarted by its engine, reported; the OFF one: reported, Stopped.
-    const adoptOf = (uuid: string) => adopted.filter((a) => a.action === "Container Adopt" && a.object.includes(uuid));
+    const adoptOf = (uuid: string) =>
+      adopted.filter((a) => a.action === "Container Adopt" && a.object.includes(uuid));
     assert.equal(adoptOf(killedRecord).length, 1, JSON.stringify(adopted));
     assert.equal(row(killedRecord)?.state, "Running");
     assert.notEqual(after.get(killedRecord)!.startedAt, before.get(killedRecord)!.startedAt);
     assert.equal(adoptOf(onceUuid).length, 1, JSON.stringify(adopted));
-    await waitFor("once Stopped", async () => (await get(`/api/app/v1/container/${onceUuid}/`)).state === "Stopped", 30_000, 200);
+    await waitFor(
+      "once Stopped",
+      async () => (await get(`/api/app/v1/container/${onceUuid}/`)).state === "Stopped",
+      30_000,
+      200,
+    );
     assert.equal(after.get(onceUuid)!.running, false);
     // A few reconcile passes later nothing was removed or restarted.
     await new Promise((r) => setTimeout(r, 4000));
