@@ -354,15 +354,9 @@ export interface Engine {
   replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void>;
   /** Container events only, in the order the engine reports them. */
   events(options?: EventsOptions): AsyncIterable<ContainerEvent>;
-  /**
-   * A tar stream of `path` in the container (`GET /containers/{id}/archive`): its entries are named
-   * from the path's last segment (`/data` gives `data/…`). The stream fails past
-   * VOLUME_ARCHIVE.bytes, or when it says nothing for VOLUME_ARCHIVE.idleMs (bounds.ts).
-   */
+  /** GET/PUT `/containers/{id}/archive`: a tar of `path` (`/data` gives `data/…`, VOLUME_ARCHIVE bounds it); extract into a dir. */
   readArchive(id: string, path: string): Promise<Readable>;
-  /** Extracts a tar stream into the directory `path` of the container (`PUT /containers/{id}/archive`). */
   writeArchive(id: string, path: string, tar: Readable): Promise<void>;
-  /** Freezes a running container's processes (a consistent copy of its files); unpause thaws them. */
   pauseContainer(id: string): Promise<void>;
   unpauseContainer(id: string): Promise<void>;
 }
