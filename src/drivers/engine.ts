@@ -354,11 +354,6 @@ export interface Engine {
   replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void>;
   /** Container events only, in the order the engine reports them. */
   events(options?: EventsOptions): AsyncIterable<ContainerEvent>;
-  /** GET/PUT `/containers/{id}/archive`: a tar of `path` (`/data` gives `data/…`, VOLUME_ARCHIVE bounds it); extract into a dir. */
-  readArchive(id: string, path: string): Promise<Readable>;
-  writeArchive(id: string, path: string, tar: Readable): Promise<void>;
-  pauseContainer(id: string): Promise<void>;
-  unpauseContainer(id: string): Promise<void>;
 }
 
 /**

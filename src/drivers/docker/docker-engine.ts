@@ -31,6 +31,7 @@ import {
   type StopContainerOptions,
   type StopOutcome,
 } from "../engine.ts";
+import type {} from "../engine-files.ts";
 import { type DockerEndpoint, describeEndpoint } from "./endpoint.ts";
 import { exec, replaceHostEntries } from "./exec.ts";
 import { imageId, loadImage, pullImage, pushImage, tagImage } from "./images.ts";
