@@ -36,6 +36,8 @@ import { RESTORED_FACT } from "./ops/backup.ts";
 import { Metrics } from "./ops/metrics.ts";
 import { replicasModule } from "./ops/module.ts";
 import type { ReplicaCoordinator } from "./ops/replicas.ts";
+import type { VolumeBackups } from "./ops/volume-backups.ts";
+import { volumeBackupsModule } from "./ops/volume-backups-module.ts";
 import { EngineContainerIO } from "./orchestrator/container-io.ts";
 import type { ServiceManager } from "./orchestrator/manager.ts";
 import { orchestratorModule } from "./orchestrator/module.ts";
@@ -117,6 +119,7 @@ export interface Platform {
   /** Berth's own registry, when configured. */
   nativeRegistry: NativeRegistry | undefined;
   triggers: TriggerService;
+  volumeBackups: VolumeBackups;
   /** This process's name among replicas (logs, leases, metrics). */
   replicaId: string;
   /** Leases on nodes and jobs shared with other replicas (PostgreSQL only). */
@@ -222,6 +225,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     orchestrator: services.orchestrator,
   });
   const triggers = triggersModule(core, { actions });
+  const volumes = volumeBackupsModule(core, { actions, engines: nodes.engines });
   const accounts = accountsModule(core, {
     identity,
     policies,
@@ -267,6 +271,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       ...routing.routes,
       ...stacks.routes,
       ...triggers.routes,
+      ...volumes.routes,
       ...registry.routes,
       (a) =>
         streamRoutes(a, {
@@ -321,6 +326,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     registries: registry.registries,
     nativeRegistry: registry.nativeRegistry,
     triggers: triggers.triggers,
+    volumeBackups: volumes.backups,
     replicaId,
     coordinator: replicas.coordinator,
     listener: replicas.listener,
@@ -341,10 +347,12 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       services.reconciler.start();
       routing.router.start();
       stacks.stacks.start();
+      volumes.start();
       await registry.start();
     },
     async close(closeOpts = {}) {
       await replicas.stopDuties();
+      volumes.stop();
       await registry.stop();
       services.reconciler.stop();
       routing.router.stop();

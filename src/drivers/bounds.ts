@@ -3,7 +3,7 @@
 // readers that hold them. An answer past a bound is cut (the connection destroyed, so nothing
 // more arrives) and its call fails with an error naming the answer and the bound; the process
 // buffers no more than the bound, whatever the far end sends.
-import type { Readable } from "node:stream";
+import { type Readable, Transform } from "node:stream";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -53,6 +53,16 @@ export const ENGINE_TIMEOUTS_MS = {
   progressIdle: 300_000,
   /** A pull, push or load never takes longer than this, however steadily it reports progress. */
   progressTotal: 3_600_000,
+} as const;
+
+/**
+ * A volume's archive read from an engine (volume backups): at most `bytes`, given up when it says
+ * nothing for `idleMs` or takes longer than `totalMs`; a write to an engine has the same time.
+ */
+export const VOLUME_ARCHIVE = {
+  bytes: 16 * 1024 * MiB,
+  idleMs: 120_000,
+  totalMs: 3_600_000,
 } as const;
 
 /** Error code of an answer cut at a bound (Node's code style, so network-error checks can tell it). */
@@ -183,4 +193,63 @@ export async function* withinTime<T>(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Passes a byte stream on while it stays within `limits` (VOLUME_ARCHIVE): fails with an
+ * AnswerBoundError naming `what` past `bytes`, after `idleMs` of silence or `totalMs` in all, and
+ * destroys the source then (nothing more is read).
+ */
+export function boundedBytes(
+  source: Readable,
+  limits: { bytes: number; idleMs: number; totalMs: number },
+  what: string,
+): Readable {
+  let size = 0;
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const out: Transform = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      if (size > limits.bytes) {
+        clearTimeout(timer);
+        source.destroy();
+        done(tooLarge(what, limits.bytes));
+        return;
+      }
+      arm();
+      done(null, chunk);
+    },
+    flush(done) {
+      clearTimeout(timer);
+      done();
+    },
+  });
+  const arm = () => {
+    clearTimeout(timer);
+    const left = limits.totalMs - (Date.now() - started);
+    timer = setTimeout(
+      () => {
+        source.destroy();
+        out.destroy(
+          new AnswerBoundError(
+            left <= limits.idleMs
+              ? `${what} took longer than ${formatMs(limits.totalMs)}; Berth gave up`
+              : `${what} said nothing for ${formatMs(limits.idleMs)}; Berth gave up`,
+            ANSWER_TOO_SLOW,
+          ),
+        );
+      },
+      Math.max(0, Math.min(limits.idleMs, left)),
+    );
+    timer.unref?.();
+  };
+  arm();
+  source.once("error", (err) => {
+    clearTimeout(timer);
+    out.destroy(err);
+  });
+  out.once("close", () => clearTimeout(timer));
+  source.pipe(out);
+  return out;
 }

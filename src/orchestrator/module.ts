@@ -11,7 +11,7 @@ import type { Engines } from "../nodes/engines.ts";
 import type { ReplicasModule } from "../ops/module.ts";
 import type { RegistryService } from "../registry/service.ts";
 import type { ContainerRow } from "../store/services.ts";
-import { adoptAfterRestore } from "./adoption.ts";
+import { Adoption } from "./adoption.ts";
 import { EngineSpecs } from "./engine-specs.ts";
 import { ServiceManager } from "./manager.ts";
 import { Reconciler } from "./reconciler.ts";
@@ -59,7 +59,9 @@ export function orchestratorModule(
   orchestrator.register(actions);
   const services = new ServiceManager({ store, clock, identity, policies, box, orchestrator });
   const views = new Views({ store, publicUrl: config.publicUrl });
+  const adoption = new Adoption({ store, engines, runtime, orchestrator, actions });
   const reconciler = new Reconciler({
+    adoption,
     onError: onError("reconciler"),
     store,
     clock,
@@ -101,6 +103,6 @@ export function orchestratorModule(
     reconciler,
     routes,
     /** Re-adopts the containers still running on the nodes, once after a restore (ops/backup.ts). */
-    adoptAfterRestore: () => adoptAfterRestore({ store, engines, runtime, orchestrator, actions }),
+    adoptAfterRestore: () => adoption.afterRestore(),
   };
 }

@@ -39,7 +39,9 @@ export interface ReconcilerDeps {
   engines: EngineSource;
   runtime: Pick<ContainerRuntime, "observeMany" | "ensureLinkHosts">;
   orchestrator: Pick<Orchestrator, "settleService" | "planFor">;
-  actions: Pick<ActionEngine, "runsOnAny" | "enqueue">;
+  actions: Pick<ActionEngine, "runsOnAny" | "enqueue" | "recordSync">;
+  /** Nodes a restore still has to adopt (adoption.ts): left alone until their engines answer. */
+  adoption?: { adoptPending(nodes: readonly NodeRow[]): Promise<ReadonlySet<string>> };
   intervalMs: number;
   duties?: Duties;
   /** Called after each full pass this replica ran (reconcile lag). */
@@ -83,6 +85,7 @@ export class Reconciler {
       engines: d.engines,
       listing: (node) => this.listing(node),
       forgetListing: (uuid) => this.listings.delete(uuid),
+      record: (input) => d.actions.recordSync(input),
     });
     this.everyNode = new EveryNodeController({
       ...ctx,
@@ -156,9 +159,14 @@ export class Reconciler {
       const nodes = all.filter((n) => this.duties.ownsNode(n.uuid));
       this.containers.syncWatchers(nodes.filter((n) => n.state === "Deployed" && n.engine_url));
       this.listings.clear();
+      // A restore's nodes are adopted once they answer; until then nothing compares or sweeps them.
+      const waiting =
+        (await this.d.adoption?.adoptPending(nodes.filter((n) => n.state === "Deployed" && n.engine_url))) ??
+        new Set<string>();
       const leads = this.duties.leads("reconcile");
-      if (leads) await this.compareAll(all);
-      for (const n of nodes) if (n.state === "Deployed") this.orphans.add({ node: n.uuid });
+      if (leads) await this.compareAll(all, waiting);
+      for (const n of nodes)
+        if (n.state === "Deployed" && !waiting.has(n.uuid)) this.orphans.add({ node: n.uuid });
       await this.controllersIdle();
       this.listings.clear();
       if (leads) this.d.onPass?.(this.d.clock.now());
@@ -173,7 +181,7 @@ export class Reconciler {
    * is gone, or that an autodestroy policy may concern), EVERY_NODE services, and services whose
    * state disagrees with their containers are queued to their controllers.
    */
-  private async compareAll(nodes: NodeRow[]): Promise<void> {
+  private async compareAll(nodes: NodeRow[], waiting: ReadonlySet<string>): Promise<void> {
     const containers = await this.d.store.services.liveContainers();
     const services = await this.d.store.services.liveServices();
     const byNode = new Map<string, ContainerRow[]>();
@@ -186,6 +194,7 @@ export class Reconciler {
     for (const [nodeUuid, list] of byNode) {
       const node = nodeByUuid.get(nodeUuid);
       if (node && node.state !== "Deployed") continue; // nothing can be observed there
+      if (waiting.has(nodeUuid)) continue; // a restore adopts it first
       let listing: ContainerSummary[] | undefined;
       if (node) listing = await this.listing(node).catch(() => undefined);
       // The node's engine containers by record, so each record is compared with its own only.

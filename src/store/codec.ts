@@ -140,3 +140,28 @@ export function decodeLimits(json: string | null | undefined): Limits {
   }
   return out;
 }
+
+/** One archive of a volume backup: a container's volume path, in a file of the backup's directory. */
+export interface VolumeArchive {
+  /** The container's number in its service (restores go to the container of the same number). */
+  number: number;
+  path: string;
+  file: string;
+  bytes: number;
+}
+
+/** A volume backup's archives (volume_backups.archives). */
+export function archivesOf(row: { archives: string }): VolumeArchive[] {
+  return arrayIn("archives", row.archives) as VolumeArchive[];
+}
+
+/** A control fact holding a list of strings (adoption's pending nodes, reported containers); other text reads empty. */
+export function factListOf(value: string | undefined): string[] {
+  if (!value) return [];
+  try {
+    const v: unknown = JSON.parse(value);
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+  } catch {
+    return [];
+  }
+}

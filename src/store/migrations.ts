@@ -620,6 +620,46 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Backups of services' volumes (issue 31, ops/volume-backups.ts): one row per
+    // backup with its archives (a file per container and volume path), and a schedule per service.
+    "0027_backups": {
+      async up(db: AnyDb) {
+        await serial(db.schema.createTable("volume_backups"), "id")
+          .addColumn("uuid", "text", (c) => c.notNull().unique())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("service_uuid", "text", (c) => c.notNull())
+          .addColumn("service_name", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("trigger", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("finished", "bigint")
+          .addColumn("size_bytes", "bigint", (c) => c.notNull().defaultTo(0))
+          .addColumn("archives", "text", (c) => c.notNull().defaultTo("[]"))
+          .addColumn("action_uuid", "text")
+          .addColumn("error", "text")
+          .execute();
+        await db.schema
+          .createIndex("volume_backups_service")
+          .on("volume_backups")
+          .columns(["service_uuid", "id"])
+          .execute();
+        await db.schema
+          .createIndex("volume_backups_namespace")
+          .on("volume_backups")
+          .columns(["namespace", "id"])
+          .execute();
+        await db.schema
+          .createTable("volume_backup_schedules")
+          .addColumn("service_uuid", "text", (c) => c.primaryKey())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("every_hours", "integer", (c) => c.notNull())
+          .addColumn("keep", "integer", (c) => c.notNull())
+          .addColumn("pause", "integer", (c) => c.notNull())
+          .addColumn("pre_command", "text")
+          .addColumn("next_at", "bigint", (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }
 

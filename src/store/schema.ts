@@ -463,4 +463,42 @@ export interface Database {
   leases: LeaseTable;
   login_failures: LoginFailureTable;
   control_facts: ControlFactTable;
+  volume_backups: VolumeBackupTable;
+  volume_backup_schedules: VolumeBackupScheduleTable;
+}
+
+/** A backup of a service's volumes (migration 0027, orchestrator/volume-backups.ts). */
+export interface VolumeBackupTable {
+  id: Generated<number>;
+  uuid: string;
+  namespace: string;
+  service_uuid: string;
+  /** The service's name when it was backed up (the service may be gone since). */
+  service_name: string;
+  /** "In progress", "Success" or "Failed". */
+  state: string;
+  /** "user" (on demand) or "schedule". */
+  trigger: string;
+  created: number;
+  finished: number | null;
+  size_bytes: number;
+  /** JSON: the archives (codec.ts archivesOf). */
+  archives: string;
+  /** The action that made it. */
+  action_uuid: string | null;
+  error: string | null;
+}
+
+/** A service's volume backup schedule (migration 0027). */
+export interface VolumeBackupScheduleTable {
+  service_uuid: string;
+  namespace: string;
+  every_hours: number;
+  /** Backups of the service kept; older ones are removed after each success. */
+  keep: number;
+  /** 1: containers are paused while their volumes are read. */
+  pause: number;
+  /** A command run in each container before its volumes are read (null: none). */
+  pre_command: string | null;
+  next_at: number;
 }

@@ -33,3 +33,25 @@ export async function isEmptyDatabase(url: string): Promise<boolean> {
     await db.close();
   }
 }
+
+/**
+ * What is wrong with an SQLite database file, by SQLite's own checks (`integrity_check`,
+ * `foreign_key_check`), or an empty list when it is whole. A file that is not a database at all
+ * answers its error.
+ */
+export function sqliteFileProblems(file: string): string[] {
+  let db: SQLite.Database | undefined;
+  try {
+    db = new SQLite(file, { fileMustExist: true });
+    const integrity = (db.pragma("integrity_check") as { integrity_check: string }[]).map(
+      (r) => r.integrity_check,
+    );
+    if (integrity.length !== 1 || integrity[0] !== "ok") return integrity.slice(0, 5);
+    const fks = db.pragma("foreign_key_check") as { table: string; parent: string }[];
+    return fks.slice(0, 5).map((r) => `a row of ${r.table} names a missing row of ${r.parent}`);
+  } catch (err) {
+    return [(err as Error).message];
+  } finally {
+    db?.close();
+  }
+}

@@ -19,6 +19,9 @@ let restored: Server | undefined;
 let env: Record<string, string>;
 const ok = okWith(() => env);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-cli-admin-"));
+const passphrase = path.join(dir, "passphrase");
+fs.writeFileSync(passphrase, "a passphrase only the operator knows\n", { mode: 0o600 });
+const sealed = ["--passphrase-file", passphrase];
 
 before(async () => {
   server = await Server.start();
@@ -39,23 +42,25 @@ test("admin backup of a running server, restore into an empty data directory, st
   const file = path.join(dir, "berth.backup");
 
   // While the server runs, from its data directory (--data-dir or BERTH_DATA_DIR).
-  const backup = await ok(["admin", "backup", file, "--data-dir", server.dataDir]);
+  const backup = await ok(["admin", "backup", file, "--data-dir", server.dataDir, ...sealed]);
   assert.match(
     backup.stdout,
     new RegExp(`^backed up to ${file} \\(sqlite database, backup made \\S+\\)\\n$`),
   );
   assert.equal(fs.statSync(file).mode & 0o777, 0o600, "a backup holds the secrets' key: owner only");
-  assert.ok(fs.readFileSync(file).subarray(0, 15).toString() === "BERTH-BACKUP 1\n");
+  assert.ok(fs.readFileSync(file).subarray(0, 15).toString() === "BERTH-BACKUP 2\n");
 
   const target = path.join(dir, "restored");
-  const restore = await ok(["admin", "restore", file], { env: { ...env, BERTH_DATA_DIR: target } });
+  const restore = await ok(["admin", "restore", file, ...sealed], {
+    env: { ...env, BERTH_DATA_DIR: target },
+  });
   assert.match(
     restore.stdout,
     new RegExp(`^restored from ${file} \\(sqlite database, backup made \\S+\\)\\n$`),
   );
   assert.equal(fs.statSync(path.join(target, "secret.key")).mode & 0o777, 0o600);
   // Only into an empty database: a second restore there is refused, and says why.
-  const again = await berth(["admin", "restore", file, "--data-dir", target], { env });
+  const again = await berth(["admin", "restore", file, "--data-dir", target, ...sealed], { env });
   assert.equal(again.code, 1);
   assert.match(again.stderr, /^berth admin: .*empty/m);
 
@@ -79,10 +84,10 @@ test("admin refuses what is not a backup, a missing database and wrong usage, wi
   assert.equal(refused.code, 1);
   assert.equal(
     refused.stderr,
-    `berth admin: ${notBackup} is not a Berth backup (it should begin with "BERTH-BACKUP 1")\n`,
+    `berth admin: ${notBackup} is not a Berth backup (it should begin with "BERTH-BACKUP 2")\n`,
   );
   const missing = await berth(
-    ["admin", "backup", path.join(dir, "x"), "--data-dir", path.join(dir, "nothing")],
+    ["admin", "backup", path.join(dir, "x"), "--data-dir", path.join(dir, "nothing"), ...sealed],
     {
       env,
     },
@@ -119,20 +124,20 @@ test("on PostgreSQL: --database-url backs up a running server's database and res
 
     const file = path.join(dir, "pg.backup");
     const backup = await berth(
-      ["admin", "backup", file, "--database-url", urlOf(names[0]!), "--data-dir", source.dataDir],
+      ["admin", "backup", file, "--database-url", urlOf(names[0]!), "--data-dir", source.dataDir, ...sealed],
       there(source),
     );
     assert.equal(backup.code, 0, backup.stderr);
     assert.match(backup.stdout, /\(postgres database, backup made \S+\)\n$/);
     const target = path.join(dir, "pg-restored");
     const restore = await berth(
-      ["admin", "restore", file, "--database-url", urlOf(names[1]!), "--data-dir", target],
+      ["admin", "restore", file, "--database-url", urlOf(names[1]!), "--data-dir", target, ...sealed],
       there(source),
     );
     assert.equal(restore.code, 0, restore.stderr);
     // The dialects must match: a PostgreSQL backup does not go into SQLite.
     const wrong = await berth(
-      ["admin", "restore", file, "--data-dir", path.join(dir, "sqlite-target")],
+      ["admin", "restore", file, "--data-dir", path.join(dir, "sqlite-target"), ...sealed],
       there(source),
     );
     assert.equal(wrong.code, 1);

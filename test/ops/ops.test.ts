@@ -5,6 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import type { BackupSecret } from "../../src/config/backup-secret.ts";
 import { loadConfig } from "../../src/config/index.ts";
 import { backupControlPlane, readBackupHeader, restoreControlPlane } from "../../src/ops/backup.ts";
 import { assemblePlatform } from "../../src/platform.ts";
@@ -73,6 +74,11 @@ test("GET /metrics reports requests, actions, queue, streams and engine calls in
 
 // PostgreSQL backups are restored in the replica tier (test/replicas/), into a database of their own.
 const onSqlite = !process.env.BERTH_TEST_DATABASE_URL?.startsWith("postgres");
+const secret: BackupSecret = {
+  kind: "passphrase",
+  bytes: Buffer.from("a passphrase for tests"),
+  source: "test",
+};
 
 test("a backup restored into a new data directory brings back every object", {
   skip: onSqlite ? false : "the harness runs on PostgreSQL; this test restores SQLite backups",
@@ -82,9 +88,9 @@ test("a backup restored into a new data directory brings back every object", {
   const services = (await call(h, h.admin, "GET", "/api/app/v1/service/")).body.objects;
   const nodes = (await call(h, h.admin, "GET", "/api/infra/v1/node/")).body.objects;
   assert.ok(services.length >= 1 && nodes.length === 2); // the metrics test's
-  const header = await backupControlPlane({ config: h.config, file });
+  const header = await backupControlPlane({ config: h.config, file, secret });
   assert.equal(header.dialect, "sqlite");
-  assert.equal(readBackupHeader(file).header.dialect, "sqlite");
+  assert.equal(readBackupHeader(file).dialect, "sqlite");
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-restored-"));
   try {
@@ -94,9 +100,9 @@ test("a backup restored into a new data directory brings back every object", {
       BERTH_AUTO_ATTACH_ENGINE: "false",
       BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
     });
-    await restoreControlPlane({ config, file });
+    await restoreControlPlane({ config, file, secret });
     // A second restore never overwrites what the first one brought back.
-    await assert.rejects(restoreControlPlane({ config, file }), /already holds a database/);
+    await assert.rejects(restoreControlPlane({ config, file, secret }), /already holds a database/);
     const restored = await assemblePlatform(config);
     try {
       await restored.app.ready();
@@ -138,7 +144,7 @@ test("restore refuses a file that is not a backup, with a message that says so",
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-restored-"));
   try {
     const config = loadConfig({ BERTH_DATA_DIR: dir });
-    await assert.rejects(restoreControlPlane({ config, file }), /is not a Berth backup/);
+    await assert.rejects(restoreControlPlane({ config, file, secret }), /is not a Berth backup/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -46,11 +46,17 @@ const ENV = {
 
 /** `npm run admin -- <command> <file>` with Berth's settings, as an operator runs it. */
 async function admin(command: "backup" | "restore", file: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/ops/admin-command.ts", command, file], {
-    cwd: root,
-    env: { ...process.env, BERTH_SECRET_KEY: SECRET_KEY, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const passphrase = path.join(os.tmpdir(), `berth-restore-passphrase-${process.pid}`);
+  fs.writeFileSync(passphrase, "a passphrase for the replica tier\n", { mode: 0o600 });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "src/ops/admin-command.ts", command, file, "--passphrase-file", passphrase],
+    {
+      cwd: root,
+      env: { ...process.env, BERTH_SECRET_KEY: SECRET_KEY, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let out = "";
   child.stdout.on("data", (d) => {
     out += d;

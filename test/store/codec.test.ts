@@ -39,6 +39,7 @@ const JSON_COLUMNS = [
   "credentials",
   "privileges",
   "limits",
+  "archives",
 ];
 
 /** `file:line  text` of each line of `files` that matches `pattern`. */

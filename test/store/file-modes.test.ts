@@ -13,6 +13,7 @@ import { backupControlPlane, restoreControlPlane } from "../../src/ops/backup.ts
 import { assemblePlatform, type Platform } from "../../src/platform.ts";
 import { basic } from "../support/harness.ts";
 
+const secret = { kind: "passphrase" as const, bytes: Buffer.from("a passphrase for tests"), source: "test" };
 const modeOf = (file: string) => (fs.statSync(file).mode & 0o777).toString(8);
 
 let root = "";
@@ -75,10 +76,10 @@ describe("file modes under the data directory", () => {
 
       // Backups: the file, and what a restore brings back into a new data directory.
       const backup = path.join(root, "berth.backup");
-      await backupControlPlane({ config: p.config, file: backup });
+      await backupControlPlane({ config: p.config, file: backup, secret });
       assert.equal(modeOf(backup), "600");
       const restoredDir = path.join(root, "restored", "data");
-      await restoreControlPlane({ config: configFor(restoredDir), file: backup });
+      await restoreControlPlane({ config: configFor(restoredDir), file: backup, secret });
       assert.equal(modeOf(restoredDir), "700");
       for (const name of ["berth.sqlite", "secret.key"])
         assert.equal(modeOf(path.join(restoredDir, name)), "600", name);

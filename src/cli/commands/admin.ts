@@ -16,6 +16,8 @@ interface AdminModule {
 interface AdminOptions {
   dataDir?: string;
   databaseUrl?: string;
+  passphraseFile?: string;
+  keyFile?: string;
 }
 
 export function registerAdmin(program: Command): void {
@@ -33,11 +35,21 @@ export function registerAdmin(program: Command): void {
         "--database-url <url>",
         "Berth's database (default BERTH_DATABASE_URL, else SQLite in the data directory)",
       )
+      .option(
+        "--passphrase-file <file>",
+        "seal (open) the backup with the passphrase on this file's first line, 12 characters or more (default BERTH_BACKUP_PASSPHRASE_FILE)",
+      )
+      .option(
+        "--key-file <file>",
+        "seal (open) the backup with this file's bytes, 32 or more (default BERTH_BACKUP_KEY_FILE)",
+      )
       .action(async (file: string, o: AdminOptions) => {
         const mod = await loadPart<AdminModule>("admin");
         const env = { ...process.env };
         if (o.dataDir) env.BERTH_DATA_DIR = o.dataDir;
         if (o.databaseUrl) env.BERTH_DATABASE_URL = o.databaseUrl;
+        if (o.passphraseFile) env.BERTH_BACKUP_PASSPHRASE_FILE = o.passphraseFile;
+        if (o.keyFile) env.BERTH_BACKUP_KEY_FILE = o.keyFile;
         process.exitCode = await mod.admin(
           [name, file],
           env,
@@ -48,9 +60,12 @@ export function registerAdmin(program: Command): void {
           `usage: berth admin ${name} <file>`,
         );
       });
-  verb("backup", "write a consistent backup of the database (and its key file) while Berth runs");
+  verb(
+    "backup",
+    "write one sealed file with what a restore needs (database, key file, local nodes' records) while Berth runs",
+  );
   verb(
     "restore",
-    "restore a backup into an empty database (Berth stopped); the next start re-adopts containers",
+    "check a backup, then restore it into an empty data directory or database (Berth stopped); the next start re-adopts containers",
   );
 }

@@ -9,7 +9,7 @@ import { statfs } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type Docker from "dockerode";
-import { ENGINE_ANSWER_BYTES } from "../bounds.ts";
+import { boundedBytes, ENGINE_ANSWER_BYTES, VOLUME_ARCHIVE } from "../bounds.ts";
 import {
   type ContainerEvent,
   type ContainerSpec,
@@ -31,6 +31,7 @@ import {
   type StopContainerOptions,
   type StopOutcome,
 } from "../engine.ts";
+import type {} from "../engine-files.ts";
 import { type DockerEndpoint, describeEndpoint } from "./endpoint.ts";
 import { exec, replaceHostEntries } from "./exec.ts";
 import { imageId, loadImage, pullImage, pushImage, tagImage } from "./images.ts";
@@ -279,6 +280,43 @@ export class DockerEngine implements Engine {
 
   replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void> {
     return replaceHostEntries(this.transport, id, entries);
+  }
+
+  async readArchive(id: string, path: string): Promise<Readable> {
+    const body = await this.transport.dial(
+      { method: "GET", path: `/containers/${encodeURIComponent(id)}/archive`, query: { path }, ok: [200] },
+      "stream",
+    );
+    return boundedBytes(body, VOLUME_ARCHIVE, `the archive of ${path} in container ${id.slice(0, 12)}`);
+  }
+
+  async writeArchive(id: string, path: string, tar: Readable): Promise<void> {
+    await this.transport.dial(
+      {
+        method: "PUT",
+        path: `/containers/${encodeURIComponent(id)}/archive`,
+        query: { path },
+        file: tar,
+        contentType: "application/x-tar",
+        ok: [200],
+        timeoutMs: VOLUME_ARCHIVE.totalMs,
+      },
+      "empty",
+    );
+  }
+
+  async pauseContainer(id: string): Promise<void> {
+    await this.transport.dial(
+      { method: "POST", path: `/containers/${encodeURIComponent(id)}/pause`, ok: [204] },
+      "empty",
+    );
+  }
+
+  async unpauseContainer(id: string): Promise<void> {
+    await this.transport.dial(
+      { method: "POST", path: `/containers/${encodeURIComponent(id)}/unpause`, ok: [204] },
+      "empty",
+    );
   }
 
   exec(id: string, options: ExecOptions): Promise<ExecSession> {

@@ -14,7 +14,7 @@ import type { DockerEndpoint } from "./endpoint.ts";
 export type QueryValue = string | number | boolean | string[] | undefined;
 
 export interface EngineRequest {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   path: string;
   query?: Record<string, QueryValue>;
   /** Sent as JSON. */

@@ -33,7 +33,7 @@ export interface DockerEngineOptions {
 }
 
 export interface Call {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   path: string;
   query?: Record<string, QueryValue>;
   body?: object;

@@ -35,6 +35,7 @@ import {
 } from "../engine.ts";
 import { FakeEvents } from "./fake-events.ts";
 import { startExec } from "./fake-exec.ts";
+import { FakeFiles } from "./fake-files.ts";
 import { FakeImageStore } from "./fake-images.ts";
 import {
   copySpec,
@@ -57,6 +58,12 @@ export class FakeEngine implements Engine {
   private reachable = true;
   private readonly images = new FakeImageStore();
   private readonly containers = new Map<string, FakeContainer>();
+  /** Containers' files, for volume backups (tests write them with `files.write`). */
+  readonly files = new FakeFiles((id) => this.reach() ?? this.get(id));
+  readonly readArchive = this.files.readArchive;
+  readonly writeArchive = this.files.writeArchive;
+  readonly pauseContainer = this.files.pause;
+  readonly unpauseContainer = this.files.unpause;
   private readonly eventLog: FakeEvents;
   private readonly network: FakeNetwork;
   private readonly processes: FakeProcesses;
