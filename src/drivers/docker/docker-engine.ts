@@ -9,7 +9,7 @@ import { statfs } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type Docker from "dockerode";
-import { ENGINE_ANSWER_BYTES } from "../bounds.ts";
+import { ENGINE_ANSWER_BYTES, ENGINE_TIMEOUTS_MS } from "../bounds.ts";
 import {
   type ContainerEvent,
   type ContainerSpec,
@@ -31,6 +31,7 @@ import {
   type StopContainerOptions,
   type StopOutcome,
 } from "../engine.ts";
+import type { ContainerStats } from "../engine-stats.ts";
 import { type DockerEndpoint, describeEndpoint } from "./endpoint.ts";
 import { exec, replaceHostEntries } from "./exec.ts";
 import { imageId, loadImage, pullImage, pushImage, tagImage } from "./images.ts";
@@ -41,6 +42,7 @@ import {
   createBody,
   type DockerEventMessage,
 } from "./mapping.ts";
+import { containerStats } from "./stats.ts";
 import { demultiplex, jsonLines, rawFrames, timestampedLines } from "./streams.ts";
 import { type DockerEngineOptions, DockerTransport, untilAborted } from "./transport.ts";
 
@@ -242,6 +244,28 @@ export class DockerEngine implements Engine {
         `engine at ${describeEndpoint(this.endpoint)} answered a list that is not one`,
       );
     return list.map(containerSummary);
+  }
+
+  /** One-shot stats (API 1.41+): the engine answers at once instead of waiting for a second sample. */
+  async containerStats(
+    id: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ContainerStats | undefined> {
+    try {
+      const answer = await this.transport.json<unknown>({
+        method: "GET",
+        path: `/containers/${encodeURIComponent(id)}/stats`,
+        query: { stream: false, "one-shot": true },
+        ok: [200],
+        limit: ENGINE_ANSWER_BYTES.stats,
+        timeoutMs: ENGINE_TIMEOUTS_MS.stats,
+        signal: options.signal,
+      });
+      return containerStats(answer);
+    } catch (error) {
+      if (error instanceof EngineError && error.kind === "not_found") return undefined;
+      throw error;
+    }
   }
 
   // ---- streams -----------------------------------------------------------------------------------
