@@ -33,7 +33,6 @@ import {
   type StopContainerOptions,
   type StopOutcome,
 } from "../engine.ts";
-import type { ContainerStats } from "../engine-stats.ts";
 import { FakeEvents } from "./fake-events.ts";
 import { startExec } from "./fake-exec.ts";
 import { FakeImageStore } from "./fake-images.ts";
@@ -53,7 +52,7 @@ import { FakeNetwork } from "./fake-network.ts";
 import { FakeProcesses } from "./fake-processes.ts";
 import { hasProgram } from "./shell.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
-import { FakeStats, type FakeStatsSubject, type FakeUsage } from "./stats.ts";
+import { FakeStats, type FakeUsage } from "./stats.ts";
 
 export class FakeEngine implements Engine {
   private reachable = true;
@@ -65,7 +64,13 @@ export class FakeEngine implements Engine {
   private readonly info_: EngineInfo;
   private readonly now: () => number;
   private readonly maxLogLines: number;
-  private readonly stats: FakeStats;
+  private readonly stats = new FakeStats(
+    () => this.info_,
+    () => this.now(),
+  );
+  /** Resource counters (fake/stats.ts); `setUsage` sets what the container's processes use from now on. */
+  containerStats = async (id: string) => this.stats.read(this.find(id), () => this.reach());
+  setUsage = (id: string, usage: Partial<FakeUsage>) => this.stats.setUsage(this.get(id), usage);
 
   constructor(options: FakeEngineOptions = {}) {
     const id = options.id ?? dockerStyleId();
@@ -92,7 +97,6 @@ export class FakeEngine implements Engine {
       maxLogLines: this.maxLogLines,
       recorded: (containerId) => this.containers.has(containerId),
     });
-    this.stats = new FakeStats(this.info_, this.now);
     for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
     for (const image of options.registry ?? []) this.images.offer(image);
   }
@@ -138,26 +142,6 @@ export class FakeEngine implements Engine {
     container.oomKilled = true;
     this.eventLog.emit(container, "oom");
     container.process?.kill(137);
-  }
-
-  /** What the container's processes use from now on, as its stats report it (fake/stats.ts). */
-  setUsage(id: string, usage: Partial<FakeUsage>): void {
-    this.stats.setUsage(this.statsSubject(this.get(id)), usage);
-  }
-
-  private statsSubject(c: FakeContainer): FakeStatsSubject {
-    return {
-      id: c.id,
-      running: c.state === "running",
-      startedAt: c.startedAt,
-      memoryLimitMb: c.spec.memoryMb,
-    };
-  }
-
-  async containerStats(id: string): Promise<ContainerStats | undefined> {
-    this.reach();
-    const container = this.find(id);
-    return container ? this.stats.sample(this.statsSubject(container)) : undefined;
   }
 
   /** A `docker save` archive of an image, for loading into another engine. */

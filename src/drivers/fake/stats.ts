@@ -3,6 +3,7 @@
 // starts again (a new cgroup, as on Docker). The host's CPU counter is the clock times its CPUs,
 // so `docker stats`' formula gives back exactly the rate that was set.
 import type { ContainerStats } from "../engine-stats.ts";
+import type { FakeContainer } from "./fake-model.ts";
 
 const MiB = 1024 * 1024;
 
@@ -39,20 +40,35 @@ interface Counters {
   usage: FakeUsage;
 }
 
-export interface FakeStatsSubject {
+/** What the stats of a container depend on. */
+interface FakeStatsSubject {
   id: string;
   running: boolean;
   startedAt: number | undefined;
   memoryLimitMb: number | undefined;
 }
 
+function subjectOf(c: FakeContainer): FakeStatsSubject {
+  return { id: c.id, running: c.state === "running", startedAt: c.startedAt, memoryLimitMb: c.spec.memoryMb };
+}
+
 export class FakeStats {
   private readonly counters = new Map<string, Counters>();
 
   constructor(
-    private readonly host: { cpus: number; memoryMb: number },
+    private readonly hostOf: () => { cpus: number; memoryMb: number },
     private readonly now: () => number,
   ) {}
+
+  private get host(): { cpus: number; memoryMb: number } {
+    return this.hostOf();
+  }
+
+  /** A container's counters now (after `reach`, which throws when the engine is unreachable). */
+  async read(container: FakeContainer | undefined, reach: () => void): Promise<ContainerStats | undefined> {
+    reach();
+    return container && this.sample(container);
+  }
 
   private advance(c: Counters, at: number): void {
     const s = Math.max(0, at - c.since) / 1000;
@@ -76,13 +92,14 @@ export class FakeStats {
   }
 
   /** From now on the container uses this much (what is not named keeps its value). */
-  setUsage(subject: FakeStatsSubject, usage: Partial<FakeUsage>): void {
-    const c = this.countersOf(subject);
+  setUsage(container: FakeContainer, usage: Partial<FakeUsage>): void {
+    const c = this.countersOf(subjectOf(container));
     this.advance(c, this.now());
     c.usage = { ...c.usage, ...usage };
   }
 
-  sample(subject: FakeStatsSubject): ContainerStats {
+  sample(container: FakeContainer): ContainerStats {
+    const subject = subjectOf(container);
     const now = this.now();
     const limit = (subject.memoryLimitMb || this.host.memoryMb) * MiB;
     if (!subject.running) {
