@@ -1,4 +1,5 @@
-// What an engine reports of a container's resource use (issue 32); part of the Engine interface.
+// What an engine reports of a container's resource use (issue 32), and the Engine interface's
+// call for it (declared here, merged into `Engine` of engine.ts, which is at its size limit).
 /**
  * A container's resource counters as the engine reads them at one moment (Docker's stats API,
  * one-shot). CPU figures are cumulative: a share of CPU comes from two samples (domain/stats.ts).
@@ -24,4 +25,11 @@ export interface ContainerStats {
   blockWriteBytes: number;
   /** Processes and threads in the container. */
   pids: number;
+}
+
+declare module "./engine.ts" {
+  interface Engine {
+    /** Resource counters now (one call, within the bounds named `stats`); undefined without such a container. */
+    containerStats(id: string, options?: { signal?: AbortSignal }): Promise<ContainerStats | undefined>;
+  }
 }

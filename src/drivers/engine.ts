@@ -4,7 +4,6 @@
 // engines; the rest of the platform sees these plain types and never a dockerode object.
 import type { Readable } from "node:stream";
 import type { EngineHealthcheck, HealthReport } from "../domain/health.ts";
-import type { ContainerStats } from "./engine-stats.ts";
 
 export type EngineErrorKind = "not_found" | "conflict" | "unreachable" | "image_not_found" | "other";
 
@@ -353,8 +352,6 @@ export interface Engine {
    * container is not running.
    */
   replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void>;
-  /** Resource counters now (one call, bounds `stats`); undefined without such a container. */
-  containerStats(id: string, options?: { signal?: AbortSignal }): Promise<ContainerStats | undefined>;
   /** Container events only, in the order the engine reports them. */
   events(options?: EventsOptions): AsyncIterable<ContainerEvent>;
 }

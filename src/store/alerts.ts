@@ -209,14 +209,16 @@ export class AlertStore {
       .execute();
   }
 
-  /**
-   * Live containers of a namespace whose health check fails. Containers have no health column
-   * yet (issue 29 adds `containers.health`); until then none is unhealthy.
-   */
-  async unhealthyContainers(
-    _namespace: string,
-  ): Promise<{ uuid: string; namespace: string; name: string }[]> {
-    return [];
+  /** Running containers of a namespace whose health check fails (containers.health, issue 29). */
+  async unhealthyContainers(namespace: string) {
+    return this.s.db
+      .selectFrom("containers")
+      .select(["uuid", "namespace", "name"])
+      .where("namespace", "=", namespace)
+      .where("state", "<>", sql.lit("Terminated"))
+      .where("observed", "=", "running")
+      .where("health", "=", "unhealthy")
+      .execute();
   }
 
   async unreachableNodes(namespace: string) {

@@ -280,12 +280,40 @@ describe("rules", () => {
     assert.equal(receiver.of("/cert")[0]!.body.incident.summary, "certificate expires in 3 days");
   });
 
-  test("unhealthy is accepted (containers' health lands with issue 29)", async () => {
-    await rule(user("certs"), {
+  test("unhealthy fires once while the health check fails, and resolves when the container stops", async () => {
+    const who = user("certs");
+    await deployCluster(s, { name: "pool-health", target_num_nodes: 1 }, who);
+    const alert = await rule(who, {
       name: "health",
       kind: "unhealthy",
-      channels: [{ type: "email", to: "ops@example.test" }],
+      channels: [{ type: "webhook", url: `${hook}/health` }],
     });
+    const created = await call(s.h, who, "POST", "/api/app/v1/service/", {
+      name: "closed",
+      image: "busybox:local",
+      run_command: "sleep 100000",
+      health_check: { type: "tcp", port: 5432, interval: 0.2, retries: 1 },
+    });
+    assert.equal(created.status, 201, created.raw);
+    await call(s.h, who, "POST", `${created.body.resource_uri}start/`);
+    const container = await waitFor("the container unhealthy", async () => {
+      const svc = (await call(s.h, who, "GET", created.body.resource_uri)).body;
+      const [c] = await containersOf(s, svc, who);
+      return c?.health === "unhealthy" ? c : undefined;
+    });
+    await pass();
+    await pass();
+    assert.deepEqual(
+      (await incidents(who, alert)).map((i) => [i.subject, i.state, i.summary]),
+      [[container.resource_uri, "firing", "container closed-1 is unhealthy"]],
+    );
+    await operate(s, container.resource_uri, "stop", who);
+    await pass();
+    assert.equal((await incidents(who, alert))[0]!.state, "resolved");
+    assert.deepEqual(
+      receiver.of("/health").map((r) => r.body.event),
+      ["firing", "resolved"],
+    );
   });
 });
 
