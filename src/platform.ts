@@ -10,6 +10,10 @@ import { accountsModule } from "./accounts/module.ts";
 import type { Outbox } from "./accounts/outbox.ts";
 import { ActionEngine } from "./actions/engine.ts";
 import { Relations } from "./actions/relations.ts";
+import type { Conditions } from "./alerts/conditions.ts";
+import { alertsModule } from "./alerts/module.ts";
+import type { AlertNotifier } from "./alerts/notifier.ts";
+import type { AlertService } from "./alerts/service.ts";
 import { AnswerCache } from "./api/answer-cache.ts";
 import { type AppDeps, buildApp } from "./api/app.ts";
 import { serverLog } from "./api/logger.ts";
@@ -52,6 +56,9 @@ import type { RegistryService } from "./registry/service.ts";
 import { type RouterModule, routerModule } from "./router/module.ts";
 import { stacksModule } from "./stacks/module.ts";
 import type { StackService } from "./stacks/service.ts";
+import type { StatsCollector } from "./stats/collector.ts";
+import { statsModule } from "./stats/module.ts";
+import type { StatsReader } from "./stats/reader.ts";
 import { type Db, openDatabase } from "./store/db.ts";
 import type { ChangeListener } from "./store/listen.ts";
 import { migrateToLatest } from "./store/migrations.ts";
@@ -127,6 +134,15 @@ export interface Platform {
   /** Other replicas' commit notifications (PostgreSQL only); readers poll while it is not connected. */
   listener: ChangeListener | undefined;
   metrics: Metrics;
+  /** Samples the containers of this replica's nodes at every stats interval (issue 32). */
+  statsCollector: StatsCollector;
+  /** Reads stats series and feeds live stats streams. */
+  statsReader: StatsReader;
+  /** Alert rules; `alertConditions.register` adds a kind watched elsewhere (certificates). */
+  alerts: AlertService;
+  alertConditions: Conditions;
+  /** Evaluates rules and sends notifications (the replica leading `alerts`). */
+  alertNotifier: AlertNotifier;
   app: FastifyInstance;
   /** Database reachable, migrations done, workers running. */
   readiness(): Promise<Readiness>;
@@ -233,6 +249,13 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     services: services.services,
     outbox: opts.outbox,
   });
+  const stats = statsModule(core, { engines: nodes.engines, duties: replicas.duties });
+  const alerting = alertsModule(core, {
+    outbox: accounts.outbox,
+    duties: replicas.duties,
+    statsStepMs: stats.retention.fineStepMs,
+    resolveHost: opts.resolveRegistryHost,
+  });
 
   async function readiness(): Promise<Readiness> {
     const checks: Record<string, string> = { migrations: "ok" };
@@ -273,6 +296,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       ...triggers.routes,
       ...volumes.routes,
       ...registry.routes,
+      ...stats.routes,
+      ...alerting.routes,
       (a) =>
         streamRoutes(a, {
           store,
@@ -281,8 +306,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
           settings: config.streams,
           clock,
           remoteChangesAnnounced: replicas.remoteChangesAnnounced,
+          stats: stats.reader,
         }),
-      (a) => opsRoutes(a, { replicaId, metrics, readiness }),
+      (a) => opsRoutes(a, { replicaId, metrics, readiness, metricsToken: config.metricsToken }),
       ...(extra.routes ?? []),
     ],
   });
@@ -331,6 +357,11 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     coordinator: replicas.coordinator,
     listener: replicas.listener,
     metrics,
+    statsCollector: stats.collector,
+    statsReader: stats.reader,
+    alerts: alerting.alerts,
+    alertConditions: alerting.conditions,
+    alertNotifier: alerting.notifier,
     app,
     readiness,
     async start() {
@@ -348,6 +379,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       routing.router.start();
       stacks.stacks.start();
       volumes.start();
+      stats.start();
+      alerting.notifier.start();
       await registry.start();
     },
     async close(closeOpts = {}) {
@@ -357,6 +390,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       services.reconciler.stop();
       routing.router.stop();
       stacks.stacks.stop();
+      stats.stop();
+      alerting.notifier.stop();
       nodes.health.stop();
       nodes.agents.stop();
       await app.close();

@@ -88,5 +88,5 @@ export function accountsModule(
     (a) => namespaceRoutes(a, { identity, policies, store, clock }),
     (a) => accessRoutes(a, { access: accessEnds, publicUrl: config.publicUrl }),
   ];
-  return { accounts, logins, sessions, routes };
+  return { accounts, logins, sessions, outbox, routes };
 }

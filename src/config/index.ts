@@ -94,6 +94,37 @@ export interface Config {
     /** Limit of each call Berth makes to a registry. */
     timeoutMs: number;
   };
+  /** Container and node stats (issue 32). */
+  stats: {
+    /** How often every node's running containers are sampled (the fine series' step); 0 turns collection off. */
+    intervalMs: number;
+    /** How long the fine series is kept. */
+    fineKeepMs: number;
+    /** Step of the rolled-up series. */
+    coarseStepMs: number;
+    /** How long the rolled-up series is kept (the longest range a read may ask for). */
+    coarseKeepMs: number;
+    /** Nodes sampled at the same time, and engine calls in flight per node. */
+    nodeConcurrency: number;
+    callsPerNode: number;
+  };
+  /** Alerts and notifications (issue 32). */
+  alerts: {
+    /** How often the rules are evaluated and due deliveries sent. */
+    intervalMs: number;
+    /** Hosts, addresses and CIDRs webhooks may reach although they are not public (test receivers). */
+    webhookAllow: string[];
+    /** Limit of each webhook call. */
+    webhookTimeoutMs: number;
+    /** Attempts of a delivery before it is given up, and the wait before the first retry (doubled each time). */
+    maxAttempts: number;
+    retryBaseMs: number;
+  };
+  /**
+   * Bearer token an administrator gives Prometheus: `/metrics` adds per-namespace series only for a
+   * request that carries it (unset: never).
+   */
+  metricsToken?: string;
   nodes: {
     /** How often the health watcher pings every node's engine. */
     healthIntervalMs: number;
@@ -182,6 +213,16 @@ function parseList(value: string | undefined): string[] {
 }
 
 function parseRegistryAllow(value: string | undefined): string[] {
+  return parseAllowList("BERTH_REGISTRY_ALLOW", value);
+}
+
+function parseMetricsToken(value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (value.length < 16) throw new ConfigError("BERTH_METRICS_TOKEN must be at least 16 characters");
+  return value;
+}
+
+function parseAllowList(name: string, value: string | undefined): string[] {
   const entries = parseList(value);
   const bad = entries.filter((e) => {
     const [net, prefix] = e.split("/");
@@ -192,7 +233,7 @@ function parseRegistryAllow(value: string | undefined): string[] {
   });
   if (bad.length) {
     throw new ConfigError(
-      `BERTH_REGISTRY_ALLOW must list host names, addresses or CIDRs separated by commas; not understood: ${bad.join(", ")}`,
+      `${name} must list host names, addresses or CIDRs separated by commas; not understood: ${bad.join(", ")}`,
     );
   }
   return entries;
@@ -410,6 +451,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       insecure: parseRegistryHosts("BERTH_INSECURE_REGISTRIES", env.BERTH_INSECURE_REGISTRIES),
       timeoutMs: parsePositiveInt("BERTH_REGISTRY_TIMEOUT_MS", env.BERTH_REGISTRY_TIMEOUT_MS, 10_000),
     },
+    stats: {
+      intervalMs: parseNonNegativeInt("BERTH_STATS_INTERVAL_MS", env.BERTH_STATS_INTERVAL_MS, 10_000),
+      fineKeepMs: parsePositiveInt("BERTH_STATS_FINE_KEEP_S", env.BERTH_STATS_FINE_KEEP_S, 3600) * 1000,
+      coarseStepMs: parsePositiveInt("BERTH_STATS_COARSE_STEP_S", env.BERTH_STATS_COARSE_STEP_S, 60) * 1000,
+      coarseKeepMs:
+        parsePositiveInt("BERTH_STATS_COARSE_KEEP_S", env.BERTH_STATS_COARSE_KEEP_S, 86_400) * 1000,
+      nodeConcurrency: parsePositiveInt("BERTH_STATS_NODE_CONCURRENCY", env.BERTH_STATS_NODE_CONCURRENCY, 16),
+      callsPerNode: parsePositiveInt("BERTH_STATS_CALLS_PER_NODE", env.BERTH_STATS_CALLS_PER_NODE, 4),
+    },
+    alerts: {
+      intervalMs: parsePositiveInt("BERTH_ALERT_INTERVAL_MS", env.BERTH_ALERT_INTERVAL_MS, 15_000),
+      webhookAllow: parseAllowList("BERTH_ALERT_WEBHOOK_ALLOW", env.BERTH_ALERT_WEBHOOK_ALLOW),
+      webhookTimeoutMs: parsePositiveInt(
+        "BERTH_ALERT_WEBHOOK_TIMEOUT_MS",
+        env.BERTH_ALERT_WEBHOOK_TIMEOUT_MS,
+        10_000,
+      ),
+      maxAttempts: parsePositiveInt("BERTH_ALERT_MAX_ATTEMPTS", env.BERTH_ALERT_MAX_ATTEMPTS, 5),
+      retryBaseMs: parsePositiveInt("BERTH_ALERT_RETRY_BASE_MS", env.BERTH_ALERT_RETRY_BASE_MS, 30_000),
+    },
+    metricsToken: parseMetricsToken(env.BERTH_METRICS_TOKEN),
     nodes: {
       healthIntervalMs: parsePositiveInt(
         "BERTH_NODE_HEALTH_INTERVAL_MS",

@@ -1,7 +1,8 @@
 // Work that must happen once across replicas sharing a database (issue 16): each node's engine
 // watcher and health checks belong to one replica, and once-only jobs to one leader. Components
 // ask these questions; `ops/replicas.ts` answers them from leases in the database.
-export type Job = "reconcile" | "registry";
+/** `alerts`: alert rules' evaluation and deliveries, and the stats series' roll-up and pruning. */
+export type Job = "reconcile" | "registry" | "alerts";
 
 export interface Duties {
   /** Whether this replica watches and health-checks the node now. */

@@ -40,6 +40,7 @@ export const RESERVED_NAMES = new Set([
   "stop",
   "token",
   "trigger",
+  "alert",
   "users",
   "v1",
   "v1.1",

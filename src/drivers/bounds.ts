@@ -37,6 +37,8 @@ export const ENGINE_ANSWER_BYTES = {
   execQueue: 1 * MiB,
   /** Output of the commands Berth itself runs in containers (the link host entries script). */
   commandOutput: 64 * KiB,
+  /** One container's stats (`/containers/<id>/stats`): per-CPU lists make it grow with the host. */
+  stats: 1 * MiB,
 } as const;
 
 /** How long Berth waits for an engine, by kind of call. */
@@ -47,6 +49,8 @@ export const ENGINE_TIMEOUTS_MS = {
   ping: 3_000,
   /** A node's health probe (`/info` and `/version`). */
   probe: 4_000,
+  /** One container's stats, read by the stats collector (stats/collector.ts) at every interval. */
+  stats: 5_000,
   /** Push and image load: the engine answers once the upload is read. */
   upload: 600_000,
   /** A pull, push or load progress stream that says nothing for this long is given up. */

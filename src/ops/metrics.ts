@@ -3,6 +3,7 @@
 // histograms are fed by hooks of the parts that do the work; queue depth, reconcile lag and open
 // streams are read when Prometheus scrapes.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { NamespaceUsage } from "../store/stats.ts";
 
 export interface ScrapeSources {
   /** Unfinished actions of the whole installation (the database). */
@@ -54,8 +55,55 @@ export class Metrics {
 
   constructor(replicaId: string) {
     this.registry.setDefaultLabels({ replica: replicaId });
+    this.tenantRegistry.setDefaultLabels({ replica: replicaId });
     collectDefaultMetrics({ register: this.registry, prefix: "berth_process_" });
     const self = this;
+    // One read per scrape feeds the four per-namespace gauges.
+    let pending: Promise<NamespaceUsage[]> | undefined;
+    const usage = (): Promise<NamespaceUsage[]> => {
+      pending ??= (self.usage?.() ?? Promise.resolve([])).finally(() => {
+        setImmediate(() => {
+          pending = undefined;
+        });
+      });
+      return pending;
+    };
+    const perNamespace = (name: string, help: string, pick: (u: NamespaceUsage) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["namespace"] as const,
+        registers: [this.tenantRegistry],
+        async collect() {
+          this.reset();
+          for (const u of await usage()) this.set({ namespace: u.namespace }, pick(u));
+        },
+      });
+    perNamespace(
+      "berth_namespace_containers_sampled",
+      "Running containers sampled in the latest stats round",
+      (u) => u.containers,
+    );
+    perNamespace(
+      "berth_namespace_cpu_percent",
+      "CPU of the namespace's containers, percent of one core",
+      (u) => u.cpu,
+    );
+    perNamespace(
+      "berth_namespace_memory_bytes",
+      "Memory of the namespace's containers without page cache",
+      (u) => u.memory,
+    );
+    perNamespace(
+      "berth_namespace_network_receive_bytes_per_second",
+      "Bytes per second the namespace's containers receive",
+      (u) => u.net_rx,
+    );
+    perNamespace(
+      "berth_namespace_network_transmit_bytes_per_second",
+      "Bytes per second the namespace's containers send",
+      (u) => u.net_tx,
+    );
     new Gauge({
       name: "berth_action_queue_depth",
       help: "Unfinished actions by state (pending: waiting for a worker or for their object)",
@@ -114,6 +162,23 @@ export class Metrics {
         if (self.sources) this.set(self.sources.liveReplicas());
       },
     });
+  }
+
+  /**
+   * Per-namespace series (issue 32), in a registry of their own: `/metrics` adds them only for a
+   * request carrying the administrator's scrape token (BERTH_METRICS_TOKEN), never publicly.
+   */
+  readonly tenantRegistry = new Registry();
+  private usage: (() => Promise<NamespaceUsage[]>) | undefined;
+
+  /** Where the per-namespace figures come from: the latest stats round, summed per namespace. */
+  attachUsage(read: () => Promise<NamespaceUsage[]>): void {
+    this.usage = read;
+  }
+
+  /** Every series, per-namespace ones included. */
+  async tenantText(): Promise<string> {
+    return `${await this.registry.metrics()}${await this.tenantRegistry.metrics()}`;
   }
 
   /** Where scrape-time figures come from (set once the platform is assembled). */

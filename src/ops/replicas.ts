@@ -9,7 +9,7 @@ import type { Duties, Job } from "../domain/duties.ts";
 import type { Clock } from "../domain/time.ts";
 import type { Store } from "../store/store.ts";
 
-const JOBS: Job[] = ["reconcile", "registry"];
+const JOBS: Job[] = ["reconcile", "registry", "alerts"];
 
 export interface ReplicaCoordinatorOptions {
   store: Store;

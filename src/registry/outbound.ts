@@ -25,6 +25,8 @@ export interface OutboundPolicy {
   timeoutMs: number;
   /** Replaceable resolver (tests); the system resolver otherwise. */
   lookup?: HostLookup;
+  /** The setting that extends `allow`, named in refusals (BERTH_REGISTRY_ALLOW by default). */
+  allowSetting?: string;
 }
 
 /** Berth would not contact the host: a user error, with a sentence saying why. */
@@ -215,7 +217,7 @@ export async function resolveAllowed(policy: OutboundPolicy, hostname: string): 
     if (reason && !allowListed(policy.allow, hostname, a.address)) {
       const shown = hostname === a.address ? hostname : `${hostname} resolves to ${a.address},`;
       throw new OutboundRefused(
-        `${shown} ${hostname === a.address ? "is" : "which is"} ${reason}; Berth does not contact it unless BERTH_REGISTRY_ALLOW names it`,
+        `${shown} ${hostname === a.address ? "is" : "which is"} ${reason}; Berth does not contact it unless ${policy.allowSetting ?? "BERTH_REGISTRY_ALLOW"} names it`,
       );
     }
   }
@@ -241,7 +243,7 @@ const MAX_REDIRECTS = 3;
 function once(
   url: URL,
   target: ResolvedAddress,
-  init: { method: string; headers: Record<string, string> },
+  init: { method: string; headers: Record<string, string>; body?: string },
   timeoutMs: number,
 ): Promise<OutboundResponse> {
   const client = url.protocol === "https:" ? https : http;
@@ -299,7 +301,7 @@ function once(
       }
       reject(new OutboundFailed(`${url.host} is unreachable: ${err.code ?? err.message}`));
     });
-    req.end();
+    req.end(init.body);
   });
 }
 
@@ -310,7 +312,7 @@ function once(
 export async function outboundRequest(
   policy: OutboundPolicy,
   url: URL,
-  init: { method?: string; headers?: Record<string, string> } = {},
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
 ): Promise<OutboundResponse> {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new OutboundRefused(`${url.href} is not an http(s) URL`);
@@ -321,7 +323,7 @@ export async function outboundRequest(
     const res = await once(
       current,
       target,
-      { method: init.method ?? "GET", headers: init.headers ?? {} },
+      { method: init.method ?? "GET", headers: init.headers ?? {}, body: init.body },
       policy.timeoutMs,
     );
     const location = res.headers.location;

@@ -165,3 +165,27 @@ export function factListOf(value: string | undefined): string[] {
     return [];
   }
 }
+
+/** An alert rule's parameters (alert_rules.params): numbers by name; anything else is left out. */
+export function decodeAlertParams(json: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(objectOrUndefined(json) ?? {}))
+    if (typeof v === "number" && Number.isFinite(v)) out[k] = v;
+  return out;
+}
+
+/** One channel of an alert rule, as stored (sealed) in alert_rules.channels. */
+export type StoredAlertChannel =
+  | { type: "webhook"; url: string; format?: "json" | "slack" }
+  | { type: "email"; to: string };
+
+/** An alert rule's channels, once unsealed: each checked to be a webhook or an email channel. */
+export function decodeAlertChannels(json: string): StoredAlertChannel[] {
+  return arrayIn("channels", json).map((c) => {
+    const o = c && typeof c === "object" ? (c as Record<string, unknown>) : {};
+    if (o.type === "webhook" && typeof o.url === "string")
+      return { type: "webhook", url: o.url, format: o.format === "slack" ? "slack" : "json" };
+    if (o.type === "email" && typeof o.to === "string") return { type: "email", to: o.to };
+    throw new StoredJsonError("channels", "array of channels");
+  });
+}

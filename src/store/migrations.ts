@@ -660,6 +660,109 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Stats and alerts (issue 32). Stats points are short-retention series (the collection step,
+    // and minutes rolled up from it), one row per container or node per step, not objects with
+    // events. Alert rules, their incidents (one open incident per rule and subject: fires once)
+    // and the delivery log of each notification.
+    "0028_stats_alerts": {
+      async up(db: AnyDb) {
+        const num = "double precision";
+        await db.schema
+          .createTable("stat_points")
+          .addColumn("kind", "text", (c) => c.notNull())
+          .addColumn("uuid", "text", (c) => c.notNull())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("service_uuid", "text")
+          .addColumn("node_uuid", "text")
+          .addColumn("step", "integer", (c) => c.notNull())
+          .addColumn("at", "bigint", (c) => c.notNull())
+          .addColumn("cpu", num, (c) => c.notNull())
+          .addColumn("cpus", num, (c) => c.notNull())
+          .addColumn("memory", num, (c) => c.notNull())
+          .addColumn("memory_limit", num, (c) => c.notNull())
+          .addColumn("net_rx", num, (c) => c.notNull())
+          .addColumn("net_tx", num, (c) => c.notNull())
+          .addColumn("block_read", num, (c) => c.notNull())
+          .addColumn("block_write", num, (c) => c.notNull())
+          .addColumn("pids", num, (c) => c.notNull())
+          .addColumn("restarts", num, (c) => c.notNull())
+          .addColumn("containers", num, (c) => c.notNull())
+          .addPrimaryKeyConstraint("stat_points_pk", ["uuid", "step", "at"])
+          .execute();
+        await db.schema
+          .createIndex("stat_points_service")
+          .on("stat_points")
+          .columns(["service_uuid", "step", "at"])
+          .execute();
+        await db.schema.createIndex("stat_points_at").on("stat_points").columns(["step", "at"]).execute();
+        await db.schema
+          .createTable("alert_rules")
+          .addColumn("uuid", "text", (c) => c.primaryKey())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("kind", "text", (c) => c.notNull())
+          .addColumn("params", "text", (c) => c.notNull())
+          .addColumn("channels", "text", (c) => c.notNull())
+          .addColumn("enabled", "integer", (c) => c.notNull())
+          .addColumn("created_by", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("alert_rules_namespace")
+          .on("alert_rules")
+          .columns(["namespace"])
+          .execute();
+        await db.schema
+          .createTable("alert_incidents")
+          .addColumn("uuid", "text", (c) => c.primaryKey())
+          .addColumn("rule_uuid", "text", (c) => c.notNull())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("subject", "text", (c) => c.notNull())
+          .addColumn("summary", "text", (c) => c.notNull())
+          .addColumn("started", "bigint", (c) => c.notNull())
+          .addColumn("resolved", "bigint")
+          .execute();
+        // One open incident per rule and subject: a condition that holds fires once.
+        await db.schema
+          .createIndex("alert_incidents_open")
+          .unique()
+          .on("alert_incidents")
+          .columns(["rule_uuid", "subject"])
+          .where(sql.ref("resolved"), "is", null)
+          .execute();
+        await db.schema
+          .createIndex("alert_incidents_rule")
+          .on("alert_incidents")
+          .columns(["rule_uuid", "started"])
+          .execute();
+        await db.schema
+          .createTable("alert_deliveries")
+          .addColumn("uuid", "text", (c) => c.primaryKey())
+          .addColumn("incident_uuid", "text", (c) => c.notNull())
+          .addColumn("rule_uuid", "text", (c) => c.notNull())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("channel", "integer", (c) => c.notNull())
+          .addColumn("target", "text", (c) => c.notNull())
+          .addColumn("event", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull())
+          .addColumn("attempts", "integer", (c) => c.notNull())
+          .addColumn("next_at", "bigint", (c) => c.notNull())
+          .addColumn("last_error", "text", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addColumn("delivered", "bigint")
+          .execute();
+        await db.schema
+          .createIndex("alert_deliveries_due")
+          .on("alert_deliveries")
+          .columns(["state", "next_at"])
+          .execute();
+        await db.schema
+          .createIndex("alert_deliveries_rule")
+          .on("alert_deliveries")
+          .columns(["rule_uuid", "created"])
+          .execute();
+      },
+    },
   };
 }
 

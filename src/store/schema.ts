@@ -3,6 +3,19 @@
 import type { Generated } from "kysely";
 import type { ContainerHealth } from "../domain/health.ts";
 import type { ContainerObserved, ContainerPhase, NodeObserved, NodePhase } from "../domain/states.ts";
+import type {
+  AlertDeliveryTable,
+  AlertIncidentTable,
+  AlertRuleTable,
+  StatPointTable,
+} from "./schema-telemetry.ts";
+
+export type {
+  AlertDeliveryTable,
+  AlertIncidentTable,
+  AlertRuleTable,
+  StatPointTable,
+} from "./schema-telemetry.ts";
 
 export interface NamespaceTable {
   name: string;
@@ -438,6 +451,10 @@ export interface Database {
   namespaces: NamespaceTable;
   namespace_settings: NamespaceSettingsTable;
   placement_guards: PlacementGuardTable;
+  stat_points: StatPointTable;
+  alert_rules: AlertRuleTable;
+  alert_incidents: AlertIncidentTable;
+  alert_deliveries: AlertDeliveryTable;
   users: UserTable;
   emails: EmailTable;
   access_tokens: AccessTokenTable;

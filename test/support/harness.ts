@@ -69,6 +69,9 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     BERTH_SIM_DELAY_FACTOR: "0.01",
     BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
     BERTH_AUTO_ATTACH_ENGINE: "false",
+    // Stats rounds run when a test asks (statsCollector.collect()), not in the background.
+    BERTH_STATS_INTERVAL_MS: "0",
+    BERTH_ALERT_INTERVAL_MS: "3600000",
     ...opts.env,
   });
   // Every answer of every test is checked against its route's response schema (api/answers.ts).

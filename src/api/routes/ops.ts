@@ -2,6 +2,7 @@
 // service's probes: GET /healthz (the process answers), GET /readyz (database reachable,
 // migrations done, workers running; 503 otherwise, so a load balancer stops sending traffic) and
 // GET /metrics (Prometheus text format). Also times every request for the metrics.
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { Metrics } from "../../ops/metrics.ts";
@@ -15,6 +16,8 @@ export interface Readiness {
 export interface OpsDeps {
   replicaId: string;
   metrics: Metrics;
+  /** BERTH_METRICS_TOKEN: a request bearing it also gets per-namespace series. */
+  metricsToken?: string;
   readiness(): Promise<Readiness>;
 }
 
@@ -76,12 +79,23 @@ export function opsRoutes(app: FastifyInstance, deps: OpsDeps): void {
       schema: {
         tags: ["operations"],
         summary: "Metrics in the Prometheus text format",
+        description:
+          "Per-namespace series (berth_namespace_*) only with `Authorization: Bearer <BERTH_METRICS_TOKEN>`.",
         response: { 200: Type.String() },
       },
     },
-    async (_request, reply) => {
-      const text = await deps.metrics.text();
+    async (request, reply) => {
+      const text = bearsToken(request.headers.authorization, deps.metricsToken)
+        ? await deps.metrics.tenantText()
+        : await deps.metrics.text();
       return reply.header("content-type", deps.metrics.contentType).send(text);
     },
   );
+}
+
+/** Whether an Authorization header is `Bearer <token>` for the configured token (compared in constant time). */
+function bearsToken(header: string | undefined, token: string | undefined): boolean {
+  if (!token || !header?.startsWith("Bearer ")) return false;
+  const given = createHash("sha256").update(header.slice(7)).digest();
+  return timingSafeEqual(given, createHash("sha256").update(token).digest());
 }

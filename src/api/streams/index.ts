@@ -14,6 +14,7 @@ import { containerLogRoutes } from "./logs.ts";
 import { OpenStreams } from "./open-streams.ts";
 import type { StreamContext, StreamDeps } from "./route.ts";
 import { Heartbeat } from "./sockets.ts";
+import { statsStreamRoutes } from "./stats.ts";
 
 export type { StreamDeps } from "./route.ts";
 export { websocketPluginOptions } from "./sockets.ts";
@@ -60,6 +61,7 @@ export function streamRoutes(app: FastifyInstance, deps: StreamDeps): void {
   actionLogRoutes(app, ctx);
   containerLogRoutes(app, ctx);
   execRoutes(app, ctx);
+  if (deps.stats) statsStreamRoutes(app, ctx, deps.stats);
   app.addHook("onClose", async () => {
     feed.close();
     heartbeat.stop();

@@ -8,6 +8,7 @@ import { ErrorView } from "../../contract/common.ts";
 import type { Clock } from "../../domain/time.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ContainerIO } from "../../orchestrator/container-io.ts";
+import type { StatsReader } from "../../stats/reader.ts";
 import type { Store } from "../../store/store.ts";
 import { withUnprefixedStreamPaths } from "../compat.ts";
 import type { Access } from "../context.ts";
@@ -31,6 +32,8 @@ export interface StreamDeps {
    * reads on those wake-ups and polls only rarely, as a safety net.
    */
   remoteChangesAnnounced?(): boolean;
+  /** Stats series, for the live stats streams (issue 32). */
+  stats?: StatsReader;
 }
 
 /** What every stream route gets: the shared feed reader, pings, limits. */

@@ -9,7 +9,7 @@ import { statfs } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type Docker from "dockerode";
-import { boundedBytes, ENGINE_ANSWER_BYTES, VOLUME_ARCHIVE } from "../bounds.ts";
+import { boundedBytes, ENGINE_ANSWER_BYTES, ENGINE_TIMEOUTS_MS, VOLUME_ARCHIVE } from "../bounds.ts";
 import {
   type ContainerEvent,
   type ContainerSpec,
@@ -32,6 +32,7 @@ import {
   type StopOutcome,
 } from "../engine.ts";
 import type {} from "../engine-files.ts";
+import type { ContainerStats } from "../engine-stats.ts";
 import { type DockerEndpoint, describeEndpoint } from "./endpoint.ts";
 import { exec, replaceHostEntries } from "./exec.ts";
 import { imageId, loadImage, pullImage, pushImage, tagImage } from "./images.ts";
@@ -42,6 +43,7 @@ import {
   createBody,
   type DockerEventMessage,
 } from "./mapping.ts";
+import { containerStats } from "./stats.ts";
 import { demultiplex, jsonLines, rawFrames, timestampedLines } from "./streams.ts";
 import { type DockerEngineOptions, DockerTransport, untilAborted } from "./transport.ts";
 
@@ -243,6 +245,28 @@ export class DockerEngine implements Engine {
         `engine at ${describeEndpoint(this.endpoint)} answered a list that is not one`,
       );
     return list.map(containerSummary);
+  }
+
+  /** One-shot stats (API 1.41+): the engine answers at once instead of waiting for a second sample. */
+  async containerStats(
+    id: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ContainerStats | undefined> {
+    try {
+      const answer = await this.transport.json<unknown>({
+        method: "GET",
+        path: `/containers/${encodeURIComponent(id)}/stats`,
+        query: { stream: false, "one-shot": true },
+        ok: [200],
+        limit: ENGINE_ANSWER_BYTES.stats,
+        timeoutMs: ENGINE_TIMEOUTS_MS.stats,
+        signal: options.signal,
+      });
+      return containerStats(answer);
+    } catch (error) {
+      if (error instanceof EngineError && error.kind === "not_found") return undefined;
+      throw error;
+    }
   }
 
   // ---- streams -----------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ import { FakeNetwork } from "./fake-network.ts";
 import { FakeProcesses } from "./fake-processes.ts";
 import { hasProgram } from "./shell.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
+import { FakeStats, type FakeUsage } from "./stats.ts";
 
 export class FakeEngine implements Engine {
   private reachable = true;
@@ -70,6 +71,13 @@ export class FakeEngine implements Engine {
   private readonly info_: EngineInfo;
   private readonly now: () => number;
   private readonly maxLogLines: number;
+  private readonly stats = new FakeStats(
+    () => this.info_,
+    () => this.now(),
+  );
+  /** Resource counters (fake/stats.ts); `setUsage` sets what the container's processes use from now on. */
+  containerStats = async (id: string) => this.stats.read(this.find(id), () => this.reach());
+  setUsage = (id: string, usage: Partial<FakeUsage>) => this.stats.setUsage(this.get(id), usage);
 
   constructor(options: FakeEngineOptions = {}) {
     const id = options.id ?? dockerStyleId();

@@ -7,3 +7,4 @@ export {
   type FakeImage,
   type FakeRegistryImage,
 } from "./fake-model.ts";
+export { DEFAULT_FAKE_USAGE, type FakeUsage } from "./stats.ts";

@@ -1,0 +1,204 @@
+// The stats collector (issue 32): at every interval, one round over the nodes this replica owns
+// (duties.ownsNode), a bounded number of nodes at a time and a bounded number of engine calls per
+// node at a time; never a stream per container. Each running container is asked for one one-shot
+// sample (drivers' containerStats); CPU and rates come from this sample and the one before, exactly
+// as `docker stats` computes them (domain/stats.ts). Restart counts come from an inspect every few
+// rounds. Each round writes one point per container and per node, all at the round's time (a
+// multiple of the interval), in a few multi-row inserts. The replica leading `alerts` also rolls
+// the fine series up into minutes and prunes both series past their retention.
+
+import type { Duties } from "../domain/duties.ts";
+import { containerPoint, type Retention, type StatPoint, sumPoints } from "../domain/stats.ts";
+import type { Clock } from "../domain/time.ts";
+import type { ContainerStats } from "../drivers/engine-stats.ts";
+import type { EngineSource } from "../nodes/provisioners.ts";
+import type { StatRow } from "../store/stats.ts";
+import { statsOf } from "../store/stats.ts";
+import type { Store } from "../store/store.ts";
+import type { NodeRow } from "../store/types.ts";
+
+export interface StatsSettings extends Retention {
+  /** Nodes sampled at the same time. */
+  nodeConcurrency: number;
+  /** Engine calls in flight per node. */
+  callsPerNode: number;
+  /** Restart counts are read (an inspect per container) every this many rounds. */
+  restartEvery: number;
+}
+
+export interface CollectorDeps {
+  store: Store;
+  engines: EngineSource;
+  clock: Clock;
+  duties: Duties;
+  settings: StatsSettings;
+  onError(err: unknown): void;
+  /** Told of the points of each round once written (live streams of this replica). */
+  onRound?(at: number): void;
+}
+
+interface Previous {
+  engineId: string;
+  sample: ContainerStats;
+}
+
+const ROLLED_TO = "stats_rolled_to";
+
+/** Runs `work` over items, at most `limit` at a time. */
+export async function eachLimited<T>(items: readonly T[], limit: number, work: (t: T) => Promise<void>) {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  });
+  await Promise.all(lanes);
+}
+
+export class StatsCollector {
+  private readonly previous = new Map<string, Previous>();
+  private readonly restarts = new Map<string, number>();
+  private rounds = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+
+  constructor(private readonly deps: CollectorDeps) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick(), this.deps.settings.fineStepMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One round, unless the last one still runs (a slow round is skipped, never stacked). */
+  async tick(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      await this.collect();
+      if (this.deps.duties.leads("alerts")) await this.maintain();
+    } catch (err) {
+      this.deps.onError(err);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /**
+   * Samples every owned node once and writes the round's points; answers what it sampled.
+   * `restarts` reads restart counts in this round whatever the round's number.
+   */
+  async collect(
+    opts: { restarts?: boolean } = {},
+  ): Promise<{ at: number; nodes: number; containers: number }> {
+    const { store, clock, duties, settings } = this.deps;
+    const at = Math.floor(clock.now() / settings.fineStepMs) * settings.fineStepMs;
+    const nodes = (await store.nodes.liveNodes()).filter(
+      (n) => n.state === "Deployed" && n.engine_url && duties.ownsNode(n.uuid),
+    );
+    const containers = await statsOf(store).sampledContainers(nodes.map((n) => n.uuid));
+    const byNode = new Map<string, typeof containers>();
+    for (const c of containers) {
+      const list = byNode.get(c.node_uuid) ?? [];
+      list.push(c);
+      byNode.set(c.node_uuid, list);
+    }
+    const readRestarts = this.rounds++ % Math.max(1, settings.restartEvery) === 0 || opts.restarts === true;
+    const rows: StatRow[] = [];
+    const seen = new Set<string>();
+    await eachLimited(nodes, settings.nodeConcurrency, async (node) => {
+      const points = await this.sampleNode(node, byNode.get(node.uuid) ?? [], at, readRestarts, seen);
+      rows.push(...points);
+    });
+    // Containers that no longer run start over when they run again.
+    for (const uuid of this.previous.keys()) if (!seen.has(uuid)) this.previous.delete(uuid);
+    for (const uuid of this.restarts.keys()) if (!seen.has(uuid)) this.restarts.delete(uuid);
+    await statsOf(store).insertPoints(rows);
+    this.deps.onRound?.(at);
+    return { at, nodes: nodes.length, containers: rows.length - nodes.length };
+  }
+
+  private async sampleNode(
+    node: NodeRow,
+    containers: { uuid: string; namespace: string; service_uuid: string; engine_id: string | null }[],
+    at: number,
+    readRestarts: boolean,
+    seen: Set<string>,
+  ): Promise<StatRow[]> {
+    const { engines, settings } = this.deps;
+    const engine = engines.forNode(node);
+    const rows: StatRow[] = [];
+    const points: StatPoint[] = [];
+    let failed: unknown;
+    await eachLimited(containers, settings.callsPerNode, async (c) => {
+      if (failed || !c.engine_id) return;
+      try {
+        const sample = await engine.containerStats(c.engine_id);
+        if (!sample) return;
+        if (readRestarts || !this.restarts.has(c.uuid)) {
+          const view = await engine.inspectContainer(c.engine_id);
+          this.restarts.set(c.uuid, view?.restartCount ?? 0);
+        }
+        seen.add(c.uuid);
+        const prev = this.previous.get(c.uuid);
+        const usable = prev && prev.engineId === c.engine_id && prev.sample.readAtMs < sample.readAtMs;
+        const p = containerPoint(
+          at,
+          sample,
+          usable ? prev.sample : undefined,
+          this.restarts.get(c.uuid) ?? 0,
+        );
+        this.previous.set(c.uuid, { engineId: c.engine_id, sample });
+        points.push(p);
+        rows.push({
+          kind: "container",
+          uuid: c.uuid,
+          namespace: c.namespace,
+          service_uuid: c.service_uuid,
+          node_uuid: node.uuid,
+          step: settings.fineStepMs,
+          ...p,
+        });
+      } catch (err) {
+        // An unreachable node is the health checks' to report; its round is given up.
+        failed = err;
+      }
+    });
+    if (failed && !points.length) return [];
+    const own = {
+      cpus: node.cpu || Math.max(0, ...points.map((p) => p.cpus)),
+      memory_limit: node.memory * 1024 * 1024,
+    };
+    const sum = sumPoints(at, points, own);
+    rows.push({
+      kind: "node",
+      uuid: node.uuid,
+      namespace: node.namespace,
+      service_uuid: null,
+      node_uuid: node.uuid,
+      step: settings.fineStepMs,
+      ...sum,
+    });
+    return rows;
+  }
+
+  /** Rolls whole minutes up and prunes what is past retention (the `alerts` leader only). */
+  async maintain(): Promise<void> {
+    const { store, clock, settings } = this.deps;
+    const now = clock.now();
+    const coarse = settings.coarseStepMs;
+    // The last whole coarse step that no round will still write into.
+    const to = Math.floor((now - settings.fineStepMs) / coarse) * coarse;
+    const stored = await store.replicas.findFact(ROLLED_TO);
+    const from = Math.max(stored === undefined ? 0 : Number(stored), now - settings.fineKeepMs);
+    if (to > from) {
+      await statsOf(store).rollUp(settings.fineStepMs, coarse, Math.floor(from / coarse) * coarse, to);
+      await store.replicas.putFact(ROLLED_TO, String(to));
+    }
+    await statsOf(store).prune(settings.fineStepMs, now - settings.fineKeepMs);
+    await statsOf(store).prune(coarse, now - settings.coarseKeepMs);
+  }
+}

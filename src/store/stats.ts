@@ -1,0 +1,232 @@
+// Stats series (issue 32): points of containers and nodes per step, kept in the store so that
+// every replica reads what any replica collected, on SQLite and PostgreSQL alike. Two series per
+// subject: the collection step (kept an hour by default) and minutes rolled up from it in SQL
+// (kept a day). Points are telemetry, not objects: they have no change-feed entries.
+import { sql } from "kysely";
+import type { StatPoint } from "../domain/stats.ts";
+import { inChunks } from "./batches.ts";
+import type { StatPointTable } from "./schema.ts";
+import type { Kernel } from "./types.ts";
+
+export type StatRow = StatPointTable;
+
+const FIGURES = [
+  "cpu",
+  "cpus",
+  "memory",
+  "memory_limit",
+  "net_rx",
+  "net_tx",
+  "block_read",
+  "block_write",
+  "pids",
+  "restarts",
+  "containers",
+] as const;
+
+/** Rows per INSERT: 19 columns each, well within every dialect's limit on bound parameters. */
+const ROWS_PER_INSERT = 400;
+
+function point(r: Pick<StatRow, "at" | (typeof FIGURES)[number]>): StatPoint {
+  return {
+    at: Number(r.at),
+    cpu: Number(r.cpu),
+    cpus: Number(r.cpus),
+    memory: Number(r.memory),
+    memory_limit: Number(r.memory_limit),
+    net_rx: Number(r.net_rx),
+    net_tx: Number(r.net_tx),
+    block_read: Number(r.block_read),
+    block_write: Number(r.block_write),
+    pids: Number(r.pids),
+    restarts: Number(r.restarts),
+    containers: Number(r.containers),
+  };
+}
+
+export interface NamespaceUsage {
+  namespace: string;
+  containers: number;
+  cpu: number;
+  memory: number;
+  net_rx: number;
+  net_tx: number;
+}
+
+export class StatsStore {
+  constructor(private readonly s: Kernel) {}
+
+  /** Writes points; a point already written for its subject, series and time is kept as it was. */
+  async insertPoints(rows: readonly StatRow[]): Promise<void> {
+    if (!rows.length) return;
+    // One transaction: a round's points are read whole or not at all (a service sums them).
+    await this.s.transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+        await tx.db
+          .insertInto("stat_points")
+          .values(rows.slice(i, i + ROWS_PER_INSERT))
+          .onConflict((oc) => oc.columns(["uuid", "step", "at"]).doNothing())
+          .execute();
+      }
+    });
+  }
+
+  /** One subject's points of a series in [from, to), oldest first. */
+  async series(uuid: string, step: number, from: number, to: number): Promise<StatPoint[]> {
+    const rows = await this.s.db
+      .selectFrom("stat_points")
+      .select(["at", ...FIGURES])
+      .where("uuid", "=", uuid)
+      .where("step", "=", step)
+      .where("at", ">=", from)
+      .where("at", "<", to)
+      .orderBy("at")
+      .execute();
+    return rows.map(point);
+  }
+
+  /** A service's points: its containers' points summed per time, oldest first. */
+  async serviceSeries(serviceUuid: string, step: number, from: number, to: number): Promise<StatPoint[]> {
+    const rows = await sql<StatRow>`
+      select at, ${sql.join(
+        FIGURES.map((f) =>
+          f === "cpus" ? sql`max(cpus) as cpus` : sql`sum(${sql.ref(f)}) as ${sql.ref(f)}`,
+        ),
+      )}
+      from stat_points
+      where service_uuid = ${serviceUuid} and kind = 'container' and step = ${step}
+        and at >= ${from} and at < ${to}
+      group by at order by at`.execute(this.s.db);
+    return rows.rows.map(point);
+  }
+
+  /** The latest point of each subject at or after `since` (live streams: what arrived since). */
+  async pointsSince(
+    subjects: { uuids: string[]; services: string[] },
+    step: number,
+    since: number,
+  ): Promise<{ uuid: string; service_uuid: string | null; kind: string; point: StatPoint }[]> {
+    if (!subjects.uuids.length && !subjects.services.length) return [];
+    const rows = await this.s.db
+      .selectFrom("stat_points")
+      .select(["uuid", "service_uuid", "kind", "at", ...FIGURES])
+      .where("step", "=", step)
+      .where("at", ">=", since)
+      .where((eb) =>
+        eb.or([
+          ...(subjects.uuids.length ? [eb("uuid", "in", subjects.uuids)] : []),
+          ...(subjects.services.length
+            ? [eb.and([eb("service_uuid", "in", subjects.services), eb("kind", "=", "container")])]
+            : []),
+        ]),
+      )
+      .orderBy("at")
+      .execute();
+    return rows.map((r) => ({ uuid: r.uuid, service_uuid: r.service_uuid, kind: r.kind, point: point(r) }));
+  }
+
+  /**
+   * Rolls the fine series up into the coarse one for every whole coarse step in [from, to):
+   * averages of rates and use, the largest of counts. Points already rolled up are kept.
+   */
+  async rollUp(fineStep: number, coarseStep: number, from: number, to: number): Promise<void> {
+    const bucket = sql`(at / ${sql.lit(coarseStep)}) * ${sql.lit(coarseStep)}`;
+    const avg = (f: string) => sql`avg(${sql.ref(f)})`;
+    const max = (f: string) => sql`max(${sql.ref(f)})`;
+    await sql`
+      insert into stat_points (kind, uuid, namespace, service_uuid, node_uuid, step, at,
+        ${sql.join(FIGURES.map((f) => sql.ref(f)))})
+      select kind, uuid, max(namespace), max(service_uuid), max(node_uuid), ${sql.lit(coarseStep)}, ${bucket},
+        ${avg("cpu")}, ${max("cpus")}, ${avg("memory")}, ${max("memory_limit")}, ${avg("net_rx")},
+        ${avg("net_tx")}, ${avg("block_read")}, ${avg("block_write")}, ${max("pids")}, ${max("restarts")},
+        ${max("containers")}
+      from stat_points
+      where step = ${sql.lit(fineStep)} and at >= ${from} and at < ${to}
+      group by kind, uuid, ${bucket}
+      on conflict (uuid, step, at) do nothing`.execute(this.s.db);
+  }
+
+  /** What the collector samples: live containers of these nodes that the engine runs (or restarts). */
+  async sampledContainers(nodeUuids: readonly string[]) {
+    return inChunks(nodeUuids, (part) =>
+      this.s.db
+        .selectFrom("containers")
+        .select(["uuid", "namespace", "service_uuid", "node_uuid", "engine_id"])
+        .where("node_uuid", "in", part)
+        // The partial index of live containers states its condition literally.
+        .where("state", "<>", sql.lit("Terminated"))
+        .where("observed", "in", ["running", "restarting"])
+        .where("engine_id", "is not", null)
+        .execute(),
+    );
+  }
+
+  /** Removes a series' points older than `before`. */
+  async prune(step: number, before: number): Promise<void> {
+    await this.s.db.deleteFrom("stat_points").where("step", "=", step).where("at", "<", before).execute();
+  }
+
+  /** Every container's figures of the latest fine step at or after `since`, summed per namespace. */
+  async usageByNamespace(step: number, since: number): Promise<NamespaceUsage[]> {
+    const latest = await this.s.db
+      .selectFrom("stat_points")
+      .select((eb) => eb.fn.max("at").as("at"))
+      .where("step", "=", step)
+      .where("kind", "=", "container")
+      .where("at", ">=", since)
+      .executeTakeFirst();
+    if (latest?.at === null || latest?.at === undefined) return [];
+    const rows = await sql<NamespaceUsage>`
+      select namespace, count(*) as containers, sum(cpu) as cpu, sum(memory) as memory,
+        sum(net_rx) as net_rx, sum(net_tx) as net_tx
+      from stat_points where step = ${step} and kind = 'container' and at = ${Number(latest.at)}
+      group by namespace order by namespace`.execute(this.s.db);
+    return rows.rows.map((r) => ({
+      namespace: r.namespace,
+      containers: Number(r.containers),
+      cpu: Number(r.cpu),
+      memory: Number(r.memory),
+      net_rx: Number(r.net_rx),
+      net_tx: Number(r.net_tx),
+    }));
+  }
+
+  /**
+   * Containers whose memory stayed at or above `percent` of their limit on every point since
+   * `since` (and had at least `minPoints` points), in a namespace; with the latest figures.
+   */
+  async memoryAbove(
+    namespace: string,
+    step: number,
+    since: number,
+    percent: number,
+    minPoints: number,
+  ): Promise<{ uuid: string; lowest: number }[]> {
+    const rows = await sql<{ uuid: string; lowest: number; n: number }>`
+      select uuid, min(case when memory_limit > 0 then memory * 100.0 / memory_limit else 0 end) as lowest,
+        count(*) as n
+      from stat_points where namespace = ${namespace} and kind = 'container' and step = ${step} and at >= ${since}
+      group by uuid`.execute(this.s.db);
+    return rows.rows
+      .map((r) => ({ uuid: r.uuid, lowest: Number(r.lowest), n: Number(r.n) }))
+      .filter((r) => r.n >= minPoints && r.lowest >= percent)
+      .map(({ uuid, lowest }) => ({ uuid, lowest }));
+  }
+
+  /** Containers of a namespace whose restart count grew by at least `restarts` since `since`. */
+  async restartedSince(
+    namespace: string,
+    step: number,
+    since: number,
+    restarts: number,
+  ): Promise<{ uuid: string; grew: number }[]> {
+    const rows = await sql<{ uuid: string; grew: number }>`
+      select uuid, max(restarts) - min(restarts) as grew
+      from stat_points where namespace = ${namespace} and kind = 'container' and step = ${step} and at >= ${since}
+      group by uuid`.execute(this.s.db);
+    return rows.rows.map((r) => ({ uuid: r.uuid, grew: Number(r.grew) })).filter((r) => r.grew >= restarts);
+  }
+}
+
+/** The stats section of a store (kept out of Store's getters: store.ts is at its size limit). */
+export const statsOf = (s: Kernel): StatsStore => new StatsStore(s);
