@@ -1,5 +1,7 @@
 // Row types of the database. Timestamps are epoch milliseconds; booleans are 0/1 and
 // JSON values are text, so that every query works the same on SQLite and PostgreSQL.
+// Long because it is one interface per table, the mirror of migrations.ts: splitting it would
+// scatter the one place that says what the database holds.
 import type { Generated } from "kysely";
 import type { ContainerHealth } from "../domain/health.ts";
 import type { ContainerObserved, ContainerPhase, NodeObserved, NodePhase } from "../domain/states.ts";

@@ -49,9 +49,8 @@ import {
   sharedHosts,
   viewOf,
 } from "./fake-model.ts";
-import { FakeNetwork } from "./fake-network.ts";
+import { FakeNetwork, rewriteHostEntries } from "./fake-network.ts";
 import { FakeProcesses } from "./fake-processes.ts";
-import { hasProgram } from "./shell.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
 import { FakeStats, type FakeUsage } from "./stats.ts";
 
@@ -59,7 +58,7 @@ export class FakeEngine implements Engine {
   private reachable = true;
   private readonly images = new FakeImageStore();
   private readonly containers = new Map<string, FakeContainer>();
-  /** Containers' files, for volume backups (tests write them with `files.write`). */
+  // Containers' files, for volume backups (tests write them with `files.write`).
   readonly files = new FakeFiles((id) => this.reach() ?? this.get(id));
   readonly readArchive = this.files.readArchive;
   readonly writeArchive = this.files.writeArchive;
@@ -459,18 +458,7 @@ export class FakeEngine implements Engine {
   /** As Docker's driver does it, through the image's shell: a running container whose image has `sh`. */
   async replaceHostEntries(id: string, entries: { remove: string[]; add: string[] }): Promise<void> {
     this.reach();
-    const container = this.get(id);
-    if (container.state !== "running") {
-      throw new EngineError("conflict", `Container ${container.id} is not running`, 409);
-    }
-    if (!hasProgram(["sh"], container.image.programs)) {
-      throw new EngineError(
-        "other",
-        'could not rewrite /etc/hosts (exit code 126): "sh": executable file not found',
-      );
-    }
-    const drop = new Set(entries.remove);
-    container.hosts = [...container.hosts.filter((h) => !drop.has(h)), ...entries.add];
+    rewriteHostEntries(this.get(id), entries);
   }
 
   /** The `host:ip` entries of a container's /etc/hosts beyond the defaults (tests read them). */

@@ -2,6 +2,25 @@
 // host ports, handed out and taken back like Docker's allocators, with Docker's errors.
 import { EngineError, type PortKey, portKey } from "../engine.ts";
 import { type FakeContainer, ipToNumber, numberToIp } from "./fake-model.ts";
+import { hasProgram } from "./shell.ts";
+
+/** Rewrites a container's /etc/hosts as Docker's driver does, through the image's shell. */
+export function rewriteHostEntries(
+  container: FakeContainer,
+  entries: { remove: string[]; add: string[] },
+): void {
+  if (container.state !== "running") {
+    throw new EngineError("conflict", `Container ${container.id} is not running`, 409);
+  }
+  if (!hasProgram(["sh"], container.image.programs)) {
+    throw new EngineError(
+      "other",
+      'could not rewrite /etc/hosts (exit code 126): "sh": executable file not found',
+    );
+  }
+  const drop = new Set(entries.remove);
+  container.hosts = [...container.hosts.filter((h) => !drop.has(h)), ...entries.add];
+}
 
 export class FakeNetwork {
   private readonly usedAddresses = new Set<number>();
