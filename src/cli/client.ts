@@ -5,9 +5,6 @@ import { lastSegment } from "../domain/uri.ts";
 import type { Credentials } from "./config.ts";
 import { CliError } from "./errors.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: the CLI reads the API's JSON objects field by field.
-export type Json = any;
-
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 

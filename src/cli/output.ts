@@ -2,7 +2,6 @@
 // NO_COLOR), `-q` for uuids only, `--json` for the API's objects as they are.
 import pc from "picocolors";
 import { lastSegment as segmentOf } from "../domain/uri.ts";
-import type { Json } from "./client.ts";
 
 export interface OutputOptions {
   json: boolean;
@@ -19,8 +18,13 @@ function uuidIn(obj: unknown): string {
     : "";
 }
 
+/** What a list prints: a page of the API (its envelope), or the objects of several pages. */
+export type Listed<T> = readonly T[] | { objects?: readonly T[]; meta?: unknown };
+
+const isList = <T>(page: Listed<T>): page is readonly T[] => Array.isArray(page);
+
 /** A table column over objects of the API (`T`: their contract type, such as `Service`). */
-export interface Column<T = Json> {
+export interface Column<T> {
   header: string;
   value: (o: T) => unknown;
   /** Cells are states: coloured by what they mean. */
@@ -177,12 +181,8 @@ export class Output {
   }
 
   /** A list: `--json` the API's envelope, `-q` the uuids (or another id), a table otherwise. */
-  list<T = Json>(
-    page: readonly T[] | Json,
-    columns: readonly Column<T>[],
-    idOf: (o: T) => string = (o) => str((o as Json).uuid),
-  ): void {
-    const objects: T[] = Array.isArray(page) ? page : (page?.objects ?? []);
+  list<T>(page: Listed<T>, columns: readonly Column<T>[], idOf: (o: T) => string = uuidIn): void {
+    const objects: readonly T[] = isList(page) ? page : (page?.objects ?? []);
     if (this.opts.json) {
       // Objects gathered from several pages print as one page of the API's envelope.
       this.json(Array.isArray(page) ? { meta: { total_count: page.length }, objects: page } : page);

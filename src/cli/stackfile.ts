@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { type Document, isMap, isSeq, LineCounter, parseDocument } from "yaml";
-import { ApiError, type Json } from "./client.ts";
+import { ApiError } from "./client.ts";
 import { CliError, usageError } from "./errors.ts";
 
 export const DEFAULT_FILES = ["berth.yml", "berth.yaml", "docker-cloud.yml", "docker-cloud.yaml"];
@@ -82,9 +82,10 @@ export function parseStackFile(text: string, label: string, defaultName: string)
     return range ? `${label}:${lines.linePos(range[0]).line}` : label;
   };
   const root = doc.contents;
-  const value: Json = doc.toJS();
-  if (!isMap(root) || !value || typeof value !== "object" || Array.isArray(value))
+  const js: unknown = doc.toJS();
+  if (!isMap(root) || !js || typeof js !== "object" || Array.isArray(js))
     throw new CliError(`${at(root)}: a stack file maps service names to services (web: {image: ...})`);
+  const value = js as Record<string, unknown>;
 
   if (Array.isArray(value.services)) {
     // A stack body: {name?, nickname?, services: [...]}.

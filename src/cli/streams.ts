@@ -1,7 +1,7 @@
 // Log streams (containers, services, actions) and exec, over the server's WebSockets.
 import { StringDecoder } from "node:string_decoder";
 import type WebSocket from "ws";
-import type { Client, Json, Query } from "./client.ts";
+import type { Client, Query } from "./client.ts";
 import { CliError } from "./errors.ts";
 import type { Output } from "./output.ts";
 
@@ -14,7 +14,28 @@ export interface LogOptions {
   addNewline?: boolean;
 }
 
-function errorOf(frame: Json): string | undefined {
+/** The fields of a stream frame the CLI reads (spec "Streams"); a frame may carry others. */
+interface Frame {
+  type?: string;
+  log?: unknown;
+  source?: unknown;
+  streamType?: string;
+  output?: unknown;
+  error?: unknown;
+  data?: { errorMessage?: unknown };
+}
+
+/** A frame's JSON, or undefined when the text is not a JSON object. */
+function frameOf(text: string): Frame | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Frame) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function errorOf(frame: Frame | undefined): string | undefined {
   if (frame?.type !== "error") return undefined;
   return String(frame.data?.errorMessage ?? frame.error ?? "stream error");
 }
@@ -25,12 +46,8 @@ export async function printLogs(client: Client, out: Output, path: string, opts:
   let failure: string | undefined;
   const onMessage = (data: WebSocket.RawData, isBinary: boolean) => {
     if (isBinary) return;
-    let frame: Json;
-    try {
-      frame = JSON.parse(data.toString());
-    } catch {
-      return;
-    }
+    const frame = frameOf(data.toString());
+    if (!frame) return;
     const error = errorOf(frame);
     if (error) {
       failure = error;
@@ -83,12 +100,8 @@ export async function execIn(client: Client, containerUri: string, opts: ExecOpt
   let failure: string | undefined;
   const onMessage = (data: WebSocket.RawData, isBinary: boolean) => {
     if (isBinary) return;
-    let frame: Json;
-    try {
-      frame = JSON.parse(data.toString());
-    } catch {
-      return;
-    }
+    const frame = frameOf(data.toString());
+    if (!frame) return;
     const error = errorOf(frame);
     if (error) failure = error;
     else if (frame?.type === "exec" && typeof frame.output === "string")

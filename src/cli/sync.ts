@@ -4,8 +4,9 @@
 // the action (on a terminal); without one it leaves the action running and says how to cancel it.
 import readline from "node:readline";
 import type WebSocket from "ws";
+import type { Action } from "../contract/action.ts";
 import { actionEnded } from "../domain/states.ts";
-import { type Client, type Json, uuidOf } from "./client.ts";
+import { type Client, uuidOf } from "./client.ts";
 import { CliError, EXIT } from "./errors.ts";
 import { elapsed, type Output, stopwatch } from "./output.ts";
 
@@ -75,22 +76,25 @@ function ask(stdin: NodeJS.ReadStream, stderr: NodeJS.WritableStream, question: 
   });
 }
 
+/** What following an action reads of it. */
+type SeenAction = Pick<Action, "action" | "state" | "start_date" | "end_date">;
+
 /** Follows the action at `actionUri` to its end; resolves with the final Action. */
 export async function followAction(
   client: Client,
   out: Output,
   actionUri: string,
   opts: FollowOptions = {},
-): Promise<Json> {
+): Promise<SeenAction> {
   const uuid = uuidOf(actionUri);
   const stderr = process.stderr;
-  let action: Json = { action: "action", state: "Pending" };
+  let action: SeenAction = { action: "action", state: "Pending", start_date: null, end_date: null };
   // start_date and end_date hold whole seconds: counted from them alone, the spinner would run up to
   // a second ahead. An action seen unfinished here ran no earlier than this wait began, and ended no
   // later than it was seen ended.
   const began = Date.now();
   let seenUnfinished = false;
-  const since = () => Math.max(Date.parse(action.start_date), began);
+  const since = () => Math.max(Date.parse(action.start_date ?? ""), began);
   let spinner: Spinner | undefined;
   const print = (line: string) => {
     if (opts.silent) return;
@@ -139,7 +143,7 @@ export async function followAction(
   process.on("SIGINT", onSigint);
 
   try {
-    action = await Promise.race([client.get(actionUri), interruption]);
+    action = await Promise.race([client.get<Action>(actionUri), interruption]);
     seenUnfinished = !actionEnded(action.state);
     if (stderr.isTTY && !opts.silent) {
       spinner = new Spinner(
@@ -155,7 +159,7 @@ export async function followAction(
     await Promise.race([streamLog(client, actionUri, print, stop.signal), interruption]);
     // The log stream closes when the action ends; a broken stream falls back on polling.
     for (;;) {
-      action = await client.get(actionUri);
+      action = await client.get<Action>(actionUri);
       if (actionEnded(action.state)) break;
       await Promise.race([new Promise((r) => setTimeout(r, 300)), interruption]);
     }

@@ -50,6 +50,21 @@ export const ProviderOptions = Type.Object(
 );
 export type ProviderOptions = Static<typeof ProviderOptions>;
 
+/** Tags given in a body: `{name}` objects or plain names. */
+export const TagsBody = Type.Array(Type.Union([Type.Object({ name: Type.String() }), Type.String()]));
+
+export const NodeClusterCreateBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 100 }),
+  node_type: Type.String(),
+  region: Type.String(),
+  disk: Type.Optional(Type.Integer({ minimum: CLUSTER_LIMITS.diskMinGb, maximum: CLUSTER_LIMITS.diskMaxGb })),
+  nickname: Type.Optional(Type.String({ maxLength: 100 })),
+  target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: CLUSTER_LIMITS.maxNodes })),
+  tags: Type.Optional(TagsBody),
+  provider_options: Type.Optional(Type.Union([ProviderOptions, Type.Null()])),
+});
+export type NodeClusterCreateBody = Static<typeof NodeClusterCreateBody>;
+
 // ---- answers ----------------------------------------------------------------------------------
 
 export const NodeClusterView = View(

@@ -4,7 +4,8 @@
 // the generation of every node the plan places on, in one statement, and learns from what it
 // wrote whether another commit moved one first. On PostgreSQL the statement's row locks (taken in
 // uuid order, so two plans never deadlock) hold a second replica's commit on the same nodes until
-// the first one ends; SQLite has one writer.
+// the first one ends; SQLite has one writer. A node's row goes when the node turns Terminated
+// (store/row-writes.ts): nothing is placed there again.
 import type { Kernel } from "./types.ts";
 
 export class PlacementGuardStore {
@@ -45,5 +46,14 @@ export class PlacementGuardStore {
     const generations = new Map(rows.map((r) => [r.node_uuid, Number(r.generation)]));
     const stale = nodes.filter((n) => generations.get(n) !== (expected.get(n) ?? 0) + 1);
     return { stale, generations };
+  }
+
+  /**
+   * Drops a node's guard, inside the transaction that terminates it. A plan that read its
+   * generation is then refused at commit (the row starts again at 1, never the generation it
+   * expects), so it is planned again without the node.
+   */
+  async forget(nodeUuid: string): Promise<void> {
+    await this.s.db.deleteFrom("placement_guards").where("node_uuid", "=", nodeUuid).execute();
   }
 }

@@ -24,6 +24,7 @@ import { announce, ChangeNotifier, IDENTITY_CHANGE, lockAndAnnounce } from "./no
 import { QuotaStore } from "./quotas.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
+import { withUpdatedRow } from "./row-writes.ts";
 import type { Database } from "./schema.ts";
 import { ServiceStore } from "./services.ts";
 import { StackStore } from "./stacks.ts";
@@ -343,9 +344,8 @@ export class Store implements Kernel {
         .returningAll()
         .executeTakeFirst();
       if (!row) throw new VersionConflict(`${NOUNS[type]} ${before.uuid}`);
-      // A service's new definition commits with its link rows.
-      if (type === "service" && "spec" in patch)
-        await new ServiceStore(tx).indexLinks(row.uuid, (row as unknown as ServiceRow).spec);
+      // A service's new definition commits with its link rows, a node's end with its guard's.
+      await withUpdatedRow(tx, type, before, row as FeedRows[K], patch);
       await tx.recordWrites(type, [{ before, row: row as FeedRows[K] }]);
       return row as FeedRows[K];
     });

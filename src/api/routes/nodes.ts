@@ -4,7 +4,13 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
 import { StateFilter, StateNotFilter } from "../../contract/common.ts";
-import { CLUSTER_LIMITS, NodeClusterView, NodeView, ProviderOptions } from "../../contract/nodes.ts";
+import {
+  CLUSTER_LIMITS,
+  NodeClusterCreateBody,
+  NodeClusterView,
+  NodeView,
+  TagsBody as Tags,
+} from "../../contract/nodes.ts";
 import { addTo } from "../../domain/collections.ts";
 import {
   assertAllowed,
@@ -28,19 +34,6 @@ import { namespaceOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
 
-const Tag = Type.Union([Type.Object({ name: Type.String() }), Type.String()]);
-const Tags = Type.Array(Tag);
-
-const ClusterCreate = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100 }),
-  node_type: Type.String(),
-  region: Type.String(),
-  disk: Type.Optional(Type.Integer({ minimum: CLUSTER_LIMITS.diskMinGb, maximum: CLUSTER_LIMITS.diskMaxGb })),
-  nickname: Type.Optional(Type.String({ maxLength: 100 })),
-  target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: CLUSTER_LIMITS.maxNodes })),
-  tags: Type.Optional(Tags),
-  provider_options: Type.Optional(Type.Union([ProviderOptions, Type.Null()])),
-});
 const ClusterPatch = Type.Object({
   target_num_nodes: Type.Optional(Type.Integer({ minimum: 0, maximum: CLUSTER_LIMITS.maxNodes })),
   tags: Type.Optional(Tags),
@@ -157,7 +150,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           tags,
           summary: "Create a node cluster (not deployed yet)",
           params: NsParams,
-          body: ClusterCreate,
+          body: NodeClusterCreateBody,
           response: { 201: NodeClusterView },
         },
       },

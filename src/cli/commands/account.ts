@@ -3,7 +3,7 @@
 
 import os from "node:os";
 import type { Command } from "commander";
-import type { Auth, CreatedApiKey, Invitation, Organization } from "../../contract/account.ts";
+import type { ApiKey, Auth, CreatedApiKey, Invitation, Organization } from "../../contract/account.ts";
 import { Client } from "../client.ts";
 import { type Credentials, credentials, readConfig, removeConfig, writeConfig } from "../config.ts";
 import type { Ctx } from "../context.ts";
@@ -161,7 +161,9 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .addOption(quietOption())
     .action(async (_o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const page = await c.client.get(`/api/v1.1/users/${encodeURIComponent(await userOf(c))}/apikeys/`);
+      const page = await c.client.get<{ objects: ApiKey[] }>(
+        `/api/v1.1/users/${encodeURIComponent(await userOf(c))}/apikeys/`,
+      );
       c.out.list(
         page,
         [
@@ -288,7 +290,7 @@ export function registerAccount(program: Command, ctx: (cmd: Command) => Ctx): v
     .addOption(quietOption())
     .action(async (name: string | undefined, _o: unknown, cmd: Command) => {
       const c = ctx(cmd);
-      const page = await c.client.get(
+      const page = await c.client.get<{ objects: Invitation[] }>(
         name
           ? `${orgPath(name)}/invitations/`
           : `/api/v1.1/users/${encodeURIComponent(await userOf(c))}/invitations/`,

@@ -4,13 +4,22 @@
 import type { Command } from "commander";
 import type { Action } from "../../contract/action.ts";
 import { canonicalUri, parseObjectUri } from "../../domain/uri.ts";
-import { API, type Json, type Query } from "../client.ts";
+import { API, type Query } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { CliError, usageError } from "../errors.ts";
 import { ago, type Column, elapsed, lastSegment, short } from "../output.ts";
 import { KINDS, type Kind, resolve } from "../resolve.ts";
 import { printLogs } from "../streams.ts";
 import { inspect, quietOption, syncOption, wholeNumber } from "./common.ts";
+
+/** The fields of an event of the audit stream (spec "Events") the CLI prints. */
+interface AuditEvent {
+  datetime?: string;
+  type?: string;
+  action?: string;
+  state?: string;
+  resource_uri?: string;
+}
 
 /** `/api/app/v1/alice/service/<uuid>/` → `service 1a2b3c4d`. */
 export function objectLabel(uri: unknown): string {
@@ -87,7 +96,7 @@ export function registerAction(program: Command, ctx: (cmd: Command) => Ctx): vo
       if (o.includeRelated) query.include_related = true;
       if (o.since) query.start_date__gte = timestamp(o.since);
       if (o.until) query.start_date__lte = timestamp(o.until);
-      c.out.list(await c.client.get(actions(c), query), ACTION_COLUMNS);
+      c.out.list(await c.client.get<{ objects: Action[] }>(actions(c), query), ACTION_COLUMNS);
     });
   inspect(action, ctx, kind);
   action
@@ -167,7 +176,7 @@ export function registerAction(program: Command, ctx: (cmd: Command) => Ctx): vo
           query,
           (data, binary) => {
             if (binary || (o.count !== undefined && seen >= o.count)) return;
-            let e: Json;
+            let e: AuditEvent;
             try {
               e = JSON.parse(data.toString());
             } catch {

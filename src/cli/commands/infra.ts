@@ -2,9 +2,10 @@
 // listings) and `berth node …` (ls, inspect, upgrade, health-check, rm; byo and token in byo.ts).
 
 import type { Command } from "commander";
-import type { Node, NodeCluster } from "../../contract/nodes.ts";
+import type { AzView, NodeTypeView, ProviderView, RegionView } from "../../contract/catalogue.ts";
+import type { Node, NodeCluster, NodeClusterCreateBody, ProviderOptions } from "../../contract/nodes.ts";
 import { canonicalUri, nodeTypeUri, providerUri, regionUri } from "../../domain/uri.ts";
-import { API, type Json, type Query } from "../client.ts";
+import { API, type Query } from "../client.ts";
 import { type Ctx, finish } from "../context.ts";
 import { usageError } from "../errors.ts";
 import { ago, type Column, lastSegment, short, str } from "../output.ts";
@@ -117,7 +118,7 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
         cmd: Command,
       ) => {
         const c = ctx(cmd);
-        const body: Json = {
+        const body: NodeClusterCreateBody = {
           name,
           region: catalogueUri("region", provider, region),
           node_type: catalogueUri("nodetype", provider, nodetype),
@@ -126,7 +127,7 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
         if (o.disk !== undefined) body.disk = o.disk;
         if (o.nickname !== undefined) body.nickname = o.nickname;
         if (o.tag) body.tags = o.tag.map((t) => ({ name: t }));
-        const options: Json = {};
+        const options: ProviderOptions = {};
         if (o.awsVpcId || o.awsVpcSubnet || o.awsVpcSecurityGroup) {
           if (!o.awsVpcId)
             throw usageError("--aws-vpc-subnet and --aws-vpc-security-group need --aws-vpc-id");
@@ -163,30 +164,35 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
       bulk(ctx(cmd), cluster, refs, o, (client, n, b) => client.request("DELETE", `${b}${n.uuid}/`)),
     );
 
-  const catalogue = (
+  /** The options of the catalogue's lists. */
+  interface CatalogueOptions {
+    provider?: string;
+    region?: string;
+  }
+  const catalogue = <T extends { name: string }>(
     name: string,
     description: string,
     resource: string,
-    columns: Column[],
-    filters: (c: Ctx, o: Json) => Json,
+    columns: Column<T>[],
+    filters: (c: Ctx, o: CatalogueOptions) => Query,
     configure: (cmd: Command) => Command = (x) => x,
   ) =>
     configure(nc.command(name).description(description).addOption(quietOption())).action(
-      async (o: Json, cmd: Command) => {
+      async (o: CatalogueOptions, cmd: Command) => {
         const c = ctx(cmd);
-        const objects = await c.client.all(`${API.infra}${resource}/`, filters(c, o));
+        const objects = await c.client.all<T>(`${API.infra}${resource}/`, filters(c, o));
         c.out.list(objects, columns, (x) => x.name);
       },
     );
-  const available = { header: "AVAILABLE", value: (x: Json) => str(x.available) };
-  catalogue(
+  const available = { header: "AVAILABLE", value: (x: { available: boolean }) => str(x.available) };
+  catalogue<ProviderView>(
     "provider",
     "list providers",
     "provider",
     [{ header: "NAME", value: (p) => p.name }, { header: "LABEL", value: (p) => p.label }, available],
     () => ({}),
   );
-  catalogue(
+  catalogue<RegionView>(
     "region",
     "list regions",
     "region",
@@ -199,7 +205,7 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
     (_c, o) => (o.provider ? { provider: catalogueUri("provider", o.provider) } : {}),
     (cmd) => cmd.option("-p, --provider <provider>", "only regions of this provider"),
   );
-  catalogue(
+  catalogue<NodeTypeView>(
     "nodetype",
     "list node types",
     "nodetype",
@@ -211,15 +217,16 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
       available,
     ],
     (_c, o) => {
-      if (o.region && !o.provider) throw usageError("nodetype --region needs --provider");
-      return o.region ? { regions: catalogueUri("region", o.provider, o.region) } : {};
+      if (!o.region) return {};
+      if (!o.provider) throw usageError("nodetype --region needs --provider");
+      return { regions: catalogueUri("region", o.provider, o.region) };
     },
     (cmd) =>
       cmd
         .option("-p, --provider <provider>", "only node types of this provider")
         .option("-r, --region <region>", "only node types of this region (with --provider)"),
   );
-  catalogue(
+  catalogue<AzView>(
     "az",
     "list availability zones",
     "az",

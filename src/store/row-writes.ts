@@ -1,0 +1,19 @@
+// What commits with the update of a row besides its change-feed entry (Store.updateRow): a
+// service's link rows follow its definition; a node that turns Terminated loses its placement
+// guard (no plan places there again, and a plan that read its generation is stale at commit).
+import { PlacementGuardStore } from "./placement-guards.ts";
+import { ServiceStore } from "./services.ts";
+import type { FeedRows, FeedType, Kernel, Patch, ServiceRow } from "./types.ts";
+
+export async function withUpdatedRow<K extends FeedType>(
+  tx: Kernel,
+  type: K,
+  before: FeedRows[K],
+  row: FeedRows[K],
+  patch: Patch<K>,
+): Promise<void> {
+  if (type === "service" && "spec" in patch)
+    await new ServiceStore(tx).indexLinks(row.uuid, (row as unknown as ServiceRow).spec);
+  if (type === "node" && "state" in row && row.state === "Terminated" && before.state !== row.state)
+    await new PlacementGuardStore(tx).forget(row.uuid);
+}
