@@ -123,7 +123,11 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
       />
       <ActionsOf objectUri={c.resource_uri} />
       <LogView key={url} streamPath={`${url}logs/`} title="Container logs" />
-      <Terminal key={url} execPath={`${url}exec/`} />
+      {c.state === "Running" ? (
+        <Terminal key={url} execPath={`${url}exec/`} />
+      ) : (
+        <p class="hint">The terminal opens on a running container.</p>
+      )}
     </Page>
   );
 }
