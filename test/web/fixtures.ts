@@ -35,13 +35,15 @@ export async function simulatedCluster(berth: BerthProcess, name: string, nodes 
   return made.body.resource_uri as string;
 }
 
-/** A service created and started; waits until it reaches `state` (Running unless said). */
 // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON.
+type Json = any;
+
+/** A service created and started; waits until it reaches `state` (Running unless said). */
 export async function startedService(
   berth: BerthProcess,
   body: Record<string, unknown>,
   state = "Running",
-): Promise<any> {
+): Promise<Json> {
   const made = await berth.api("POST", "/api/app/v1/service/", body);
   assert.equal(made.status, 201, JSON.stringify(made.body));
   assert.equal((await berth.api("POST", `${made.body.resource_uri}start/`)).status, 202);
@@ -52,8 +54,7 @@ export async function startedService(
 }
 
 /** The containers of a service. */
-// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON.
-export async function containersOf(berth: BerthProcess, serviceUri: string): Promise<any[]> {
+export async function containersOf(berth: BerthProcess, serviceUri: string): Promise<Json[]> {
   return (await berth.api("GET", `/api/app/v1/container/?service=${encodeURIComponent(serviceUri)}`)).body
     .objects;
 }
