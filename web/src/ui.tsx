@@ -142,9 +142,9 @@ const STATE_CLASS: Record<string, string> = {
   "Empty cluster": "idle",
 };
 
-export function StateBadge({ state }: { state?: string }) {
+export function StateBadge({ state, bad }: { state?: string; bad?: boolean }) {
   const s = state ?? "";
-  return <span class={`state ${STATE_CLASS[s] ?? "busy"}`}>{s}</span>;
+  return <span class={`state ${bad ? "bad" : (STATE_CLASS[s] ?? "busy")}`}>{s}</span>;
 }
 
 export interface Column<T> {
@@ -445,12 +445,14 @@ export function LifecycleOps(props: {
   table: Record<string, string[]>;
   terminateWarning: string;
   children?: ComponentChildren;
+  /** Shown instead of the plain state badge (a crashed container's exit code…). */
+  badge?: ComponentChildren;
 }) {
   const [reuse, setReuse] = useState(true);
   const g = (op: string) => gate(props.table, op, props.state, props.what);
   return (
     <div class="ops">
-      <StateBadge state={props.state} />
+      {props.badge ?? <StateBadge state={props.state} />}
       <Op label="Start" allowed={g("start")} run={() => call("POST", `${props.url}start/`)} />
       <Op label="Stop" allowed={g("stop")} run={() => call("POST", `${props.url}stop/`)} />
       <span class="op-group">

@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import type { Container as ContainerView } from "../../../src/contract/container.ts";
 import { CONTAINER_OPERATIONS, CONTAINER_STATES } from "../../../src/domain/states.ts";
 import { nsPath, query, uuidOf } from "../api.ts";
+import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { Terminal } from "../terminal.tsx";
@@ -16,7 +17,6 @@ import {
   Loading,
   Page,
   PagedTable,
-  StateBadge,
   StateFilter,
   short,
 } from "../ui.tsx";
@@ -73,7 +73,7 @@ export function ContainerList() {
         empty="No containers."
         columns={[
           { label: "Name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
-          { label: "State", render: (c) => <StateBadge state={c.state} /> },
+          { label: "State", render: (c) => <ContainerState c={c} /> },
           { label: "Image", render: (c) => c.image_name },
           {
             label: "Service",
@@ -104,7 +104,9 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
         what={`container ${c.name}`}
         table={CONTAINER_OPERATIONS}
         terminateWarning="Its data is deleted."
+        badge={<ContainerState c={c} />}
       />
+      {crashed(c) && <CrashPanel c={c} logsPath={`${url}logs/`} />}
       <Facts
         items={[
           ["Image", c.image_name],
@@ -117,6 +119,7 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
             c.container_ports.map((p) => p.endpoint_uri ?? `${p.inner_port}/${p.protocol}`).join(", "),
           ],
           ["Exit code", c.exit_code === null ? "" : `${c.exit_code} ${c.exit_code_msg ?? ""}`],
+          ["Health", (c as ExitFacts).health ?? ""],
           ["Synchronized", c.synchronized ? "yes" : "no"],
           ["Started", c.started_datetime],
         ]}

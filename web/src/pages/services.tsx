@@ -2,8 +2,9 @@
 
 import { useState } from "preact/hooks";
 import { SERVICE_OPERATIONS, SERVICE_STATES } from "../../../src/domain/states.ts";
-import { call, nsPath, query, uuidOf } from "../api.ts";
-import { type Resource, useList, useObject } from "../live.ts";
+import { call, type ListPage, nsPath, query, uuidOf } from "../api.ts";
+import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
+import { type Loaded, type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { navigate } from "../router.ts";
 import { HideTerminated, stateNot } from "../terminated.tsx";
@@ -84,9 +85,14 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
   const url = `${nsPath("app", "service")}${uuid}/`;
   const { data: s, error } = useObject<Service>(url);
   const [target, setTarget] = useState<string>("");
+  const containers = useList<ServiceContainer>(
+    query(nsPath("app", "container"), { service: url, limit: 100 }),
+    ["container"],
+  );
   if (error) return <ErrorLine error={error} />;
   if (!s) return <Loading />;
   const what = `service ${s.name}`;
+  const failed = (containers.data?.objects ?? []).filter(crashed);
   const g = (op: string) => gate(SERVICE_OPERATIONS, op, s.state, what);
   const scaleTo = target === "" ? s.target_num_containers : Number(target);
   return (
@@ -109,6 +115,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
         what={what}
         table={SERVICE_OPERATIONS}
         terminateWarning="All its containers and their data are deleted."
+        badge={<StateBadge state={s.state} bad={failed.length > 0 && s.state !== "Running"} />}
       >
         <span class="op-group">
           <label>
@@ -132,6 +139,13 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
           />
         </span>
       </LifecycleOps>
+      {failed[0] && (
+        <CrashPanel
+          c={failed[0]}
+          logsPath={`${nsPath("app", "container")}${failed[0].uuid}/logs/`}
+          link={`#/containers/${failed[0].uuid}`}
+        />
+      )}
       <Facts
         items={[
           ["Image", s.image_name],
@@ -159,18 +173,17 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
       />
       <ActionsOf objectUri={s.resource_uri} />
       <h2>Containers</h2>
-      <ContainersOf serviceUri={s.resource_uri} />
+      <ContainersOf list={containers} />
       <Triggers serviceUrl={url} />
       <LogView key={url} streamPath={`${url}logs/`} title="Service logs" />
     </Page>
   );
 }
 
-function ContainersOf({ serviceUri }: { serviceUri: string }) {
-  const list = useList<Resource & { uuid: string; name: string; node: string; private_ip: string }>(
-    query(nsPath("app", "container"), { service: serviceUri, limit: 100 }),
-    ["container"],
-  );
+type ServiceContainer = Resource &
+  ExitFacts & { uuid: string; name: string; node: string; private_ip: string };
+
+function ContainersOf({ list }: { list: Loaded<ListPage<ServiceContainer>> }) {
   if (!list.data) return <Loading />;
   return (
     <Table
@@ -179,7 +192,7 @@ function ContainersOf({ serviceUri }: { serviceUri: string }) {
       empty="No containers: start the service."
       columns={[
         { label: "Name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
-        { label: "State", render: (c) => <StateBadge state={c.state} /> },
+        { label: "State", render: (c) => <ContainerState c={c} /> },
         {
           label: "Node",
           render: (c) => (c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""),
