@@ -9,6 +9,7 @@ import { VersionConflict } from "../domain/errors.ts";
 import { chunks, inChunks, updateCasePostgres, updateEachSqlite } from "./batches.ts";
 import { specLinks } from "./codec.ts";
 import { derivedColumns } from "./derived.ts";
+import { containsText, type ListOrder, orderOf } from "./list-search.ts";
 import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts";
 
 export type { ContainerRow, ServiceRow } from "./types.ts";
@@ -68,6 +69,9 @@ export interface ServiceQuery {
   name?: string;
   stack?: string;
   stackName?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
+  orderBy?: ListOrder;
   limit: number;
   offset: number;
 }
@@ -83,6 +87,9 @@ export interface ContainerQuery {
   service?: string;
   node?: string;
   serviceStackName?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
+  orderBy?: ListOrder;
   limit: number;
   offset: number;
 }
@@ -323,8 +330,9 @@ export class ServiceStore {
           .where("name", "=", stackName),
       );
     }
+    if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 
@@ -595,8 +603,9 @@ export class ServiceStore {
           ),
       );
     }
+    if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 }
