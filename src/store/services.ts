@@ -332,7 +332,17 @@ export class ServiceStore {
     }
     if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
+    // A search reads the matching ids from the (namespace, state, name) index, not every row.
+    const matching =
+      q.nameContains === undefined
+        ? base
+        : this.s.db.selectFrom("services").where("id", "in", base.select("id"));
+    const rows = await matching
+      .selectAll()
+      .orderBy(orderOf(q.orderBy))
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 
@@ -605,7 +615,17 @@ export class ServiceStore {
     }
     if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
+    // A search reads the matching ids from the (namespace, state, name) index, not every row.
+    const matching =
+      q.nameContains === undefined
+        ? base
+        : this.s.db.selectFrom("containers").where("id", "in", base.select("id"));
+    const rows = await matching
+      .selectAll()
+      .orderBy(orderOf(q.orderBy))
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 }

@@ -147,73 +147,6 @@ export function StateBadge({ state, bad }: { state?: string; bad?: boolean }) {
   return <span class={`state ${bad ? "bad" : (STATE_CLASS[s] ?? "busy")}`}>{s}</span>;
 }
 
-export interface Column<T> {
-  label: string;
-  render(o: T): ComponentChildren;
-  class?: string;
-}
-
-export function Table<T extends { resource_uri: string }>(props: {
-  columns: Column<T>[];
-  rows: T[];
-  empty: string;
-  label: string;
-}) {
-  if (props.rows.length === 0) return <p class="empty">{props.empty}</p>;
-  return (
-    <div class="table-wrap">
-      <table aria-label={props.label}>
-        <thead>
-          <tr>
-            {props.columns.map((c) => (
-              <th key={c.label} scope="col" class={c.class}>
-                {c.label}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {props.rows.map((r) => (
-            <tr key={r.resource_uri} data-uri={r.resource_uri}>
-              {props.columns.map((c) => (
-                <td key={c.label} class={c.class} data-label={c.label}>
-                  {c.render(r)}
-                </td>
-              ))}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
-
-export function Pager(props: { offset: number; limit: number; total: number; go(offset: number): void }) {
-  if (props.total <= props.limit && props.offset === 0) return <p class="count">{props.total} in all</p>;
-  const last = Math.min(props.offset + props.limit, props.total);
-  return (
-    <nav class="pager" aria-label="Pages">
-      <button
-        type="button"
-        disabled={props.offset === 0}
-        onClick={() => props.go(Math.max(0, props.offset - props.limit))}
-      >
-        Previous
-      </button>
-      <span>
-        {props.total === 0 ? 0 : props.offset + 1}–{last} of {props.total}
-      </span>
-      <button
-        type="button"
-        disabled={last >= props.total}
-        onClick={() => props.go(props.offset + props.limit)}
-      >
-        Next
-      </button>
-    </nav>
-  );
-}
-
 /** The top-level name of an API field ("container_ports[0].inner_port" → "container_ports"). */
 const topField = (field: string) => field.split(/[.[]/)[0] ?? field;
 
@@ -382,55 +315,6 @@ export function Facts(props: { items: [string, ComponentChildren][] }) {
         </div>
       ))}
     </dl>
-  );
-}
-
-/** A state filter for a list: "any" or one state of its table. */
-export function StateFilter(props: { value: string; states: string[]; onChange(v: string): void }) {
-  return (
-    <label>
-      State{" "}
-      <Select
-        value={props.value}
-        onChange={props.onChange}
-        options={[{ value: "", label: "any" }, ...props.states]}
-      />
-    </label>
-  );
-}
-
-/** A list page's body: its error, then the table and the pager once loaded. */
-export function PagedTable<T extends { resource_uri: string }>(props: {
-  list: { data?: { objects: T[]; meta: { total_count: number } }; error?: unknown };
-  offset: number;
-  limit: number;
-  go(offset: number): void;
-  label: string;
-  empty: string;
-  columns: Column<T>[];
-}) {
-  return (
-    <>
-      <ErrorLine error={props.list.error} />
-      {!props.list.data ? (
-        <Loading />
-      ) : (
-        <>
-          <Table<T>
-            label={props.label}
-            rows={props.list.data.objects}
-            empty={props.empty}
-            columns={props.columns}
-          />
-          <Pager
-            offset={props.offset}
-            limit={props.limit}
-            total={props.list.data.meta.total_count}
-            go={props.go}
-          />
-        </>
-      )}
-    </>
   );
 }
 

@@ -7,19 +7,11 @@ import { nsPath, query, uuidOf } from "../api.ts";
 import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
+import { PagedTable, SearchBox, StateFilter, useListControls } from "../table.tsx";
 import { Terminal } from "../terminal.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
-import {
-  ErrorLine,
-  Facts,
-  inputValue,
-  LifecycleOps,
-  Loading,
-  Page,
-  PagedTable,
-  StateFilter,
-  short,
-} from "../ui.tsx";
+import { When } from "../time.tsx";
+import { ErrorLine, Facts, LifecycleOps, Loading, Page, short } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 
 type Container = ContainerView & Resource;
@@ -27,53 +19,42 @@ type Container = ContainerView & Resource;
 const PAGE = 100;
 
 export function ContainerList() {
-  const [offset, setOffset] = useState(0);
   const [state, setState] = useState("");
-  const [service, setService] = useState("");
+  const lc = useListControls();
   const list = useList<Container>(
     query(nsPath("app", "container"), {
       limit: PAGE,
-      offset,
       state,
       state__not: stateNot(state),
-      name: service || undefined,
+      ...lc.params,
     }),
     ["container"],
   );
   return (
     <Page title="Containers">
       <div class="filters">
+        <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="web-1" />
         <StateFilter
           value={state}
           states={CONTAINER_STATES}
           onChange={(v) => {
             setState(v);
-            setOffset(0);
+            lc.setOffset(0);
           }}
         />
-        <HideTerminated onChange={() => setOffset(0)} />
-        <label>
-          Name{" "}
-          <input
-            value={service}
-            placeholder="web-1"
-            onChange={(e) => {
-              setService(inputValue(e));
-              setOffset(0);
-            }}
-          />
-        </label>
+        <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
       <PagedTable<Container>
         list={list}
-        offset={offset}
+        offset={lc.offset}
         limit={PAGE}
-        go={setOffset}
+        go={lc.setOffset}
+        order={lc.order}
         label="Containers"
         empty="No containers."
         columns={[
-          { label: "Name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
-          { label: "State", render: (c) => <ContainerState c={c} /> },
+          { label: "Name", sort: "name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
+          { label: "State", sort: "state", render: (c) => <ContainerState c={c} /> },
           { label: "Image", render: (c) => c.image_name },
           {
             label: "Service",
@@ -121,7 +102,7 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
           ["Exit code", c.exit_code === null ? "" : `${c.exit_code} ${c.exit_code_msg ?? ""}`],
           ["Health", (c as ExitFacts).health ?? ""],
           ["Synchronized", c.synchronized ? "yes" : "no"],
-          ["Started", c.started_datetime],
+          ["Started", <When key="s" at={c.started_datetime} />],
         ]}
       />
       <ActionsOf objectUri={c.resource_uri} />

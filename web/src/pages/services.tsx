@@ -7,21 +7,10 @@ import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.ts
 import { type Loaded, type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { navigate } from "../router.ts";
+import { PagedTable, SearchBox, StateFilter, Table, useListControls } from "../table.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
-import {
-  ErrorLine,
-  Facts,
-  gate,
-  LifecycleOps,
-  Loading,
-  Op,
-  Page,
-  PagedTable,
-  StateBadge,
-  StateFilter,
-  short,
-  Table,
-} from "../ui.tsx";
+import { When } from "../time.tsx";
+import { ErrorLine, Facts, gate, LifecycleOps, Loading, Op, Page, StateBadge, short } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 import { ServiceForm } from "./service-form.tsx";
 import type { Service } from "./service-model.ts";
@@ -30,10 +19,10 @@ import { Triggers } from "./triggers.tsx";
 const PAGE = 50;
 
 export function ServiceList() {
-  const [offset, setOffset] = useState(0);
   const [state, setState] = useState("");
+  const lc = useListControls();
   const list = useList<Service>(
-    query(nsPath("app", "service"), { limit: PAGE, offset, state, state__not: stateNot(state) }),
+    query(nsPath("app", "service"), { limit: PAGE, state, state__not: stateNot(state), ...lc.params }),
     ["service"],
   );
   return (
@@ -46,26 +35,32 @@ export function ServiceList() {
       }
     >
       <div class="filters">
+        <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="web" />
         <StateFilter
           value={state}
           states={SERVICE_STATES}
           onChange={(v) => {
             setState(v);
-            setOffset(0);
+            lc.setOffset(0);
           }}
         />
-        <HideTerminated onChange={() => setOffset(0)} />
+        <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
       <PagedTable<Service>
         list={list}
-        offset={offset}
+        offset={lc.offset}
         limit={PAGE}
-        go={setOffset}
+        go={lc.setOffset}
+        order={lc.order}
         label="Services"
         empty="No services in this namespace yet."
         columns={[
-          { label: "Name", render: (s) => <a href={`#/services/${s.uuid}`}>{s.nickname || s.name}</a> },
-          { label: "State", render: (s) => <StateBadge state={s.state} /> },
+          {
+            label: "Name",
+            sort: "name",
+            render: (s) => <a href={`#/services/${s.uuid}`}>{s.nickname || s.name}</a>,
+          },
+          { label: "State", sort: "state", render: (s) => <StateBadge state={s.state} /> },
           { label: "Image", render: (s) => s.image_name },
           {
             label: "Containers",
@@ -168,7 +163,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
           ],
           ["Links", s.linked_to_service.map((l) => `${l.name} → ${short(l.to_service)}`).join(", ")],
           ["Tags", s.tags.map((t) => t.name).join(", ")],
-          ["Deployed", s.deployed_datetime],
+          ["Deployed", <When key="d" at={s.deployed_datetime} />],
         ]}
       />
       <ActionsOf objectUri={s.resource_uri} />

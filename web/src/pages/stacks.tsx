@@ -7,6 +7,8 @@ import { STACK_OPERATIONS } from "../../../src/domain/stack.ts";
 import { call, get, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { navigate } from "../router.ts";
+import { PagedTable, SearchBox, Table, useListControls } from "../table.tsx";
+import { When } from "../time.tsx";
 import {
   ErrorLine,
   Facts,
@@ -17,9 +19,7 @@ import {
   Loading,
   notify,
   Page,
-  PagedTable,
   StateBadge,
-  Table,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 import type { Service } from "./service-model.ts";
@@ -60,8 +60,8 @@ export async function servicesOfStackFile(text: string): Promise<Record<string, 
 }
 
 export function StackList() {
-  const [offset, setOffset] = useState(0);
-  const list = useList<Stack>(query(nsPath("app", "stack"), { limit: PAGE, offset }), ["stack"]);
+  const lc = useListControls();
+  const list = useList<Stack>(query(nsPath("app", "stack"), { limit: PAGE, ...lc.params }), ["stack"]);
   return (
     <Page
       title="Stacks"
@@ -71,18 +71,26 @@ export function StackList() {
         </a>
       }
     >
+      <div class="filters">
+        <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="shop" />
+      </div>
       <PagedTable<Stack>
         list={list}
-        offset={offset}
+        offset={lc.offset}
         limit={PAGE}
-        go={setOffset}
+        go={lc.setOffset}
+        order={lc.order}
         label="Stacks"
         empty="No stacks yet: create one from a stack file."
         columns={[
-          { label: "Name", render: (s) => <a href={`#/stacks/${s.uuid}`}>{s.nickname || s.name}</a> },
-          { label: "State", render: (s) => <StateBadge state={s.state} /> },
+          {
+            label: "Name",
+            sort: "name",
+            render: (s) => <a href={`#/stacks/${s.uuid}`}>{s.nickname || s.name}</a>,
+          },
+          { label: "State", sort: "state", render: (s) => <StateBadge state={s.state} /> },
           { label: "Services", render: (s) => s.services.length },
-          { label: "Deployed", render: (s) => s.deployed_datetime ?? "" },
+          { label: "Deployed", render: (s) => <When at={s.deployed_datetime} /> },
         ]}
       />
     </Page>
@@ -211,7 +219,7 @@ export function StackDetail({ uuid }: { uuid: string }) {
       <Facts
         items={[
           ["Synchronized", st.synchronized ? "yes" : "no"],
-          ["Deployed", st.deployed_datetime],
+          ["Deployed", <When key="d" at={st.deployed_datetime} />],
         ]}
       />
       {exported !== undefined && (

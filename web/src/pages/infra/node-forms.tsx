@@ -4,7 +4,8 @@ import { useState } from "preact/hooks";
 import { call, nsPath, query } from "../../api.ts";
 import { useList } from "../../live.ts";
 import { navigate } from "../../router.ts";
-import { ErrorLine, Field, inputValue, notify, Op, Table } from "../../ui.tsx";
+import { Table } from "../../table.tsx";
+import { ErrorLine, Field, inputValue, notify, Op } from "../../ui.tsx";
 import { type Node, tagList } from "./shared.ts";
 
 /**

@@ -4,7 +4,9 @@ import { useState } from "preact/hooks";
 import { NODE_OPERATIONS, NODE_STATES } from "../../../../src/domain/states.ts";
 import { call, nsPath, query, uuidOf } from "../../api.ts";
 import { type Resource, useList, useObject } from "../../live.ts";
+import { Pager, SearchBox, Table, useListControls } from "../../table.tsx";
 import { HideTerminated, hideTerminated } from "../../terminated.tsx";
+import { When } from "../../time.tsx";
 import {
   ErrorLine,
   Facts,
@@ -15,35 +17,45 @@ import {
   notify,
   Op,
   Page,
-  Pager,
   Select,
   StateBadge,
   short,
-  Table,
 } from "../../ui.tsx";
 import { ActionsOf } from "../actions.tsx";
 import { AttachEngine, BringYourOwn } from "./node-forms.tsx";
 import { type Node, tagList, tagNames } from "./shared.ts";
 
-export function NodeTable({ filter }: { filter: Record<string, string> }) {
-  const [offset, setOffset] = useState(0);
-  const list = useList<Node>(query(nsPath("infra", "node"), { limit: 50, offset, ...filter }), ["node"]);
-  if (list.error) return <ErrorLine error={list.error} />;
+export function NodeTable({ filter, search }: { filter: Record<string, string>; search?: boolean }) {
+  const lc = useListControls();
+  const list = useList<Node>(query(nsPath("infra", "node"), { limit: 50, ...filter, ...lc.params }), [
+    "node",
+  ]);
+  const box = search && <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="name or address" />;
+  if (list.error)
+    return (
+      <>
+        {box}
+        <ErrorLine error={list.error} />
+      </>
+    );
   if (!list.data) return <Loading />;
   return (
     <>
+      {box}
       <Table<Node>
+        order={lc.order}
         label="Nodes"
         rows={list.data.objects}
         empty="No nodes."
         columns={[
           {
             label: "Node",
+            sort: "name",
             render: (n) => (
               <a href={`#/nodes/${n.uuid}`}>{n.nickname || n.external_fqdn || short(n.resource_uri)}</a>
             ),
           },
-          { label: "State", render: (n) => <StateBadge state={n.state} /> },
+          { label: "State", sort: "state", render: (n) => <StateBadge state={n.state} /> },
           { label: "Containers", render: (n) => n.current_num_containers },
           { label: "IP", render: (n) => n.public_ip },
           { label: "Engine", render: (n) => n.engine_version },
@@ -58,7 +70,7 @@ export function NodeTable({ filter }: { filter: Record<string, string> }) {
           },
         ]}
       />
-      <Pager offset={offset} limit={50} total={list.data.meta.total_count} go={setOffset} />
+      <Pager offset={lc.offset} limit={50} total={list.data.meta.total_count} go={lc.setOffset} />
     </>
   );
 }
@@ -74,7 +86,10 @@ export function NodeList() {
         </label>
         <HideTerminated />
       </div>
-      <NodeTable filter={state ? { state } : hideTerminated.value ? { state__not: "Terminated" } : {}} />
+      <NodeTable
+        search
+        filter={state ? { state } : hideTerminated.value ? { state__not: "Terminated" } : {}}
+      />
       <BringYourOwn />
       <AttachEngine />
     </Page>
@@ -131,7 +146,7 @@ export function NodeDetail({ uuid }: { uuid: string }) {
           ["Size", `${n.cpu} CPU, ${n.memory} MB, ${n.disk} GB`],
           ["Containers", n.current_num_containers],
           ["Last seen", n.last_seen],
-          ["Deployed", n.deployed_datetime],
+          ["Deployed", <When key="d" at={n.deployed_datetime} />],
         ]}
       />
       <form
