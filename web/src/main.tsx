@@ -25,7 +25,7 @@ import { RegistryPage } from "./pages/registries.tsx";
 import { ServiceCreate, ServiceDetail, ServiceEdit, ServiceList } from "./pages/services.tsx";
 import { StackCreate, StackDetail, StackList } from "./pages/stacks.tsx";
 import { match, route } from "./router.ts";
-import { ErrorLine, errorText, Notices, Page } from "./ui.tsx";
+import { dismissErrors, ErrorLine, errorText, Notices, Page } from "./ui.tsx";
 
 function SignIn() {
   const [username, setUsername] = useState("");
@@ -241,6 +241,14 @@ function App() {
   if (s === null) return <SignIn />;
   return <Frame />;
 }
+
+// Error notices stay on the page they were raised on.
+let shownRoute = route.peek();
+effect(() => {
+  const now = route.value;
+  if (now.split("?")[0] !== shownRoute.split("?")[0]) dismissErrors();
+  shownRoute = now;
+});
 
 // One events socket for the page while signed in.
 effect(() => {

@@ -4,6 +4,7 @@ import { signal } from "@preact/signals";
 import { type ComponentChildren, createContext } from "preact";
 import { useContext, useState } from "preact/hooks";
 import { ApiFailure, call, type Reply, uuidOf } from "./api.ts";
+import { fieldWords, inWords } from "./words.ts";
 
 export interface Notice {
   id: number;
@@ -14,10 +15,18 @@ export interface Notice {
 export const notices = signal<Notice[]>([]);
 let noticeId = 0;
 
+/** How long a notice stays: long enough to read an error, then it goes by itself. */
+export const NOTICE_MS = { ok: 8000, error: 12_000 };
+
 export function notify(n: Omit<Notice, "id">): void {
   const id = ++noticeId;
   notices.value = [...notices.value.slice(-4), { ...n, id }];
-  if (n.kind === "ok") setTimeout(() => dismiss(id), 8000);
+  setTimeout(() => dismiss(id), NOTICE_MS[n.kind]);
+}
+/** Error notices belong to the page they were raised on: leaving it dismisses them. */
+export function dismissErrors(): void {
+  if (notices.value.some((n) => n.kind === "error"))
+    notices.value = notices.value.filter((n) => n.kind !== "error");
 }
 export function dismiss(id: number): void {
   notices.value = notices.value.filter((n) => n.id !== id);
@@ -50,8 +59,9 @@ export function errorText(e: unknown): string {
     const d = e.details
       .map((x) => `${x.field}: ${x.problem}`)
       .filter((x) => !e.message.includes(x))
+      .map(inWords)
       .join("; ");
-    return d ? `${e.message} (${d})` : e.message;
+    return d ? `${inWords(e.message)} (${d})` : inWords(e.message);
   }
   return e instanceof Error ? e.message : String(e);
 }
@@ -184,7 +194,7 @@ export function useFormProblems(): FormProblems {
       if (e instanceof ApiFailure) {
         for (const d of e.details) {
           const key = topField(d.field);
-          const text = d.field === key ? d.problem : `${d.field}: ${d.problem}`;
+          const text = d.field === key ? d.problem : `${fieldWords(d.field)}: ${d.problem}`;
           p[key] = p[key] ? `${p[key]}; ${text}` : text;
         }
       }
@@ -192,6 +202,11 @@ export function useFormProblems(): FormProblems {
     },
     clear,
     edited(e) {
+      // A refusal about no field in particular (a name taken, a conflict) goes with any edit.
+      if (error !== undefined && !(error instanceof ApiFailure && error.details.length > 0)) {
+        setError(undefined);
+        return;
+      }
       const target = e.target as Element | null;
       const field = target?.closest?.("[data-field]")?.getAttribute("data-field");
       if (field) clear(field);
@@ -239,7 +254,7 @@ export function FormError(props: { problems: FormProblems; fields: readonly stri
   return (
     <p class="error" role="alert">
       {elsewhere.length > 0
-        ? elsewhere.map((d) => `${d.field}: ${d.problem}`).join("; ")
+        ? elsewhere.map((d) => `${fieldWords(d.field)}: ${d.problem}`).join("; ")
         : `Correct the field${marked === 1 ? "" : "s"} marked above.`}
     </p>
   );

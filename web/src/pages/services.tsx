@@ -10,8 +10,9 @@ import { navigate } from "../router.ts";
 import { PagedTable, SearchBox, StateFilter, Table, useListControls } from "../table.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
 import { When } from "../time.tsx";
-import { ErrorLine, Facts, gate, LifecycleOps, Loading, Op, Page, StateBadge, short } from "../ui.tsx";
+import { ErrorLine, Facts, gate, LifecycleOps, Loading, Page, StateBadge, short } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
+import { ScaleControl } from "./scale.tsx";
 import { ServiceForm } from "./service-form.tsx";
 import type { Service } from "./service-model.ts";
 import { Triggers } from "./triggers.tsx";
@@ -79,7 +80,6 @@ export function ServiceList() {
 export function ServiceDetail({ uuid }: { uuid: string }) {
   const url = `${nsPath("app", "service")}${uuid}/`;
   const { data: s, error } = useObject<Service>(url);
-  const [target, setTarget] = useState<string>("");
   const containers = useList<ServiceContainer>(
     query(nsPath("app", "container"), { service: url, limit: 100 }),
     ["container"],
@@ -89,7 +89,6 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
   const what = `service ${s.name}`;
   const failed = (containers.data?.objects ?? []).filter(crashed);
   const g = (op: string) => gate(SERVICE_OPERATIONS, op, s.state, what);
-  const scaleTo = target === "" ? s.target_num_containers : Number(target);
   return (
     <Page
       title={`Service ${s.nickname || s.name}`}
@@ -112,27 +111,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
         terminateWarning="All its containers and their data are deleted."
         badge={<StateBadge state={s.state} bad={failed.length > 0 && s.state !== "Running"} />}
       >
-        <span class="op-group">
-          <label>
-            Containers{" "}
-            <input
-              type="number"
-              min={0}
-              class="narrow"
-              value={target === "" ? s.target_num_containers : target}
-              onInput={(e) => setTarget((e.target as HTMLInputElement).value)}
-            />
-          </label>
-          <Op
-            label="Scale"
-            allowed={g("scale")}
-            run={async () => {
-              if (scaleTo !== s.target_num_containers)
-                await call("PATCH", url, { target_num_containers: scaleTo });
-              return call("POST", `${url}scale/`);
-            }}
-          />
-        </span>
+        <ScaleControl url={url} current={s.target_num_containers} allowed={g("scale")} />
       </LifecycleOps>
       {failed[0] && (
         <CrashPanel
