@@ -3,7 +3,7 @@
 // page load (cached), and a list of them costs one read per distinct object.
 import { useEffect, useState } from "preact/hooks";
 import { get, type ListPage, nsPath, query } from "./api.ts";
-import { short } from "./ui.tsx";
+import { short, uriTail } from "./ui.tsx";
 
 const PAGES: Record<string, string> = {
   service: "services",
@@ -53,6 +53,11 @@ interface Named {
 /** The name of the object at `uri` (its nickname, name, label…), or a short id when unreadable. */
 export function nameOf(uri: string): Promise<string> {
   let known = names.get(uri);
+  if (!known && !kindOf(uri)) {
+    // Not an object the dashboard knows how to read: its id is its name.
+    known = Promise.resolve(uriTail(uri));
+    names.set(uri, known);
+  }
   if (!known) {
     known = get<Named>(uri).then(
       (o) => o.nickname || o.name || o.label || o.external_fqdn || o.action || short(uri),

@@ -12,6 +12,7 @@ import { navigate } from "../router.ts";
 import { PagedTable, Table } from "../table.tsx";
 import { When } from "../time.tsx";
 import { ErrorLine, Facts, inputValue, Loading, Op, Page, Select, StateBadge } from "../ui.tsx";
+import { Outcome, useRetry } from "./action-outcome.tsx";
 
 /** The action answer of the API (src/contract/action.ts), as a live resource. */
 export type Action = ActionView & Resource;
@@ -20,21 +21,6 @@ const PAGE = 50;
 
 /** A datetime-local value (the browser's time zone) as ISO 8601 UTC. */
 const iso = (local: string) => (local ? new Date(local).toISOString() : undefined);
-
-/** Where the dashboard shows an action's object. */
-export function objectLink(uri: string): string | undefined {
-  const m =
-    /\/api\/(?:app|infra)\/v1\/(?:[^/]+\/)?(service|container|stack|nodecluster|node)\/([^/]+)\/?$/.exec(uri);
-  if (!m) return undefined;
-  const page = {
-    service: "services",
-    container: "containers",
-    stack: "stacks",
-    nodecluster: "nodeclusters",
-    node: "nodes",
-  }[m[1]!];
-  return `#/${page}/${m[2]}`;
-}
 
 /** Picks the object whose actions to list by its name (not its URI): matches as one types. */
 function ObjectPicker(props: { onPick(uri: string): void }) {
@@ -217,10 +203,15 @@ export function ActionList() {
 export function ActionDetail({ uuid }: { uuid: string }) {
   // Actions have one URI, without a namespace (CONTRACT §4): events name them so.
   const url = `/api/audit/v1/action/${uuid}/`;
-  const { data: a, error } = useObject<Action>(url);
+  const { data: fetched, error } = useObject<Action>(url);
+  // The cancel's answer is shown at once (Canceling or Canceled), before any event arrives.
+  const [canceled, setCanceled] = useState<Action | undefined>(undefined);
+  const a =
+    fetched && canceled && !actionEnded(fetched.state) && fetched.state !== "Canceling" ? canceled : fetched;
+  const retry = useRetry(a);
   if (error) return <ErrorLine error={error} />;
   if (!a) return <Loading />;
-  const to = objectLink(a.object);
+  const requested = canceled !== undefined || a.state === "Canceling";
   return (
     <Page title={`Action ${a.action}`}>
       <div class="ops">
@@ -232,15 +223,11 @@ export function ActionDetail({ uuid }: { uuid: string }) {
             reason: `action is ${a.state}; cancel is allowed in Pending, In progress`,
           }}
           run={() => call("POST", `${url}cancel/`)}
+          done={(r) => setCanceled(r.data as Action)}
         />
         <Op
           label="Retry"
-          allowed={{
-            allowed: a.can_be_retried && actionEnded(a.state),
-            reason: actionEnded(a.state)
-              ? "only asynchronous actions can be retried"
-              : `action is ${a.state}; retry is allowed in Success, Failed, Canceled`,
-          }}
+          allowed={retry}
           run={() => call("POST", `${url}retry/`)}
           done={(r) => {
             const next =
@@ -249,9 +236,10 @@ export function ActionDetail({ uuid }: { uuid: string }) {
           }}
         />
       </div>
+      <Outcome state={a.state} requested={requested} />
       <Facts
         items={[
-          ["Object", to ? <a href={to}>{a.object}</a> : a.object],
+          ["Object", <ObjectLink key="o" uri={a.object} />],
           ["Call", `${a.method} ${a.path}`],
           ["User", a.user],
           ["User agent", a.user_agent],
@@ -287,7 +275,7 @@ export function ActionsOf({ objectUri }: { objectUri: string }) {
         columns={[
           { label: "Action", render: (a) => <a href={`#/actions/${a.uuid}`}>{a.action}</a> },
           { label: "State", render: (a) => <StateBadge state={a.state} /> },
-          { label: "Object", render: (a) => a.object, class: "wrap" },
+          { label: "Object", render: (a) => <ObjectLink uri={a.object} /> },
           { label: "Started", render: (a) => <When at={a.start_date} /> },
         ]}
       />
