@@ -60,7 +60,7 @@ export function nameOf(uri: string): Promise<string> {
   }
   if (!known) {
     known = get<Named>(uri).then(
-      (o) => o.nickname || o.name || o.label || o.external_fqdn || o.action || short(uri),
+      (o) => o.nickname || o.label || o.name || o.external_fqdn || o.action || short(uri),
       () => short(uri),
     );
     names.set(uri, known);

@@ -3,15 +3,16 @@
 import { useState } from "preact/hooks";
 import type { Container as ContainerView } from "../../../src/contract/container.ts";
 import { CONTAINER_OPERATIONS, CONTAINER_STATES } from "../../../src/domain/states.ts";
-import { nsPath, query, uuidOf } from "../api.ts";
+import { nsPath, query } from "../api.ts";
 import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
+import { ObjectLink } from "../names.tsx";
 import { PagedTable, SearchBox, StateFilter, useListControls } from "../table.tsx";
 import { Terminal } from "../terminal.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
 import { When } from "../time.tsx";
-import { ErrorLine, Facts, LifecycleOps, Loading, Page, short } from "../ui.tsx";
+import { ErrorLine, Facts, LifecycleOps, Loading, Page } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 
 type Container = ContainerView & Resource;
@@ -58,12 +59,11 @@ export function ContainerList() {
           { label: "Image", render: (c) => c.image_name },
           {
             label: "Service",
-            render: (c) =>
-              c.service ? <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a> : "",
+            render: (c) => <ObjectLink uri={c.service} />,
           },
           {
             label: "Node",
-            render: (c) => (c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""),
+            render: (c) => <ObjectLink uri={c.node} />,
           },
           { label: "IP", render: (c) => c.private_ip },
         ]}
@@ -91,8 +91,8 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
       <Facts
         items={[
           ["Image", c.image_name],
-          ["Service", c.service ? <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a> : ""],
-          ["Node", c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""],
+          ["Service", c.service ? <ObjectLink key="s" uri={c.service} /> : ""],
+          ["Node", c.node ? <ObjectLink key="n" uri={c.node} /> : ""],
           ["Private IP", c.private_ip],
           ["Public DNS", c.public_dns],
           [

@@ -6,11 +6,12 @@ import { call, type ListPage, nsPath, query, uuidOf } from "../api.ts";
 import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
 import { type Loaded, type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
+import { ObjectLink } from "../names.tsx";
 import { navigate } from "../router.ts";
 import { PagedTable, SearchBox, StateFilter, Table, useListControls } from "../table.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
 import { When } from "../time.tsx";
-import { ErrorLine, Facts, gate, LifecycleOps, Loading, Page, StateBadge, short } from "../ui.tsx";
+import { ErrorLine, Facts, gate, LifecycleOps, Loading, Page, StateBadge } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 import { ScaleControl } from "./scale.tsx";
 import { ServiceForm } from "./service-form.tsx";
@@ -69,7 +70,7 @@ export function ServiceList() {
           },
           {
             label: "Stack",
-            render: (s) => (s.stack ? <a href={`#/stacks/${uuidOf(s.stack)}`}>{short(s.stack)}</a> : ""),
+            render: (s) => <ObjectLink uri={s.stack} />,
           },
         ]}
       />
@@ -128,7 +129,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
             `${s.running_num_containers} running, ${s.current_num_containers} deployed, target ${s.target_num_containers}`,
           ],
           ["Strategy", s.deployment_strategy],
-          ["Stack", s.stack ? <a href={`#/stacks/${uuidOf(s.stack)}`}>{short(s.stack)}</a> : ""],
+          ["Stack", s.stack ? <ObjectLink key="st" uri={s.stack} /> : ""],
           ["Public DNS", s.public_dns],
           ["Synchronized", s.synchronized ? "yes" : "no (redeploy to apply the definition)"],
           ["Autorestart / autodestroy", `${s.autorestart} / ${s.autodestroy}`],
@@ -140,7 +141,20 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
               .map((p) => `${p.inner_port}/${p.protocol}${p.published ? ` → ${p.outer_port ?? "any"}` : ""}`)
               .join(", "),
           ],
-          ["Links", s.linked_to_service.map((l) => `${l.name} → ${short(l.to_service)}`).join(", ")],
+          [
+            "Links",
+            s.linked_to_service.length ? (
+              <span key="l" class="links">
+                {s.linked_to_service.map((l) => (
+                  <span key={l.name}>
+                    {l.name} → <ObjectLink uri={l.to_service} />{" "}
+                  </span>
+                ))}
+              </span>
+            ) : (
+              ""
+            ),
+          ],
           ["Tags", s.tags.map((t) => t.name).join(", ")],
           ["Deployed", <When key="d" at={s.deployed_datetime} />],
         ]}
@@ -169,7 +183,7 @@ function ContainersOf({ list }: { list: Loaded<ListPage<ServiceContainer>> }) {
         { label: "State", render: (c) => <ContainerState c={c} /> },
         {
           label: "Node",
-          render: (c) => (c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""),
+          render: (c) => <ObjectLink uri={c.node} />,
         },
         { label: "Private IP", render: (c) => c.private_ip },
       ]}

@@ -4,8 +4,9 @@
 import { useState } from "preact/hooks";
 import type { Stack as StackView } from "../../../src/contract/stack.ts";
 import { STACK_OPERATIONS } from "../../../src/domain/stack.ts";
-import { call, get, nsPath, query, uuidOf } from "../api.ts";
+import { call, get, nsPath, query } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
+import { ObjectLink } from "../names.tsx";
 import { navigate } from "../router.ts";
 import { PagedTable, SearchBox, Table, useListControls } from "../table.tsx";
 import { When } from "../time.tsx";
@@ -278,7 +279,11 @@ function StackServices({ stackUri }: { stackUri: string }) {
         {
           label: "Links",
           render: (s) =>
-            s.linked_to_service.map((l) => `${l.name}→${uuidOf(l.to_service).slice(0, 8)}`).join(", "),
+            s.linked_to_service.map((l) => (
+              <span key={l.name}>
+                {l.name} → <ObjectLink uri={l.to_service} />{" "}
+              </span>
+            )),
         },
       ]}
     />

@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { CLUSTER_OPERATIONS, CLUSTER_STATES } from "../../../../src/domain/states.ts";
 import { call, nsPath, query } from "../../api.ts";
 import { useList, useObject } from "../../live.ts";
+import { ObjectLink } from "../../names.tsx";
 import { PagedTable, SearchBox, StateFilter, useListControls } from "../../table.tsx";
 import { HideTerminated, stateNot } from "../../terminated.tsx";
 import { When } from "../../time.tsx";
@@ -17,7 +18,6 @@ import {
   Op,
   Page,
   StateBadge,
-  uriTail,
 } from "../../ui.tsx";
 import { ActionsOf } from "../actions.tsx";
 import { NodeTable } from "./nodes.tsx";
@@ -67,8 +67,8 @@ export function ClusterList() {
           },
           { label: "State", sort: "state", render: (c) => <StateBadge state={c.state} /> },
           { label: "Nodes", render: (c) => `${c.current_num_nodes} / ${c.target_num_nodes}` },
-          { label: "Region", render: (c) => c.region.split("/").filter(Boolean).slice(-2).join("/") },
-          { label: "Node type", render: (c) => uriTail(c.node_type) },
+          { label: "Region", render: (c) => <ObjectLink uri={c.region} /> },
+          { label: "Node type", render: (c) => <ObjectLink uri={c.node_type} /> },
         ]}
       />
     </Page>
@@ -118,8 +118,8 @@ export function ClusterDetail({ uuid }: { uuid: string }) {
       <Facts
         items={[
           ["Nodes", `${c.current_num_nodes} deployed, target ${c.target_num_nodes}`],
-          ["Region", c.region],
-          ["Node type", c.node_type],
+          ["Region", <ObjectLink key="r" uri={c.region} />],
+          ["Node type", <ObjectLink key="t" uri={c.node_type} />],
           ["Disk", c.disk === null ? "" : `${c.disk} GB`],
           ["Provider options", c.provider_options ? JSON.stringify(c.provider_options) : ""],
           ["Deployed", <When key="d" at={c.deployed_datetime} />],

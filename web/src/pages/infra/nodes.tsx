@@ -2,8 +2,9 @@
 // facts, health-check, engine-upgrade, nickname and tags, terminate, its containers).
 import { useState } from "preact/hooks";
 import { NODE_OPERATIONS, NODE_STATES } from "../../../../src/domain/states.ts";
-import { call, nsPath, query, uuidOf } from "../../api.ts";
+import { call, nsPath, query } from "../../api.ts";
 import { type Resource, useList, useObject } from "../../live.ts";
+import { ObjectLink } from "../../names.tsx";
 import { Pager, SearchBox, Table, useListControls } from "../../table.tsx";
 import { HideTerminated, hideTerminated } from "../../terminated.tsx";
 import { When } from "../../time.tsx";
@@ -61,12 +62,7 @@ export function NodeTable({ filter, search }: { filter: Record<string, string>; 
           { label: "Engine", render: (n) => n.engine_version },
           {
             label: "Cluster",
-            render: (n) =>
-              n.node_cluster ? (
-                <a href={`#/nodeclusters/${uuidOf(n.node_cluster)}`}>{short(n.node_cluster)}</a>
-              ) : (
-                ""
-              ),
+            render: (n) => <ObjectLink uri={n.node_cluster} />,
           },
         ]}
       />
@@ -131,14 +127,9 @@ export function NodeDetail({ uuid }: { uuid: string }) {
         items={[
           ["FQDN", n.external_fqdn],
           ["Public IP", n.public_ip],
-          [
-            "Cluster",
-            n.node_cluster ? (
-              <a href={`#/nodeclusters/${uuidOf(n.node_cluster)}`}>{short(n.node_cluster)}</a>
-            ) : (
-              ""
-            ),
-          ],
+          ["Region", n.region ? <ObjectLink key="r" uri={n.region} /> : ""],
+          ["Node type", n.node_type ? <ObjectLink key="t" uri={n.node_type} /> : ""],
+          ["Cluster", n.node_cluster ? <ObjectLink key="c" uri={n.node_cluster} /> : ""],
           [
             "Engine",
             `${n.engine_version} (exec ${n.engine_execdriver || "—"}, storage ${n.engine_graphdriver || "—"})`,
