@@ -2,7 +2,7 @@
 // pagination, form fields.
 import { signal } from "@preact/signals";
 import { type ComponentChildren, createContext } from "preact";
-import { useContext, useState } from "preact/hooks";
+import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, call, type Reply, uuidOf } from "./api.ts";
 import { fieldWords, inWords } from "./words.ts";
 
@@ -308,11 +308,29 @@ export function short(uri: string | null | undefined): string {
 }
 export const uriTail = (uri: string) => uri.split("/").filter(Boolean).at(-1) ?? "";
 
+/** The route whose heading last took the focus: a page takes it once, when it is navigated to. */
+let focusedRoute: string | undefined;
+
 export function Page(props: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  // Every page has its own title, and after a navigation the focus moves to its heading (where a
+  // screen reader or the keyboard goes on from), not to <body>.
+  useEffect(() => {
+    document.title = `${props.title} · Berth`;
+  }, [props.title]);
+  useEffect(() => {
+    const here = location.hash || "#/";
+    if (focusedRoute === here) return;
+    const first = focusedRoute === undefined;
+    focusedRoute = here;
+    if (!first || document.activeElement === document.body) heading.current?.focus({ preventScroll: first });
+  }, []);
   return (
     <section class="page">
       <header class="page-head">
-        <h1>{props.title}</h1>
+        <h1 tabIndex={-1} ref={heading}>
+          {props.title}
+        </h1>
         <div class="page-actions">{props.actions}</div>
       </header>
       {props.children}

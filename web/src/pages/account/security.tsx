@@ -2,6 +2,7 @@
 import { useState } from "preact/hooks";
 import type { ApiKey } from "../../../../src/contract/account.ts";
 import { call, loadSession } from "../../api.ts";
+import { When } from "../../time.tsx";
 import { ErrorLine, Field, inputValue, Op, perform } from "../../ui.tsx";
 import { useLoad } from "./load.ts";
 
@@ -113,7 +114,9 @@ export function KeySection({ me }: { me: string }) {
         {rows.map((k) => (
           <li key={k.id} class="email-row">
             <span>{k.label || "(no label)"}</span>
-            <span class="hint">created {k.created}</span>
+            <span class="hint">
+              created <When at={k.created} />
+            </span>
             <Op
               label="Revoke"
               danger

@@ -5,6 +5,7 @@ import { call, nsPath, query } from "../../api.ts";
 import { useList } from "../../live.ts";
 import { navigate } from "../../router.ts";
 import { Table } from "../../table.tsx";
+import { When } from "../../time.tsx";
 import { ErrorLine, Field, inputValue, notify, Op } from "../../ui.tsx";
 import { type Node, tagList } from "./shared.ts";
 
@@ -61,8 +62,8 @@ export function BringYourOwn() {
           columns={[
             { label: "Token", render: (t) => t.uuid.slice(0, 8) },
             { label: "By", render: (t) => t.created_by },
-            { label: "Created", render: (t) => t.created },
-            { label: "Expires", render: (t) => t.expires },
+            { label: "Created", render: (t) => <When at={t.created} /> },
+            { label: "Expires", render: (t) => <When at={t.expires} /> },
             {
               label: "",
               render: (t) => (

@@ -136,7 +136,7 @@ export function NodeDetail({ uuid }: { uuid: string }) {
           ],
           ["Size", `${n.cpu} CPU, ${n.memory} MB, ${n.disk} GB`],
           ["Containers", n.current_num_containers],
-          ["Last seen", n.last_seen],
+          ["Last seen", <When key="l" at={n.last_seen} />],
           ["Deployed", <When key="d" at={n.deployed_datetime} />],
         ]}
       />
