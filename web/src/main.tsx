@@ -16,6 +16,7 @@ import { RegistryPage } from "./pages/registries.tsx";
 import { ServiceCreate, ServiceDetail, ServiceEdit, ServiceList } from "./pages/services.tsx";
 import { StackCreate, StackDetail, StackList } from "./pages/stacks.tsx";
 import { match, route } from "./router.ts";
+import { ThemeToggle } from "./theme.tsx";
 import { dismissErrors, errorText, Notices, Page } from "./ui.tsx";
 
 function SignIn() {
@@ -166,6 +167,7 @@ function Frame() {
         <span class={`live ${liveStatus.value}`} title="Changes arrive over the events stream">
           {liveStatus.value}
         </span>
+        <ThemeToggle />
         <span class="who">{s.username}</span>
         <button type="button" onClick={() => void signOut()}>
           Sign out
