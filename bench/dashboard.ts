@@ -144,9 +144,15 @@ try {
     page.on("websocket", (ws) =>
       ws.on("framereceived", (f) => {
         const text = typeof f.payload === "string" ? f.payload : f.payload.toString();
-        const uri = /"resource_uri":"([^"]+)"/.exec(text)?.[1];
-        if (uri && !frameAt.has(uri) && text.includes('"type":"container"'))
-          frameAt.set(uri, performance.now());
+        let e: { type?: string; resource_uri?: string; state?: string };
+        try {
+          e = JSON.parse(text);
+        } catch {
+          return;
+        }
+        // The frame that says the container is no longer Running (what the row then shows).
+        if (e.type === "container" && e.resource_uri && e.state !== "Running" && !frameAt.has(e.resource_uri))
+          frameAt.set(e.resource_uri, performance.now());
       }),
     );
     await page.goto(`${berth.url}/#/containers`);

@@ -7,6 +7,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { chooseNamespace, loadSession, namespace, session, signIn, signOut } from "./api.ts";
 import { liveStatus, startLive, stopLive } from "./live.ts";
+import { UsersPage } from "./pages/account/users.tsx";
 import { AccountPage } from "./pages/account.tsx";
 import { ActionDetail, ActionList } from "./pages/actions.tsx";
 import { ContainerDetail, ContainerList } from "./pages/containers.tsx";
@@ -109,6 +110,7 @@ const ROUTES: Route[] = [
   ["/actions/:uuid", (p) => <ActionDetail uuid={p.uuid!} />],
   ["/registries", () => <RegistryPage />],
   ["/account", () => <AccountPage />],
+  ["/users", () => <UsersPage />],
 ];
 
 function Content() {
@@ -174,7 +176,7 @@ function Frame() {
         </button>
       </header>
       <nav id="nav" class={menu ? "open" : undefined} aria-label="Sections">
-        {NAV.map(([to, label]) => (
+        {[...NAV, ...(s.is_admin ? ([["/users", "Users"]] as [string, string][]) : [])].map(([to, label]) => (
           <a key={to} href={`#${to}`} aria-current={section === to ? "page" : undefined}>
             {label}
           </a>

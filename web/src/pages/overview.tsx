@@ -118,7 +118,7 @@ function Tile({ k }: { k: Kind }) {
   const [error, setError] = useState<unknown>(undefined);
   useLive(() => void countsOf(k).then(setC, setError), [k.res], [namespace.value]);
   return (
-    <a class="tile" href={`#/${k.page}`} aria-label={k.label}>
+    <a class="tile" href={`#/${k.page}`}>
       <span class="tile-n">{c ? c.total : "…"}</span>
       <span>{k.label}</span>
       {error !== undefined && <ErrorLine error={error} />}
