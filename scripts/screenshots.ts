@@ -86,13 +86,15 @@ async function pages(browser: Browser, berth: BerthProcess, ids: { web: string; 
       await shoot(page, `service-${suffix}`);
 
       await page.goto(`/#/containers/${ids.container}`);
+      await page.getByRole("heading", { name: /^Container / }).waitFor();
       await page.getByRole("button", { name: "Open terminal" }).click();
-      await page.locator(".xterm-rows", { hasText: "/ #" }).waitFor();
+      await page.locator(".log-status", { hasText: "connected" }).waitFor();
+      await page.locator(".xterm-rows div", { hasText: "/ #" }).first().waitFor();
       await page.keyboard.type("echo hello from the terminal");
       await page.keyboard.press("Enter");
       await page.keyboard.type("hostname");
       await page.keyboard.press("Enter");
-      await page.locator(".xterm-rows", { hasText: "hello from the terminal" }).nth(0).waitFor();
+      await page.locator(".xterm-rows div", { hasText: "hello from the terminal" }).first().waitFor();
       await page.locator(".terminal").scrollIntoViewIfNeeded();
       await shoot(page, `container-terminal-${suffix}`);
 

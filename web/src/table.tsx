@@ -1,6 +1,7 @@
 // Lists: tables with sortable columns, pagination, and the list page's body.
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
+import type { Selection } from "./bulk.tsx";
 import { ErrorLine, Loading, Select } from "./ui.tsx";
 
 export interface Column<T> {
@@ -40,13 +41,28 @@ export function Table<T extends { resource_uri: string }>(props: {
   empty: string;
   label: string;
   order?: Order;
+  /** Ticks a row for a bulk operation (a first column of checkboxes). */
+  selection?: Selection;
 }) {
   if (props.rows.length === 0) return <p class="empty">{props.empty}</p>;
+  const sel = props.selection;
+  const uris = props.rows.map((r) => r.resource_uri);
+  const allOn = sel !== undefined && uris.every((u) => sel.has(u));
   return (
     <div class="table-wrap">
       <table aria-label={props.label}>
         <thead>
           <tr>
+            {sel && (
+              <th scope="col" class="pick">
+                <input
+                  type="checkbox"
+                  aria-label="Select all on this page"
+                  checked={allOn}
+                  onChange={() => sel.setAll(uris, !allOn)}
+                />
+              </th>
+            )}
             {props.columns.map((c) => (
               <th
                 key={c.label}
@@ -72,6 +88,16 @@ export function Table<T extends { resource_uri: string }>(props: {
         <tbody>
           {props.rows.map((r) => (
             <tr key={r.resource_uri} data-uri={r.resource_uri}>
+              {sel && (
+                <td class="pick">
+                  <input
+                    type="checkbox"
+                    aria-label="Select"
+                    checked={sel.has(r.resource_uri)}
+                    onChange={() => sel.toggle(r.resource_uri)}
+                  />
+                </td>
+              )}
               {props.columns.map((c) => (
                 <td key={c.label} class={c.class} data-label={c.label}>
                   {c.render(r)}
@@ -135,6 +161,7 @@ export function PagedTable<T extends { resource_uri: string }>(props: {
   empty: string;
   columns: Column<T>[];
   order?: Order;
+  selection?: Selection;
 }) {
   return (
     <>
@@ -149,6 +176,7 @@ export function PagedTable<T extends { resource_uri: string }>(props: {
             empty={props.empty}
             columns={props.columns}
             order={props.order}
+            selection={props.selection}
           />
           <Pager
             offset={props.offset}

@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import type { Container as ContainerView } from "../../../src/contract/container.ts";
 import { CONTAINER_OPERATIONS, CONTAINER_STATES } from "../../../src/domain/states.ts";
 import { nsPath, query } from "../api.ts";
+import { BulkBar, useSelection } from "../bulk.tsx";
 import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
@@ -22,6 +23,7 @@ const PAGE = 100;
 export function ContainerList() {
   const [state, setState] = useState("");
   const lc = useListControls();
+  const selection = useSelection();
   const list = useList<Container>(
     query(nsPath("app", "container"), {
       limit: PAGE,
@@ -45,7 +47,14 @@ export function ContainerList() {
         />
         <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
+      <BulkBar
+        selection={selection}
+        stateOf={(u) => list.data?.objects.find((o) => o.resource_uri === u)?.state}
+        table={CONTAINER_OPERATIONS}
+        what="containers"
+      />
       <PagedTable<Container>
+        selection={selection}
         list={list}
         offset={lc.offset}
         limit={PAGE}

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks";
 import { SERVICE_OPERATIONS, SERVICE_STATES } from "../../../src/domain/states.ts";
 import { call, type ListPage, nsPath, query, uuidOf } from "../api.ts";
+import { BulkBar, useSelection } from "../bulk.tsx";
 import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
 import { type Loaded, type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
@@ -23,6 +24,7 @@ const PAGE = 50;
 export function ServiceList() {
   const [state, setState] = useState("");
   const lc = useListControls();
+  const selection = useSelection();
   const list = useList<Service>(
     query(nsPath("app", "service"), { limit: PAGE, state, state__not: stateNot(state), ...lc.params }),
     ["service"],
@@ -48,7 +50,14 @@ export function ServiceList() {
         />
         <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
+      <BulkBar
+        selection={selection}
+        stateOf={(u) => list.data?.objects.find((o) => o.resource_uri === u)?.state}
+        table={SERVICE_OPERATIONS}
+        what="services"
+      />
       <PagedTable<Service>
+        selection={selection}
         list={list}
         offset={lc.offset}
         limit={PAGE}
