@@ -86,7 +86,7 @@ async function pages(browser: Browser, berth: BerthProcess, ids: { web: string; 
       await shoot(page, `service-${suffix}`);
 
       await page.goto(`/#/containers/${ids.container}`);
-      await page.getByRole("heading", { name: /^Container / }).waitFor();
+      await page.getByRole("heading", { name: /^Container /, level: 1 }).waitFor();
       await page.getByRole("button", { name: "Open terminal" }).click();
       await page.locator(".log-status", { hasText: "connected" }).waitFor();
       await page.locator(".xterm-rows div", { hasText: "/ #" }).first().waitFor();

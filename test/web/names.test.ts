@@ -64,4 +64,24 @@ describe("names in Chromium", { skip: unavailable }, () => {
     assert.deepEqual(errors, []);
     await context.close();
   });
+
+  test("a stack's topology: its services as boxes and an arrow for each link, named", async () => {
+    const stack = (await suite.berth.api("GET", "/api/app/v1/stack/?name=shop")).body.objects[0];
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    await page.goto(`/#/stacks/${stack.uuid}`);
+    const topo = page.getByRole("figure", { name: "Topology" });
+    const web = topo.locator('[data-service="web"]');
+    const db = topo.locator('[data-service="db"]');
+    await web.getByRole("link", { name: "web" }).waitFor();
+    await db.getByRole("link", { name: "db" }).waitFor();
+    assert.equal(await topo.locator(".edge").count(), 1);
+    assert.equal(await topo.locator(".edge-label").textContent(), "database");
+    const [w, d] = [await web.boundingBox(), await db.boundingBox()];
+    assert.ok(w && d && w.x < d.x, "web, which links to db, is drawn left of it");
+    await web.getByRole("link", { name: "web" }).click();
+    await page.getByRole("heading", { name: "Service web" }).waitFor();
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
 });

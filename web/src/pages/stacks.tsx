@@ -24,6 +24,7 @@ import {
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 import type { Service } from "./service-model.ts";
+import { Topology } from "./topology.tsx";
 
 type Stack = StackView & Resource;
 
@@ -264,28 +265,31 @@ function StackServices({ stackUri }: { stackUri: string }) {
   ]);
   if (!list.data) return <Loading />;
   return (
-    <Table<Service>
-      label="Services of the stack"
-      rows={list.data.objects}
-      empty="This stack has no services."
-      columns={[
-        { label: "Name", render: (s) => <a href={`#/services/${s.uuid}`}>{s.name}</a> },
-        { label: "State", render: (s) => <StateBadge state={s.state} /> },
-        { label: "Image", render: (s) => s.image_name },
-        {
-          label: "Containers",
-          render: (s) => `${s.running_num_containers} running / ${s.target_num_containers}`,
-        },
-        {
-          label: "Links",
-          render: (s) =>
-            s.linked_to_service.map((l) => (
-              <span key={l.name}>
-                {l.name} → <ObjectLink uri={l.to_service} />{" "}
-              </span>
-            )),
-        },
-      ]}
-    />
+    <>
+      <Topology services={list.data.objects} />
+      <Table<Service>
+        label="Services of the stack"
+        rows={list.data.objects}
+        empty="This stack has no services."
+        columns={[
+          { label: "Name", render: (s) => <a href={`#/services/${s.uuid}`}>{s.name}</a> },
+          { label: "State", render: (s) => <StateBadge state={s.state} /> },
+          { label: "Image", render: (s) => s.image_name },
+          {
+            label: "Containers",
+            render: (s) => `${s.running_num_containers} running / ${s.target_num_containers}`,
+          },
+          {
+            label: "Links",
+            render: (s) =>
+              s.linked_to_service.map((l) => (
+                <span key={l.name}>
+                  {l.name} → <ObjectLink uri={l.to_service} />{" "}
+                </span>
+              )),
+          },
+        ]}
+      />
+    </>
   );
 }
