@@ -87,6 +87,8 @@ async function pages(browser: Browser, berth: BerthProcess, ids: { web: string; 
 
       await page.goto(`/#/containers/${ids.container}`);
       await page.getByRole("heading", { name: /^Container /, level: 1 }).waitFor();
+      // xterm draws only while it is on screen.
+      await page.locator(".terminal").scrollIntoViewIfNeeded();
       await page.getByRole("button", { name: "Open terminal" }).click();
       await page.locator(".log-status", { hasText: "connected" }).waitFor();
       await page.locator(".xterm-rows div", { hasText: "/ #" }).first().waitFor();
@@ -95,7 +97,7 @@ async function pages(browser: Browser, berth: BerthProcess, ids: { web: string; 
       await page.keyboard.type("hostname");
       await page.keyboard.press("Enter");
       await page.locator(".xterm-rows div", { hasText: "hello from the terminal" }).first().waitFor();
-      await page.locator(".terminal").scrollIntoViewIfNeeded();
+      await page.locator(".xterm-host").scrollIntoViewIfNeeded();
       await shoot(page, `container-terminal-${suffix}`);
 
       await page.goto("/#/actions");

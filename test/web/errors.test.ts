@@ -60,6 +60,27 @@ describe("errors in Chromium", { skip: unavailable }, () => {
     await context.close();
   });
 
+  test("a wrong current password: said in the password form, gone once it is edited", async () => {
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    await page.goto("/#/account");
+    const form = page.getByRole("form", { name: "Change password" });
+    await form.getByLabel("Current password").fill("not-the-password");
+    await form.getByLabel("New password", { exact: true }).fill("another-password-1");
+    await form.getByLabel("New password again").fill("another-password-1");
+    await form.getByRole("button", { name: "Change password" }).click();
+    const refusal = form.locator("[role=alert]");
+    await refusal.first().waitFor();
+    assert.equal(await page.locator(".notice.error").count(), 0, "in the form, not a notice");
+    await form.getByLabel("Current password").fill("still-not-it");
+    await refusal.first().waitFor({ state: "detached" });
+    assert.deepEqual(
+      errors.filter((e) => !/status of 4\d\d/.test(e)),
+      [],
+    );
+    await context.close();
+  });
+
   test("the cluster form's refusal of a taken name goes with the next edit", async () => {
     const first = await suite.berth.api("POST", "/api/infra/v1/nodecluster/", {
       name: "taken",

@@ -122,7 +122,8 @@ function StackFileEditor(props: {
     }
   };
   return (
-    <form class="form" onSubmit={(e) => void save(e)}>
+    // A refusal goes with the next edit of the form.
+    <form class="form" onSubmit={(e) => void save(e)} onInput={() => setError(undefined)}>
       {props.withName && (
         <Field label="Stack name">
           <input name="stack-name" required value={name} onInput={(e) => setName(inputValue(e))} />

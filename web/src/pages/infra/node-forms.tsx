@@ -119,7 +119,8 @@ export function AttachEngine() {
     </Field>
   );
   return (
-    <form class="form" onSubmit={(e) => void submit(e)}>
+    // A refusal goes with the next edit of the form.
+    <form class="form" onSubmit={(e) => void submit(e)} onInput={() => setError(undefined)}>
       <h2>Attach a Docker engine</h2>
       <div class="grid">
         <Field label="Engine URL" hint="tcp://host:2376 or unix:///var/run/docker.sock">
