@@ -65,14 +65,14 @@ describe("errors in Chromium", { skip: unavailable }, () => {
     await signInAs(page, "admin", ADMIN_PASSWORD);
     await page.goto("/#/account");
     const form = page.getByRole("form", { name: "Change password" });
-    await form.getByLabel("Current password").fill("not-the-password");
-    await form.getByLabel("New password", { exact: true }).fill("another-password-1");
-    await form.getByLabel("New password again").fill("another-password-1");
+    await form.locator('[data-field="old_password"] input').fill("not-the-password");
+    await form.locator('[data-field="new_password"] input').fill("another-password-1");
+    await form.getByLabel(/^New password again/).fill("another-password-1");
     await form.getByRole("button", { name: "Change password" }).click();
     const refusal = form.locator("[role=alert]");
     await refusal.first().waitFor();
     assert.equal(await page.locator(".notice.error").count(), 0, "in the form, not a notice");
-    await form.getByLabel("Current password").fill("still-not-it");
+    await form.locator('[data-field="old_password"] input').fill("still-not-it");
     await refusal.first().waitFor({ state: "detached" });
     assert.deepEqual(
       errors.filter((e) => !/status of 4\d\d/.test(e)),

@@ -58,6 +58,11 @@ export function nameOf(uri: string): Promise<string> {
     known = Promise.resolve(uriTail(uri));
     names.set(uri, known);
   }
+  if (!known && uriTail(uri) === kindOf(uri)) {
+    // A collection (the object of a create that was refused): no object to name.
+    known = Promise.resolve(`new ${kindOf(uri)}`);
+    names.set(uri, known);
+  }
   if (!known) {
     known = get<Named>(uri).then(
       (o) => o.nickname || o.label || o.name || o.external_fqdn || o.action || short(uri),
