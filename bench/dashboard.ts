@@ -128,6 +128,60 @@ try {
     runs.push({ bytes, files, servicesMs, containersMs });
     await context.close();
   }
+  // API change to screen: a container stopped through the API, until its row on an open page says
+  // so. Includes the API call, the action's start and the events poll (BERTH_EVENTS_POLL_MS, 200 ms
+  // here); "event to screen" is the page's own part, from the frame's arrival.
+  const changeMs: number[] = [];
+  const eventMs: number[] = [];
+  {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.addCookies([
+      { name: "berth_session", value: token, url: berth.url, httpOnly: true, sameSite: "Strict" },
+    ]);
+    const page = await context.newPage();
+    // When the events stream brought each container's change to the page (this process's clock).
+    const frameAt = new Map<string, number>();
+    page.on("websocket", (ws) =>
+      ws.on("framereceived", (f) => {
+        const text = typeof f.payload === "string" ? f.payload : f.payload.toString();
+        let e: { type?: string; resource_uri?: string; state?: string };
+        try {
+          e = JSON.parse(text);
+        } catch {
+          return;
+        }
+        // The frame that says the container is no longer Running (what the row then shows).
+        if (e.type === "container" && e.resource_uri && e.state !== "Running" && !frameAt.has(e.resource_uri))
+          frameAt.set(e.resource_uri, performance.now());
+      }),
+    );
+    await page.goto(`${berth.url}/#/containers`);
+    await page.locator("tbody tr").nth(20).waitFor({ timeout: 120_000 });
+    await page.locator(".live.live").waitFor();
+    for (let i = 0; i < 7; i++) {
+      const uri = (await page
+        .locator("tbody tr")
+        .nth(i * 2)
+        .getAttribute("data-uri"))!;
+      const t = performance.now();
+      await berth.api("POST", `${uri}stop/`);
+      await page.waitForFunction(
+        (u) => {
+          const badge = document.querySelector(`tr[data-uri="${u}"] .state`);
+          return badge !== null && badge.textContent !== "Running";
+        },
+        uri,
+        { polling: "raf", timeout: 30_000 },
+      );
+      const shown = performance.now();
+      changeMs.push(shown - t);
+      const key = [...frameAt.keys()].find((k) =>
+        k.replace(/\/$/, "").endsWith(uri.replace(/\/$/, "").split("/").at(-1)!),
+      );
+      if (key) eventMs.push(shown - frameAt.get(key)!);
+    }
+    await context.close();
+  }
   const api = median(apiMs);
   const services = median(runs.map((r) => r.servicesMs));
   const containersPage = median(runs.map((r) => r.containersMs));
@@ -136,6 +190,9 @@ try {
       `dashboard first load (Chromium ${CHROMIUM}): ${runs[0]!.files} files, ${(runs[0]!.bytes / 1024).toFixed(1)} KiB over the wire (compressed, with headers)`,
       `time to interactive, services page, ${containers} containers: median ${services.toFixed(0)} ms of 3 cold loads`,
       `containers page (100 of ${containers} per page), from a click: median ${containersPage.toFixed(0)} ms`,
+      `API change to screen (a container stopped through the API until its row on an open page shows it): median ${median(changeMs).toFixed(0)} ms, max ${Math.max(...changeMs).toFixed(0)} ms of ${changeMs.length}`,
+      `event to screen (the change's frame on the events stream until the row shows it): median ${median(eventMs).toFixed(0)} ms, max ${Math.max(...eventMs).toFixed(0)} ms of ${eventMs.length}`,
+      `first load under 60 KiB compressed: ${runs[0]!.bytes < 60 * 1024 ? "yes" : "NO"}`,
       `baseline, the API's list call (GET container/?limit=100): median ${api.toFixed(1)} ms; services page ${(services / api).toFixed(1)}x, containers page ${(containersPage / api).toFixed(1)}x`,
     ].join("\n") + "\n",
   );

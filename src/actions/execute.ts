@@ -85,7 +85,10 @@ export async function executeAction(x: Execution, claimed: ActionRow, signal: Ab
     await updateRetrying(x, claimed.uuid, { step: i + 1 });
   }
   const last = await x.opts.store.actions.findAction(claimed.uuid);
-  await settle(x, kind, ctx, last?.state === "Canceling" ? "Canceled" : "Success");
+  // Every step ran: the work was done, even when a cancel came during the last one.
+  if (last?.state === "Canceling")
+    await ctx.log("The cancel came after the last step began; the work was done");
+  await settle(x, kind, ctx, "Success");
 }
 
 async function settle(

@@ -14,6 +14,7 @@ import { installAccess } from "./access.ts";
 import { installAnswerCheck } from "./answers.ts";
 import { type BearerVerifier, installAuth, type PasswordGuard } from "./auth.ts";
 import { installNoContentLength, keepsDeleteBody, normalizeUrl } from "./compat.ts";
+import { installCompression } from "./compression.ts";
 import { clientRefusal, type EarlyRefusal, frameworkRefusal, installErrorHandling } from "./errors.ts";
 import { installInputRules } from "./input.ts";
 import type { ServerLog } from "./logger.ts";
@@ -238,6 +239,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.checkAnswers) installAnswerCheck(app);
   installRecorder(app, deps.actions);
   installNoContentLength(app);
+  installCompression(app);
 
   identityRoutes(app, deps);
   catalogueRoutes(app, deps.catalogue);

@@ -107,3 +107,16 @@ export function listSchema<T extends TSchema>(item: T) {
     objects: Type.Array(item),
   });
 }
+
+/** Search and order of a list (the dashboard's search box and sortable columns). */
+export const SEARCH_QUERY = {
+  name__icontains: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: "names containing this text, in any case" }),
+  ),
+  order_by: Type.Optional(
+    Type.Union(
+      (["name", "-name", "state", "-state", "created", "-created"] as const).map((o) => Type.Literal(o)),
+      { description: "order: name, state or created, '-' for descending (default -created)" },
+    ),
+  ),
+};

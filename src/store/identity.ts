@@ -1,7 +1,9 @@
 // The identity section: users and their namespaces, API keys, organizations, memberships and
 // invitations. Every write to users, keys or memberships tells the kernel (`identityChanged`), so
 // identity caches on every replica drop what they hold.
+
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
+import { containsText } from "./list-search.ts";
 import type { OrgInvitationTable, OrgMemberTable } from "./schema.ts";
 import type { ApiKeyRow, Kernel, UserRow } from "./types.ts";
 
@@ -48,6 +50,18 @@ export class IdentityStore {
         .execute();
       return row;
     });
+  }
+
+  /** Users in the order they joined (`nameContains`: usernames containing it, any case). */
+  async listUsers(q: { nameContains?: string; limit: number; offset: number }): Promise<{
+    rows: UserRow[];
+    total: number;
+  }> {
+    let base = this.s.db.selectFrom("users");
+    if (q.nameContains !== undefined) base = base.where(containsText(["username"], q.nameContains));
+    const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
+    const rows = await base.selectAll().orderBy("id").limit(q.limit).offset(q.offset).execute();
+    return { rows, total: Number(count?.n ?? 0) };
   }
 
   async findUserByName(username: string): Promise<UserRow | undefined> {

@@ -1,5 +1,7 @@
 // Queries of node clusters and nodes.
+
 import { inChunks } from "./batches.ts";
+import { containsText, type ListOrder, orderOf } from "./list-search.ts";
 import type { ClusterRow, Kernel, NewRow, NodeRow, Patch } from "./types.ts";
 
 export type { ClusterRow, NodeRow } from "./types.ts";
@@ -19,6 +21,9 @@ export interface ClusterQuery {
   name?: string;
   region?: string;
   nodeType?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
+  orderBy?: ListOrder;
   limit: number;
   offset: number;
 }
@@ -34,6 +39,9 @@ export interface NodeQuery {
   nodeType?: string;
   region?: string;
   engineVersion?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
+  orderBy?: ListOrder;
   limit: number;
   offset: number;
 }
@@ -150,8 +158,9 @@ export class NodeStore {
     if (q.name !== undefined) base = base.where("name", "=", q.name);
     if (q.region !== undefined) base = base.where("region", "=", q.region);
     if (q.nodeType !== undefined) base = base.where("node_type", "=", q.nodeType);
+    if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 
@@ -188,8 +197,15 @@ export class NodeStore {
     if (q.nodeType !== undefined) base = base.where("node_type", "=", q.nodeType);
     if (q.region !== undefined) base = base.where("region", "=", q.region);
     if (q.engineVersion !== undefined) base = base.where("engine_version", "=", q.engineVersion);
+    if (q.nameContains !== undefined)
+      base = base.where(containsText(["external_fqdn", "nickname"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    const rows = await base
+      .selectAll()
+      .orderBy(orderOf(q.orderBy, "external_fqdn"))
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 

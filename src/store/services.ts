@@ -9,6 +9,7 @@ import { VersionConflict } from "../domain/errors.ts";
 import { chunks, inChunks, updateCasePostgres, updateEachSqlite } from "./batches.ts";
 import { specLinks } from "./codec.ts";
 import { derivedColumns } from "./derived.ts";
+import { containsText, type ListOrder, orderOf } from "./list-search.ts";
 import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts";
 
 export type { ContainerRow, ServiceRow } from "./types.ts";
@@ -69,6 +70,9 @@ export interface ServiceQuery {
   name?: string;
   stack?: string;
   stackName?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
+  orderBy?: ListOrder;
   limit: number;
   offset: number;
 }
@@ -84,6 +88,9 @@ export interface ContainerQuery {
   service?: string;
   node?: string;
   serviceStackName?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
+  orderBy?: ListOrder;
   limit: number;
   offset: number;
 }
@@ -324,8 +331,19 @@ export class ServiceStore {
           .where("name", "=", stackName),
       );
     }
+    if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    // A search reads the matching ids from the (namespace, state, name) index, not every row.
+    const matching =
+      q.nameContains === undefined
+        ? base
+        : this.s.db.selectFrom("services").where("id", "in", base.select("id"));
+    const rows = await matching
+      .selectAll()
+      .orderBy(orderOf(q.orderBy))
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 
@@ -596,8 +614,19 @@ export class ServiceStore {
           ),
       );
     }
+    if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    // A search reads the matching ids from the (namespace, state, name) index, not every row.
+    const matching =
+      q.nameContains === undefined
+        ? base
+        : this.s.db.selectFrom("containers").where("id", "in", base.select("id"));
+    const rows = await matching
+      .selectAll()
+      .orderBy(orderOf(q.orderBy))
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 }

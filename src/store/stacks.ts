@@ -1,4 +1,5 @@
 // Queries of stacks.
+import { containsText, type ListOrder, orderOf } from "./list-search.ts";
 import type { Kernel, StackRow } from "./types.ts";
 
 export type { StackRow } from "./types.ts";
@@ -12,6 +13,9 @@ export interface StackQuery {
   state?: string;
   /** Leaves out this state (`state__not`). */
   stateNot?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
+  orderBy?: ListOrder;
   limit: number;
   offset: number;
 }
@@ -63,8 +67,9 @@ export class StackStore {
     if (q.name !== undefined) base = base.where("name", "=", q.name);
     if (q.state !== undefined) base = base.where("state", "=", q.state);
     if (q.stateNot !== undefined) base = base.where("state", "!=", q.stateNot);
+    if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
-    const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
+    const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };
   }
 }

@@ -118,6 +118,32 @@ describe("state filters of lists", () => {
     }
   });
 
+  test("name__icontains finds names containing the text in any case (wildcards are text); order_by sorts", async () => {
+    for (const name of ["Alpha-web", "beta-web", "gamma_db", "delta%db"]) {
+      const made = await call(h, h.admin, "POST", "/api/app/v1/service/", {
+        image: "busybox:local",
+        name: name.toLowerCase().replace(/[%_]/g, "-"),
+      });
+      assert.equal(made.status, 201, made.raw);
+    }
+    const names = async (q: string) =>
+      ((await call(h, h.admin, "GET", `/api/app/v1/service/?${q}`)).body.objects as { name: string }[]).map(
+        (o) => o.name,
+      );
+    assert.deepEqual(await names("name__icontains=WEB&order_by=name"), ["alpha-web", "beta-web"]);
+    assert.deepEqual(await names("name__icontains=WEB&order_by=-name"), ["beta-web", "alpha-web"]);
+    assert.deepEqual(await names("name__icontains=%25"), [], "% is a character, not a wildcard");
+    assert.deepEqual(await names("name__icontains=a-d&order_by=name"), ["delta-db", "gamma-db"]);
+    for (const { path } of LISTS.filter((l) => l.path !== "/api/audit/v1/action/")) {
+      const ok = await call(h, h.admin, "GET", `${path}?name__icontains=zz-none&order_by=state`);
+      assert.equal(ok.status, 200, `${path}: ${ok.raw}`);
+      assert.equal(ok.body.meta.total_count, 0, path);
+      const bad = await call(h, h.admin, "GET", `${path}?order_by=color`);
+      assert.equal(bad.status, 400, path);
+      assert.equal(bad.body.details?.[0]?.field, "order_by", path);
+    }
+  });
+
   test("OpenAPI lists each list's states", () => {
     const doc = JSON.parse(fs.readFileSync(new URL("../../docs/openapi.json", import.meta.url), "utf8")) as {
       paths: Record<

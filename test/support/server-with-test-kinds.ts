@@ -5,7 +5,8 @@ import { registerWidgetKind, widgetRoutes } from "./test-kinds.ts";
 
 const server = await startServer(loadConfig(), {
   extend: ({ actions, store, identity }) => {
-    registerWidgetKind(actions);
+    // BERTH_TEST_WIDGET_STEPS: how many steps the widget kind has (its last step can be watched).
+    registerWidgetKind(actions, Number(process.env.BERTH_TEST_WIDGET_STEPS ?? 30));
     return { routes: [widgetRoutes({ actions, store, identity })] };
   },
 });

@@ -50,22 +50,22 @@ describe("access that ends, in Chromium", { skip: unavailable }, () => {
     await there.context.close();
   });
 
-  test("an administrator deactivates a user by name; the user can no longer sign in", async () => {
+  test("an administrator deactivates a user from the users page; the user can no longer sign in", async () => {
     const admin = await openPage(suite.browser, suite.berth.url);
     await signInAs(admin.page, "admin", ADMIN_PASSWORD);
-    await admin.page.goto("/#/account");
-    await admin.page.getByLabel("User", { exact: false }).last().fill("dana");
-    await admin.page.getByRole("button", { name: "Deactivate", exact: true }).click();
-    await admin.page.getByText("Deactivate dana: done.").waitFor();
+    await admin.page.goto("/#/users");
+    await admin.page.getByRole("searchbox", { name: "Search" }).fill("dana");
+    const row = admin.page.getByRole("table", { name: "Users" }).locator("tr", { hasText: "dana" });
+    await row.getByRole("button", { name: "Deactivate", exact: true }).click();
+    await row.locator(".state", { hasText: "Deactivated" }).waitFor();
     const signin = await fetch(`${suite.berth.url}/api/session/`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ username: "dana", password: "dana-password-2" }),
     });
     assert.equal(signin.status, 401);
-    await admin.page.getByLabel("User", { exact: false }).last().fill("dana");
-    await admin.page.getByRole("button", { name: "Activate", exact: true }).click();
-    await admin.page.getByText("Activate dana: done.", { exact: true }).waitFor();
+    await row.getByRole("button", { name: "Activate", exact: true }).click();
+    await row.locator(".state", { hasText: /^Active$/ }).waitFor();
     const dana = await openPage(suite.browser, suite.berth.url);
     await signInAs(dana.page, "dana", "dana-password-2");
     await dana.context.close();

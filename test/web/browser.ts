@@ -185,11 +185,14 @@ export function row(page: Page, name: string) {
  * Chromium before its tests (creating each named user, password `<name>-password-1`), and stops both
  * after. The returned object's fields are set once the `before` hook ran.
  */
-export function browserSuite(users: string[] = []): { berth: BerthProcess; browser: Browser } {
+export function browserSuite(
+  users: string[] = [],
+  env: Record<string, string> = {},
+): { berth: BerthProcess; browser: Browser } {
   const suite = {} as { berth: BerthProcess; browser: Browser };
   before(async () => {
     await ensureBuilt();
-    suite.berth = await startBerth();
+    suite.berth = await startBerth(env);
     suite.browser = await launchChromium();
     for (const username of users) {
       const made = await suite.berth.api("POST", "/api/v1.1/users/", {

@@ -209,7 +209,7 @@ describe("dashboard in Chromium", { skip: unavailable }, () => {
     // An engine URL the API refuses shows the API's sentence on the attach form.
     await page.locator('input[name="engine_url"]').fill("ftp://nowhere");
     await page.getByRole("button", { name: "Attach engine" }).click();
-    await page.locator("form .error", { hasText: /engine_url/ }).waitFor();
+    await page.locator("form .error", { hasText: /Engine URL/ }).waitFor();
     assert.deepEqual(
       errors.filter((e) => !/status of 400/.test(e)),
       [],

@@ -80,19 +80,36 @@ export function onEvent(fn: (e: EventFrame) => void): () => void {
   return () => listeners.delete(fn);
 }
 
-/** Runs `fn` at most once per `ms`, trailing (bursts of events cost one refresh). */
+/**
+ * Runs `fn` at once on the first call, then at most once per `ms` (a burst of events costs one
+ * more refresh at the end): a change shows as soon as it is read, and a storm stays cheap.
+ */
 function throttle(fn: () => void, ms: number): { run(): void; cancel(): void } {
   let t: ReturnType<typeof setTimeout> | undefined;
+  let pending = false;
+  const cool = () => {
+    t = setTimeout(() => {
+      t = undefined;
+      if (pending) {
+        pending = false;
+        fn();
+        cool();
+      }
+    }, ms);
+  };
   return {
     run() {
-      if (t) return;
-      t = setTimeout(() => {
-        t = undefined;
-        fn();
-      }, ms);
+      if (t) {
+        pending = true;
+        return;
+      }
+      fn();
+      cool();
     },
     cancel() {
       clearTimeout(t);
+      t = undefined;
+      pending = false;
     },
   };
 }

@@ -1,4 +1,5 @@
-// A live log: tail, follow and pause over a log stream (container, service or action logs).
+// A live log: tail, follow and pause over a log stream (container, service or action logs), with a
+// search among the lines kept, their times on demand, and a download of them as text.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { wsUrl } from "./live.ts";
 
@@ -16,6 +17,25 @@ interface Line {
   text: string;
   source?: string;
   stderr: boolean;
+  /** Seconds since the epoch, when the stream gave one. */
+  ts?: number;
+}
+
+const stamp = (ts: number | undefined) =>
+  ts === undefined ? "" : `${new Date(ts * 1000).toISOString().slice(0, 19).replace("T", " ")} `;
+
+/** A line with the searched text marked. */
+function Marked({ text, find }: { text: string; find: string }) {
+  if (!find) return <>{text}</>;
+  const i = text.toLowerCase().indexOf(find.toLowerCase());
+  if (i < 0) return <>{text}</>;
+  return (
+    <>
+      {text.slice(0, i)}
+      <mark>{text.slice(i, i + find.length)}</mark>
+      {text.slice(i + find.length)}
+    </>
+  );
 }
 
 const KEEP = 5000;
@@ -31,6 +51,8 @@ export function LogView(props: { streamPath: string; title?: string }) {
   pausedRef.current = paused;
   const box = useRef<HTMLPreElement>(null);
   const [heldCount, setHeldCount] = useState(0);
+  const [find, setFind] = useState("");
+  const [times, setTimes] = useState(false);
 
   useEffect(() => {
     let n = 0;
@@ -67,6 +89,7 @@ export function LogView(props: { streamPath: string; title?: string }) {
         text,
         source: f.source,
         stderr: f.streamType === "stderr" || f.type === "error",
+        ts: typeof f.timestamp === "number" ? f.timestamp : undefined,
       });
       if (!frame) frame = requestAnimationFrame(flush);
     };
@@ -84,7 +107,22 @@ export function LogView(props: { streamPath: string; title?: string }) {
   useEffect(() => {
     const el = box.current;
     if (el && !paused) el.scrollTop = el.scrollHeight;
-  }, [lines, paused]);
+  }, [lines, paused, find]);
+
+  const shown = find
+    ? lines.filter((l) => `${l.source ?? ""} ${l.text}`.toLowerCase().includes(find.toLowerCase()))
+    : lines;
+  const download = () => {
+    const text = lines
+      .map((l) => `${times ? stamp(l.ts) : ""}${l.source ? `${l.source} ` : ""}${l.text}`)
+      .join("\n");
+    const url = URL.createObjectURL(new Blob([`${text}\n`], { type: "text/plain" }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = `${(props.title ?? "logs").toLowerCase().replace(/[^a-z0-9]+/g, "-")}.log`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
 
   const resume = () => {
     setLines((l) => [...l, ...held.current].slice(-KEEP));
@@ -120,17 +158,42 @@ export function LogView(props: { streamPath: string; title?: string }) {
         <button type="button" onClick={() => (paused ? resume() : setPaused(true))}>
           {paused ? `Resume${heldCount ? ` (${heldCount} new)` : ""}` : "Pause"}
         </button>
-        <span class="log-status">{status}</span>
+        <label>
+          Find{" "}
+          <input
+            type="search"
+            name="log-find"
+            value={find}
+            onInput={(e) => setFind((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <label>
+          <input
+            type="checkbox"
+            name="log-times"
+            checked={times}
+            onChange={(e) => setTimes((e.target as HTMLInputElement).checked)}
+          />{" "}
+          Timestamps
+        </label>
+        <button type="button" disabled={lines.length === 0} onClick={download}>
+          Download
+        </button>
+        <span class="log-status">
+          {status}
+          {find && ` · ${shown.length} of ${lines.length} lines match`}
+        </span>
       </div>
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard. */}
       <pre class="log-lines" ref={box} tabIndex={0} aria-live="off">
         {lines.length === 0 ? (
           <span class="hint">No lines yet.</span>
         ) : (
-          lines.map((l) => (
+          shown.map((l) => (
             <div key={l.n} class={l.stderr ? "stderr" : undefined}>
+              {times && <span class="ts">{stamp(l.ts)}</span>}
               {l.source && <span class="source">{l.source} </span>}
-              {l.text}
+              <Marked text={l.text} find={find} />
             </div>
           ))
         )}

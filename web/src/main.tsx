@@ -5,27 +5,20 @@ import "./styles.css";
 import { effect } from "@preact/signals";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import {
-  chooseNamespace,
-  get,
-  type ListPage,
-  loadSession,
-  namespace,
-  nsPath,
-  session,
-  signIn,
-  signOut,
-} from "./api.ts";
+import { chooseNamespace, loadSession, namespace, session, signIn, signOut } from "./api.ts";
 import { liveStatus, startLive, stopLive } from "./live.ts";
+import { UsersPage } from "./pages/account/users.tsx";
 import { AccountPage } from "./pages/account.tsx";
 import { ActionDetail, ActionList } from "./pages/actions.tsx";
 import { ContainerDetail, ContainerList } from "./pages/containers.tsx";
 import { ClusterCreate, ClusterDetail, ClusterList, NodeDetail, NodeList } from "./pages/infra.tsx";
+import { Overview } from "./pages/overview.tsx";
 import { RegistryPage } from "./pages/registries.tsx";
 import { ServiceCreate, ServiceDetail, ServiceEdit, ServiceList } from "./pages/services.tsx";
 import { StackCreate, StackDetail, StackList } from "./pages/stacks.tsx";
 import { match, route } from "./router.ts";
-import { ErrorLine, errorText, Notices, Page } from "./ui.tsx";
+import { ThemeToggle } from "./theme.tsx";
+import { dismissErrors, errorText, Notices, Page } from "./ui.tsx";
 
 function SignIn() {
   const [username, setUsername] = useState("");
@@ -96,46 +89,6 @@ const NAV: [string, string][] = [
   ["/account", "Account"],
 ];
 
-function Overview() {
-  const [counts, setCounts] = useState<Record<string, number | string>>({});
-  const [error, setError] = useState<unknown>(undefined);
-  const ns = namespace.value;
-  useEffect(() => {
-    const kinds: [string, "app" | "infra", string][] = [
-      ["Node clusters", "infra", "nodecluster"],
-      ["Nodes", "infra", "node"],
-      ["Stacks", "app", "stack"],
-      ["Services", "app", "service"],
-      ["Containers", "app", "container"],
-    ];
-    for (const [label, sub, res] of kinds) {
-      // Counts of what is there: terminated objects (kept for their history) are not counted.
-      get<ListPage<unknown>>(`${nsPath(sub, res)}?limit=1&state__not=Terminated`).then(
-        (p) => setCounts((c) => ({ ...c, [label]: p.meta.total_count })),
-        setError,
-      );
-    }
-  }, [ns]);
-  return (
-    <Page title={`Namespace ${ns}`}>
-      <ErrorLine error={error} />
-      <div class="tiles">
-        {Object.entries(counts).map(([label, n]) => (
-          <a key={label} class="tile" href={`#/${label.toLowerCase().replace(" ", "")}`}>
-            <span class="tile-n">{n}</span>
-            <span>{label}</span>
-          </a>
-        ))}
-      </div>
-      <p class="hint">Terminated objects are not counted.</p>
-      <p class="hint">
-        Every change you make is an action in the <a href="#/actions">audit log</a>, with its log, cancel and
-        retry.
-      </p>
-    </Page>
-  );
-}
-
 type Route = [string, (p: Record<string, string>) => preact.JSX.Element];
 const ROUTES: Route[] = [
   ["/", () => <Overview />],
@@ -157,6 +110,7 @@ const ROUTES: Route[] = [
   ["/actions/:uuid", (p) => <ActionDetail uuid={p.uuid!} />],
   ["/registries", () => <RegistryPage />],
   ["/account", () => <AccountPage />],
+  ["/users", () => <UsersPage />],
 ];
 
 function Content() {
@@ -215,13 +169,14 @@ function Frame() {
         <span class={`live ${liveStatus.value}`} title="Changes arrive over the events stream">
           {liveStatus.value}
         </span>
+        <ThemeToggle />
         <span class="who">{s.username}</span>
         <button type="button" onClick={() => void signOut()}>
           Sign out
         </button>
       </header>
       <nav id="nav" class={menu ? "open" : undefined} aria-label="Sections">
-        {NAV.map(([to, label]) => (
+        {[...NAV, ...(s.is_admin ? ([["/users", "Users"]] as [string, string][]) : [])].map(([to, label]) => (
           <a key={to} href={`#${to}`} aria-current={section === to ? "page" : undefined}>
             {label}
           </a>
@@ -241,6 +196,14 @@ function App() {
   if (s === null) return <SignIn />;
   return <Frame />;
 }
+
+// Error notices stay on the page they were raised on.
+let shownRoute = route.peek();
+effect(() => {
+  const now = route.value;
+  if (now.split("?")[0] !== shownRoute.split("?")[0]) dismissErrors();
+  shownRoute = now;
+});
 
 // One events socket for the page while signed in.
 effect(() => {

@@ -2,8 +2,9 @@
 // pagination, form fields.
 import { signal } from "@preact/signals";
 import { type ComponentChildren, createContext } from "preact";
-import { useContext, useState } from "preact/hooks";
+import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, call, type Reply, uuidOf } from "./api.ts";
+import { fieldWords, inWords } from "./words.ts";
 
 export interface Notice {
   id: number;
@@ -14,10 +15,18 @@ export interface Notice {
 export const notices = signal<Notice[]>([]);
 let noticeId = 0;
 
+/** How long a notice stays: long enough to read an error, then it goes by itself. */
+export const NOTICE_MS = { ok: 8000, error: 12_000 };
+
 export function notify(n: Omit<Notice, "id">): void {
   const id = ++noticeId;
   notices.value = [...notices.value.slice(-4), { ...n, id }];
-  if (n.kind === "ok") setTimeout(() => dismiss(id), 8000);
+  setTimeout(() => dismiss(id), NOTICE_MS[n.kind]);
+}
+/** Error notices belong to the page they were raised on: leaving it dismisses them. */
+export function dismissErrors(): void {
+  if (notices.value.some((n) => n.kind === "error"))
+    notices.value = notices.value.filter((n) => n.kind !== "error");
 }
 export function dismiss(id: number): void {
   notices.value = notices.value.filter((n) => n.id !== id);
@@ -50,8 +59,9 @@ export function errorText(e: unknown): string {
     const d = e.details
       .map((x) => `${x.field}: ${x.problem}`)
       .filter((x) => !e.message.includes(x))
+      .map(inWords)
       .join("; ");
-    return d ? `${e.message} (${d})` : e.message;
+    return d ? `${inWords(e.message)} (${d})` : inWords(e.message);
   }
   return e instanceof Error ? e.message : String(e);
 }
@@ -142,76 +152,9 @@ const STATE_CLASS: Record<string, string> = {
   "Empty cluster": "idle",
 };
 
-export function StateBadge({ state }: { state?: string }) {
+export function StateBadge({ state, bad }: { state?: string; bad?: boolean }) {
   const s = state ?? "";
-  return <span class={`state ${STATE_CLASS[s] ?? "busy"}`}>{s}</span>;
-}
-
-export interface Column<T> {
-  label: string;
-  render(o: T): ComponentChildren;
-  class?: string;
-}
-
-export function Table<T extends { resource_uri: string }>(props: {
-  columns: Column<T>[];
-  rows: T[];
-  empty: string;
-  label: string;
-}) {
-  if (props.rows.length === 0) return <p class="empty">{props.empty}</p>;
-  return (
-    <div class="table-wrap">
-      <table aria-label={props.label}>
-        <thead>
-          <tr>
-            {props.columns.map((c) => (
-              <th key={c.label} scope="col" class={c.class}>
-                {c.label}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {props.rows.map((r) => (
-            <tr key={r.resource_uri} data-uri={r.resource_uri}>
-              {props.columns.map((c) => (
-                <td key={c.label} class={c.class} data-label={c.label}>
-                  {c.render(r)}
-                </td>
-              ))}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
-
-export function Pager(props: { offset: number; limit: number; total: number; go(offset: number): void }) {
-  if (props.total <= props.limit && props.offset === 0) return <p class="count">{props.total} in all</p>;
-  const last = Math.min(props.offset + props.limit, props.total);
-  return (
-    <nav class="pager" aria-label="Pages">
-      <button
-        type="button"
-        disabled={props.offset === 0}
-        onClick={() => props.go(Math.max(0, props.offset - props.limit))}
-      >
-        Previous
-      </button>
-      <span>
-        {props.total === 0 ? 0 : props.offset + 1}–{last} of {props.total}
-      </span>
-      <button
-        type="button"
-        disabled={last >= props.total}
-        onClick={() => props.go(props.offset + props.limit)}
-      >
-        Next
-      </button>
-    </nav>
-  );
+  return <span class={`state ${bad ? "bad" : (STATE_CLASS[s] ?? "busy")}`}>{s}</span>;
 }
 
 /** The top-level name of an API field ("container_ports[0].inner_port" → "container_ports"). */
@@ -251,7 +194,7 @@ export function useFormProblems(): FormProblems {
       if (e instanceof ApiFailure) {
         for (const d of e.details) {
           const key = topField(d.field);
-          const text = d.field === key ? d.problem : `${d.field}: ${d.problem}`;
+          const text = d.field === key ? d.problem : `${fieldWords(d.field)}: ${d.problem}`;
           p[key] = p[key] ? `${p[key]}; ${text}` : text;
         }
       }
@@ -259,6 +202,11 @@ export function useFormProblems(): FormProblems {
     },
     clear,
     edited(e) {
+      // A refusal about no field in particular (a name taken, a conflict) goes with any edit.
+      if (error !== undefined && !(error instanceof ApiFailure && error.details.length > 0)) {
+        setError(undefined);
+        return;
+      }
       const target = e.target as Element | null;
       const field = target?.closest?.("[data-field]")?.getAttribute("data-field");
       if (field) clear(field);
@@ -306,7 +254,7 @@ export function FormError(props: { problems: FormProblems; fields: readonly stri
   return (
     <p class="error" role="alert">
       {elsewhere.length > 0
-        ? elsewhere.map((d) => `${d.field}: ${d.problem}`).join("; ")
+        ? elsewhere.map((d) => `${fieldWords(d.field)}: ${d.problem}`).join("; ")
         : `Correct the field${marked === 1 ? "" : "s"} marked above.`}
     </p>
   );
@@ -360,11 +308,29 @@ export function short(uri: string | null | undefined): string {
 }
 export const uriTail = (uri: string) => uri.split("/").filter(Boolean).at(-1) ?? "";
 
+/** The route whose heading last took the focus: a page takes it once, when it is navigated to. */
+let focusedRoute: string | undefined;
+
 export function Page(props: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  // Every page has its own title, and after a navigation the focus moves to its heading (where a
+  // screen reader or the keyboard goes on from), not to <body>.
+  useEffect(() => {
+    document.title = `${props.title} · Berth`;
+  }, [props.title]);
+  useEffect(() => {
+    const here = location.hash || "#/";
+    if (focusedRoute === here) return;
+    const first = focusedRoute === undefined;
+    focusedRoute = here;
+    if (!first || document.activeElement === document.body) heading.current?.focus({ preventScroll: first });
+  }, []);
   return (
     <section class="page">
       <header class="page-head">
-        <h1>{props.title}</h1>
+        <h1 tabIndex={-1} ref={heading}>
+          {props.title}
+        </h1>
         <div class="page-actions">{props.actions}</div>
       </header>
       {props.children}
@@ -385,55 +351,6 @@ export function Facts(props: { items: [string, ComponentChildren][] }) {
   );
 }
 
-/** A state filter for a list: "any" or one state of its table. */
-export function StateFilter(props: { value: string; states: string[]; onChange(v: string): void }) {
-  return (
-    <label>
-      State{" "}
-      <Select
-        value={props.value}
-        onChange={props.onChange}
-        options={[{ value: "", label: "any" }, ...props.states]}
-      />
-    </label>
-  );
-}
-
-/** A list page's body: its error, then the table and the pager once loaded. */
-export function PagedTable<T extends { resource_uri: string }>(props: {
-  list: { data?: { objects: T[]; meta: { total_count: number } }; error?: unknown };
-  offset: number;
-  limit: number;
-  go(offset: number): void;
-  label: string;
-  empty: string;
-  columns: Column<T>[];
-}) {
-  return (
-    <>
-      <ErrorLine error={props.list.error} />
-      {!props.list.data ? (
-        <Loading />
-      ) : (
-        <>
-          <Table<T>
-            label={props.label}
-            rows={props.list.data.objects}
-            empty={props.empty}
-            columns={props.columns}
-          />
-          <Pager
-            offset={props.offset}
-            limit={props.limit}
-            total={props.list.data.meta.total_count}
-            go={props.go}
-          />
-        </>
-      )}
-    </>
-  );
-}
-
 /**
  * The operations services, containers and stacks share: start, stop, redeploy (with or without
  * reusing volumes) and terminate, each enabled exactly where the state table allows it.
@@ -445,12 +362,14 @@ export function LifecycleOps(props: {
   table: Record<string, string[]>;
   terminateWarning: string;
   children?: ComponentChildren;
+  /** Shown instead of the plain state badge (a crashed container's exit code…). */
+  badge?: ComponentChildren;
 }) {
   const [reuse, setReuse] = useState(true);
   const g = (op: string) => gate(props.table, op, props.state, props.what);
   return (
     <div class="ops">
-      <StateBadge state={props.state} />
+      {props.badge ?? <StateBadge state={props.state} />}
       <Op label="Start" allowed={g("start")} run={() => call("POST", `${props.url}start/`)} />
       <Op label="Stop" allowed={g("stop")} run={() => call("POST", `${props.url}stop/`)} />
       <span class="op-group">

@@ -17,6 +17,7 @@ import { notFound } from "../../domain/errors.ts";
 import { accountsTime } from "../../domain/time.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ApiKeyRow, InvitationRow, Store, UserRow } from "../../store/store.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { principalOf } from "../namespaces.ts";
 
 const tags = ["users and organizations"];
@@ -99,6 +100,37 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
     async (req, reply) => {
       const user = await identity.createUser(req.body);
       return reply.status(201).send(profileView(user, publicUrl));
+    },
+  );
+
+  app.get(
+    "/api/v1.1/users/",
+    {
+      config: { access: { admin: "Only administrators can list users." } },
+      schema: {
+        tags,
+        summary: "List users (admins), in the order they joined",
+        querystring: Type.Object({
+          ...PAGE_QUERY,
+          username__icontains: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 200, description: "usernames containing this, any case" }),
+          ),
+        }),
+        response: { 200: listSchema(Type.Object({ ...ProfileView.properties, is_admin: Type.Boolean() })) },
+      },
+    },
+    async (req) => {
+      const page = pageOf(req.query);
+      const { rows, total } = await store.identity.listUsers({
+        nameContains: req.query.username__icontains,
+        ...page,
+      });
+      return envelope(
+        req,
+        page,
+        total,
+        rows.map((u) => ({ ...profileView(u, publicUrl), is_admin: u.is_admin === 1 })),
+      );
     },
   );
 

@@ -29,7 +29,7 @@ import type { ClusterRow, NodePatch as NodeRecordPatch, NodeRow } from "../../st
 import type { Store } from "../../store/store.ts";
 import type { AnswerCache } from "../answer-cache.ts";
 import { ENGINE_UPGRADE_ALIASES, withNodeAliases } from "../compat.ts";
-import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
@@ -112,6 +112,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "List node clusters (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
+            ...SEARCH_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(CLUSTER_STATES, "node clusters"),
@@ -134,6 +135,8 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuidPrefix: q.uuid__startswith,
             state: q.state,
             stateNot: q.state__not,
+            nameContains: q.name__icontains,
+            orderBy: q.order_by,
             name: q.name,
             region: q.region ? canonicalUri(q.region) : undefined,
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
@@ -291,6 +294,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "List nodes (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
+            ...SEARCH_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(NODE_STATES, "nodes"),
@@ -314,6 +318,8 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuidPrefix: q.uuid__startswith,
             state: q.state,
             stateNot: q.state__not,
+            nameContains: q.name__icontains,
+            orderBy: q.order_by,
             cluster: q.node_cluster ? lastSegment(q.node_cluster) : undefined,
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
             region: q.region ? canonicalUri(q.region) : undefined,

@@ -19,7 +19,7 @@ import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
 import type { AnswerCache } from "../answer-cache.ts";
 import { contractValidator } from "../input.ts";
-import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
@@ -64,6 +64,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "List services (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
+            ...SEARCH_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(SERVICE_STATES, "services"),
@@ -86,6 +87,8 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuidPrefix: q.uuid__startswith,
             state: q.state,
             stateNot: q.state__not,
+            nameContains: q.name__icontains,
+            orderBy: q.order_by,
             name: q.name,
             stack: q.stack ? uuidOf(q.stack) : undefined,
             stackName: q.stack__name,
@@ -208,6 +211,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "List containers (current and recently terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
+            ...SEARCH_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             state: StateFilter(CONTAINER_STATES, "containers"),
@@ -231,6 +235,8 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             uuidPrefix: q.uuid__startswith,
             state: q.state,
             stateNot: q.state__not,
+            nameContains: q.name__icontains,
+            orderBy: q.order_by,
             name: q.name,
             service: q.service ? uuidOf(q.service) : undefined,
             node: q.node ? uuidOf(q.node) : undefined,

@@ -11,7 +11,7 @@ import type { StackService } from "../../stacks/service.ts";
 import type { StackRow } from "../../store/stacks.ts";
 import type { Store } from "../../store/store.ts";
 import type { AnswerCache } from "../answer-cache.ts";
-import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
@@ -54,6 +54,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
           summary: "List stacks (current and terminated)",
           querystring: Type.Object({
             ...PAGE_QUERY,
+            ...SEARCH_QUERY,
             uuid: Type.Optional(Type.String()),
             uuid__startswith: Type.Optional(Type.String()),
             name: Type.Optional(Type.String()),
@@ -75,6 +76,8 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: q.name,
             state: q.state,
             stateNot: q.state__not,
+            nameContains: q.name__icontains,
+            orderBy: q.order_by,
             ...page,
           });
           return envelope(req, page, total, await stacks.views(rows, read));

@@ -1,5 +1,5 @@
 // `docker exec` in the fake engine (fake-engine.ts): a fake program run in a running container, its
-// output (a tty's CRLF and echo included), stdin, exit code and exec events, like Docker's.
+// output (a tty's line discipline, CRLF and echo included), stdin, exit code and exec events, like Docker's.
 import {
   AsyncQueue,
   type EngineError,
@@ -12,6 +12,7 @@ import {
 } from "../engine.ts";
 import { DEFAULT_PATH, type FakeContainer, randomHex } from "./fake-model.ts";
 import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
+import { LineDiscipline } from "./tty.ts";
 
 /** What an exec needs of its engine: its events, and whether the container is still recorded. */
 export interface ExecHooks {
@@ -36,7 +37,13 @@ export function startExec(container: FakeContainer, options: ExecOptions, hooks:
     stdin,
     env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env, ...options.env },
     hostname: container.hostname,
+    tty,
   };
+  const terminal = new LineDiscipline({
+    echo: (t) => send("stdout", t),
+    deliver: (t) => stdin.push(t),
+    end: () => stdin.end(),
+  });
   const execId = randomHex(32);
   hooks.emit(container, "exec_create", { execID: execId });
   hooks.emit(container, "exec_start", { execID: execId });
@@ -84,12 +91,8 @@ export function startExec(container: FakeContainer, options: ExecOptions, hooks:
         stdin.push(text);
         return;
       }
-      // A terminal echoes what is typed, and Ctrl-D is how a program on it sees the end of input.
-      const eof = text.indexOf("\x04");
-      const typed = eof < 0 ? text : text.slice(0, eof);
-      send("stdout", typed);
-      stdin.push(typed);
-      if (eof >= 0) stdin.end();
+      // A terminal echoes what is typed and hands over whole lines (tty.ts).
+      terminal.input(text);
     },
     end: () => {
       if (!tty) {

@@ -42,6 +42,8 @@ export interface ProcessIO {
   stdin: AsyncIterable<string> | undefined;
   env: Record<string, string>;
   hostname: string;
+  /** On a terminal an interactive shell shows its prompt before each line it reads. */
+  tty?: boolean;
 }
 
 export interface ProcessOptions {
@@ -207,6 +209,8 @@ export class FakeProcess {
       if (!io.stdin) return 0;
       let buffered = "";
       const iterator = io.stdin[Symbol.asyncIterator]();
+      const prompt = () => io.tty && io.write("stdout", "/ # ");
+      prompt();
       for (;;) {
         const next = await this.block(iterator.next(), false);
         if (next === "interrupted" || next.done) break;
@@ -216,6 +220,7 @@ export class FakeProcess {
           await this.runScript(buffered.slice(0, nl), io);
           buffered = buffered.slice(nl + 1);
           nl = buffered.indexOf("\n");
+          if (nl < 0) prompt();
         }
       }
       return buffered.trim() ? this.runScript(buffered, io) : this.lastStatus;

@@ -8,7 +8,6 @@ import { InvitationSection, OrgSection } from "./account/organizations.tsx";
 import { PrivilegesSection } from "./account/privileges.tsx";
 import { EmailSection, ProfileSection } from "./account/profile.tsx";
 import { KeySection, SecuritySection } from "./account/security.tsx";
-import { UsersSection } from "./account/users.tsx";
 
 export function AccountPage() {
   const s = session.value;
@@ -22,7 +21,14 @@ export function AccountPage() {
       <InvitationSection me={s.username} />
       <OrgSection me={s.username} namespaces={s.namespaces} />
       <PrivilegesSection namespaces={s.namespaces} admin={s.is_admin} />
-      {s.is_admin && <UsersSection />}
+      {s.is_admin && (
+        <section>
+          <h2>Users</h2>
+          <p>
+            <a href="#/users">List, create, deactivate and activate users</a>.
+          </p>
+        </section>
+      )}
     </Page>
   );
 }

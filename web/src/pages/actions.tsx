@@ -1,25 +1,18 @@
 // The audit log: every call as an action, with the spec's filters, each action's live log,
 // cancel and retry.
 
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { Action as ActionView } from "../../../src/contract/action.ts";
 import { ACTION_STATES, actionEnded } from "../../../src/domain/states.ts";
 import { call, nsPath, query, uuidOf } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
+import { findObjects, type Match, ObjectLink } from "../names.tsx";
 import { navigate } from "../router.ts";
-import {
-  ErrorLine,
-  Facts,
-  inputValue,
-  Loading,
-  Op,
-  Page,
-  PagedTable,
-  Select,
-  StateBadge,
-  Table,
-} from "../ui.tsx";
+import { PagedTable, Table } from "../table.tsx";
+import { When } from "../time.tsx";
+import { ErrorLine, Facts, inputValue, Loading, Op, Page, Select, StateBadge } from "../ui.tsx";
+import { Outcome, useRetry } from "./action-outcome.tsx";
 
 /** The action answer of the API (src/contract/action.ts), as a live resource. */
 export type Action = ActionView & Resource;
@@ -29,19 +22,61 @@ const PAGE = 50;
 /** A datetime-local value (the browser's time zone) as ISO 8601 UTC. */
 const iso = (local: string) => (local ? new Date(local).toISOString() : undefined);
 
-/** Where the dashboard shows an action's object. */
-export function objectLink(uri: string): string | undefined {
-  const m =
-    /\/api\/(?:app|infra)\/v1\/(?:[^/]+\/)?(service|container|stack|nodecluster|node)\/([^/]+)\/?$/.exec(uri);
-  if (!m) return undefined;
-  const page = {
-    service: "services",
-    container: "containers",
-    stack: "stacks",
-    nodecluster: "nodeclusters",
-    node: "nodes",
-  }[m[1]!];
-  return `#/${page}/${m[2]}`;
+/** Picks the object whose actions to list by its name (not its URI): matches as one types. */
+function ObjectPicker(props: { onPick(uri: string): void }) {
+  const [text, setText] = useState("");
+  const [matches, setMatches] = useState<Match[]>([]);
+  const [chosen, setChosen] = useState("");
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  const choose = (uri: string) => {
+    setChosen(uri);
+    props.onPick(uri);
+  };
+  return (
+    <span class="object-picker">
+      <label>
+        Object{" "}
+        <input
+          type="search"
+          name="object"
+          value={text}
+          placeholder="name of a service, container…"
+          onInput={(e) => {
+            const v = (e.target as HTMLInputElement).value;
+            setText(v);
+            clearTimeout(timer.current);
+            if (!v.trim()) {
+              setMatches([]);
+              choose("");
+              return;
+            }
+            timer.current = setTimeout(() => {
+              void findObjects(v.trim()).then((m) => {
+                setMatches(m);
+                choose(m[0]?.uri ?? "");
+              });
+            }, 150);
+          }}
+        />
+      </label>
+      {text.trim() && (
+        <label>
+          Matching{" "}
+          <Select
+            name="object_match"
+            value={chosen}
+            onChange={choose}
+            options={
+              matches.length
+                ? matches.map((m) => ({ value: m.uri, label: `${m.kind} ${m.name}` }))
+                : [{ value: "", label: "nothing matches", disabled: true }]
+            }
+          />
+        </label>
+      )}
+    </span>
+  );
 }
 
 export function ActionList() {
@@ -125,17 +160,12 @@ export function ActionList() {
             }}
           />
         </label>
-        <label>
-          Object{" "}
-          <input
-            value={object}
-            placeholder="/api/app/v1/…/service/<uuid>/"
-            onChange={(e) => {
-              setObject(inputValue(e));
-              reset();
-            }}
-          />
-        </label>
+        <ObjectPicker
+          onPick={(uri) => {
+            setObject(uri);
+            reset();
+          }}
+        />
         <label>
           <input
             type="checkbox"
@@ -160,14 +190,10 @@ export function ActionList() {
           { label: "State", render: (a) => <StateBadge state={a.state} /> },
           {
             label: "Object",
-            render: (a) => {
-              const to = objectLink(a.object);
-              return to ? <a href={to}>{a.object}</a> : a.object;
-            },
-            class: "wrap",
+            render: (a) => <ObjectLink uri={a.object} />,
           },
           { label: "User", render: (a) => a.user },
-          { label: "Started", render: (a) => a.start_date ?? "" },
+          { label: "Started", render: (a) => <When at={a.start_date} /> },
         ]}
       />
     </Page>
@@ -177,10 +203,15 @@ export function ActionList() {
 export function ActionDetail({ uuid }: { uuid: string }) {
   // Actions have one URI, without a namespace (CONTRACT §4): events name them so.
   const url = `/api/audit/v1/action/${uuid}/`;
-  const { data: a, error } = useObject<Action>(url);
+  const { data: fetched, error } = useObject<Action>(url);
+  // The cancel's answer is shown at once (Canceling or Canceled), before any event arrives.
+  const [canceled, setCanceled] = useState<Action | undefined>(undefined);
+  const a =
+    fetched && canceled && !actionEnded(fetched.state) && fetched.state !== "Canceling" ? canceled : fetched;
+  const retry = useRetry(a);
   if (error) return <ErrorLine error={error} />;
   if (!a) return <Loading />;
-  const to = objectLink(a.object);
+  const requested = canceled !== undefined || a.state === "Canceling";
   return (
     <Page title={`Action ${a.action}`}>
       <div class="ops">
@@ -192,15 +223,11 @@ export function ActionDetail({ uuid }: { uuid: string }) {
             reason: `action is ${a.state}; cancel is allowed in Pending, In progress`,
           }}
           run={() => call("POST", `${url}cancel/`)}
+          done={(r) => setCanceled(r.data as Action)}
         />
         <Op
           label="Retry"
-          allowed={{
-            allowed: a.can_be_retried && actionEnded(a.state),
-            reason: actionEnded(a.state)
-              ? "only asynchronous actions can be retried"
-              : `action is ${a.state}; retry is allowed in Success, Failed, Canceled`,
-          }}
+          allowed={retry}
           run={() => call("POST", `${url}retry/`)}
           done={(r) => {
             const next =
@@ -209,15 +236,16 @@ export function ActionDetail({ uuid }: { uuid: string }) {
           }}
         />
       </div>
+      <Outcome state={a.state} requested={requested} />
       <Facts
         items={[
-          ["Object", to ? <a href={to}>{a.object}</a> : a.object],
+          ["Object", <ObjectLink key="o" uri={a.object} />],
           ["Call", `${a.method} ${a.path}`],
           ["User", a.user],
           ["User agent", a.user_agent],
           ["From", `${a.ip}${a.location ? ` (${a.location})` : ""}`],
-          ["Started", a.start_date],
-          ["Ended", a.end_date],
+          ["Started", <When key="s" at={a.start_date} />],
+          ["Ended", <When key="e" at={a.end_date} />],
         ]}
       />
       <LogView key={url} streamPath={`${url}logs/`} title="Action log" />
@@ -247,8 +275,8 @@ export function ActionsOf({ objectUri }: { objectUri: string }) {
         columns={[
           { label: "Action", render: (a) => <a href={`#/actions/${a.uuid}`}>{a.action}</a> },
           { label: "State", render: (a) => <StateBadge state={a.state} /> },
-          { label: "Object", render: (a) => a.object, class: "wrap" },
-          { label: "Started", render: (a) => a.start_date ?? "" },
+          { label: "Object", render: (a) => <ObjectLink uri={a.object} /> },
+          { label: "Started", render: (a) => <When at={a.start_date} /> },
         ]}
       />
     </section>

@@ -3,23 +3,17 @@
 import { useState } from "preact/hooks";
 import type { Container as ContainerView } from "../../../src/contract/container.ts";
 import { CONTAINER_OPERATIONS, CONTAINER_STATES } from "../../../src/domain/states.ts";
-import { nsPath, query, uuidOf } from "../api.ts";
+import { nsPath, query } from "../api.ts";
+import { BulkBar, useSelection } from "../bulk.tsx";
+import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
+import { ObjectLink } from "../names.tsx";
+import { PagedTable, SearchBox, StateFilter, useListControls } from "../table.tsx";
 import { Terminal } from "../terminal.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
-import {
-  ErrorLine,
-  Facts,
-  inputValue,
-  LifecycleOps,
-  Loading,
-  Page,
-  PagedTable,
-  StateBadge,
-  StateFilter,
-  short,
-} from "../ui.tsx";
+import { When } from "../time.tsx";
+import { ErrorLine, Facts, LifecycleOps, Loading, Page } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 
 type Container = ContainerView & Resource;
@@ -27,62 +21,58 @@ type Container = ContainerView & Resource;
 const PAGE = 100;
 
 export function ContainerList() {
-  const [offset, setOffset] = useState(0);
   const [state, setState] = useState("");
-  const [service, setService] = useState("");
+  const lc = useListControls();
+  const selection = useSelection();
   const list = useList<Container>(
     query(nsPath("app", "container"), {
       limit: PAGE,
-      offset,
       state,
       state__not: stateNot(state),
-      name: service || undefined,
+      ...lc.params,
     }),
     ["container"],
   );
   return (
     <Page title="Containers">
       <div class="filters">
+        <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="web-1" />
         <StateFilter
           value={state}
           states={CONTAINER_STATES}
           onChange={(v) => {
             setState(v);
-            setOffset(0);
+            lc.setOffset(0);
           }}
         />
-        <HideTerminated onChange={() => setOffset(0)} />
-        <label>
-          Name{" "}
-          <input
-            value={service}
-            placeholder="web-1"
-            onChange={(e) => {
-              setService(inputValue(e));
-              setOffset(0);
-            }}
-          />
-        </label>
+        <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
+      <BulkBar
+        selection={selection}
+        stateOf={(u) => list.data?.objects.find((o) => o.resource_uri === u)?.state}
+        table={CONTAINER_OPERATIONS}
+        what="containers"
+      />
       <PagedTable<Container>
+        selection={selection}
         list={list}
-        offset={offset}
+        offset={lc.offset}
         limit={PAGE}
-        go={setOffset}
+        go={lc.setOffset}
+        order={lc.order}
         label="Containers"
         empty="No containers."
         columns={[
-          { label: "Name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
-          { label: "State", render: (c) => <StateBadge state={c.state} /> },
+          { label: "Name", sort: "name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
+          { label: "State", sort: "state", render: (c) => <ContainerState c={c} /> },
           { label: "Image", render: (c) => c.image_name },
           {
             label: "Service",
-            render: (c) =>
-              c.service ? <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a> : "",
+            render: (c) => <ObjectLink uri={c.service} />,
           },
           {
             label: "Node",
-            render: (c) => (c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""),
+            render: (c) => <ObjectLink uri={c.node} />,
           },
           { label: "IP", render: (c) => c.private_ip },
         ]}
@@ -104,12 +94,14 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
         what={`container ${c.name}`}
         table={CONTAINER_OPERATIONS}
         terminateWarning="Its data is deleted."
+        badge={<ContainerState c={c} />}
       />
+      {crashed(c) && <CrashPanel c={c} logsPath={`${url}logs/`} />}
       <Facts
         items={[
           ["Image", c.image_name],
-          ["Service", c.service ? <a href={`#/services/${uuidOf(c.service)}`}>{short(c.service)}</a> : ""],
-          ["Node", c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""],
+          ["Service", c.service ? <ObjectLink key="s" uri={c.service} /> : ""],
+          ["Node", c.node ? <ObjectLink key="n" uri={c.node} /> : ""],
           ["Private IP", c.private_ip],
           ["Public DNS", c.public_dns],
           [
@@ -117,13 +109,18 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
             c.container_ports.map((p) => p.endpoint_uri ?? `${p.inner_port}/${p.protocol}`).join(", "),
           ],
           ["Exit code", c.exit_code === null ? "" : `${c.exit_code} ${c.exit_code_msg ?? ""}`],
+          ["Health", (c as ExitFacts).health ?? ""],
           ["Synchronized", c.synchronized ? "yes" : "no"],
-          ["Started", c.started_datetime],
+          ["Started", <When key="s" at={c.started_datetime} />],
         ]}
       />
       <ActionsOf objectUri={c.resource_uri} />
       <LogView key={url} streamPath={`${url}logs/`} title="Container logs" />
-      <Terminal key={url} execPath={`${url}exec/`} />
+      {c.state === "Running" ? (
+        <Terminal key={url} execPath={`${url}exec/`} />
+      ) : (
+        <p class="hint">The terminal opens on a running container.</p>
+      )}
     </Page>
   );
 }

@@ -7,7 +7,8 @@ import type {
 } from "../../../src/contract/registry.ts";
 import { call, nsPath, query } from "../api.ts";
 import { type Resource, useList } from "../live.ts";
-import { ErrorLine, Field, inputValue, Loading, Op, Page, perform, Table } from "../ui.tsx";
+import { Table } from "../table.tsx";
+import { ErrorLine, Field, inputValue, Loading, Op, Page, perform } from "../ui.tsx";
 
 type Registry = RegistryView & Resource;
 type Repository = RepositoryView & Resource;

@@ -2,26 +2,19 @@
 
 import { useState } from "preact/hooks";
 import { SERVICE_OPERATIONS, SERVICE_STATES } from "../../../src/domain/states.ts";
-import { call, nsPath, query, uuidOf } from "../api.ts";
-import { type Resource, useList, useObject } from "../live.ts";
+import { call, type ListPage, nsPath, query, uuidOf } from "../api.ts";
+import { BulkBar, useSelection } from "../bulk.tsx";
+import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
+import { type Loaded, type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
+import { ObjectLink } from "../names.tsx";
 import { navigate } from "../router.ts";
+import { PagedTable, SearchBox, StateFilter, Table, useListControls } from "../table.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
-import {
-  ErrorLine,
-  Facts,
-  gate,
-  LifecycleOps,
-  Loading,
-  Op,
-  Page,
-  PagedTable,
-  StateBadge,
-  StateFilter,
-  short,
-  Table,
-} from "../ui.tsx";
+import { When } from "../time.tsx";
+import { ErrorLine, Facts, gate, LifecycleOps, Loading, Page, StateBadge } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
+import { ScaleControl } from "./scale.tsx";
 import { ServiceForm } from "./service-form.tsx";
 import type { Service } from "./service-model.ts";
 import { Triggers } from "./triggers.tsx";
@@ -29,10 +22,11 @@ import { Triggers } from "./triggers.tsx";
 const PAGE = 50;
 
 export function ServiceList() {
-  const [offset, setOffset] = useState(0);
   const [state, setState] = useState("");
+  const lc = useListControls();
+  const selection = useSelection();
   const list = useList<Service>(
-    query(nsPath("app", "service"), { limit: PAGE, offset, state, state__not: stateNot(state) }),
+    query(nsPath("app", "service"), { limit: PAGE, state, state__not: stateNot(state), ...lc.params }),
     ["service"],
   );
   return (
@@ -45,26 +39,39 @@ export function ServiceList() {
       }
     >
       <div class="filters">
+        <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="web" />
         <StateFilter
           value={state}
           states={SERVICE_STATES}
           onChange={(v) => {
             setState(v);
-            setOffset(0);
+            lc.setOffset(0);
           }}
         />
-        <HideTerminated onChange={() => setOffset(0)} />
+        <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
+      <BulkBar
+        selection={selection}
+        stateOf={(u) => list.data?.objects.find((o) => o.resource_uri === u)?.state}
+        table={SERVICE_OPERATIONS}
+        what="services"
+      />
       <PagedTable<Service>
+        selection={selection}
         list={list}
-        offset={offset}
+        offset={lc.offset}
         limit={PAGE}
-        go={setOffset}
+        go={lc.setOffset}
+        order={lc.order}
         label="Services"
         empty="No services in this namespace yet."
         columns={[
-          { label: "Name", render: (s) => <a href={`#/services/${s.uuid}`}>{s.nickname || s.name}</a> },
-          { label: "State", render: (s) => <StateBadge state={s.state} /> },
+          {
+            label: "Name",
+            sort: "name",
+            render: (s) => <a href={`#/services/${s.uuid}`}>{s.nickname || s.name}</a>,
+          },
+          { label: "State", sort: "state", render: (s) => <StateBadge state={s.state} /> },
           { label: "Image", render: (s) => s.image_name },
           {
             label: "Containers",
@@ -72,7 +79,7 @@ export function ServiceList() {
           },
           {
             label: "Stack",
-            render: (s) => (s.stack ? <a href={`#/stacks/${uuidOf(s.stack)}`}>{short(s.stack)}</a> : ""),
+            render: (s) => <ObjectLink uri={s.stack} />,
           },
         ]}
       />
@@ -83,12 +90,15 @@ export function ServiceList() {
 export function ServiceDetail({ uuid }: { uuid: string }) {
   const url = `${nsPath("app", "service")}${uuid}/`;
   const { data: s, error } = useObject<Service>(url);
-  const [target, setTarget] = useState<string>("");
+  const containers = useList<ServiceContainer>(
+    query(nsPath("app", "container"), { service: url, limit: 100 }),
+    ["container"],
+  );
   if (error) return <ErrorLine error={error} />;
   if (!s) return <Loading />;
   const what = `service ${s.name}`;
+  const failed = (containers.data?.objects ?? []).filter(crashed);
   const g = (op: string) => gate(SERVICE_OPERATIONS, op, s.state, what);
-  const scaleTo = target === "" ? s.target_num_containers : Number(target);
   return (
     <Page
       title={`Service ${s.nickname || s.name}`}
@@ -109,29 +119,17 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
         what={what}
         table={SERVICE_OPERATIONS}
         terminateWarning="All its containers and their data are deleted."
+        badge={<StateBadge state={s.state} bad={failed.length > 0 && s.state !== "Running"} />}
       >
-        <span class="op-group">
-          <label>
-            Containers{" "}
-            <input
-              type="number"
-              min={0}
-              class="narrow"
-              value={target === "" ? s.target_num_containers : target}
-              onInput={(e) => setTarget((e.target as HTMLInputElement).value)}
-            />
-          </label>
-          <Op
-            label="Scale"
-            allowed={g("scale")}
-            run={async () => {
-              if (scaleTo !== s.target_num_containers)
-                await call("PATCH", url, { target_num_containers: scaleTo });
-              return call("POST", `${url}scale/`);
-            }}
-          />
-        </span>
+        <ScaleControl url={url} current={s.target_num_containers} allowed={g("scale")} />
       </LifecycleOps>
+      {failed[0] && (
+        <CrashPanel
+          c={failed[0]}
+          logsPath={`${nsPath("app", "container")}${failed[0].uuid}/logs/`}
+          link={`#/containers/${failed[0].uuid}`}
+        />
+      )}
       <Facts
         items={[
           ["Image", s.image_name],
@@ -140,7 +138,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
             `${s.running_num_containers} running, ${s.current_num_containers} deployed, target ${s.target_num_containers}`,
           ],
           ["Strategy", s.deployment_strategy],
-          ["Stack", s.stack ? <a href={`#/stacks/${uuidOf(s.stack)}`}>{short(s.stack)}</a> : ""],
+          ["Stack", s.stack ? <ObjectLink key="st" uri={s.stack} /> : ""],
           ["Public DNS", s.public_dns],
           ["Synchronized", s.synchronized ? "yes" : "no (redeploy to apply the definition)"],
           ["Autorestart / autodestroy", `${s.autorestart} / ${s.autodestroy}`],
@@ -152,25 +150,37 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
               .map((p) => `${p.inner_port}/${p.protocol}${p.published ? ` → ${p.outer_port ?? "any"}` : ""}`)
               .join(", "),
           ],
-          ["Links", s.linked_to_service.map((l) => `${l.name} → ${short(l.to_service)}`).join(", ")],
+          [
+            "Links",
+            s.linked_to_service.length ? (
+              <span key="l" class="links">
+                {s.linked_to_service.map((l) => (
+                  <span key={l.name}>
+                    {l.name} → <ObjectLink uri={l.to_service} />{" "}
+                  </span>
+                ))}
+              </span>
+            ) : (
+              ""
+            ),
+          ],
           ["Tags", s.tags.map((t) => t.name).join(", ")],
-          ["Deployed", s.deployed_datetime],
+          ["Deployed", <When key="d" at={s.deployed_datetime} />],
         ]}
       />
       <ActionsOf objectUri={s.resource_uri} />
       <h2>Containers</h2>
-      <ContainersOf serviceUri={s.resource_uri} />
+      <ContainersOf list={containers} />
       <Triggers serviceUrl={url} />
       <LogView key={url} streamPath={`${url}logs/`} title="Service logs" />
     </Page>
   );
 }
 
-function ContainersOf({ serviceUri }: { serviceUri: string }) {
-  const list = useList<Resource & { uuid: string; name: string; node: string; private_ip: string }>(
-    query(nsPath("app", "container"), { service: serviceUri, limit: 100 }),
-    ["container"],
-  );
+type ServiceContainer = Resource &
+  ExitFacts & { uuid: string; name: string; node: string; private_ip: string };
+
+function ContainersOf({ list }: { list: Loaded<ListPage<ServiceContainer>> }) {
   if (!list.data) return <Loading />;
   return (
     <Table
@@ -179,10 +189,10 @@ function ContainersOf({ serviceUri }: { serviceUri: string }) {
       empty="No containers: start the service."
       columns={[
         { label: "Name", render: (c) => <a href={`#/containers/${c.uuid}`}>{c.name}</a> },
-        { label: "State", render: (c) => <StateBadge state={c.state} /> },
+        { label: "State", render: (c) => <ContainerState c={c} /> },
         {
           label: "Node",
-          render: (c) => (c.node ? <a href={`#/nodes/${uuidOf(c.node)}`}>{short(c.node)}</a> : ""),
+          render: (c) => <ObjectLink uri={c.node} />,
         },
         { label: "Private IP", render: (c) => c.private_ip },
       ]}

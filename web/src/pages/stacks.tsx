@@ -4,9 +4,12 @@
 import { useState } from "preact/hooks";
 import type { Stack as StackView } from "../../../src/contract/stack.ts";
 import { STACK_OPERATIONS } from "../../../src/domain/stack.ts";
-import { call, get, nsPath, query, uuidOf } from "../api.ts";
+import { call, get, nsPath, query } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
+import { ObjectLink } from "../names.tsx";
 import { navigate } from "../router.ts";
+import { PagedTable, SearchBox, Table, useListControls } from "../table.tsx";
+import { When } from "../time.tsx";
 import {
   ErrorLine,
   Facts,
@@ -17,12 +20,11 @@ import {
   Loading,
   notify,
   Page,
-  PagedTable,
   StateBadge,
-  Table,
 } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 import type { Service } from "./service-model.ts";
+import { Topology } from "./topology.tsx";
 
 type Stack = StackView & Resource;
 
@@ -60,8 +62,8 @@ export async function servicesOfStackFile(text: string): Promise<Record<string, 
 }
 
 export function StackList() {
-  const [offset, setOffset] = useState(0);
-  const list = useList<Stack>(query(nsPath("app", "stack"), { limit: PAGE, offset }), ["stack"]);
+  const lc = useListControls();
+  const list = useList<Stack>(query(nsPath("app", "stack"), { limit: PAGE, ...lc.params }), ["stack"]);
   return (
     <Page
       title="Stacks"
@@ -71,18 +73,26 @@ export function StackList() {
         </a>
       }
     >
+      <div class="filters">
+        <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="shop" />
+      </div>
       <PagedTable<Stack>
         list={list}
-        offset={offset}
+        offset={lc.offset}
         limit={PAGE}
-        go={setOffset}
+        go={lc.setOffset}
+        order={lc.order}
         label="Stacks"
         empty="No stacks yet: create one from a stack file."
         columns={[
-          { label: "Name", render: (s) => <a href={`#/stacks/${s.uuid}`}>{s.nickname || s.name}</a> },
-          { label: "State", render: (s) => <StateBadge state={s.state} /> },
+          {
+            label: "Name",
+            sort: "name",
+            render: (s) => <a href={`#/stacks/${s.uuid}`}>{s.nickname || s.name}</a>,
+          },
+          { label: "State", sort: "state", render: (s) => <StateBadge state={s.state} /> },
           { label: "Services", render: (s) => s.services.length },
-          { label: "Deployed", render: (s) => s.deployed_datetime ?? "" },
+          { label: "Deployed", render: (s) => <When at={s.deployed_datetime} /> },
         ]}
       />
     </Page>
@@ -112,7 +122,8 @@ function StackFileEditor(props: {
     }
   };
   return (
-    <form class="form" onSubmit={(e) => void save(e)}>
+    // A refusal goes with the next edit of the form.
+    <form class="form" onSubmit={(e) => void save(e)} onInput={() => setError(undefined)}>
       {props.withName && (
         <Field label="Stack name">
           <input name="stack-name" required value={name} onInput={(e) => setName(inputValue(e))} />
@@ -211,7 +222,7 @@ export function StackDetail({ uuid }: { uuid: string }) {
       <Facts
         items={[
           ["Synchronized", st.synchronized ? "yes" : "no"],
-          ["Deployed", st.deployed_datetime],
+          ["Deployed", <When key="d" at={st.deployed_datetime} />],
         ]}
       />
       {exported !== undefined && (
@@ -255,24 +266,31 @@ function StackServices({ stackUri }: { stackUri: string }) {
   ]);
   if (!list.data) return <Loading />;
   return (
-    <Table<Service>
-      label="Services of the stack"
-      rows={list.data.objects}
-      empty="This stack has no services."
-      columns={[
-        { label: "Name", render: (s) => <a href={`#/services/${s.uuid}`}>{s.name}</a> },
-        { label: "State", render: (s) => <StateBadge state={s.state} /> },
-        { label: "Image", render: (s) => s.image_name },
-        {
-          label: "Containers",
-          render: (s) => `${s.running_num_containers} running / ${s.target_num_containers}`,
-        },
-        {
-          label: "Links",
-          render: (s) =>
-            s.linked_to_service.map((l) => `${l.name}→${uuidOf(l.to_service).slice(0, 8)}`).join(", "),
-        },
-      ]}
-    />
+    <>
+      <Topology services={list.data.objects} />
+      <Table<Service>
+        label="Services of the stack"
+        rows={list.data.objects}
+        empty="This stack has no services."
+        columns={[
+          { label: "Name", render: (s) => <a href={`#/services/${s.uuid}`}>{s.name}</a> },
+          { label: "State", render: (s) => <StateBadge state={s.state} /> },
+          { label: "Image", render: (s) => s.image_name },
+          {
+            label: "Containers",
+            render: (s) => `${s.running_num_containers} running / ${s.target_num_containers}`,
+          },
+          {
+            label: "Links",
+            render: (s) =>
+              s.linked_to_service.map((l) => (
+                <span key={l.name}>
+                  {l.name} → <ObjectLink uri={l.to_service} />{" "}
+                </span>
+              )),
+          },
+        ]}
+      />
+    </>
   );
 }

@@ -4,7 +4,8 @@ import { useState } from "preact/hooks";
 import type { Trigger as TriggerView } from "../../../src/contract/trigger.ts";
 import { call, query } from "../api.ts";
 import { type Resource, useList } from "../live.ts";
-import { ErrorLine, Field, inputValue, Op, perform, Select, Table } from "../ui.tsx";
+import { Table } from "../table.tsx";
+import { ErrorLine, Field, inputValue, Op, perform, Select } from "../ui.tsx";
 
 type Trigger = TriggerView & Resource;
 

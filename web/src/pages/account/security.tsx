@@ -2,7 +2,18 @@
 import { useState } from "preact/hooks";
 import type { ApiKey } from "../../../../src/contract/account.ts";
 import { call, loadSession } from "../../api.ts";
-import { ErrorLine, Field, inputValue, Op, perform } from "../../ui.tsx";
+import { When } from "../../time.tsx";
+import {
+  ErrorLine,
+  Field,
+  FormError,
+  inputValue,
+  notify,
+  Op,
+  ProblemsProvider,
+  perform,
+  useFormProblems,
+} from "../../ui.tsx";
 import { useLoad } from "./load.ts";
 
 export function SecuritySection({ me }: { me: string }) {
@@ -10,65 +21,71 @@ export function SecuritySection({ me }: { me: string }) {
   const [pw, setPw] = useState(empty);
   const [ended, setEnded] = useState<string | undefined>(undefined);
   const differ = pw.again !== "" && pw.again !== pw.fresh;
+  const problems = useFormProblems();
   return (
     <section>
       <h2>Password and sessions</h2>
       <p class="hint">
         Changing the password signs out every other browser and ends every access token; API keys stay.
       </p>
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (differ) return;
-          void perform("Change password", () =>
+      <ProblemsProvider value={problems}>
+        <form
+          class="inline-form"
+          aria-label="Change password"
+          onInput={problems.edited}
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (differ) return;
+            problems.set(undefined);
+            // A refusal shows next to its field (or under the form) and goes when that is edited.
             call<{ sessions_ended: number; access_tokens_ended: number }>(
               "POST",
               `/api/v1.1/users/${me}/password/`,
               { old_password: pw.old, new_password: pw.fresh },
-            ),
-          ).then((r) => {
-            if (!r) return;
-            const d = r.data as { sessions_ended: number; access_tokens_ended: number };
-            setPw(empty);
-            setEnded(
-              `${d.sessions_ended} other session(s) and ${d.access_tokens_ended} access token(s) ended.`,
-            );
-          });
-        }}
-      >
-        <Field label="Current password">
-          <input
-            type="password"
-            autocomplete="current-password"
-            required
-            value={pw.old}
-            onInput={(e) => setPw({ ...pw, old: inputValue(e) })}
-          />
-        </Field>
-        <Field label="New password" hint="at least 8 characters">
-          <input
-            type="password"
-            autocomplete="new-password"
-            required
-            minLength={8}
-            value={pw.fresh}
-            onInput={(e) => setPw({ ...pw, fresh: inputValue(e) })}
-          />
-        </Field>
-        <Field label="New password again" hint={differ ? "the two new passwords differ" : undefined}>
-          <input
-            type="password"
-            autocomplete="new-password"
-            required
-            value={pw.again}
-            onInput={(e) => setPw({ ...pw, again: inputValue(e) })}
-          />
-        </Field>
-        <button type="submit" disabled={differ}>
-          Change password
-        </button>
-      </form>
+            ).then((r) => {
+              const d = r.data;
+              notify({ kind: "ok", text: "Password changed." });
+              setPw(empty);
+              setEnded(
+                `${d.sessions_ended} other session(s) and ${d.access_tokens_ended} access token(s) ended.`,
+              );
+            }, problems.set);
+          }}
+        >
+          <Field label="Current password" field="old_password">
+            <input
+              type="password"
+              autocomplete="current-password"
+              required
+              value={pw.old}
+              onInput={(e) => setPw({ ...pw, old: inputValue(e) })}
+            />
+          </Field>
+          <Field label="New password" field="new_password" hint="at least 8 characters">
+            <input
+              type="password"
+              autocomplete="new-password"
+              required
+              minLength={8}
+              value={pw.fresh}
+              onInput={(e) => setPw({ ...pw, fresh: inputValue(e) })}
+            />
+          </Field>
+          <Field label="New password again" hint={differ ? "the two new passwords differ" : undefined}>
+            <input
+              type="password"
+              autocomplete="new-password"
+              required
+              value={pw.again}
+              onInput={(e) => setPw({ ...pw, again: inputValue(e) })}
+            />
+          </Field>
+          <button type="submit" disabled={differ}>
+            Change password
+          </button>
+          <FormError problems={problems} fields={["old_password", "new_password"]} />
+        </form>
+      </ProblemsProvider>
       {ended && (
         <p class="hint" role="status">
           {ended}
@@ -113,7 +130,9 @@ export function KeySection({ me }: { me: string }) {
         {rows.map((k) => (
           <li key={k.id} class="email-row">
             <span>{k.label || "(no label)"}</span>
-            <span class="hint">created {k.created}</span>
+            <span class="hint">
+              created <When at={k.created} />
+            </span>
             <Op
               label="Revoke"
               danger

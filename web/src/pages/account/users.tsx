@@ -1,68 +1,157 @@
-// The account page for administrators: new users, and deactivating or activating a user.
+// Users, for administrators: the list (search by username), a new user (problems next to their
+// fields), and deactivating or activating each user from its row.
 import { useState } from "preact/hooks";
-import { call } from "../../api.ts";
-import { Field, inputValue, perform } from "../../ui.tsx";
+import type { Profile } from "../../../../src/contract/account.ts";
+import { call, query } from "../../api.ts";
+import { useList } from "../../live.ts";
+import { PagedTable, SearchBox } from "../../table.tsx";
+import { When } from "../../time.tsx";
+import {
+  Field,
+  FormError,
+  inputValue,
+  notify,
+  Op,
+  Page,
+  ProblemsProvider,
+  StateBadge,
+  useFormProblems,
+} from "../../ui.tsx";
 
-export function UsersSection() {
-  const [form, setForm] = useState({ username: "", email: "", password: "" });
+type UserRow = Profile & { is_admin: boolean; resource_uri: string; state?: string };
+
+const PAGE = 50;
+const FIELDS = ["username", "email", "password"] as const;
+
+function NewUser(props: { created(): void }) {
+  const empty = { username: "", email: "", password: "" };
+  const [form, setForm] = useState(empty);
+  const [busy, setBusy] = useState(false);
+  const problems = useFormProblems();
   return (
-    <section>
-      <h2>New user</h2>
+    <ProblemsProvider value={problems}>
       <form
         class="inline-form"
+        aria-label="New user"
+        onInput={problems.edited}
         onSubmit={(e) => {
           e.preventDefault();
-          void perform(`Create user ${form.username}`, () => call("POST", "/api/v1.1/users/", form)).then(
-            (r) => r && setForm({ username: "", email: "", password: "" }),
-          );
+          setBusy(true);
+          problems.set(undefined);
+          call("POST", "/api/v1.1/users/", form)
+            .then(
+              () => {
+                notify({ kind: "ok", text: `User ${form.username} created.` });
+                setForm(empty);
+                props.created();
+              },
+              (err: unknown) => problems.set(err),
+            )
+            .finally(() => setBusy(false));
         }}
       >
-        <Field label="Username">
-          <input value={form.username} onInput={(e) => setForm({ ...form, username: inputValue(e) })} />
-        </Field>
-        <Field label="Email">
+        <Field label="Username" field="username">
           <input
+            name="username"
+            value={form.username}
+            onInput={(e) => setForm({ ...form, username: inputValue(e) })}
+          />
+        </Field>
+        <Field label="Email" field="email">
+          <input
+            name="email"
             type="email"
             value={form.email}
             onInput={(e) => setForm({ ...form, email: inputValue(e) })}
           />
         </Field>
-        <Field label="Password">
+        <Field label="Password" field="password">
           <input
+            name="password"
             type="password"
             autocomplete="new-password"
             value={form.password}
             onInput={(e) => setForm({ ...form, password: inputValue(e) })}
           />
         </Field>
-        <button type="submit">Create user</button>
+        <button type="submit" disabled={busy}>
+          Create user
+        </button>
+        <FormError problems={problems} fields={FIELDS} />
       </form>
-      <UserAccessForm />
-    </section>
+    </ProblemsProvider>
   );
 }
 
-/** Deactivates or activates a user by name (there is no list of users to pick from). */
-function UserAccessForm() {
-  const [name, setName] = useState("");
-  const act = (verb: "deactivate" | "activate") =>
-    void perform(`${verb === "deactivate" ? "Deactivate" : "Activate"} ${name}`, () =>
-      call("POST", `/api/v1.1/users/${encodeURIComponent(name.trim())}/${verb}/`),
-    ).then((r) => r && setName(""));
+export function UsersPage() {
+  const [offset, setOffset] = useState(0);
+  const [search, setSearch] = useState("");
+  const list = useList<UserRow>(
+    query("/api/v1.1/users/", { limit: PAGE, offset, username__icontains: search.trim() || undefined }),
+    [],
+  );
+  const rows = list.data
+    ? {
+        ...list.data,
+        objects: list.data.objects.map((u) => ({
+          ...u,
+          resource_uri: u.url,
+          state: u.is_active ? "Active" : "Deactivated",
+        })),
+      }
+    : undefined;
   return (
-    <form class="inline-form" onSubmit={(e) => e.preventDefault()}>
-      <Field
-        label="User"
-        hint="deactivating refuses the user's keys, sessions, tokens and streams at once; activating lets the keys work again"
-      >
-        <input value={name} onInput={(e) => setName(inputValue(e))} />
-      </Field>
-      <button type="button" class="danger" disabled={!name.trim()} onClick={() => act("deactivate")}>
-        Deactivate
-      </button>
-      <button type="button" disabled={!name.trim()} onClick={() => act("activate")}>
-        Activate
-      </button>
-    </form>
+    <Page title="Users">
+      <h2>New user</h2>
+      <NewUser created={list.reload} />
+      <h2>All users</h2>
+      <div class="filters">
+        <SearchBox
+          value={search}
+          onSearch={(v) => {
+            setSearch(v);
+            setOffset(0);
+          }}
+          placeholder="username contains…"
+        />
+      </div>
+      <PagedTable<UserRow>
+        list={{ data: rows, error: list.error }}
+        offset={offset}
+        limit={PAGE}
+        go={setOffset}
+        label="Users"
+        empty="No users match."
+        columns={[
+          { label: "Username", render: (u) => u.username },
+          { label: "Email", render: (u) => u.email },
+          { label: "Role", render: (u) => (u.is_admin ? "administrator" : "user") },
+          {
+            label: "State",
+            render: (u) => <StateBadge state={u.state} bad={!u.is_active} />,
+          },
+          { label: "Joined", render: (u) => <When at={u.date_joined} /> },
+          {
+            label: "Access",
+            render: (u) =>
+              u.is_active ? (
+                <Op
+                  label="Deactivate"
+                  danger
+                  confirm={`Deactivate ${u.username}? Their sessions, tokens and streams end at once; their keys are refused.`}
+                  run={() => call("POST", `/api/v1.1/users/${encodeURIComponent(u.username)}/deactivate/`)}
+                  done={list.reload}
+                />
+              ) : (
+                <Op
+                  label="Activate"
+                  run={() => call("POST", `/api/v1.1/users/${encodeURIComponent(u.username)}/activate/`)}
+                  done={list.reload}
+                />
+              ),
+          },
+        ]}
+      />
+    </Page>
   );
 }

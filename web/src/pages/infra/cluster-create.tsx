@@ -4,12 +4,24 @@ import { useEffect, useState } from "preact/hooks";
 import type { NodeTypeView, ProviderView, RegionView } from "../../../../src/contract/catalogue.ts";
 import { call, get, type ListPage, nsPath, query } from "../../api.ts";
 import { navigate } from "../../router.ts";
-import { ErrorLine, Field, inputValue, notify, Page, Select } from "../../ui.tsx";
+import {
+  ErrorLine,
+  Field,
+  FormError,
+  inputValue,
+  notify,
+  Page,
+  ProblemsProvider,
+  Select,
+  useFormProblems,
+} from "../../ui.tsx";
 import { type Cluster, tagList } from "./shared.ts";
 
 type Provider = ProviderView;
 type Region = RegionView;
 type NodeType = NodeTypeView;
+
+const FIELDS = ["name", "provider", "region", "node_type", "target_num_nodes", "disk", "tags"] as const;
 
 export function ClusterCreate() {
   const [providers, setProviders] = useState<Provider[]>([]);
@@ -29,6 +41,7 @@ export function ClusterCreate() {
   const [deployNow, setDeployNow] = useState(true);
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
+  const problems = useFormProblems();
 
   useEffect(() => {
     get<ListPage<Provider>>("/api/infra/v1/provider/?limit=100").then(
@@ -59,7 +72,7 @@ export function ClusterCreate() {
   const rules = providers.find((p) => p.resource_uri === provider)?.node_cluster_rules;
   const submit = async (e: Event) => {
     e.preventDefault();
-    setError(undefined);
+    problems.set(undefined);
     setBusy(true);
     try {
       const body: Record<string, unknown> = {
@@ -95,7 +108,7 @@ export function ClusterCreate() {
       }
       navigate(`/nodeclusters/${r.data.uuid}`);
     } catch (err) {
-      setError(err);
+      problems.set(err);
     } finally {
       setBusy(false);
     }
@@ -103,124 +116,136 @@ export function ClusterCreate() {
 
   return (
     <Page title="Create a node cluster">
-      <form class="form" onSubmit={(e) => void submit(e)}>
-        <div class="grid">
-          <Field label="Name">
-            <input name="cluster-name" required value={name} onInput={(e) => setName(inputValue(e))} />
-          </Field>
-          <Field label="Provider">
-            <Select
-              name="provider"
-              value={provider}
-              onChange={setProvider}
-              options={[
-                { value: "", label: "choose a provider…" },
-                ...providers.map((p) => ({ value: p.resource_uri, label: p.label, disabled: !p.available })),
-              ]}
-            />
-          </Field>
-          <Field label="Region">
-            <Select
-              name="region"
-              value={region}
-              onChange={setRegion}
-              options={[
-                { value: "", label: provider ? "choose a region…" : "choose a provider first" },
-                ...regions.map((r) => ({
-                  value: r.resource_uri,
-                  label: r.label || r.name,
-                  disabled: !r.available,
-                })),
-              ]}
-            />
-          </Field>
-          <Field label="Node type">
-            <Select
-              name="node_type"
-              value={nodeType}
-              onChange={setNodeType}
-              options={[
-                { value: "", label: region ? "choose a node type…" : "choose a region first" },
-                ...types.map((t) => ({
-                  value: t.resource_uri,
-                  label: t.label || t.name,
-                  disabled: !t.available,
-                })),
-              ]}
-            />
-          </Field>
-          <Field label="Nodes">
-            <input
-              name="target_num_nodes"
-              type="number"
-              min={1}
-              value={count}
-              onInput={(e) => setCount(inputValue(e))}
-            />
-          </Field>
-          {rules?.disk === "any" && (
-            <Field label="Disk (GB)" hint={`default ${rules.default_disk}`}>
-              <input type="number" min={1} value={disk} onInput={(e) => setDisk(inputValue(e))} />
+      <ProblemsProvider value={problems}>
+        <form
+          class="form"
+          onSubmit={(e) => void submit(e)}
+          onInput={problems.edited}
+          onChange={problems.edited}
+        >
+          <div class="grid">
+            <Field label="Name" field="name">
+              <input name="cluster-name" required value={name} onInput={(e) => setName(inputValue(e))} />
             </Field>
-          )}
-          {rules?.disk === "fixed" && (
-            <Field label="Disk (GB)" hint="this provider offers these sizes only">
+            <Field label="Provider" field="provider">
               <Select
-                name="disk"
-                value={disk}
-                onChange={setDisk}
+                name="provider"
+                value={provider}
+                onChange={setProvider}
                 options={[
-                  { value: "", label: `default (${rules.default_disk})` },
-                  ...rules.disk_sizes.map(String),
+                  { value: "", label: "choose a provider…" },
+                  ...providers.map((p) => ({
+                    value: p.resource_uri,
+                    label: p.label,
+                    disabled: !p.available,
+                  })),
                 ]}
               />
             </Field>
-          )}
-          {rules?.disk === "none" && (
-            <Field label="Disk">
-              <span class="hint">This provider sets the disk size itself.</span>
+            <Field label="Region" field="region">
+              <Select
+                name="region"
+                value={region}
+                onChange={setRegion}
+                options={[
+                  { value: "", label: provider ? "choose a region…" : "choose a provider first" },
+                  ...regions.map((r) => ({
+                    value: r.resource_uri,
+                    label: r.label || r.name,
+                    disabled: !r.available,
+                  })),
+                ]}
+              />
             </Field>
+            <Field label="Node type" field="node_type">
+              <Select
+                name="node_type"
+                value={nodeType}
+                onChange={setNodeType}
+                options={[
+                  { value: "", label: region ? "choose a node type…" : "choose a region first" },
+                  ...types.map((t) => ({
+                    value: t.resource_uri,
+                    label: t.label || t.name,
+                    disabled: !t.available,
+                  })),
+                ]}
+              />
+            </Field>
+            <Field label="Nodes" field="target_num_nodes">
+              <input
+                name="target_num_nodes"
+                type="number"
+                min={1}
+                value={count}
+                onInput={(e) => setCount(inputValue(e))}
+              />
+            </Field>
+            {rules?.disk === "any" && (
+              <Field label="Disk (GB)" field="disk" hint={`default ${rules.default_disk}`}>
+                <input type="number" min={1} value={disk} onInput={(e) => setDisk(inputValue(e))} />
+              </Field>
+            )}
+            {rules?.disk === "fixed" && (
+              <Field label="Disk (GB)" field="disk" hint="this provider offers these sizes only">
+                <Select
+                  name="disk"
+                  value={disk}
+                  onChange={setDisk}
+                  options={[
+                    { value: "", label: `default (${rules.default_disk})` },
+                    ...rules.disk_sizes.map(String),
+                  ]}
+                />
+              </Field>
+            )}
+            {rules?.disk === "none" && (
+              <Field label="Disk">
+                <span class="hint">This provider sets the disk size itself.</span>
+              </Field>
+            )}
+            <Field label="Tags" field="tags" hint="comma-separated">
+              <input value={tags} onInput={(e) => setTags(inputValue(e))} />
+            </Field>
+          </div>
+          {rules?.provider_options && (
+            <fieldset data-field="provider_options">
+              <legend>Provider options</legend>
+              <div class="grid">
+                <Field label="VPC id">
+                  <input value={vpcId} onInput={(e) => setVpcId(inputValue(e))} />
+                </Field>
+                <Field label="Subnets" hint="comma-separated; nodes are balanced among them">
+                  <input value={subnets} onInput={(e) => setSubnets(inputValue(e))} />
+                </Field>
+                <Field label="Security groups" hint="comma-separated">
+                  <input value={groups} onInput={(e) => setGroups(inputValue(e))} />
+                </Field>
+                <Field label="IAM instance profile">
+                  <input value={profile} onInput={(e) => setProfile(inputValue(e))} />
+                </Field>
+              </div>
+            </fieldset>
           )}
-          <Field label="Tags" hint="comma-separated">
-            <input value={tags} onInput={(e) => setTags(inputValue(e))} />
-          </Field>
-        </div>
-        {rules?.provider_options && (
-          <fieldset>
-            <legend>Provider options</legend>
-            <div class="grid">
-              <Field label="VPC id">
-                <input value={vpcId} onInput={(e) => setVpcId(inputValue(e))} />
-              </Field>
-              <Field label="Subnets" hint="comma-separated; nodes are balanced among them">
-                <input value={subnets} onInput={(e) => setSubnets(inputValue(e))} />
-              </Field>
-              <Field label="Security groups" hint="comma-separated">
-                <input value={groups} onInput={(e) => setGroups(inputValue(e))} />
-              </Field>
-              <Field label="IAM instance profile">
-                <input value={profile} onInput={(e) => setProfile(inputValue(e))} />
-              </Field>
-            </div>
-          </fieldset>
-        )}
-        <div class="checks">
-          <label>
-            <input
-              type="checkbox"
-              checked={deployNow}
-              onChange={(e) => setDeployNow((e.target as HTMLInputElement).checked)}
-            />{" "}
-            Deploy it now
-          </label>
-        </div>
-        <ErrorLine error={error} />
-        <div class="form-actions">
-          <button type="submit" class="primary" disabled={busy || !region || !nodeType}>
-            Create
-          </button>
-        </div>
-      </form>
+          <div class="checks">
+            <label>
+              <input
+                type="checkbox"
+                checked={deployNow}
+                onChange={(e) => setDeployNow((e.target as HTMLInputElement).checked)}
+              />{" "}
+              Deploy it now
+            </label>
+          </div>
+          <ErrorLine error={error} />
+          <FormError problems={problems} fields={FIELDS} />
+          <div class="form-actions">
+            <button type="submit" class="primary" disabled={busy || !region || !nodeType}>
+              Create
+            </button>
+          </div>
+        </form>
+      </ProblemsProvider>
     </Page>
   );
 }

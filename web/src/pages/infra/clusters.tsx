@@ -3,7 +3,10 @@ import { useState } from "preact/hooks";
 import { CLUSTER_OPERATIONS, CLUSTER_STATES } from "../../../../src/domain/states.ts";
 import { call, nsPath, query } from "../../api.ts";
 import { useList, useObject } from "../../live.ts";
+import { ObjectLink } from "../../names.tsx";
+import { PagedTable, SearchBox, StateFilter, useListControls } from "../../table.tsx";
 import { HideTerminated, stateNot } from "../../terminated.tsx";
+import { When } from "../../time.tsx";
 import {
   ErrorLine,
   Facts,
@@ -14,20 +17,17 @@ import {
   notify,
   Op,
   Page,
-  PagedTable,
   StateBadge,
-  StateFilter,
-  uriTail,
 } from "../../ui.tsx";
 import { ActionsOf } from "../actions.tsx";
 import { NodeTable } from "./nodes.tsx";
 import { type Cluster, tagList, tagNames } from "./shared.ts";
 
 export function ClusterList() {
-  const [offset, setOffset] = useState(0);
   const [state, setState] = useState("");
+  const lc = useListControls();
   const list = useList<Cluster>(
-    query(nsPath("infra", "nodecluster"), { limit: 50, offset, state, state__not: stateNot(state) }),
+    query(nsPath("infra", "nodecluster"), { limit: 50, state, state__not: stateNot(state), ...lc.params }),
     ["nodecluster"],
   );
   return (
@@ -40,32 +40,35 @@ export function ClusterList() {
       }
     >
       <div class="filters">
+        <SearchBox value={lc.search} onSearch={lc.setSearch} />
         <StateFilter
           value={state}
           states={CLUSTER_STATES}
           onChange={(v) => {
             setState(v);
-            setOffset(0);
+            lc.setOffset(0);
           }}
         />
-        <HideTerminated onChange={() => setOffset(0)} />
+        <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
       <PagedTable<Cluster>
         list={list}
-        offset={offset}
+        offset={lc.offset}
         limit={50}
-        go={setOffset}
+        go={lc.setOffset}
+        order={lc.order}
         label="Node clusters"
         empty="No node clusters yet."
         columns={[
           {
             label: "Name",
+            sort: "name",
             render: (c) => <a href={`#/nodeclusters/${c.uuid}`}>{c.nickname || c.name}</a>,
           },
-          { label: "State", render: (c) => <StateBadge state={c.state} /> },
+          { label: "State", sort: "state", render: (c) => <StateBadge state={c.state} /> },
           { label: "Nodes", render: (c) => `${c.current_num_nodes} / ${c.target_num_nodes}` },
-          { label: "Region", render: (c) => c.region.split("/").filter(Boolean).slice(-2).join("/") },
-          { label: "Node type", render: (c) => uriTail(c.node_type) },
+          { label: "Region", render: (c) => <ObjectLink uri={c.region} /> },
+          { label: "Node type", render: (c) => <ObjectLink uri={c.node_type} /> },
         ]}
       />
     </Page>
@@ -115,11 +118,11 @@ export function ClusterDetail({ uuid }: { uuid: string }) {
       <Facts
         items={[
           ["Nodes", `${c.current_num_nodes} deployed, target ${c.target_num_nodes}`],
-          ["Region", c.region],
-          ["Node type", c.node_type],
+          ["Region", <ObjectLink key="r" uri={c.region} />],
+          ["Node type", <ObjectLink key="t" uri={c.node_type} />],
           ["Disk", c.disk === null ? "" : `${c.disk} GB`],
           ["Provider options", c.provider_options ? JSON.stringify(c.provider_options) : ""],
-          ["Deployed", c.deployed_datetime],
+          ["Deployed", <When key="d" at={c.deployed_datetime} />],
         ]}
       />
       <form

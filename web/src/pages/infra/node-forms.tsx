@@ -4,7 +4,9 @@ import { useState } from "preact/hooks";
 import { call, nsPath, query } from "../../api.ts";
 import { useList } from "../../live.ts";
 import { navigate } from "../../router.ts";
-import { ErrorLine, Field, inputValue, notify, Op, Table } from "../../ui.tsx";
+import { Table } from "../../table.tsx";
+import { When } from "../../time.tsx";
+import { ErrorLine, Field, inputValue, notify, Op } from "../../ui.tsx";
 import { type Node, tagList } from "./shared.ts";
 
 /**
@@ -60,8 +62,8 @@ export function BringYourOwn() {
           columns={[
             { label: "Token", render: (t) => t.uuid.slice(0, 8) },
             { label: "By", render: (t) => t.created_by },
-            { label: "Created", render: (t) => t.created },
-            { label: "Expires", render: (t) => t.expires },
+            { label: "Created", render: (t) => <When at={t.created} /> },
+            { label: "Expires", render: (t) => <When at={t.expires} /> },
             {
               label: "",
               render: (t) => (
@@ -117,7 +119,8 @@ export function AttachEngine() {
     </Field>
   );
   return (
-    <form class="form" onSubmit={(e) => void submit(e)}>
+    // A refusal goes with the next edit of the form.
+    <form class="form" onSubmit={(e) => void submit(e)} onInput={() => setError(undefined)}>
       <h2>Attach a Docker engine</h2>
       <div class="grid">
         <Field label="Engine URL" hint="tcp://host:2376 or unix:///var/run/docker.sock">

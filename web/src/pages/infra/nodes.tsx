@@ -2,9 +2,12 @@
 // facts, health-check, engine-upgrade, nickname and tags, terminate, its containers).
 import { useState } from "preact/hooks";
 import { NODE_OPERATIONS, NODE_STATES } from "../../../../src/domain/states.ts";
-import { call, nsPath, query, uuidOf } from "../../api.ts";
+import { call, nsPath, query } from "../../api.ts";
 import { type Resource, useList, useObject } from "../../live.ts";
+import { ObjectLink } from "../../names.tsx";
+import { Pager, SearchBox, Table, useListControls } from "../../table.tsx";
 import { HideTerminated, hideTerminated } from "../../terminated.tsx";
+import { When } from "../../time.tsx";
 import {
   ErrorLine,
   Facts,
@@ -15,50 +18,55 @@ import {
   notify,
   Op,
   Page,
-  Pager,
   Select,
   StateBadge,
   short,
-  Table,
 } from "../../ui.tsx";
 import { ActionsOf } from "../actions.tsx";
 import { AttachEngine, BringYourOwn } from "./node-forms.tsx";
 import { type Node, tagList, tagNames } from "./shared.ts";
 
-export function NodeTable({ filter }: { filter: Record<string, string> }) {
-  const [offset, setOffset] = useState(0);
-  const list = useList<Node>(query(nsPath("infra", "node"), { limit: 50, offset, ...filter }), ["node"]);
-  if (list.error) return <ErrorLine error={list.error} />;
+export function NodeTable({ filter, search }: { filter: Record<string, string>; search?: boolean }) {
+  const lc = useListControls();
+  const list = useList<Node>(query(nsPath("infra", "node"), { limit: 50, ...filter, ...lc.params }), [
+    "node",
+  ]);
+  const box = search && <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="name or address" />;
+  if (list.error)
+    return (
+      <>
+        {box}
+        <ErrorLine error={list.error} />
+      </>
+    );
   if (!list.data) return <Loading />;
   return (
     <>
+      {box}
       <Table<Node>
+        order={lc.order}
         label="Nodes"
         rows={list.data.objects}
         empty="No nodes."
         columns={[
           {
             label: "Node",
+            sort: "name",
             render: (n) => (
               <a href={`#/nodes/${n.uuid}`}>{n.nickname || n.external_fqdn || short(n.resource_uri)}</a>
             ),
           },
-          { label: "State", render: (n) => <StateBadge state={n.state} /> },
+          { label: "State", sort: "state", render: (n) => <StateBadge state={n.state} /> },
           { label: "Containers", render: (n) => n.current_num_containers },
           { label: "IP", render: (n) => n.public_ip },
           { label: "Engine", render: (n) => n.engine_version },
           {
             label: "Cluster",
-            render: (n) =>
-              n.node_cluster ? (
-                <a href={`#/nodeclusters/${uuidOf(n.node_cluster)}`}>{short(n.node_cluster)}</a>
-              ) : (
-                ""
-              ),
+            render: (n) => <ObjectLink uri={n.node_cluster} />,
           },
         ]}
       />
-      <Pager offset={offset} limit={50} total={list.data.meta.total_count} go={setOffset} />
+      <Pager offset={lc.offset} limit={50} total={list.data.meta.total_count} go={lc.setOffset} />
     </>
   );
 }
@@ -74,7 +82,10 @@ export function NodeList() {
         </label>
         <HideTerminated />
       </div>
-      <NodeTable filter={state ? { state } : hideTerminated.value ? { state__not: "Terminated" } : {}} />
+      <NodeTable
+        search
+        filter={state ? { state } : hideTerminated.value ? { state__not: "Terminated" } : {}}
+      />
       <BringYourOwn />
       <AttachEngine />
     </Page>
@@ -116,22 +127,17 @@ export function NodeDetail({ uuid }: { uuid: string }) {
         items={[
           ["FQDN", n.external_fqdn],
           ["Public IP", n.public_ip],
-          [
-            "Cluster",
-            n.node_cluster ? (
-              <a href={`#/nodeclusters/${uuidOf(n.node_cluster)}`}>{short(n.node_cluster)}</a>
-            ) : (
-              ""
-            ),
-          ],
+          ["Region", n.region ? <ObjectLink key="r" uri={n.region} /> : ""],
+          ["Node type", n.node_type ? <ObjectLink key="t" uri={n.node_type} /> : ""],
+          ["Cluster", n.node_cluster ? <ObjectLink key="c" uri={n.node_cluster} /> : ""],
           [
             "Engine",
             `${n.engine_version} (exec ${n.engine_execdriver || "—"}, storage ${n.engine_graphdriver || "—"})`,
           ],
           ["Size", `${n.cpu} CPU, ${n.memory} MB, ${n.disk} GB`],
           ["Containers", n.current_num_containers],
-          ["Last seen", n.last_seen],
-          ["Deployed", n.deployed_datetime],
+          ["Last seen", <When key="l" at={n.last_seen} />],
+          ["Deployed", <When key="d" at={n.deployed_datetime} />],
         ]}
       />
       <form

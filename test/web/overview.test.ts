@@ -1,0 +1,71 @@
+// The live overview in a real Chromium: first steps on an empty namespace; running, stopped and
+// failing counts that follow changes without a reload; the latest failed actions.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ADMIN_PASSWORD, browserSuite, browserUnavailable, openPage, signInAs } from "./browser.ts";
+import { containersOf, simulatedCluster, startedService, until } from "./fixtures.ts";
+
+const unavailable = browserUnavailable();
+
+describe("live overview in Chromium", { skip: unavailable }, () => {
+  const suite = browserSuite(["newbie"]);
+
+  test("an empty namespace shows first steps", async () => {
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
+    await signInAs(page, "newbie", "newbie-password-1");
+    const steps = page.getByRole("region", { name: "First steps" });
+    await steps.getByRole("link", { name: "Create a node cluster" }).waitFor();
+    await steps.getByRole("link", { name: "Create a service" }).waitFor();
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test("counts by state follow changes live; a crash shows as failing; failed actions are listed", async () => {
+    await simulatedCluster(suite.berth, "live");
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    let navigations = 0;
+    page.on("framenavigated", (f) => {
+      if (f === page.mainFrame() && !f.url().includes("#")) navigations++;
+    });
+    const services = page.locator("a.tile", { hasText: "Services" });
+    await services.locator(".tile-n", { hasText: /^0$/ }).waitFor();
+    assert.equal(await page.getByRole("region", { name: "First steps" }).count(), 0, "not empty: a cluster");
+
+    await startedService(suite.berth, { image: "busybox:local", name: "up", run_command: "httpd -f -p 80" });
+    await services.locator(".part.good", { hasText: "1 up" }).waitFor({ timeout: 5000 });
+    await page
+      .locator("a.tile", { hasText: "Containers" })
+      .locator(".part.good", { hasText: "1 up" })
+      .waitFor();
+
+    const bad = await suite.berth.api("POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name: "bad",
+      run_command: 'sh -c "exit 4"',
+    });
+    await suite.berth.api("POST", `${bad.body.resource_uri}start/`);
+    await until(
+      "the crash",
+      async () => (await containersOf(suite.berth, bad.body.resource_uri))[0]?.exit_code === 4,
+    );
+    await page
+      .locator("a.tile", { hasText: "Containers" })
+      .locator(".part.bad", { hasText: "1 failing" })
+      .waitFor({ timeout: 5000 });
+
+    const failing = await fetch(`${suite.berth.url}/api/app/v1/widget/w9/work/`, {
+      method: "POST",
+      headers: { authorization: suite.berth.adminAuth },
+      body: JSON.stringify({ steps: 1, stepMs: 1, failAt: 1 }),
+    });
+    assert.equal(failing.status, 202);
+    await page
+      .getByRole("region", { name: "Recent failures" })
+      .getByRole("link", { name: "Widget Work" })
+      .waitFor();
+    assert.equal(navigations, 0, "never reloaded");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
