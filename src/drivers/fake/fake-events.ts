@@ -7,7 +7,16 @@ export class FakeEvents {
   private readonly history: ContainerEvent[] = [];
   private readonly subscribers = new Set<AsyncQueue<ContainerEvent>>();
 
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly now: () => number,
+    /** Told of every event, after its subscribers. */
+    private readonly emitted: (container: FakeContainer, action: string) => void = () => {},
+  ) {}
+
+  /** Whether an events stream is open. */
+  get watched(): boolean {
+    return this.subscribers.size > 0;
+  }
 
   /** Breaks every open stream, as when the engine's host goes away. */
   fail(error: Error): void {
@@ -40,6 +49,7 @@ export class FakeEvents {
     this.history.push(event);
     if (this.history.length > EVENTS_REMEMBERED) this.history.shift();
     for (const subscriber of this.subscribers) subscriber.push(event);
+    this.emitted(container, action);
   }
 
   async *follow(options: EventsOptions): AsyncGenerator<ContainerEvent> {
