@@ -1,6 +1,6 @@
 // `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
 // and prints their figures, each baseline measured in the same run. Names: api, placement,
-// large, tenants, idle, real, fanout, writes, replicas (all of them without a name; replicas needs
+// large, tenants, idle, real, fanout, writes, memory, replicas (all of them without a name; replicas needs
 // BERTH_TEST_PG_URL). `--quick` shortens the runs. `writes`: PATCH throughput with 1,000 events
 // subscribers against none (--subscribers N).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
@@ -8,6 +8,7 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import { runApi } from "./api.ts";
 import { type FanoutOptions, formatFanout, runEventsFanout } from "./events-fanout.ts";
+import { runMemory } from "./memory.ts";
 import { runPlacement } from "./placement.ts";
 import { runRealDeploy } from "./real.ts";
 import { runReplicas } from "./replicas.ts";
@@ -59,6 +60,7 @@ const benches: Record<string, () => Promise<void>> = {
       quick ? { seconds: 3, clients: 16, events: 100 } : { seconds: 8, clients: 16, events: 300 },
       out,
     ),
+  memory: () => runMemory(quick ? { nodes: 20, containers: 1000 } : { nodes: 100, containers: 5000 }, out),
   writes: () =>
     runWritesFanout(
       {

@@ -283,6 +283,11 @@ export class SimulatedEngines {
     if (!first || now - first.at < TOMBSTONE_MS) return;
     this.marks.shift();
     await this.section.purgeRemoved(first.seq);
+    // What was removed that long ago cannot come back: its seq is forgotten too.
+    for (const copy of this.copies.values()) {
+      const present = new Set(copy.fake.containerIds());
+      for (const [id, seq] of copy.seqs) if (seq <= first.seq && !present.has(id)) copy.seqs.delete(id);
+    }
   }
 
   private apply(copy: Copy, row: SimulatedContainerRecord): void {
