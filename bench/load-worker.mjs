@@ -6,20 +6,28 @@
 // otherwise be the figure measured at 100 connections.
 import net from "node:net";
 
-const { url, headers, connections, durationMs, warmupMs } = JSON.parse(
+const { url, headers, connections, durationMs, warmupMs, requests } = JSON.parse(
   process.env.BERTH_LOAD_OPTIONS ?? "{}",
 );
 const target = new URL(url);
-const request = Buffer.from(
-  [
-    `GET ${target.pathname}${target.search} HTTP/1.1`,
-    `Host: ${target.host}`,
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-    "",
-    "",
-  ].join("\r\n"),
-  "latin1",
-);
+/** A request built once: `GET url` by default, or each of `requests` ({method, path, body}). */
+const build = ({ method, path, body }) => {
+  const payload = body === undefined ? undefined : Buffer.from(body);
+  const head = Buffer.from(
+    [
+      `${method} ${path} HTTP/1.1`,
+      `Host: ${target.host}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      ...(payload ? ["Content-Type: application/json", `Content-Length: ${payload.length}`] : []),
+      "",
+      "",
+    ].join("\r\n"),
+    "latin1",
+  );
+  return payload ? Buffer.concat([head, payload]) : head;
+};
+// Connection i sends requests[i], requests[i + connections], … round the list.
+const built = (requests ?? [{ method: "GET", path: `${target.pathname}${target.search}` }]).map(build);
 const CRLF2 = Buffer.from("\r\n\r\n");
 
 const latencies = [];
@@ -102,12 +110,13 @@ function answers(socket, done, fail) {
 // A request counts when it was sent inside the window, even if its answer ends after it; a
 // connection whose requests all outlast the window sends one more, counted, so a slow answer
 // shows as its latency and a low rate, never as "0 req/s".
-function loop() {
+function loop(_, index) {
   return new Promise((resolve) => {
     let measured = false;
     let counted = false;
     let t0 = 0n;
     let finished = false;
+    let next = index;
     const socket = net.connect({ host: target.hostname, port: Number(target.port), noDelay: true });
     const finish = () => {
       if (finished) return;
@@ -119,7 +128,8 @@ function loop() {
       if (stop && measured) return finish();
       counted = measuring || stop;
       t0 = process.hrtime.bigint();
-      socket.write(request);
+      socket.write(built[next % built.length]);
+      next += connections;
     };
     answers(
       socket,

@@ -11,6 +11,8 @@ export interface LoadOptions {
   durationMs: number;
   /** Requests sent before measuring (connections open, caches warm). */
   warmupMs?: number;
+  /** Instead of GET `url`: connection i sends requests[i], requests[i + connections], … (host from `url`). */
+  requests?: { method: string; path: string; body?: string }[];
 }
 
 export interface LoadResult {

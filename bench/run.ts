@@ -1,16 +1,19 @@
 // `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
 // and prints their figures, each baseline measured in the same run. Names: api, placement,
-// large, tenants, idle, real, fanout, replicas (all of them without a name; replicas needs
-// BERTH_TEST_PG_URL). `--quick` shortens the runs.
+// large, tenants, idle, real, fanout, writes, memory, replicas (all of them without a name; replicas needs
+// BERTH_TEST_PG_URL). `--quick` shortens the runs. `writes`: PATCH throughput with 1,000 events
+// subscribers against none (--subscribers N).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { runApi } from "./api.ts";
 import { type FanoutOptions, formatFanout, runEventsFanout } from "./events-fanout.ts";
+import { runMemory } from "./memory.ts";
 import { runPlacement } from "./placement.ts";
 import { runRealDeploy } from "./real.ts";
 import { runReplicas } from "./replicas.ts";
 import { runIdle, runLargeNamespace, runTenants } from "./scale.ts";
+import { runWritesFanout } from "./writes-fanout.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -55,6 +58,16 @@ const benches: Record<string, () => Promise<void>> = {
   replicas: () =>
     runReplicas(
       quick ? { seconds: 3, clients: 16, events: 100 } : { seconds: 8, clients: 16, events: 300 },
+      out,
+    ),
+  memory: () => runMemory(quick ? { nodes: 20, containers: 1000 } : { nodes: 100, containers: 5000 }, out),
+  writes: () =>
+    runWritesFanout(
+      {
+        subscribers: positive("subscribers", values.subscribers, 1000),
+        connections: 10,
+        durationMs: quick ? 3000 : 6000,
+      },
       out,
     ),
   fanout: async () => {

@@ -396,6 +396,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
       nodes.agents.stop();
       await app.close();
       await actions.stop({ graceMs: closeOpts.graceMs });
+      await nodes.stopSimulated();
       nodes.tunnels.closeAll("Berth is shutting down");
       await replicas.stopListening();
       await db.close();

@@ -12,6 +12,12 @@ export interface FakeNodeFacts {
   slot: number;
 }
 
+/** Simulated nodes' engines shared by every replica (nodes/simulated-engines.ts). */
+export interface SharedSimulatedEngines {
+  engineFor(node: FakeNodeFacts): Engine;
+  drop(nodeUuid: string): Promise<void>;
+}
+
 /** Reports how long an engine call took (metrics). */
 export type EngineCallObserver = (node: string, operation: string, seconds: number, ok: boolean) => void;
 
@@ -32,6 +38,8 @@ export class Engines implements EngineSource {
     /** Engines of agent nodes (`tunnel://<node uuid>`), reached through the agent's tunnel. */
     private readonly tunnels?: { engineFor(nodeUuid: string): Engine },
     private readonly observe?: EngineCallObserver,
+    /** When set, simulated nodes' engines come from here (several replicas on one database). */
+    private readonly shared?: SharedSimulatedEngines,
   ) {}
 
   forNode(node: EngineAddress): Engine {
@@ -39,11 +47,8 @@ export class Engines implements EngineSource {
       const id = node.engine_url.slice("fake://".length);
       let fake = this.fakes.get(id);
       if (!fake) {
-        fake = timed(
-          this.makeFake({ uuid: id, node_type: node.node_type ?? "", slot: node.slot ?? 0 }),
-          id,
-          this.observe,
-        );
+        const facts = { uuid: id, node_type: node.node_type ?? "", slot: node.slot ?? 0 };
+        fake = timed(this.shared ? this.shared.engineFor(facts) : this.makeFake(facts), id, this.observe);
         this.fakes.set(id, fake);
       }
       return fake;
@@ -70,6 +75,7 @@ export class Engines implements EngineSource {
   /** Forgets a simulated node's engine (its instance was terminated). */
   dropFake(nodeUuid: string): void {
     this.fakes.delete(nodeUuid);
+    void this.shared?.drop(nodeUuid).catch(() => undefined);
   }
 }
 

@@ -12,7 +12,8 @@ import { Catalogue } from "../catalogue/catalogue.ts";
 import type { Core, Routes } from "../composition.ts";
 import { lastSegment } from "../domain/uri.ts";
 import type { Engine } from "../drivers/engine.ts";
-import { FakeEngine } from "../drivers/fake/index.ts";
+import { FakeEngine, type FakeEngineOptions } from "../drivers/fake/index.ts";
+import { SyncedFakeEngine } from "../drivers/fake/synced.ts";
 import { LocalProvider } from "../drivers/local/index.ts";
 import { TunnelHub } from "../drivers/tunnel/hub.ts";
 import type { NamespacePolicies } from "../identity/privileges.ts";
@@ -26,6 +27,7 @@ import { HealthWatcher } from "./health.ts";
 import { LocalProvisioner } from "./local.ts";
 import { NodeProbe } from "./probe.ts";
 import { AttachedProvisioner, type Provisioner, SimulatedProvisioner } from "./provisioners.ts";
+import { SimulatedEngines } from "./simulated-engines.ts";
 import { clusterUri, nodeUri } from "./views.ts";
 
 export type NodesModule = ReturnType<typeof nodesModule>;
@@ -57,19 +59,29 @@ export function nodesModule(
   const catalogue = Catalogue.load(undefined, { local: () => localProvisioner.availability() });
   // A simulated node's engine has its node type's size and its own container subnet.
   let nodeTypes: ReturnType<Catalogue["listNodeTypes"]> | undefined;
-  const simulatedEngine = (n: FakeNodeFacts) => {
+  const simulatedOptions = (n: FakeNodeFacts): FakeEngineOptions => {
     nodeTypes ??= catalogue.listNodeTypes();
     const type = nodeTypes.find((t) => t.resource_uri === n.node_type);
     const data = type
       ? catalogue.providerData(lastSegment(type.provider)!)?.node_types.find((t) => t.name === type.name)
       : undefined;
-    return new FakeEngine({
+    return {
       name: `sim-${n.uuid.slice(0, 8)}`,
       cpus: data?.cpu || 1,
       memoryMb: data?.memory_mb || 1024,
       subnet: `10.${128 + Math.floor(n.slot / 256)}.${n.slot % 256}.0/24`,
-    });
+    };
   };
+  const simulatedEngine = (n: FakeNodeFacts) => new FakeEngine(simulatedOptions(n));
+  // Replicas on one PostgreSQL keep each simulated node's engine equal through the store.
+  const sharedSimulated =
+    store.dialect === "postgres" && !parts.makeFakeEngine
+      ? new SimulatedEngines(
+          store,
+          (n) => new SyncedFakeEngine(simulatedOptions(n)),
+          onError("simulated engines"),
+        )
+      : undefined;
   const labPrefix = `tcp://${config.nodes.localLabRange.split(".").slice(0, 2).join(".")}.`;
   // Agent nodes' tunnels; `AgentNodes` listens to the hub for their state changes.
   const graceMs = config.nodes.unreachableGraceMs;
@@ -88,6 +100,7 @@ export function nodesModule(
     tunnels,
     (_node, operation, seconds, ok) =>
       metrics.engineCalls.observe({ operation, result: ok ? "ok" : "error" }, seconds),
+    sharedSimulated,
   );
   const nodeProbe = new NodeProbe({
     store,
@@ -178,6 +191,10 @@ export function nodesModule(
     attachedEngines,
     health,
     routes,
+    /** Writes what simulated engines changed and stops reading other replicas' (PostgreSQL). */
+    async stopSimulated(): Promise<void> {
+      await sharedSimulated?.stop();
+    },
     /**
      * After a crash or a reboot, before any action resumes: finish interrupted node terminates,
      * re-create lost lab networking and start the engines that no longer run (those of a Berth

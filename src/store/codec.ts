@@ -189,3 +189,15 @@ export function decodeAlertChannels(json: string): StoredAlertChannel[] {
     throw new StoredJsonError("channels", "array of channels");
   });
 }
+
+/** A simulated node's engine container as stored: the process that wrote it, and the container (absent once removed). */
+export function simulatedContainerOf(json: string): { origin: string; container?: Record<string, unknown> } {
+  const v = objectIn("simulated container", json);
+  const container = v.container;
+  if (
+    typeof v.origin !== "string" ||
+    (container !== undefined && (typeof container !== "object" || container === null))
+  )
+    throw new StoredJsonError("simulated container", "object with origin and container");
+  return { origin: v.origin, container: container as Record<string, unknown> | undefined };
+}

@@ -103,6 +103,16 @@ export class ChangeFeed {
       for (const w of entries) changes.push(this.entryOf(type, w, datetime));
     }
     await tx.appendChanges(changes);
+    this.forgetTerminated(type, written);
+  }
+
+  /**
+   * The parents of containers that were just terminated are forgotten: memory follows what runs,
+   * not history (issue 34). (A service's or node's part stays: one per service or node, bounded.)
+   */
+  private forgetTerminated(type: FeedType, written: readonly Written<FeedType>[]): void {
+    if (type !== "container") return;
+    for (const w of written) if (w.row.state === "Terminated") this.parents.delete(w.row.uuid);
   }
 
   /**
@@ -180,7 +190,7 @@ export class ChangeFeed {
         const json = JSON.stringify(node ? [...parents, ...node] : parents);
         found.set(c.uuid, json);
         // Only complete answers are kept (a service or node not visible yet would be missing).
-        if (service && node) remember(this.parents, c.uuid, json);
+        if (service && node && c.state !== "Terminated") remember(this.parents, c.uuid, json);
       }
     }
     return rows.map((c) => this.parents.get(c.uuid) ?? found.get(c.uuid)!);

@@ -774,6 +774,38 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await index("services_ns_state_name", "services", ["namespace", "state", "name", "id"]);
       },
     },
+    "0030_perf": {
+      async up(db: AnyDb) {
+        // The engines of simulated nodes, shared by every replica (nodes/simulated-engines.ts):
+        // each container as its engine last recorded it, with the tail of its logs. Every write
+        // moves the one clock row, whose row lock orders the writers' commits, so a replica
+        // following `seq` never skips a commit that lands late. A removed container stays as a
+        // tombstone (`removed` = 1) until its node's engine is dropped.
+        await db.schema
+          .createTable("simulated_containers")
+          .addColumn("engine_id", "text", (c) => c.primaryKey())
+          .addColumn("node_uuid", "text", (c) => c.notNull())
+          .addColumn("seq", "bigint", (c) => c.notNull())
+          .addColumn("removed", "integer", (c) => c.notNull().defaultTo(0))
+          .addColumn("data", "text", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("simulated_containers_node")
+          .on("simulated_containers")
+          .columns(["node_uuid", "seq"])
+          .execute();
+        await db.schema
+          .createIndex("simulated_containers_seq")
+          .on("simulated_containers")
+          .column("seq")
+          .execute();
+        await db.schema
+          .createTable("simulated_clock")
+          .addColumn("id", "integer", (c) => c.primaryKey())
+          .addColumn("seq", "bigint", (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }
 

@@ -417,6 +417,23 @@ export interface PlacementGuardTable {
   generation: number;
 }
 
+/** A simulated node's engine container, shared by every replica (migration 0030). */
+export interface SimulatedContainerTable {
+  engine_id: string;
+  node_uuid: string;
+  /** The `simulated_clock` value of the write that left it so. */
+  seq: number;
+  /** 1 once the engine removed it (a tombstone other replicas learn the removal from). */
+  removed: number;
+  /** The container as its engine records it (`drivers/fake` `SimulatedContainerState`), JSON. */
+  data: string;
+}
+
+export interface SimulatedClockTable {
+  id: number;
+  seq: number;
+}
+
 export interface NamespaceSettingsTable {
   namespace: string;
   privileges: string;
@@ -482,6 +499,8 @@ export interface Database {
   leases: LeaseTable;
   login_failures: LoginFailureTable;
   control_facts: ControlFactTable;
+  simulated_containers: SimulatedContainerTable;
+  simulated_clock: SimulatedClockTable;
   volume_backups: VolumeBackupTable;
   volume_backup_schedules: VolumeBackupScheduleTable;
 }

@@ -321,6 +321,7 @@ describe("bounded memory", () => {
     const close = await frames.closeFrame;
     assert.equal(close.code, 1008);
     assert.match(close.reason, /too slow/);
+    assert.match(close.reason, /resume with since=/, "the reason says how to resume without a gap");
     assert.ok(frames.texts < count, `it got ${frames.texts} of ${count} events before being dropped`);
   });
 });

@@ -12,6 +12,7 @@ import type { Store } from "../../store/store.ts";
 import { LEGACY_EVENTS_PATH } from "../compat.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { nsPaths } from "../routing.ts";
+import { FanOut, type FanOutMember, rawSocket } from "./fanout.ts";
 import { type EventFeed, FEED_PAGE, FeedEvent, uriKey } from "./feed.ts";
 import { type StreamContext, streamRoute } from "./route.ts";
 import { corked, dropSlow, isOpen } from "./sockets.ts";
@@ -94,32 +95,66 @@ export function matchesFilter(f: EventFilter, e: FeedEvent): boolean {
   return true;
 }
 
+/** What decides the events a subscriber gets: subscribers of one shape get the same bytes. */
+function shapeOf(namespaces: ReadonlySet<string>, f: EventFilter): string {
+  const list = (s: ReadonlySet<string> | undefined) => (s ? [...s].sort().join(",") : "*");
+  return [list(namespaces), f.about ?? "*", list(f.types), list(f.objects), list(f.parents)].join("|");
+}
+
 /** One events socket: what it may read, what it asked for, and how far it has been served. */
-class EventSubscriber {
+class EventSubscriber implements FanOutMember {
   /** Revision of the last change this subscriber has been served (or skipped as not its own). */
-  private cursor = 0;
-  /** False while it catches up from `since` out of the database; the feed's offers wait till then. */
+  cursor = 0;
+  /** False while it catches up from `since` out of the database; the fan-out's groups join after. */
   private live = false;
   private dropped = false;
-  /** The socket, corked while a page of events is being written to it. */
+  /** The socket, corked while a page of the catch-up is being written to it. */
   private held: ReturnType<typeof corked>;
 
   constructor(
     private readonly ws: WebSocket,
     private readonly filter: EventFilter,
-    public namespaces: Set<string>,
+    private readable: Set<string>,
     private readonly maxBufferedBytes: number,
+    private readonly fanout: FanOut,
   ) {}
 
-  /** The feed's fan-out: called for every change, in order. */
-  offer(event: FeedEvent): void {
-    if (!this.live || event.revision <= this.cursor) return;
-    this.cursor = event.revision;
-    if (this.wants(event)) this.send(event);
+  /** The namespaces it may read changed (access narrowed): it moves to the group of its new shape. */
+  set namespaces(readable: Set<string>) {
+    this.readable = readable;
+    if (this.live) this.join();
+  }
+
+  private join(): void {
+    if (this.dropped) return;
+    const readable = this.readable;
+    const filter = this.filter;
+    this.fanout.join(
+      this,
+      shapeOf(readable, filter),
+      (e) => readable.has(e.namespace) && matchesFilter(filter, e),
+    );
+  }
+
+  /** A chunk of live events from the fan-out, in one write. */
+  write(bytes: Buffer, events: readonly FeedEvent[]): boolean {
+    if (this.dropped || !isOpen(this.ws)) return false;
+    // Already over its bound: dropped before more is written to it.
+    if (!this.checkBound()) return false;
+    const raw = rawSocket(this.ws);
+    if (raw) raw.write(bytes);
+    else for (const event of events) this.ws.send(event.frame(), { binary: false });
+    return this.checkBound();
+  }
+
+  /** The socket closed: it leaves its group. */
+  close(): void {
+    this.dropped = true;
+    this.fanout.leave(this);
   }
 
   private wants(event: FeedEvent): boolean {
-    return this.namespaces.has(event.namespace) && matchesFilter(this.filter, event);
+    return this.readable.has(event.namespace) && matchesFilter(this.filter, event);
   }
 
   private send(event: FeedEvent): void {
@@ -129,28 +164,32 @@ class EventSubscriber {
     if (!this.held) this.checkBound();
   }
 
-  /**
-   * Sends what was held back during a page of the feed. The bound is checked once the page has
-   * been handed to the kernel: what is still queued then is what the peer has not taken. (The
-   * catch-up from `since` paces itself instead and does not check.)
-   */
-  flush(opts: { checkBound: boolean } = { checkBound: true }): void {
+  /** Sends what was held back during a page of the catch-up (which paces itself, unchecked). */
+  flush(): void {
     if (!this.held) return;
     this.held.uncork();
     this.held = undefined;
-    if (opts.checkBound) this.checkBound();
   }
 
-  private checkBound(): void {
-    if (this.dropped || this.ws.bufferedAmount <= this.maxBufferedBytes) return;
+  /** False (and the socket closed with 1008) once more than its bound waits unsent. */
+  private checkBound(): boolean {
+    if (this.dropped) return false;
+    if (this.ws.bufferedAmount <= this.maxBufferedBytes) return true;
     this.dropped = true;
+    this.fanout.leave(this);
     dropSlow(this.ws, this.maxBufferedBytes);
+    return false;
   }
 
   /** Joins the live feed now: the next change it offers is the first one sent. */
   startLive(feed: EventFeed): void {
     this.cursor = feed.position;
+    this.goLive();
+  }
+
+  private goLive(): void {
     this.live = true;
+    this.join();
   }
 
   /**
@@ -163,7 +202,7 @@ class EventSubscriber {
     this.cursor = since;
     while (isOpen(this.ws) && !this.dropped) {
       if (this.cursor >= feed.position) {
-        this.live = true;
+        this.goLive();
         return;
       }
       const rows = await store.changesSince(this.cursor, FEED_PAGE);
@@ -173,10 +212,10 @@ class EventSubscriber {
         this.cursor = event.revision;
         if (this.wants(event)) this.send(event);
       }
-      this.flush({ checkBound: false });
+      this.flush();
       if (rows.length === 0) {
         // The feed's position is past the last stored change only if the database moved under it.
-        this.live = true;
+        this.goLive();
         return;
       }
       while (isOpen(this.ws) && this.ws.bufferedAmount > this.maxBufferedBytes / 2) {
@@ -195,12 +234,18 @@ interface EventsPlan {
 }
 
 export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
+  // One fan-out for every events socket of this process.
+  const fanout = new FanOut(ctx.feed);
+  app.addHook("onClose", async () => fanout.stop());
   async function serve(ws: WebSocket, plan: EventsPlan): Promise<void> {
-    const sub = new EventSubscriber(ws, plan.filter, new Set(plan.namespaces), ctx.settings.maxBufferedBytes);
-    const unlisten = ctx.feed.listen(
-      (event) => sub.offer(event),
-      () => sub.flush(),
+    const sub = new EventSubscriber(
+      ws,
+      plan.filter,
+      new Set(plan.namespaces),
+      ctx.settings.maxBufferedBytes,
+      fanout,
     );
+    const release = fanout.hold();
     // Access ends (key revoked, membership removed): a stream of one namespace closes with 1008;
     // a stream of every readable namespace narrows to those still readable.
     ctx.guard.watch(ws, {
@@ -213,7 +258,10 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
             }
           : undefined,
     });
-    ws.once("close", () => unlisten());
+    ws.once("close", () => {
+      sub.close();
+      release();
+    });
     await ctx.feed.ready();
     if (plan.since === undefined) {
       sub.startLive(ctx.feed);
@@ -230,7 +278,8 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
     description:
       "One JSON text frame per change: {type, action, parents, resource_uri, state, uuid, datetime, revision}. " +
       "Without a namespace in the path: every namespace the caller may read (its own and its organizations'). " +
-      "A subscriber that lets more than BERTH_STREAM_MAX_BUFFERED_BYTES pile up is closed with 1008.",
+      "A subscriber that lets more than BERTH_STREAM_MAX_BUFFERED_BYTES pile up is closed with 1008; " +
+      "it resumes without a gap by reconnecting with since=<revision of the last event it received>.",
     // Without a namespace it reads every namespace of the caller, so it resolves its own.
     access: "caller",
     params: Type.Object({ namespace: Type.Optional(Type.String()) }),

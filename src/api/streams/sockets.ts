@@ -108,11 +108,16 @@ export function closeSocket(ws: WebSocket, code: number, reason: string): void {
 }
 
 /**
- * Closes a subscriber that let too much pile up (1008). Its close frame queues behind the data it
- * does not read, so it is cut off if it has not gone a few seconds later.
+ * Closes a subscriber that let too much pile up (1008, CONTRACT §8). Its close frame queues behind
+ * the data it does not read, so it is cut off if it has not gone a few seconds later. Nothing is
+ * lost to it: the reason says to reconnect with `since` = the revision of the last event received.
  */
 export function dropSlow(ws: WebSocket, maxBufferedBytes: number): void {
-  closeSocket(ws, CLOSE.policy, `too slow: more than ${maxBufferedBytes} bytes waiting to be sent`);
+  closeSocket(
+    ws,
+    CLOSE.policy,
+    `too slow: over ${maxBufferedBytes} bytes unsent; resume with since=<revision of the last event received>`,
+  );
   setTimeout(() => {
     if (ws.readyState !== WebSocket.CLOSED) ws.terminate();
   }, 5000).unref();

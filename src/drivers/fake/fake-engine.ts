@@ -56,17 +56,17 @@ import { FakeStats, type FakeUsage } from "./stats.ts";
 
 export class FakeEngine implements Engine {
   private reachable = true;
-  private readonly images = new FakeImageStore();
-  private readonly containers = new Map<string, FakeContainer>();
+  protected readonly images = new FakeImageStore();
+  protected readonly containers = new Map<string, FakeContainer>();
   // Containers' files, for volume backups (tests write them with `files.write`).
   readonly files = new FakeFiles((id) => this.reach() ?? this.get(id));
   readonly readArchive = this.files.readArchive;
   readonly writeArchive = this.files.writeArchive;
   readonly pauseContainer = this.files.pause;
   readonly unpauseContainer = this.files.unpause;
-  private readonly eventLog: FakeEvents;
-  private readonly network: FakeNetwork;
-  private readonly processes: FakeProcesses;
+  protected readonly eventLog: FakeEvents;
+  protected readonly network: FakeNetwork;
+  protected readonly processes: FakeProcesses;
   private readonly info_: EngineInfo;
   private readonly now: () => number;
   private readonly maxLogLines: number;
@@ -81,7 +81,7 @@ export class FakeEngine implements Engine {
   constructor(options: FakeEngineOptions = {}) {
     const id = options.id ?? dockerStyleId();
     this.now = options.now ?? Date.now;
-    this.eventLog = new FakeEvents(this.now);
+    this.eventLog = new FakeEvents(this.now, (container) => this.changed(container));
     this.maxLogLines = options.maxLogLines ?? 10_000;
     this.info_ = {
       id,
@@ -102,10 +102,14 @@ export class FakeEngine implements Engine {
       now: this.now,
       maxLogLines: this.maxLogLines,
       recorded: (containerId) => this.containers.has(containerId),
+      logged: (container, line) => this.changed(container, line),
     });
     for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
     for (const image of options.registry ?? []) this.images.offer(image);
   }
+
+  /** A container changed: an event, or a line of its log (drivers/fake/synced.ts writes it down). */
+  protected changed(_container: FakeContainer, _line?: LogLine): void {}
 
   // ---- test hooks: things happening on the node ----------------------------------------------------
 
@@ -231,7 +235,7 @@ export class FakeEngine implements Engine {
     return idOrName.length > 0 && matches.length === 1 ? matches[0] : undefined;
   }
 
-  private get(id: string): FakeContainer {
+  protected get(id: string): FakeContainer {
     const container = this.find(id);
     if (!container) throw new EngineError("not_found", `No such container: ${id}`, 404);
     return container;

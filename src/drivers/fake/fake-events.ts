@@ -3,11 +3,36 @@
 import { AsyncQueue, type ContainerEvent, type EventsOptions } from "../engine.ts";
 import { EVENTS_REMEMBERED, type FakeContainer } from "./fake-model.ts";
 
+/**
+ * One frozen copy of a container's labels for all its events: a simulated node keeps its last
+ * EVENTS_REMEMBERED events, and a copy per event was most of what a node held (issue 34).
+ */
+const frozenLabels = new WeakMap<object, Readonly<Record<string, string>>>();
+
+function labelsOf(container: FakeContainer): Record<string, string> {
+  const labels = container.spec.labels ?? {};
+  let frozen = frozenLabels.get(labels);
+  if (!frozen) {
+    frozen = Object.freeze({ ...labels });
+    frozenLabels.set(labels, frozen);
+  }
+  return frozen as Record<string, string>;
+}
+
 export class FakeEvents {
   private readonly history: ContainerEvent[] = [];
   private readonly subscribers = new Set<AsyncQueue<ContainerEvent>>();
 
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly now: () => number,
+    /** Told of every event, after its subscribers. */
+    private readonly emitted: (container: FakeContainer, action: string) => void = () => {},
+  ) {}
+
+  /** Whether an events stream is open. */
+  get watched(): boolean {
+    return this.subscribers.size > 0;
+  }
 
   /** Breaks every open stream, as when the engine's host goes away. */
   fail(error: Error): void {
@@ -32,7 +57,7 @@ export class FakeEvents {
       id: container.id,
       name: container.name,
       image: container.spec.image,
-      labels: { ...container.spec.labels },
+      labels: labelsOf(container),
       timeMs: this.now(),
     };
     if (extra.exitCode !== undefined) event.exitCode = extra.exitCode;
@@ -40,6 +65,7 @@ export class FakeEvents {
     this.history.push(event);
     if (this.history.length > EVENTS_REMEMBERED) this.history.shift();
     for (const subscriber of this.subscribers) subscriber.push(event);
+    this.emitted(container, action);
   }
 
   async *follow(options: EventsOptions): AsyncGenerator<ContainerEvent> {

@@ -32,6 +32,14 @@ export class FakeImageStore {
     return this.images.get(id);
   }
 
+  /** An image another copy of this engine has (drivers/fake/synced.ts): the same config, the same id. */
+  keep(image: StoredImage): StoredImage {
+    const known = this.images.get(image.id);
+    if (known) return known;
+    this.images.set(image.id, image);
+    return image;
+  }
+
   /** Offers an image in the engine's registry (to be pulled). */
   offer(image: FakeRegistryImage): void {
     this.registry.set(normalizeImageRef(image.ref), image);

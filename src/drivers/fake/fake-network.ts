@@ -89,6 +89,15 @@ export class FakeNetwork {
     throw new EngineError("other", "no available IPv4 addresses on this network's address pools", 500);
   }
 
+  /** Takes the address and host ports a container holds (as another copy of the engine recorded them). */
+  claim(container: FakeContainer): void {
+    if (container.ipAddress) this.usedAddresses.add(ipToNumber(container.ipAddress) - this.subnet.base);
+    for (const [key, hostPort] of Object.entries(container.ports)) {
+      if (hostPort !== undefined)
+        this.usedPorts.set(`${key.split("/")[1] ?? "tcp"}/${hostPort}`, container.id);
+    }
+  }
+
   release(container: FakeContainer): void {
     if (container.ipAddress) this.usedAddresses.delete(ipToNumber(container.ipAddress) - this.subnet.base);
     for (const [key, holder] of this.usedPorts) if (holder === container.id) this.usedPorts.delete(key);

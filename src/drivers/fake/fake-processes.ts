@@ -16,6 +16,8 @@ export interface ProcessHost {
   maxLogLines: number;
   /** Whether the container is still recorded (not removed). */
   recorded(containerId: string): boolean;
+  /** Told of every log line, after its followers. */
+  logged?(container: FakeContainer, line: LogLine): void;
 }
 
 export class FakeProcesses {
@@ -113,6 +115,28 @@ export class FakeProcesses {
     if (container.logs.length > this.d.maxLogLines)
       container.logs.splice(0, container.logs.length - this.d.maxLogLines);
     for (const follower of container.followers) follower.push(line);
+    this.d.logged?.(container, line);
+  }
+
+  /**
+   * A running container whose process ran in another copy of this engine (drivers/fake/synced.ts)
+   * gets one here, without output (what it printed was printed there), its start time kept, so that
+   * a stop or kill here ends it as Docker would.
+   */
+  adopt(container: FakeContainer): void {
+    if (container.state !== "running" || container.process) return;
+    const io: ProcessIO = {
+      write: () => {},
+      stdin: undefined,
+      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env },
+      hostname: container.hostname,
+    };
+    const process = new FakeProcess(this.argv(container), io, {
+      pid1: true,
+      programs: container.image.programs,
+    });
+    container.process = process;
+    void process.exited.then((exitCode) => this.processExited(container, process, exitCode));
   }
 
   private processExited(container: FakeContainer, process: FakeProcess, exitCode: number): void {

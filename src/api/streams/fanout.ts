@@ -1,0 +1,259 @@
+// Fan-out of live events to sockets, off the path of the requests that caused them (issue 34,
+// item 6). Subscribers that want the same events (the same namespaces and filter: one shape) form
+// a group; the feed hands each change to the fan-out once, which tests it once per group and queues
+// it there. The bytes go out later, in passes:
+// - each event's WebSocket frame (header and JSON) is built once, and a group's queued events are
+//   joined once into chunks every member is sent, so a pass costs one write per socket and chunk,
+//   however many events it carries and however many sockets share the shape;
+// - a pass yields to the event loop every SLICE_MS, and the next one waits in proportion to how
+//   long the last one took, so fan-out takes at most about a sixth of the loop and requests keep
+//   being answered while thousands of subscribers are served;
+// - a member whose socket holds more than its bound unsent is dropped (1008, CONTRACT §8), with a
+//   reason that says how to resume (`since` = the revision of the last event it received).
+import type { WebSocket } from "ws";
+import type { EventFeed, FeedEvent } from "./feed.ts";
+import { isOpen } from "./sockets.ts";
+
+/** The longest a pass keeps the event loop before it yields. */
+const SLICE_MS = 5;
+/** A pass waits at least this many times its own last duration after the previous one. */
+const REST_FACTOR = 5;
+/** The longest a queued event waits for a pass. */
+const MAX_WAIT_MS = 60;
+/** Bytes of one chunk: a member is written a chunk at a time, its bound checked before each. */
+const CHUNK_BYTES = 256 * 1024;
+
+/** One socket of a group. */
+export interface FanOutMember {
+  /** Revision of the last change served to it (events at or before it are not sent again). */
+  cursor: number;
+  /**
+   * Sends one chunk: `bytes` (the frames of `events`, joined) when every event is after its
+   * cursor. False when it can take no more (closed, or dropped as too slow).
+   */
+  write(bytes: Buffer, events: readonly FeedEvent[]): boolean;
+}
+
+interface Chunk {
+  bytes: Buffer;
+  events: FeedEvent[];
+}
+
+class Group {
+  readonly members = new Set<FanOutMember>();
+  readonly queued: FeedEvent[] = [];
+  constructor(readonly wants: (event: FeedEvent) => boolean) {}
+}
+
+export class FanOut {
+  private readonly groups = new Map<string, Group>();
+  private readonly memberGroups = new Map<FanOutMember, Group>();
+  private readonly pending = new Set<Group>();
+  private holders = 0;
+  private unlisten: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private lastEnd = 0;
+  private lastBusy = 0;
+
+  constructor(private readonly feed: EventFeed) {}
+
+  /**
+   * Keeps the feed read for a subscriber from its upgrade on (through its catch-up, before it
+   * joins a group); answers the release.
+   */
+  hold(): () => void {
+    this.holders += 1;
+    this.unlisten ??= this.feed.listen((event) => this.offer(event));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.holders -= 1;
+      if (this.holders === 0) {
+        this.unlisten?.();
+        this.unlisten = undefined;
+      }
+    };
+  }
+
+  /**
+   * Puts a member in the group of its shape; live events after its cursor reach it from now. A
+   * member that changes shape (its readable namespaces changed) is sent at once what either group
+   * holds queued that its new shape wants, so the move loses nothing and repeats nothing.
+   */
+  join(member: FanOutMember, shape: string, wants: (event: FeedEvent) => boolean): void {
+    const before = this.memberGroups.get(member);
+    let group = this.groups.get(shape);
+    if (group && group === before) return;
+    if (!group) {
+      group = new Group(wants);
+      this.groups.set(shape, group);
+    }
+    if (before) {
+      const due = new Map<number, FeedEvent>();
+      for (const e of [...before.queued, ...group.queued]) {
+        if (e.revision > member.cursor && wants(e)) due.set(e.revision, e);
+      }
+      const last = Math.max(before.queued.at(-1)?.revision ?? 0, group.queued.at(-1)?.revision ?? 0);
+      this.leave(member);
+      if (due.size > 0) {
+        const events = [...due.values()].sort((a, b) => a.revision - b.revision);
+        member.write(Buffer.concat(events.map(wsFrame)), events);
+      }
+      member.cursor = Math.max(member.cursor, last);
+    }
+    group.members.add(member);
+    this.memberGroups.set(member, group);
+  }
+
+  leave(member: FanOutMember): void {
+    const group = this.memberGroups.get(member);
+    if (!group) return;
+    this.memberGroups.delete(member);
+    group.members.delete(member);
+    if (group.members.size > 0) return;
+    for (const [shape, g] of this.groups) if (g === group) this.groups.delete(shape);
+    this.pending.delete(group);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pending.clear();
+    this.unlisten?.();
+    this.unlisten = undefined;
+  }
+
+  /** The feed's one listener: each change tested once per shape, queued for the next pass. */
+  private offer(event: FeedEvent): void {
+    for (const group of this.groups.values()) {
+      if (!group.wants(event)) continue;
+      group.queued.push(event);
+      this.pending.add(group);
+    }
+    if (this.pending.size > 0) this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.running || this.timer) return;
+    const rest = this.lastEnd + this.lastBusy * REST_FACTOR - performance.now();
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        void this.pass();
+      },
+      Math.min(MAX_WAIT_MS, Math.max(0, rest)),
+    );
+  }
+
+  private async pass(): Promise<void> {
+    this.running = true;
+    const started = performance.now();
+    let busy = 0;
+    let sliceStart = started;
+    try {
+      const groups = [...this.pending];
+      this.pending.clear();
+      for (const group of groups) {
+        const chunks = chunksOf(group.queued.splice(0));
+        for (const member of [...group.members]) {
+          if (!group.members.has(member)) continue;
+          for (const chunk of chunks) if (!serve(member, chunk)) break;
+          if (performance.now() - sliceStart >= SLICE_MS) {
+            busy += performance.now() - sliceStart;
+            await new Promise((resolve) => setImmediate(resolve));
+            sliceStart = performance.now();
+          }
+        }
+      }
+      busy += performance.now() - sliceStart;
+    } finally {
+      this.running = false;
+      this.lastEnd = performance.now();
+      this.lastBusy = Math.min(busy, this.lastEnd - started);
+      if (this.pending.size > 0) this.schedule();
+    }
+  }
+}
+
+/** A chunk to one member: whole when it is after the member's cursor, else only what it has not had. */
+function serve(member: FanOutMember, chunk: Chunk): boolean {
+  const last = chunk.events.at(-1)!.revision;
+  if (last <= member.cursor) return true;
+  if (chunk.events[0]!.revision > member.cursor) {
+    const ok = member.write(chunk.bytes, chunk.events);
+    member.cursor = last;
+    return ok;
+  }
+  // It joined while these were queued: only the later ones.
+  const later = chunk.events.filter((e) => e.revision > member.cursor);
+  const ok = member.write(Buffer.concat(later.map(wsFrame)), later);
+  member.cursor = last;
+  return ok;
+}
+
+function chunksOf(events: readonly FeedEvent[]): Chunk[] {
+  const chunks: Chunk[] = [];
+  let current: FeedEvent[] = [];
+  let bytes = 0;
+  const close = () => {
+    if (current.length === 0) return;
+    chunks.push({
+      bytes: current.length === 1 ? wsFrame(current[0]!) : Buffer.concat(current.map(wsFrame)),
+      events: current,
+    });
+    current = [];
+    bytes = 0;
+  };
+  for (const event of events) {
+    const size = wsFrame(event).length;
+    if (bytes > 0 && bytes + size > CHUNK_BYTES) close();
+    current.push(event);
+    bytes += size;
+  }
+  close();
+  return chunks;
+}
+
+const framed = new WeakMap<FeedEvent, Buffer>();
+
+/**
+ * The event's whole WebSocket frame (RFC 6455 §5.2: FIN, text, unmasked as a server sends it),
+ * built once for every socket.
+ */
+export function wsFrame(event: FeedEvent): Buffer {
+  let frame = framed.get(event);
+  if (frame) return frame;
+  const payload = event.frame();
+  const n = payload.length;
+  const head = n < 126 ? 2 : n < 65536 ? 4 : 10;
+  frame = Buffer.allocUnsafe(head + n);
+  frame[0] = 0x81;
+  if (n < 126) frame[1] = n;
+  else if (n < 65536) {
+    frame[1] = 126;
+    frame.writeUInt16BE(n, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeBigUInt64BE(BigInt(n), 2);
+  }
+  payload.copy(frame, head);
+  framed.set(event, frame);
+  return frame;
+}
+
+interface RawSocket {
+  write(data: Buffer): boolean;
+}
+
+/**
+ * The socket under a `ws` WebSocket that frames may be written to as they are: open, and with no
+ * extension that would change the bytes of a frame (permessage-deflate). Writes of whole frames
+ * do not interleave with `ws`'s own (each of which is one synchronous write).
+ */
+export function rawSocket(ws: WebSocket): RawSocket | undefined {
+  if (!isOpen(ws) || ws.extensions !== "") return undefined;
+  const socket = (ws as unknown as { _socket?: Partial<RawSocket> | null })._socket;
+  return socket && typeof socket.write === "function" ? (socket as RawSocket) : undefined;
+}
