@@ -47,6 +47,7 @@ import {
   NAME_PATTERN,
   randomHex,
   sharedHosts,
+  summaryOf,
   viewOf,
 } from "./fake-model.ts";
 import { FakeNetwork, rewriteHostEntries } from "./fake-network.ts";
@@ -417,15 +418,7 @@ export class FakeEngine implements Engine {
       .filter((container) => options.all || ["running", "paused", "restarting"].includes(container.state))
       .filter((container) => wanted.every(([key, value]) => container.spec.labels?.[key] === value))
       .sort((a, b) => b.createdAt - a.createdAt)
-      .map((container) => ({
-        id: container.id,
-        name: container.name,
-        image: container.spec.image,
-        imageId: container.image.id,
-        state: container.state,
-        labels: { ...container.spec.labels },
-        createdAt: container.createdAt,
-      }));
+      .map(summaryOf);
   }
 
   // ---- streams --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import {
   type AsyncQueue,
   type ContainerSpec,
   type ContainerState,
+  type ContainerSummary,
   type ContainerView,
   type ExposedPort,
   envToList,
@@ -271,5 +272,18 @@ export function viewOf(container: FakeContainer): ContainerView {
     oomKilled: container.oomKilled,
     error: container.error,
     ...(container.health ? { health: container.health.report() } : {}),
+  };
+}
+
+/** What `docker ps` shows of a container. */
+export function summaryOf(container: FakeContainer): ContainerSummary {
+  return {
+    id: container.id,
+    name: container.name,
+    image: container.spec.image,
+    imageId: container.image.id,
+    state: container.state,
+    labels: { ...container.spec.labels },
+    createdAt: container.createdAt,
   };
 }
