@@ -64,6 +64,14 @@ export interface RuntimeDeps {
   drain?(rows: readonly ContainerRow[]): Promise<void>;
 }
 
+/** What the records of one batch share (ContainerRuntime.eachRecord). */
+interface BatchShared {
+  service: ServiceRow | undefined;
+  images: Map<string, Promise<void>>;
+  listings: BatchListings;
+  engineDone: () => void;
+}
+
 export class ContainerRuntime {
   private readonly hostEntries: HostEntries;
   /** The group commit every batched operation in flight shares (see record-batches.ts). */
@@ -93,25 +101,8 @@ export class ContainerRuntime {
    * Answers the errors of the containers that failed; the others run.
    */
   async ensureRunningMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
-    if (rows.length === 0) return [];
-    const services = await this.servicesOf(rows);
-    const images = new Map<string, Promise<void>>();
-    const listings = new BatchListings(rows);
-    return eachWithCommit(
-      this.d.store,
-      this.commit,
-      rows,
-      opts.limits,
-      async (c, node, commit, engineDone) => {
-        if (!node) throw new Error("the node of the container no longer exists");
-        await this.runAndRecord(c, node, commit, {
-          service: services.get(c.service_uuid),
-          log: opts.log,
-          images,
-          listings,
-          engineDone,
-        });
-      },
+    return this.eachRecord(rows, opts.limits, (c, node, commit, shared) =>
+      this.runAndRecord(c, node, commit, { ...shared, log: opts.log }),
     );
   }
 
@@ -128,38 +119,42 @@ export class ContainerRuntime {
     rows: ContainerRow[],
     opts: { limits: Limits; log: Log; reuseVolumes: boolean; specJson: string; specVersion: number },
   ): Promise<Error[]> {
+    // Listed (eachRecord) before some records move to their new generation: what each record's
+    // listing shows of the old one is stale to it then, as it should be.
+    return this.eachRecord(rows, opts.limits, async (c, node, commit, shared) => {
+      const now = this.d.clock.now();
+      const moved = await commit.record(
+        c.uuid,
+        (r) => (r.state === "Terminated" ? undefined : redeployPatch(opts, now)),
+        c,
+      );
+      if (!moved || moved.state === "Terminated") return;
+      await this.runAndRecord(moved, node, commit, {
+        ...shared,
+        log: opts.log,
+        reuseVolumes: opts.reuseVolumes,
+        refreshImage: true,
+      });
+    });
+  }
+
+  /**
+   * Runs `work` over the records (ensureRunningMany, redeployMany) with what their batch shares:
+   * their services read once, each image pulled once, one listing of engine containers per node.
+   */
+  private async eachRecord(
+    rows: ContainerRow[],
+    limits: Limits,
+    work: (c: ContainerRow, node: NodeRow, commit: RecordBatches, shared: BatchShared) => Promise<void>,
+  ): Promise<Error[]> {
     if (rows.length === 0) return [];
     const services = await this.servicesOf(rows);
     const images = new Map<string, Promise<void>>();
-    // Listed before some records move to their new generation: what each record's listing shows of
-    // the old one is stale to it then, as it should be.
     const listings = new BatchListings(rows);
-    return eachWithCommit(
-      this.d.store,
-      this.commit,
-      rows,
-      opts.limits,
-      async (c, node, commit, engineDone) => {
-        if (!node) throw new Error("the node of the container no longer exists");
-        await this.d.drain?.([c]);
-        const now = this.d.clock.now();
-        const moved = await commit.record(
-          c.uuid,
-          (r) => (r.state === "Terminated" ? undefined : redeployPatch(opts, now)),
-          c,
-        );
-        if (!moved || moved.state === "Terminated") return;
-        await this.runAndRecord(moved, node, commit, {
-          service: services.get(c.service_uuid),
-          log: opts.log,
-          reuseVolumes: opts.reuseVolumes,
-          refreshImage: true,
-          images,
-          listings,
-          engineDone,
-        });
-      },
-    );
+    return eachWithCommit(this.d.store, this.commit, rows, limits, async (c, node, commit, engineDone) => {
+      if (!node) throw new Error("the node of the container no longer exists");
+      await work(c, node, commit, { service: services.get(c.service_uuid), images, listings, engineDone });
+    });
   }
 
   private async servicesOf(rows: ContainerRow[]): Promise<Map<string, ServiceRow>> {
