@@ -8,6 +8,13 @@ export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" |
 
 export interface Config {
   listen: { host: string; port: number };
+  /** Scheduled control-plane backups (ops/scheduled-backups.ts): BERTH_BACKUP_DIR and its cadence. */
+  backups?: {
+    dir: string;
+    everyHours: number;
+    keep: number;
+    secretFiles: Record<string, string | undefined>;
+  };
   dataDir: string;
   databaseUrl: string;
   /** Which variable chose the database, named when it cannot be opened at start. */
@@ -325,6 +332,19 @@ function parseReplicaId(value: string | undefined): string | undefined {
   return value;
 }
 
+/** The files that hold the backups' secret (read at each backup: config/backup-secret.ts). */
+function backupSecretFiles(env: NodeJS.ProcessEnv): Record<string, string | undefined> {
+  const files = {
+    BERTH_BACKUP_PASSPHRASE_FILE: env.BERTH_BACKUP_PASSPHRASE_FILE || undefined,
+    BERTH_BACKUP_KEY_FILE: env.BERTH_BACKUP_KEY_FILE || undefined,
+  };
+  if (!files.BERTH_BACKUP_PASSPHRASE_FILE && !files.BERTH_BACKUP_KEY_FILE)
+    throw new ConfigError(
+      "BERTH_BACKUP_DIR needs BERTH_BACKUP_PASSPHRASE_FILE or BERTH_BACKUP_KEY_FILE: backups are sealed",
+    );
+  return files;
+}
+
 /** Reads configuration from an environment map; throws ConfigError with one clear line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const listen = parseListen(env.BERTH_LISTEN ?? "127.0.0.1:8000");
@@ -445,6 +465,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
       loginWindowS: parsePositiveInt("BERTH_LOGIN_WINDOW_S", env.BERTH_LOGIN_WINDOW_S, 900),
     },
+    ...(env.BERTH_BACKUP_DIR
+      ? {
+          backups: {
+            dir: path.resolve(env.BERTH_BACKUP_DIR),
+            everyHours: parsePositiveInt("BERTH_BACKUP_EVERY_HOURS", env.BERTH_BACKUP_EVERY_HOURS, 24),
+            keep: parsePositiveInt("BERTH_BACKUP_KEEP", env.BERTH_BACKUP_KEEP, 7),
+            secretFiles: backupSecretFiles(env),
+          },
+        }
+      : {}),
     registry: {
       native: parseNativeRegistry(env),
       allow: parseRegistryAllow(env.BERTH_REGISTRY_ALLOW),
