@@ -53,3 +53,10 @@ test("create, ls, restore --into, schedule and rm volume backups", { timeout: 12
   assert.equal((await ok(["volume-backup", "rm", made.uuid])).stdout.trim(), made.uuid);
   assert.deepEqual(rows((await ok(["volume-backup", "ls", "db"])).stdout), []);
 });
+
+test("control-backup ls and create say what to set when BERTH_BACKUP_DIR is not", async () => {
+  assert.deepEqual(rows((await ok(["control-backup", "ls"])).stdout), []);
+  const refused = await berth(["control-backup", "create"], { env });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /set BERTH_BACKUP_DIR/);
+});

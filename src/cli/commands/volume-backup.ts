@@ -118,3 +118,48 @@ export function registerVolumeBackup(program: Command, ctx: (cmd: Command) => Ct
       },
     );
 }
+
+interface ControlBackups {
+  enabled: boolean;
+  every_hours: number | null;
+  keep: number | null;
+  objects: {
+    name: string;
+    size_bytes: number;
+    created_datetime: string;
+    status: string;
+    error: string | null;
+  }[];
+}
+
+/** `berth control-backup ls|create`: the scheduled control-plane backups (administrators). */
+export function registerControlBackup(program: Command, ctx: (cmd: Command) => Ctx): void {
+  const cb = program
+    .command("control-backup")
+    .description("scheduled control-plane backups in BERTH_BACKUP_DIR (administrators)");
+  const show = (c: Ctx, listing: ControlBackups) => {
+    if (c.out.opts.json) return c.out.json(listing);
+    c.out.table(
+      [
+        { header: "NAME", value: (b: ControlBackups["objects"][number]) => b.name },
+        { header: "SIZE", value: (b) => String(b.size_bytes) },
+        { header: "STATUS", value: (b) => b.status },
+        { header: "CREATED", value: (b) => b.created_datetime },
+        { header: "ERROR", value: (b) => b.error ?? "" },
+      ],
+      listing.objects,
+    );
+  };
+  cb.command("ls")
+    .description("list the backups, newest first, with size and status")
+    .action(async (_o: unknown, cmd: Command) => {
+      const c = ctx(cmd);
+      show(c, await c.client.get<ControlBackups>("/api/v1.1/backups/"));
+    });
+  cb.command("create")
+    .description("make a backup now (the retention applies)")
+    .action(async (_o: unknown, cmd: Command) => {
+      const c = ctx(cmd);
+      show(c, (await c.client.request<ControlBackups>("POST", "/api/v1.1/backups/")).body);
+    });
+}
