@@ -1,20 +1,16 @@
 // Typed configuration. This is the only module that reads process.env: everything
-// else receives a Config object from the composition root (src/main.ts).
+// else receives a Config object from the composition root (src/main.ts). Long because every
+// setting is parsed and checked here, one line each, for one clear error naming the variable.
 import { isIP } from "node:net";
 import path from "node:path";
+import { type BackupSettings, parseBackupSettings } from "./backups.ts";
 import { parseRouterSettings, type RouterSettings } from "./router.ts";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
 export interface Config {
   listen: { host: string; port: number };
-  /** Scheduled control-plane backups (ops/scheduled-backups.ts): BERTH_BACKUP_DIR and its cadence. */
-  backups?: {
-    dir: string;
-    everyHours: number;
-    keep: number;
-    secretFiles: Record<string, string | undefined>;
-  };
+  backups?: BackupSettings; // scheduled control-plane backups (BERTH_BACKUP_DIR; undefined: none)
   dataDir: string;
   databaseUrl: string;
   /** Which variable chose the database, named when it cannot be opened at start. */
@@ -332,19 +328,6 @@ function parseReplicaId(value: string | undefined): string | undefined {
   return value;
 }
 
-/** The files that hold the backups' secret (read at each backup: config/backup-secret.ts). */
-function backupSecretFiles(env: NodeJS.ProcessEnv): Record<string, string | undefined> {
-  const files = {
-    BERTH_BACKUP_PASSPHRASE_FILE: env.BERTH_BACKUP_PASSPHRASE_FILE || undefined,
-    BERTH_BACKUP_KEY_FILE: env.BERTH_BACKUP_KEY_FILE || undefined,
-  };
-  if (!files.BERTH_BACKUP_PASSPHRASE_FILE && !files.BERTH_BACKUP_KEY_FILE)
-    throw new ConfigError(
-      "BERTH_BACKUP_DIR needs BERTH_BACKUP_PASSPHRASE_FILE or BERTH_BACKUP_KEY_FILE: backups are sealed",
-    );
-  return files;
-}
-
 /** Reads configuration from an environment map; throws ConfigError with one clear line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const listen = parseListen(env.BERTH_LISTEN ?? "127.0.0.1:8000");
@@ -418,6 +401,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     linkWaitS: parsePositiveInt("BERTH_LINK_WAIT_S", env.BERTH_LINK_WAIT_S, 120),
     router: parseRouterSettings(env),
+    backups: parseBackupSettings(env),
     streams: {
       pingIntervalMs: parsePositiveInt(
         "BERTH_STREAM_PING_INTERVAL_MS",
@@ -465,16 +449,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
       loginWindowS: parsePositiveInt("BERTH_LOGIN_WINDOW_S", env.BERTH_LOGIN_WINDOW_S, 900),
     },
-    ...(env.BERTH_BACKUP_DIR
-      ? {
-          backups: {
-            dir: path.resolve(env.BERTH_BACKUP_DIR),
-            everyHours: parsePositiveInt("BERTH_BACKUP_EVERY_HOURS", env.BERTH_BACKUP_EVERY_HOURS, 24),
-            keep: parsePositiveInt("BERTH_BACKUP_KEEP", env.BERTH_BACKUP_KEEP, 7),
-            secretFiles: backupSecretFiles(env),
-          },
-        }
-      : {}),
     registry: {
       native: parseNativeRegistry(env),
       allow: parseRegistryAllow(env.BERTH_REGISTRY_ALLOW),
