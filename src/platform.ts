@@ -40,6 +40,7 @@ import { RESTORED_FACT } from "./ops/backup.ts";
 import { Metrics } from "./ops/metrics.ts";
 import { replicasModule } from "./ops/module.ts";
 import type { ReplicaCoordinator } from "./ops/replicas.ts";
+import type { ScheduledBackups } from "./ops/scheduled-backups.ts";
 import type { VolumeBackups } from "./ops/volume-backups.ts";
 import { volumeBackupsModule } from "./ops/volume-backups-module.ts";
 import { EngineContainerIO } from "./orchestrator/container-io.ts";
@@ -127,6 +128,7 @@ export interface Platform {
   nativeRegistry: NativeRegistry | undefined;
   triggers: TriggerService;
   volumeBackups: VolumeBackups;
+  scheduledBackups: ScheduledBackups;
   /** This process's name among replicas (logs, leases, metrics). */
   replicaId: string;
   /** Leases on nodes and jobs shared with other replicas (PostgreSQL only). */
@@ -241,7 +243,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     orchestrator: services.orchestrator,
   });
   const triggers = triggersModule(core, { actions });
-  const volumes = volumeBackupsModule(core, { actions, engines: nodes.engines });
+  const volumes = volumeBackupsModule(core, { actions, engines: nodes.engines, duties: replicas.duties });
   const accounts = accountsModule(core, {
     identity,
     policies,
@@ -353,6 +355,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     nativeRegistry: registry.nativeRegistry,
     triggers: triggers.triggers,
     volumeBackups: volumes.backups,
+    scheduledBackups: volumes.scheduled,
     replicaId,
     coordinator: replicas.coordinator,
     listener: replicas.listener,

@@ -16,6 +16,7 @@ import { registerService } from "./commands/service.ts";
 import { registerStack } from "./commands/stack.ts";
 import { registerTag, registerTrigger } from "./commands/trigger.ts";
 import { registerUser } from "./commands/user.ts";
+import { registerControlBackup, registerVolumeBackup } from "./commands/volume-backup.ts";
 import { contextOf } from "./context.ts";
 import { CliError, EXIT } from "./errors.ts";
 
@@ -49,6 +50,8 @@ Exit codes: 0 done, 1 refused or failed (an action that ended Failed or Canceled
   registerInfra(program, ctx);
   registerRepo(program, ctx);
   registerTrigger(program, ctx);
+  registerVolumeBackup(program, ctx);
+  registerControlBackup(program, ctx);
   registerTag(program, ctx);
   registerAction(program, ctx);
   registerAgent(program);

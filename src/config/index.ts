@@ -1,13 +1,16 @@
 // Typed configuration. This is the only module that reads process.env: everything
-// else receives a Config object from the composition root (src/main.ts).
+// else receives a Config object from the composition root (src/main.ts). Long because every
+// setting is parsed and checked here, one line each, for one clear error naming the variable.
 import { isIP } from "node:net";
 import path from "node:path";
+import { type BackupSettings, parseBackupSettings } from "./backups.ts";
 import { parseRouterSettings, type RouterSettings } from "./router.ts";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
 export interface Config {
   listen: { host: string; port: number };
+  backups?: BackupSettings; // scheduled control-plane backups (BERTH_BACKUP_DIR; undefined: none)
   dataDir: string;
   databaseUrl: string;
   /** Which variable chose the database, named when it cannot be opened at start. */
@@ -398,6 +401,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     linkWaitS: parsePositiveInt("BERTH_LINK_WAIT_S", env.BERTH_LINK_WAIT_S, 120),
     router: parseRouterSettings(env),
+    backups: parseBackupSettings(env),
     streams: {
       pingIntervalMs: parsePositiveInt(
         "BERTH_STREAM_PING_INTERVAL_MS",
