@@ -1,7 +1,7 @@
 // `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
 // and prints their figures, each baseline measured in the same run. Names: api, placement,
-// large, tenants, idle, real, fanout, writes, memory, replicas (all of them without a name; replicas needs
-// BERTH_TEST_PG_URL). `--quick` shortens the runs. `writes`: PATCH throughput with 1,000 events
+// large, tenants, idle, stats, real, fanout, writes, memory, replicas (all of them without a name; replicas
+// needs BERTH_TEST_PG_URL). `--quick` shortens the runs. `writes`: PATCH throughput with 1,000 events
 // subscribers against none (--subscribers N).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
 import os from "node:os";
@@ -13,6 +13,7 @@ import { runPlacement } from "./placement.ts";
 import { runRealDeploy } from "./real.ts";
 import { runReplicas } from "./replicas.ts";
 import { runIdle, runLargeNamespace, runTenants } from "./scale.ts";
+import { runStats } from "./stats.ts";
 import { runWritesFanout } from "./writes-fanout.ts";
 
 const { values, positionals } = parseArgs({
@@ -54,6 +55,13 @@ const benches: Record<string, () => Promise<void>> = {
     ),
   tenants: () => runTenants({ services: quick ? 200 : 1000, durationMs: quick ? 3000 : 5000 }, out),
   idle: () => runIdle({ seconds: quick ? 5 : 10 }, out),
+  stats: () =>
+    runStats(
+      quick
+        ? { nodes: 100, containers: 1000, rounds: 6, intervalMs: 10_000 }
+        : { nodes: 1000, containers: 10_000, rounds: 12, intervalMs: 10_000 },
+      out,
+    ),
   real: () => runRealDeploy({ containers: 10 }, out),
   replicas: () =>
     runReplicas(

@@ -7,6 +7,7 @@ import { registerAccount } from "./commands/account.ts";
 import { registerAction } from "./commands/action.ts";
 import { registerAdmin } from "./commands/admin.ts";
 import { registerAgent, runAgent } from "./commands/agent.ts";
+import { registerAlert } from "./commands/alert.ts";
 import { registerCompletion } from "./commands/completion.ts";
 import { registerContainer } from "./commands/container.ts";
 import { registerInfra } from "./commands/infra.ts";
@@ -54,6 +55,7 @@ Exit codes: 0 done, 1 refused or failed (an action that ended Failed or Canceled
   registerControlBackup(program, ctx);
   registerTag(program, ctx);
   registerAction(program, ctx);
+  registerAlert(program, ctx);
   registerAgent(program);
   registerAdmin(program);
   registerCompletion(program);

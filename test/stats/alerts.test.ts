@@ -296,11 +296,15 @@ describe("rules", () => {
     });
     assert.equal(created.status, 201, created.raw);
     await call(s.h, who, "POST", `${created.body.resource_uri}start/`);
-    const container = await waitFor("the container unhealthy", async () => {
-      const svc = (await call(s.h, who, "GET", created.body.resource_uri)).body;
-      const [c] = await containersOf(s, svc, who);
-      return c?.health === "unhealthy" ? c : undefined;
-    });
+    const container = await waitFor(
+      "the container unhealthy",
+      async () => {
+        const svc = (await call(s.h, who, "GET", created.body.resource_uri)).body;
+        const [c] = await containersOf(s, svc, who);
+        return c?.health === "unhealthy" ? c : undefined;
+      },
+      30_000,
+    );
     await pass();
     await pass();
     assert.deepEqual(

@@ -10,6 +10,7 @@ import { liveStatus, startLive, stopLive } from "./live.ts";
 import { UsersPage } from "./pages/account/users.tsx";
 import { AccountPage } from "./pages/account.tsx";
 import { ActionDetail, ActionList } from "./pages/actions.tsx";
+import { AlertDetail, AlertList } from "./pages/alerts.tsx";
 import { ContainerDetail, ContainerList } from "./pages/containers.tsx";
 import { ClusterCreate, ClusterDetail, ClusterList, NodeDetail, NodeList } from "./pages/infra.tsx";
 import { Overview } from "./pages/overview.tsx";
@@ -85,6 +86,7 @@ const NAV: [string, string][] = [
   ["/services", "Services"],
   ["/containers", "Containers"],
   ["/actions", "Actions"],
+  ["/alerts", "Alerts"],
   ["/registries", "Registries"],
   ["/account", "Account"],
 ];
@@ -108,6 +110,8 @@ const ROUTES: Route[] = [
   ["/stacks/:uuid", (p) => <StackDetail uuid={p.uuid!} />],
   ["/actions", () => <ActionList />],
   ["/actions/:uuid", (p) => <ActionDetail uuid={p.uuid!} />],
+  ["/alerts", () => <AlertList />],
+  ["/alerts/:uuid", (p) => <AlertDetail uuid={p.uuid!} />],
   ["/registries", () => <RegistryPage />],
   ["/account", () => <AccountPage />],
   ["/users", () => <UsersPage />],

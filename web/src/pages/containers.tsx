@@ -9,6 +9,7 @@ import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.ts
 import { type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { ObjectLink } from "../names.tsx";
+import { StatsPanel } from "../stats-panel.tsx";
 import { PagedTable, SearchBox, StateFilter, useListControls } from "../table.tsx";
 import { Terminal } from "../terminal.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
@@ -74,6 +75,7 @@ export function ContainerList() {
             label: "Node",
             render: (c) => <ObjectLink uri={c.node} />,
           },
+          { label: "Health", render: (c) => (c.health === "none" ? "" : c.health) },
           { label: "IP", render: (c) => c.private_ip },
         ]}
       />
@@ -114,6 +116,7 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
           ["Started", <When key="s" at={c.started_datetime} />],
         ]}
       />
+      <StatsPanel path={url} />
       <ActionsOf objectUri={c.resource_uri} />
       <LogView key={url} streamPath={`${url}logs/`} title="Container logs" />
       {c.state === "Running" ? (

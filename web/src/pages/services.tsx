@@ -9,6 +9,7 @@ import { type Loaded, type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { ObjectLink } from "../names.tsx";
 import { navigate } from "../router.ts";
+import { StatsPanel } from "../stats-panel.tsx";
 import { PagedTable, SearchBox, StateFilter, Table, useListControls } from "../table.tsx";
 import { HideTerminated, stateNot } from "../terminated.tsx";
 import { When } from "../time.tsx";
@@ -168,6 +169,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
           ["Deployed", <When key="d" at={s.deployed_datetime} />],
         ]}
       />
+      <StatsPanel path={url} />
       <ActionsOf objectUri={s.resource_uri} />
       <h2>Containers</h2>
       <ContainersOf list={containers} />

@@ -5,6 +5,7 @@ import { NODE_OPERATIONS, NODE_STATES } from "../../../../src/domain/states.ts";
 import { call, nsPath, query } from "../../api.ts";
 import { type Resource, useList, useObject } from "../../live.ts";
 import { ObjectLink } from "../../names.tsx";
+import { StatsPanel } from "../../stats-panel.tsx";
 import { Pager, SearchBox, Table, useListControls } from "../../table.tsx";
 import { HideTerminated, hideTerminated } from "../../terminated.tsx";
 import { When } from "../../time.tsx";
@@ -162,6 +163,7 @@ export function NodeDetail({ uuid }: { uuid: string }) {
         </Field>
         <button type="submit">Save</button>
       </form>
+      <StatsPanel path={url} />
       <ActionsOf objectUri={n.resource_uri} />
       <NodeContainers nodeUri={n.resource_uri} />
     </Page>

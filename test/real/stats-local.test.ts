@@ -1,0 +1,185 @@
+// Stats and alerts on a real engine (issue 32): on a `local` node, a container burning a CPU and a
+// container holding a known amount of memory show, through Berth's stats API, the figures the
+// engine's own CLI shows (`docker -H tcp://<node>:2375 stats --no-stream`) within 5 %; a
+// container killed for using more memory than its limit raises its alert to a webhook receiver
+// this test runs (allowed by BERTH_ALERT_WEBHOOK_ALLOW=127.0.0.1).
+//
+// Needs root, dockerd, the docker CLI, iproute2, iptables and busybox-static. Without them the file
+// is skipped locally, but fails when CI=true.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
+import { Receiver } from "../stats/receiver.ts";
+import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
+import { uuidOf } from "../support/real-api.ts";
+
+// This file's own lab range and bridge.
+const LAB_RANGE = "10.207.0.0/16";
+const BRIDGE = "berth-st0";
+
+const unavailable = await localNodesUnavailable({ labRange: LAB_RANGE, bridgeName: BRIDGE });
+
+/** `docker stats --no-stream` of one container through the node's own engine: CPU % and memory bytes. */
+function dockerStats(nodeIp: string, id: string): Promise<{ cpu: number; memory: number }> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "docker",
+      ["-H", `tcp://${nodeIp}:2375`, "stats", "--no-stream", "--format", "{{.CPUPerc}} {{.MemUsage}}", id],
+      { timeout: 30_000 },
+      (error, stdout) => {
+        if (error) return reject(error);
+        const m = /^([\d.]+)%\s+([\d.]+)(B|KiB|MiB|GiB)\s*\//.exec(stdout.trim());
+        if (!m) return reject(new Error(`docker stats said: ${stdout}`));
+        const unit = { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }[m[3] as "B"];
+        resolve({ cpu: Number(m[1]), memory: Number(m[2]) * unit });
+      },
+    );
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+describe("stats and alerts on a local node", { skip: unavailable ?? false }, () => {
+  let h: Harness;
+  let alice: Caller;
+  let receiver: Receiver;
+  let hook: string;
+  const nodeUuids: string[] = [];
+  let nodeIp = "";
+
+  before(async () => {
+    receiver = new Receiver();
+    hook = await receiver.start();
+    h = await startHarness({
+      env: {
+        BERTH_LOCAL_LAB_RANGE: LAB_RANGE,
+        BERTH_LOCAL_BRIDGE: BRIDGE,
+        BERTH_CONTAINER_STOP_TIMEOUT_S: "1",
+        BERTH_RECONCILE_INTERVAL_MS: "300",
+        BERTH_STATS_INTERVAL_MS: "2000",
+        BERTH_ALERT_INTERVAL_MS: "500",
+        BERTH_ALERT_WEBHOOK_ALLOW: "127.0.0.1",
+      },
+    });
+    alice = await createUser(h, "alice");
+  });
+
+  after(async () => {
+    h?.statsCollector.stop();
+    h?.alertNotifier.stop();
+    await tearDownLocalLab(h, { nodeUuids });
+    await receiver?.close();
+  });
+
+  async function running(body: Record<string, unknown>) {
+    const created = await call(h, alice, "POST", "/api/app/v1/service/", { image: BUSYBOX_IMAGE, ...body });
+    assert.equal(created.status, 201, created.raw);
+    const started = await call(h, alice, "POST", `${created.body.resource_uri}start/`);
+    assert.equal(started.status, 202, started.raw);
+    const svc = await waitFor(
+      `${body.name} Running`,
+      async () => {
+        const v = (await call(h, alice, "GET", created.body.resource_uri)).body;
+        return v.state === "Running" ? v : undefined;
+      },
+      30_000,
+      200,
+    );
+    const container = (await call(h, alice, "GET", svc.containers[0])).body;
+    const row = await h.store.services.findContainer(uuidOf(container.resource_uri));
+    assert.ok(row?.engine_id);
+    return { container, engineId: row.engine_id };
+  }
+
+  /** Our last points' median against the median of five `docker stats` runs (over the same 16 s or so). */
+  async function compare(uri: string, engineId: string, field: "cpu" | "memory") {
+    const theirs: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const d = await dockerStats(nodeIp, engineId);
+      theirs.push(field === "cpu" ? d.cpu : d.memory);
+    }
+    const res = await call(h, alice, "GET", `${uri}stats/?range=40s&step=2s`);
+    assert.equal(res.status, 200, res.raw);
+    const points = (res.body.points as { cpu_percent: number; memory_bytes: number }[]).slice(-8);
+    assert.ok(points.length >= 6, `points: ${JSON.stringify(res.body.points)}`);
+    const ours = points.map((p) => (field === "cpu" ? p.cpu_percent : p.memory_bytes));
+    return { ours: median(ours), theirs: median(theirs), all: { ours, theirs } };
+  }
+
+  test("a local node is deployed", { timeout: 90_000 }, async () => {
+    const deployed = await deployLocalCluster(h, alice, {
+      name: "stats",
+      targetNumNodes: 1,
+      timeoutMs: 80_000,
+    });
+    nodeUuids.push(...deployed.nodeUuids);
+    nodeIp = (await h.store.nodes.findNode(nodeUuids[0]!))!.public_ip;
+    assert.ok(nodeIp.startsWith("10.207."));
+  });
+
+  test("a CPU burner's CPU and a memory filler's memory are docker stats' within 5 %", {
+    timeout: 120_000,
+  }, async (t) => {
+    const burner = await running({ name: "burner", run_command: "sh -c 'while :; do :; done'" });
+    const filler = await running({
+      name: "filler",
+      memory: 256,
+      // The shell outlives the sleep (busybox would exec a last command and drop the variable).
+      run_command: `sh -c 'x=$(head -c 67108864 /dev/zero | tr "\\\\0" a); sleep 100000; echo \${#x}'`,
+    });
+    // A few rounds of the collector (every 2 s), the filler's memory settled.
+    await sleep(12_000);
+    const cpu = await compare(burner.container.resource_uri, burner.engineId, "cpu");
+    t.diagnostic(
+      `burner CPU: Berth ${cpu.ours} %, docker stats ${cpu.theirs} % (${JSON.stringify(cpu.all)})`,
+    );
+    assert.ok(cpu.theirs > 5, "the burner burns");
+    assert.ok(Math.abs(cpu.ours - cpu.theirs) <= 0.05 * cpu.theirs, JSON.stringify(cpu));
+    const mem = await compare(filler.container.resource_uri, filler.engineId, "memory");
+    t.diagnostic(`filler memory: Berth ${mem.ours} B, docker stats ${mem.theirs} B`);
+    assert.ok(mem.theirs > 64 * 1024 * 1024, "the filler holds its 64 MiB");
+    assert.ok(Math.abs(mem.ours - mem.theirs) <= 0.05 * mem.theirs, JSON.stringify(mem));
+    const limit = (
+      await call(h, alice, "GET", `${filler.container.resource_uri}stats/?range=30s`)
+    ).body.points.at(-1);
+    assert.equal(limit.memory_limit_bytes, 256 * 1024 * 1024);
+    for (const uri of [burner.container.resource_uri, filler.container.resource_uri])
+      await call(h, alice, "POST", `${uri}stop/`);
+  });
+
+  test("an OOM-killed container raises its alert to the webhook receiver", { timeout: 90_000 }, async () => {
+    const rule = await call(h, alice, "POST", "/api/app/v1/alert/", {
+      name: "exits",
+      kind: "container_exited",
+      channels: [{ type: "webhook", url: `${hook}/oom` }],
+    });
+    assert.equal(rule.status, 201, rule.raw);
+    const created = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: BUSYBOX_IMAGE,
+      name: "hog",
+      memory: 16,
+      run_command: `sh -c 'sleep 2; x=$(head -c 268435456 /dev/zero | tr "\\\\0" a); sleep 100000'`,
+    });
+    assert.equal(created.status, 201, created.raw);
+    await call(h, alice, "POST", `${created.body.resource_uri}start/`);
+    const [firing] = await waitFor(
+      "the alert at the receiver",
+      async () => receiver.of("/oom").length > 0 && receiver.of("/oom"),
+      60_000,
+      200,
+    );
+    assert.equal(firing!.body.event, "firing");
+    assert.equal(firing!.body.alert.name, "exits");
+    assert.match(firing!.body.incident.summary, /^container hog-1 exited with code 137/);
+    const svc = (await call(h, alice, "GET", created.body.resource_uri)).body;
+    assert.equal(firing!.body.incident.subject, svc.containers[0]);
+    const row = await h.store.services.findContainer(uuidOf(svc.containers[0]));
+    const view = await h.engines
+      .forNode((await h.store.nodes.findNode(row!.node_uuid))!)
+      .inspectContainer(row!.engine_id!);
+    assert.equal(view?.oomKilled, true, "the engine says the kernel killed it for memory");
+  });
+});
