@@ -4,7 +4,7 @@ import { useState } from "preact/hooks";
 import { SERVICE_OPERATIONS, SERVICE_STATES } from "../../../src/domain/states.ts";
 import { call, type ListPage, nsPath, query, uuidOf } from "../api.ts";
 import { BulkBar, useSelection } from "../bulk.tsx";
-import { ContainerState, CrashPanel, crashed, type ExitFacts } from "../crash.tsx";
+import { ContainerState, CrashPanel, crashed, type ExitFacts, unhealthy } from "../crash.tsx";
 import { type Loaded, type Resource, useList, useObject } from "../live.ts";
 import { LogView } from "../logs.tsx";
 import { ObjectLink } from "../names.tsx";
@@ -120,7 +120,14 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
         what={what}
         table={SERVICE_OPERATIONS}
         terminateWarning="All its containers and their data are deleted."
-        badge={<StateBadge state={s.state} bad={failed.length > 0 && s.state !== "Running"} />}
+        badge={
+          <StateBadge
+            state={s.state}
+            bad={
+              (failed.length > 0 && s.state !== "Running") || (containers.data?.objects ?? []).some(unhealthy)
+            }
+          />
+        }
       >
         <ScaleControl url={url} current={s.target_num_containers} allowed={g("scale")} />
       </LifecycleOps>
