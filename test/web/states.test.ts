@@ -57,10 +57,14 @@ describe("honest states in Chromium", { skip: unavailable }, () => {
     });
     assert.equal(made.status, 201, JSON.stringify(made.body));
     assert.equal((await suite.berth.api("POST", `${made.body.resource_uri}start/`)).status, 202);
-    const c = await until("the container unhealthy", async () => {
-      const [one] = await containersOf(suite.berth, made.body.resource_uri);
-      return one?.health === "unhealthy" ? one : undefined;
-    });
+    const c = await until(
+      "the container unhealthy",
+      async () => {
+        const [one] = await containersOf(suite.berth, made.body.resource_uri);
+        return one?.health === "unhealthy" ? one : undefined;
+      },
+      90_000,
+    );
     const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
     await signInAs(page, "admin", ADMIN_PASSWORD);
     await page.goto(`/#/containers/${c.uuid}`);

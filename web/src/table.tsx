@@ -244,7 +244,7 @@ export function SearchBox(props: {
           const v = (e.target as HTMLInputElement).value;
           setText(v);
           clearTimeout(timer.current);
-          timer.current = setTimeout(() => props.onSearch(v), 120);
+          timer.current = setTimeout(() => props.onSearch(v), 60);
         }}
       />
     </label>
