@@ -173,11 +173,13 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 /**
- * The row of a table whose link is named `name` exactly (an object's row: its name links to it).
- * Not any row containing the text: a row may mention another object ("web" links to "db").
+ * The row of a table whose Name cell links to `name` exactly (an object's row: its name links to
+ * it). Not any row with such a link: a row may link to another object ("web" links to "db").
  */
 export function row(page: Page, name: string) {
-  return page.locator("tr", { has: page.getByRole("link", { name, exact: true }) });
+  return page.locator("tr", {
+    has: page.locator('td[data-label="Name"]').getByRole("link", { name, exact: true }),
+  });
 }
 
 /**

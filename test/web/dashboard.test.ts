@@ -110,7 +110,7 @@ describe("dashboard in Chromium", { skip: unavailable }, () => {
     await page.locator(".ops .state", { hasText: /^Running$/ }).waitFor({ timeout: 15_000 });
     await screenshot(page, "stack-running");
     // A container of web: its log shows the line it printed.
-    await page.getByRole("link", { name: "web", exact: true }).click();
+    await row(page, "web").getByRole("link", { name: "web", exact: true }).click();
     await page.getByRole("heading", { name: "Service web" }).waitFor();
     await page.locator(".log-lines", { hasText: "web-says-hello" }).waitFor({ timeout: 15_000 });
     await screenshot(page, "service");
