@@ -71,6 +71,12 @@ export const HealthCheckView = Nullable(
   ),
 );
 
+/** What a service's containers say of its health, worst first (domain/health.ts serviceHealth). */
+export const ServiceHealthField = Type.Enum(["crashing", "unhealthy", "starting", "healthy", "none"], {
+  description:
+    "crashing: a container that should run exited with an error, or its engine has restarted it since Berth started it; unhealthy: a container's health check fails; starting: a check has not decided yet; healthy: every checked container passes; none: no container has a check",
+});
+
 /** A container's health as its engine last reported it. */
 export const HealthField = Type.Enum(["starting", "healthy", "unhealthy", "none"], {
   description:

@@ -33,7 +33,7 @@ import {
   Uri,
   View,
 } from "./common.ts";
-import { HealthCheckBody, HealthCheckView } from "./health.ts";
+import { HealthCheckBody, HealthCheckView, ServiceHealthField } from "./health.ts";
 import { SERVICE_LIMITS as L } from "./limits.ts";
 import { DomainView } from "./router.ts";
 
@@ -435,6 +435,7 @@ export const ServiceView = View(
     ...DefinitionFields,
     ...StopFields,
     health_check: HealthCheckView,
+    health: ServiceHealthField,
     sequential_deployment: Type.Boolean(),
     ...ResourceFields,
     linked_from_service: Type.Array(ServiceLinkView),

@@ -1,7 +1,9 @@
 // Idempotent operations on container records against their nodes' engines, in batches (a single
 // record is a batch of one: there is one path). Each `ensure*Many` may be repeated after a crash:
 // it looks at what the engine has (by the Berth labels it put there) before acting, and records
-// what it observed through the group commit every batch in flight shares.
+// what it observed through the group commit every batch in flight shares. Long because start,
+// redeploy, stop, removal and observation share that commit and one listing per batch; what a
+// start waits for before it counts (issue 29) lives in readiness.ts.
 import { addTo } from "../domain/collections.ts";
 import { LABELS } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
@@ -37,6 +39,7 @@ import { HostEntries } from "./host-entries.ts";
 import { ensureImage } from "./images.ts";
 import type { Log } from "./log.ts";
 import type { Limits } from "./per-node.ts";
+import { awaitStarted } from "./readiness.ts";
 import { eachWithCommit, RecordBatches } from "./record-batches.ts";
 
 export { GENERATION_LABEL, type Log };
@@ -62,6 +65,8 @@ export interface RuntimeDeps {
   linkHostsFor?(c: ContainerRow): Promise<string[] | undefined>;
   /** Takes containers out of their routers before their engines stop them (router/drains.ts). */
   drain?(rows: readonly ContainerRow[]): Promise<void>;
+  /** When a started container counts as started (readiness.ts); undefined: once its engine says it runs. */
+  readiness?: { minUpMs: number; maxWaitMs: number };
 }
 
 /** What the records of one batch share (ContainerRuntime.eachRecord). */
@@ -193,7 +198,19 @@ export class ContainerRuntime {
     // of a redeploy are removed only once the new one is recorded running: the slot is kept).
     if (staleLeft.length === 0) opts.engineDone();
     const row = await recorded;
-    if (row && row.state !== "Running" && row.state !== "Starting") {
+    if (view && row && this.d.readiness) {
+      const ready = { ...this.d.readiness, clock: this.d.clock, log: opts.log };
+      await awaitStarted(engine, c, view, ready, (last, now) =>
+        commit.record(
+          c.uuid,
+          (r) =>
+            r.generation === c.generation && r.destroyed_at === null
+              ? observedPatch(r, last, now)
+              : undefined,
+          c,
+        ),
+      );
+    } else if (row && row.state !== "Running" && row.state !== "Starting") {
       const v = view ? await engine.inspectContainer(view.id) : undefined;
       throw new Error(
         `did not stay running: ${v?.error || exitCodeMessage(v?.exitCode ?? null) || "unknown reason"}`,
