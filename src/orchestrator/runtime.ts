@@ -122,7 +122,15 @@ export class ContainerRuntime {
    */
   async redeployMany(
     rows: ContainerRow[],
-    opts: { limits: Limits; log: Log; reuseVolumes: boolean; specJson: string; specVersion: number },
+    opts: {
+      limits: Limits;
+      log: Log;
+      reuseVolumes: boolean;
+      specJson: string;
+      specVersion: number;
+      /** The old container keeps running until the new one is ready (a start-first rollout). */
+      startFirst?: boolean;
+    },
   ): Promise<Error[]> {
     // Listed (eachRecord) before some records move to their new generation: what each record's
     // listing shows of the old one is stale to it then, as it should be.
@@ -138,6 +146,7 @@ export class ContainerRuntime {
         ...shared,
         log: opts.log,
         reuseVolumes: opts.reuseVolumes,
+        startFirst: opts.startFirst,
         refreshImage: true,
       });
     });
@@ -180,6 +189,7 @@ export class ContainerRuntime {
       service: ServiceRow | undefined;
       log: Log;
       reuseVolumes?: boolean;
+      startFirst?: boolean;
       refreshImage?: boolean;
       images: Map<string, Promise<void>>;
       listings: BatchListings;
@@ -218,7 +228,12 @@ export class ContainerRuntime {
     }
     // The previous containers' volumes are mounted by the new one now; the containers can go (the
     // ones the batch's listing showed: only this record's work makes containers of it).
-    await removeAll(engine, staleLeft, { removeVolumes: false });
+    // Start-first: the old container served until now; it stops as its definition says first.
+    for (const id of opts.startFirst ? staleLeft : [])
+      await stopGracefully(c, engine, id, { log: opts.log, defaultTimeoutS: this.stopTimeoutS }).catch(
+        () => {},
+      );
+    await removeAll(engine, staleLeft, { removeVolumes: opts.reuseVolumes === false });
   }
 
   /**
@@ -359,6 +374,7 @@ export class ContainerRuntime {
   ): Promise<{ id: string; found: boolean; staleLeft: string[] }> {
     const reuse = opts.reuseVolumes ?? true;
     for (const id of stale) {
+      if (opts.startFirst) continue;
       if (reuse) {
         const running = opts.staleRunning?.has(id) ?? true;
         await stopGracefully(c, engine, id, {
@@ -367,8 +383,9 @@ export class ContainerRuntime {
         }).catch(() => {});
       } else await engine.removeContainer(id, { force: true, removeVolumes: true });
     }
-    const staleLeft = reuse ? stale : [];
-    const spec = await this.d.specFor(c, { volumesFrom: staleLeft, service: opts.service, node: opts.node });
+    const staleLeft = reuse || opts.startFirst ? stale : [];
+    const volumesFrom = reuse ? staleLeft : [];
+    const spec = await this.d.specFor(c, { volumesFrom, service: opts.service, node: opts.node });
     spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
     spec.name = engineName(spec.name ?? c.name, c.generation);
     await ensureImage(this.d, engine, spec.image, log, {
@@ -497,6 +514,8 @@ interface GenerationOptions {
   node?: NodeRow;
   /** Older generations lend their volumes to the new one (the default), or go with theirs. */
   reuseVolumes?: boolean;
+  /** Older generations keep running beside the new one until it is ready (start-first). */
+  startFirst?: boolean;
   /** Pull the image again even when the node has it (its tag may have moved). */
   refreshImage?: boolean;
   /** Images a batch has ensured so far, by node and image. */

@@ -159,6 +159,7 @@ export function serviceView(
     ...definitionFields(spec),
     ...stopFields(spec),
     health: serviceHealth(liveOnes),
+    rollout: spec.rollout ?? null,
     sequential_deployment: spec.sequential_deployment,
     cpu_shares: spec.cpu_shares,
     cpuset: spec.cpuset,
