@@ -44,6 +44,13 @@ export interface Config {
   linkWaitS: number;
   /** The routers serving services' domains (router.ts). */
   router: RouterSettings;
+  /**
+   * A start tells the truth (issue 29): a container without a health check counts as started once
+   * it has stayed up this long; one with a check once it is healthy.
+   */
+  startMinUpMs: number;
+  /** The longest a start waits for a container whose check (its image's) has an unknown timing. */
+  startMaxWaitMs: number;
   /** WebSocket streams (CONTRACT §8, §9): events, logs, exec. */
   streams: {
     /** How often the server pings every stream socket; a peer that missed the previous pong is dropped. */
@@ -402,6 +409,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     linkWaitS: parsePositiveInt("BERTH_LINK_WAIT_S", env.BERTH_LINK_WAIT_S, 120),
     router: parseRouterSettings(env),
     backups: parseBackupSettings(env),
+    startMinUpMs: parsePositiveInt("BERTH_START_MIN_UP_MS", env.BERTH_START_MIN_UP_MS, 3000),
+    startMaxWaitMs: parsePositiveInt("BERTH_START_MAX_WAIT_MS", env.BERTH_START_MAX_WAIT_MS, 300_000),
     streams: {
       pingIntervalMs: parsePositiveInt(
         "BERTH_STREAM_PING_INTERVAL_MS",

@@ -71,6 +71,64 @@ export const HealthCheckView = Nullable(
   ),
 );
 
+/** How a redeploy replaces the containers (domain/rollout.ts); null: all at once, as before. */
+export const RolloutBody = Type.Union(
+  [
+    Type.Null(),
+    Type.Object(
+      {
+        order: Type.Optional(
+          Type.Enum(["stop-first", "start-first"], {
+            description:
+              "stop-first: a container goes, then its replacement starts; start-first: the replacement starts and is ready before the old one goes (default stop-first)",
+          }),
+        ),
+        max_unavailable: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: 100,
+            description: "stop-first: containers replaced at once (default 1)",
+          }),
+        ),
+        max_surge: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: 100,
+            description: "start-first: new containers started beside the old at once (default 1)",
+          }),
+        ),
+        delay: Type.Optional(
+          Type.Number({ minimum: 0, maximum: 3600, description: "seconds between two batches (default 0)" }),
+        ),
+        failure_action: Type.Optional(
+          Type.Enum(["rollback", "pause", "continue"], {
+            description:
+              "when a batch's containers fail to start or to be healthy: rollback to the previous definition, pause the rollout, or continue (default rollback)",
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+  ],
+  { description: "how a redeploy replaces the containers, in batches; null: all at once, as before" },
+);
+
+export const RolloutView = Nullable(
+  View({
+    order: Type.String(),
+    max_unavailable: Type.Integer(),
+    max_surge: Type.Integer(),
+    delay: Type.Number(),
+    failure_action: Type.String(),
+  }),
+);
+
+/** What a service's containers say of its health, worst first (domain/health.ts serviceHealth). */
+export const ServiceHealthField = Type.Enum(["crashing", "unhealthy", "starting", "healthy", "none"], {
+  description:
+    "crashing: a container that should run exited with an error, or its engine has restarted it since Berth started it; unhealthy: a container's health check fails; starting: a check has not decided yet; healthy: every checked container passes; none: no container has a check",
+});
+
 /** A container's health as its engine last reported it. */
 export const HealthField = Type.Enum(["starting", "healthy", "unhealthy", "none"], {
   description:

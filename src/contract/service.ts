@@ -33,7 +33,7 @@ import {
   Uri,
   View,
 } from "./common.ts";
-import { HealthCheckBody, HealthCheckView } from "./health.ts";
+import { HealthCheckBody, HealthCheckView, RolloutBody, RolloutView, ServiceHealthField } from "./health.ts";
 import { SERVICE_LIMITS as L } from "./limits.ts";
 import { DomainView } from "./router.ts";
 
@@ -265,6 +265,7 @@ const commonFields = {
         "host names served through the router on the namespace's nodes; a host name belongs to the first namespace that claims it",
     }),
   ),
+  rollout: Type.Optional(RolloutBody),
 };
 
 /** How the containers are stopped (domain/stop.ts); both bodies take them. */
@@ -435,6 +436,8 @@ export const ServiceView = View(
     ...DefinitionFields,
     ...StopFields,
     health_check: HealthCheckView,
+    health: ServiceHealthField,
+    rollout: RolloutView,
     sequential_deployment: Type.Boolean(),
     ...ResourceFields,
     linked_from_service: Type.Array(ServiceLinkView),

@@ -330,6 +330,39 @@ export function tcpScript(port: number, timeoutS: number): string {
   ].join("\n");
 }
 
+/** A service's health signal: its spec state names stay, this says whether it works. */
+export type ServiceHealth = "crashing" | "unhealthy" | "starting" | "healthy" | "none";
+
+/**
+ * What a service's live containers say, worst first: `crashing` when one that should run has
+ * exited with an error, or its engine has had to restart it since Berth started it (a crash loop:
+ * a start or redeploy by Berth begins the count again); then the worst health
+ * of a check (unhealthy, starting), healthy when every checked container is; none without checks.
+ */
+export function serviceHealth(
+  containers: readonly {
+    state: string;
+    desired: string;
+    observed: string;
+    exit_code: number | null;
+    health: string | null;
+    restart_count: number;
+  }[],
+): ServiceHealth {
+  const live = containers.filter((c) => c.state !== "Terminated");
+  const crashing = live.some(
+    (c) =>
+      c.desired === "running" &&
+      (c.observed === "restarting" ||
+        c.restart_count > 0 ||
+        (c.observed === "exited" && c.exit_code !== null && c.exit_code !== 0)),
+  );
+  if (crashing) return "crashing";
+  const health = new Set(live.map((c) => c.health));
+  for (const h of ["unhealthy", "starting", "healthy"] as const) if (health.has(h)) return h;
+  return "none";
+}
+
 /** The wire's `health` of a container record. */
 export function healthView(health: string | null | undefined): HealthView {
   return health === "starting" || health === "healthy" || health === "unhealthy" ? health : "none";

@@ -16,6 +16,7 @@ import type {
 import { ApiError, type FieldProblem, invalidField } from "./errors.ts";
 import { type HealthCheck, normalizeHealthCheck } from "./health.ts";
 import { envPrefix } from "./links.ts";
+import { normalizeRollout, type RolloutStrategy } from "./rollout.ts";
 import {
   DEFAULT_SPEC,
   type EnvVar,
@@ -85,6 +86,7 @@ export const SCHEDULING_FIELDS = [
   "tags",
   "autoredeploy",
   "deployment_strategy",
+  "rollout",
 ] as const satisfies readonly (keyof ServiceSpec)[];
 
 /** Collects problems, prefixing field names, and throws them as one 400. */
@@ -409,6 +411,14 @@ export function healthCheck(
   const check = normalizeHealthCheck(value, "health_check", problems);
   for (const { field, problem } of problems) p.add(field, problem);
   return check;
+}
+
+/** `rollout` (domain/rollout.ts); null: redeploys replace every container at once. */
+export function rollout(p: Problems, value: Parameters<typeof normalizeRollout>[0]): RolloutStrategy | null {
+  const problems: FieldProblem[] = [];
+  const out = normalizeRollout(value, "rollout", problems);
+  for (const { field, problem } of problems) p.add(field, problem);
+  return out;
 }
 
 /** Forms of single fields, checked on the resulting spec. */

@@ -37,6 +37,7 @@ import {
   parseDevice,
   ports,
   resource,
+  rollout,
   SCHEDULING_FIELDS,
   type SpecContext,
   schemaProblems,
@@ -213,6 +214,7 @@ export function normalizeCreate(
   spec.stop_grace_period = body.stop_grace_period ?? null;
   spec.health_check = healthCheck(p, body.health_check);
   spec.domains = parseDomains(body.domains, (f, problem) => p.add(f, problem));
+  spec.rollout = rollout(p, body.rollout);
 
   formChecks(p, spec);
   crossChecks(p, spec, (field) => field);
@@ -284,6 +286,10 @@ export function applyUpdate(
   if (body.health_check !== undefined) {
     const check = healthCheck(p, body.health_check);
     if (!sameValue(check, current.health_check ?? null)) spec.health_check = check;
+  }
+  if (body.rollout !== undefined) {
+    const strategy = rollout(p, body.rollout);
+    if (!sameValue(strategy, current.rollout ?? null)) spec.rollout = strategy;
   }
 
   if (body.domains !== undefined)

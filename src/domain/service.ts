@@ -3,6 +3,7 @@ import type { ServiceDomain } from "./domains.ts";
 // The service definition as Berth stores it (desired state). Containers keep a copy of the
 // definition they were deployed with; `synchronized` compares the two by `spec_version`.
 import type { HealthCheck } from "./health.ts";
+import type { RolloutStrategy } from "./rollout.ts";
 
 export type Protocol = "tcp" | "udp";
 export type Autorestart = "OFF" | "ON_FAILURE" | "ALWAYS";
@@ -59,6 +60,8 @@ export interface ServiceSpec {
   stop_grace_period?: number | null;
   /** The containers' health check (domain/health.ts); null or absent: the image's HEALTHCHECK. */
   health_check?: HealthCheck | null;
+  /** How a redeploy replaces the containers (domain/rollout.ts); null or absent: all at once. */
+  rollout?: RolloutStrategy | null;
   sequential_deployment: boolean;
   roles: string[];
   privileged: boolean;
@@ -106,6 +109,7 @@ export const DEFAULT_SPEC: Omit<ServiceSpec, "image_name"> = {
   stop_signal: null,
   stop_grace_period: null,
   health_check: null,
+  rollout: null,
   sequential_deployment: false,
   roles: [],
   privileged: false,

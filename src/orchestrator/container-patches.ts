@@ -113,6 +113,7 @@ export function observedPatch(
     private_ip: view.ipAddress ?? r.private_ip,
     // Its health check's last word (null: none); a stopped container keeps its last one, as its engine does.
     health: view.health?.status ?? null,
+    restart_count: view.restartCount,
     ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
   };
   // The engine's own restarts (restart policy) count too, even one that happened between two

@@ -48,6 +48,7 @@ export function orchestratorModule(
     stopTimeoutS: config.containerStopTimeoutS,
     linkHostsFor: (c) => specs.desiredLinkHosts(c),
     drain: parts.drain,
+    readiness: { minUpMs: config.startMinUpMs, maxWaitMs: config.startMaxWaitMs },
   });
   const orchestrator = new Orchestrator({
     store,

@@ -1,7 +1,9 @@
 // Idempotent operations on container records against their nodes' engines, in batches (a single
 // record is a batch of one: there is one path). Each `ensure*Many` may be repeated after a crash:
 // it looks at what the engine has (by the Berth labels it put there) before acting, and records
-// what it observed through the group commit every batch in flight shares.
+// what it observed through the group commit every batch in flight shares. Long because start,
+// redeploy, stop, removal and observation share that commit and one listing per batch; what a
+// start waits for before it counts (issue 29) lives in readiness.ts.
 import { addTo } from "../domain/collections.ts";
 import { LABELS } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
@@ -37,6 +39,7 @@ import { HostEntries } from "./host-entries.ts";
 import { ensureImage } from "./images.ts";
 import type { Log } from "./log.ts";
 import type { Limits } from "./per-node.ts";
+import { awaitStarted } from "./readiness.ts";
 import { eachWithCommit, RecordBatches } from "./record-batches.ts";
 
 export { GENERATION_LABEL, type Log };
@@ -62,6 +65,8 @@ export interface RuntimeDeps {
   linkHostsFor?(c: ContainerRow): Promise<string[] | undefined>;
   /** Takes containers out of their routers before their engines stop them (router/drains.ts). */
   drain?(rows: readonly ContainerRow[]): Promise<void>;
+  /** When a started container counts as started (readiness.ts); undefined: once its engine says it runs. */
+  readiness?: { minUpMs: number; maxWaitMs: number };
 }
 
 /** What the records of one batch share (ContainerRuntime.eachRecord). */
@@ -117,7 +122,15 @@ export class ContainerRuntime {
    */
   async redeployMany(
     rows: ContainerRow[],
-    opts: { limits: Limits; log: Log; reuseVolumes: boolean; specJson: string; specVersion: number },
+    opts: {
+      limits: Limits;
+      log: Log;
+      reuseVolumes: boolean;
+      specJson: string;
+      specVersion: number;
+      /** The old container keeps running until the new one is ready (a start-first rollout). */
+      startFirst?: boolean;
+    },
   ): Promise<Error[]> {
     // Listed (eachRecord) before some records move to their new generation: what each record's
     // listing shows of the old one is stale to it then, as it should be.
@@ -133,6 +146,7 @@ export class ContainerRuntime {
         ...shared,
         log: opts.log,
         reuseVolumes: opts.reuseVolumes,
+        startFirst: opts.startFirst,
         refreshImage: true,
       });
     });
@@ -175,6 +189,7 @@ export class ContainerRuntime {
       service: ServiceRow | undefined;
       log: Log;
       reuseVolumes?: boolean;
+      startFirst?: boolean;
       refreshImage?: boolean;
       images: Map<string, Promise<void>>;
       listings: BatchListings;
@@ -193,7 +208,19 @@ export class ContainerRuntime {
     // of a redeploy are removed only once the new one is recorded running: the slot is kept).
     if (staleLeft.length === 0) opts.engineDone();
     const row = await recorded;
-    if (row && row.state !== "Running" && row.state !== "Starting") {
+    if (view && row && this.d.readiness) {
+      const ready = { ...this.d.readiness, clock: this.d.clock, log: opts.log };
+      await awaitStarted(engine, c, view, ready, (last, now) =>
+        commit.record(
+          c.uuid,
+          (r) =>
+            r.generation === c.generation && r.destroyed_at === null
+              ? observedPatch(r, last, now)
+              : undefined,
+          c,
+        ),
+      );
+    } else if (row && row.state !== "Running" && row.state !== "Starting") {
       const v = view ? await engine.inspectContainer(view.id) : undefined;
       throw new Error(
         `did not stay running: ${v?.error || exitCodeMessage(v?.exitCode ?? null) || "unknown reason"}`,
@@ -201,7 +228,12 @@ export class ContainerRuntime {
     }
     // The previous containers' volumes are mounted by the new one now; the containers can go (the
     // ones the batch's listing showed: only this record's work makes containers of it).
-    await removeAll(engine, staleLeft, { removeVolumes: false });
+    // Start-first: the old container served until now; it stops as its definition says first.
+    for (const id of opts.startFirst ? staleLeft : [])
+      await stopGracefully(c, engine, id, { log: opts.log, defaultTimeoutS: this.stopTimeoutS }).catch(
+        () => {},
+      );
+    await removeAll(engine, staleLeft, { removeVolumes: opts.reuseVolumes === false });
   }
 
   /**
@@ -342,6 +374,7 @@ export class ContainerRuntime {
   ): Promise<{ id: string; found: boolean; staleLeft: string[] }> {
     const reuse = opts.reuseVolumes ?? true;
     for (const id of stale) {
+      if (opts.startFirst) continue;
       if (reuse) {
         const running = opts.staleRunning?.has(id) ?? true;
         await stopGracefully(c, engine, id, {
@@ -350,8 +383,9 @@ export class ContainerRuntime {
         }).catch(() => {});
       } else await engine.removeContainer(id, { force: true, removeVolumes: true });
     }
-    const staleLeft = reuse ? stale : [];
-    const spec = await this.d.specFor(c, { volumesFrom: staleLeft, service: opts.service, node: opts.node });
+    const staleLeft = reuse || opts.startFirst ? stale : [];
+    const volumesFrom = reuse ? staleLeft : [];
+    const spec = await this.d.specFor(c, { volumesFrom, service: opts.service, node: opts.node });
     spec.labels = { ...spec.labels, [GENERATION_LABEL]: c.generation };
     spec.name = engineName(spec.name ?? c.name, c.generation);
     await ensureImage(this.d, engine, spec.image, log, {
@@ -480,6 +514,8 @@ interface GenerationOptions {
   node?: NodeRow;
   /** Older generations lend their volumes to the new one (the default), or go with theirs. */
   reuseVolumes?: boolean;
+  /** Older generations keep running beside the new one until it is ready (start-first). */
+  startFirst?: boolean;
   /** Pull the image again even when the node has it (its tag may have moved). */
   refreshImage?: boolean;
   /** Images a batch has ensured so far, by node and image. */

@@ -9,7 +9,7 @@ import {
   linkEnvironmentCurrent,
   linkHosts,
 } from "../domain/container-spec.ts";
-import { healthView } from "../domain/health.ts";
+import { healthView, serviceHealth } from "../domain/health.ts";
 import { containerLinkVariables, linkedToContainer, linkVariablesOf } from "../domain/links.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import { containerFqdn, portView, serviceFqdn, serviceUriFields } from "../domain/service-views.ts";
@@ -158,6 +158,8 @@ export function serviceView(
     ),
     ...definitionFields(spec),
     ...stopFields(spec),
+    health: serviceHealth(liveOnes),
+    rollout: spec.rollout ?? null,
     sequential_deployment: spec.sequential_deployment,
     cpu_shares: spec.cpu_shares,
     cpuset: spec.cpuset,

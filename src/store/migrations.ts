@@ -806,6 +806,16 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0025_rollout_revisions": {
+      async up(db: AnyDb) {
+        // How often its engine restarted a container since Berth started it (a crash loop shows
+        // as a service's health "crashing", domain/health.ts).
+        await db.schema
+          .alterTable("containers")
+          .addColumn("restart_count", "integer", (c) => c.notNull().defaultTo(0))
+          .execute();
+      },
+    },
   };
 }
 

@@ -266,6 +266,8 @@ export interface ContainerTable {
   observed: ContainerObserved;
   /** Its health check's last word as the engine reported it (null: no check); written only by the runtime. */
   health: ContainerHealth | null;
+  /** Times its engine restarted it (restart policy) since Berth last started it; written only by the runtime. */
+  restart_count: number;
   engine_id: string | null;
   exit_code: number | null;
   exit_code_msg: string | null;

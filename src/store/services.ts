@@ -41,6 +41,7 @@ export function newContainerRow(
     phase: "starting",
     observed: "none",
     health: null,
+    restart_count: 0,
     engine_id: null,
     exit_code: null,
     exit_code_msg: null,
@@ -119,6 +120,11 @@ export type ViewedContainer = Pick<
   | "private_ip"
   | "environment"
   | "link_hosts"
+  | "desired"
+  | "observed"
+  | "exit_code"
+  | "health"
+  | "restart_count"
 >;
 
 /** A link of another service's definition that points at a service (`linked_from_service`). */
@@ -218,6 +224,11 @@ export class ServiceStore {
           "private_ip",
           "environment",
           "link_hosts",
+          "desired",
+          "observed",
+          "exit_code",
+          "health",
+          "restart_count",
         ])
         .where("service_uuid", "in", part)
         .where("state", "!=", "Terminated")

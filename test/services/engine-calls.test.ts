@@ -1,5 +1,6 @@
 // The engine round trips of a service's start, stop and terminate: per container only the calls
-// that do the work (create, start and one look; stop and one look; remove), and per node one
+// that do the work (create, start and a look, and one more look once it has stayed up the
+// minimum time: a start tells the truth, issue 29; stop and one look; remove), and per node one
 // listing of Berth's containers for the whole operation instead of one listing per container
 // (issue 18: a deploy on real engines costs what raw create+start costs). And the listing being
 // shared does not weaken crash safety: a container of a record made by another actor after that
@@ -52,7 +53,7 @@ describe("the engine calls of a service of 10 containers on 2 nodes", () => {
     return new Map([...s.engines].map(([node, e]) => [node, [...e.calls]]));
   }
 
-  test("start: a create, a start and an inspect per container; one listing and one image check per node", async () => {
+  test("start: a create, a start and two inspects per container; one listing and one image check per node", async () => {
     const calls = await callsOf("start");
     const rows = await s.h.store.services.containersOfService(service.uuid);
     assert.equal(rows.filter((c) => c.state === "Running").length, 10, "every container runs");
@@ -63,7 +64,7 @@ describe("the engine calls of a service of 10 containers on 2 nodes", () => {
       assert.deepEqual(tally(calls.get(node) ?? []), {
         createContainer: n,
         hasImage: 1,
-        inspectContainer: n,
+        inspectContainer: 2 * n,
         "listContainers io.berth.node": 1,
         startContainer: n,
       });
@@ -81,25 +82,25 @@ describe("the engine calls of a service of 10 containers on 2 nodes", () => {
     }
   });
 
-  test("start again: a start and an inspect per stopped container, no create", async () => {
+  test("start again: a start and two inspects per stopped container, no create", async () => {
     const calls = await callsOf("start");
     for (const [node, n] of perNode) {
       assert.deepEqual(tally(calls.get(node) ?? []), {
-        inspectContainer: n,
+        inspectContainer: 2 * n,
         "listContainers io.berth.node": 1,
         startContainer: n,
       });
     }
   });
 
-  test("redeploy: the new container made, started and inspected, the old one stopped and removed", async () => {
+  test("redeploy: the new container made, started and inspected twice, the old one stopped and removed", async () => {
     const calls = await callsOf("redeploy");
     for (const [node, n] of perNode) {
       assert.deepEqual(tally(calls.get(node) ?? []), {
         createContainer: n,
         // A redeploy takes the image's current content: asked once per node.
         hasImage: 1,
-        inspectContainer: n,
+        inspectContainer: 2 * n,
         "listContainers io.berth.node": 1,
         removeContainer: n,
         startContainer: n,

@@ -16,6 +16,7 @@ import {
   engineContainer,
   type Sim,
   startSim,
+  until,
 } from "./sim.ts";
 
 const IMAGE_CHECK: EngineHealthcheck = {
@@ -205,6 +206,7 @@ describe("health checks", () => {
       run_command: "sleep 100000",
     });
     await healthOf(svc, "none");
+    await until(s, svc.resource_uri, "Running");
     const set = await call(s.h, s.alice, "PATCH", svc.resource_uri, {
       health_check: { type: "command", command: "true" },
     });

@@ -72,6 +72,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     // Stats rounds run when a test asks (statsCollector.collect()), not in the background.
     BERTH_STATS_INTERVAL_MS: "0",
     BERTH_ALERT_INTERVAL_MS: "3600000",
+    // A start waits this long for a container without a health check to stay up (issue 29).
+    BERTH_START_MIN_UP_MS: "150",
     ...opts.env,
   });
   // Every answer of every test is checked against its route's response schema (api/answers.ts).

@@ -94,6 +94,7 @@ export const CLI_FIELDS: Record<ServiceField, string | NotOffered> = {
   stop_signal: "--stop-signal",
   stop_grace_period: "--stop-grace-period",
   health_check: "--health",
+  rollout: STACK_FILE,
   memory_swap: STACK_FILE,
   cpuset: STACK_FILE,
   dns: STACK_FILE,

@@ -18,6 +18,7 @@ import type { ContainerPatch, ContainerRow, ServiceRow } from "../../store/servi
 import type { Store } from "../../store/store.ts";
 import { waitForLinkTargets } from "../link-wait.ts";
 import type { PlanApplier } from "../plan-applier.ts";
+import { rollingRedeploy } from "../rollout.ts";
 import type { ContainerRuntime, Log } from "../runtime.ts";
 import { type ContainerHead, liveContainers, type Settler } from "../settle.ts";
 
@@ -247,9 +248,26 @@ export class ServiceKinds {
   ): Promise<void> {
     const { shortfall, placed } = await this.d.placer.place(s, ctx.log);
     const containers = await liveContainers(this.store, s.uuid);
-    const marked = await this.markDesired(containers, "running", "redeploying", placed);
     // Every container moves to the definition as it is when the redeploy begins.
     const fresh = (await this.store.services.findService(s.uuid)) ?? s;
+    const strategy = specOf(fresh).rollout;
+    if (strategy) {
+      // A rolling redeploy: each batch is marked redeploying when its turn comes (rollout.ts).
+      const marked = await this.markDesired(containers, "running", undefined, placed);
+      await rollingRedeploy(this.d, {
+        service: fresh,
+        rows: ServiceKinds.liveOf(containers, marked),
+        strategy,
+        reuseVolumes: ctx.params.reuse_volumes !== false,
+        ctx,
+        mark: async (batch) =>
+          ServiceKinds.liveOf(batch, await this.markDesired(batch, "running", "redeploying")),
+      });
+      await this.store.mutate("service", s.uuid, () => ({ deployed_at: this.d.clock.now() }));
+      ServiceKinds.failShort(shortfall);
+      return;
+    }
+    const marked = await this.markDesired(containers, "running", "redeploying", placed);
     const errors = await this.d.runtime.redeployMany(ServiceKinds.liveOf(containers, marked), {
       limits: this.limit(s),
       log: ctx.log,

@@ -49,6 +49,10 @@ export const FORM_FIELDS: Record<ServiceField, "offered" | NotOffered> = {
     notOffered:
       "a check has several parts (kind, port or command, timing): set it with `berth service set --health`, in a stack file (healthcheck:) or with the API",
   },
+  rollout: {
+    notOffered:
+      "how redeploys replace containers (order, batch, surge, failure action): set it in a stack file or with the API",
+  },
   memory_swap: ENGINE_OPTION,
   cpuset: ENGINE_OPTION,
   dns: ENGINE_OPTION,
