@@ -49,7 +49,16 @@ export class RouterController extends Controller<NodeKey> {
   private readonly routerStore: RouterStore;
 
   constructor(private readonly d: RouterControllerDeps) {
-    super({ id: (k) => k.node, batch: 1, workers: 4, onError: d.onError, nodeOf: (k) => k.node, perNode: 1 });
+    // Changes gather briefly: a burst (a scale, a redeploy) is one configuration swap, not one each.
+    super({
+      id: (k) => k.node,
+      batch: 1,
+      workers: 4,
+      gatherMs: 100,
+      onError: d.onError,
+      nodeOf: (k) => k.node,
+      perNode: 1,
+    });
     this.routerStore = new RouterStore(d.store);
   }
 
