@@ -55,7 +55,7 @@ function route(r: Route, handle: Record<string, unknown>): Record<string, unknow
   return { match: [matcher(r)], handle: [handle], terminal: true };
 }
 
-function redirect(r: Route): Record<string, unknown> {
+function redirect(): Record<string, unknown> {
   return {
     handler: "static_response",
     status_code: 308,
@@ -76,7 +76,7 @@ export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<str
       listen: [":80"],
       routes: [
         // Redirects before plain routes: a domain's path that redirects wins over a plain one.
-        ...redirects.map((r) => route(r, redirect(r))),
+        ...redirects.map((r) => route(r, redirect())),
         ...plain.map((r) => route(r, proxy(r))),
       ],
       automatic_https: { disable: true },
