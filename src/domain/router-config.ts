@@ -208,3 +208,13 @@ export function hostsOfDefinition(spec: RouterService["spec"]): string[] {
   for (const d of virtualHostDomains(spec.container_envvars, spec.container_ports)) hosts.add(d.host);
   return [...hosts];
 }
+
+/** The route a request matches, as a router matches them: the routes' order, host (or wildcard), path prefix. */
+export function matchRoute(routes: readonly Route[], host: string, path: string): Route | undefined {
+  const h = host.toLowerCase().replace(/:\d+$/, "");
+  return routes.find(
+    (r) =>
+      (r.host === h || (r.host.startsWith("*.") && h.endsWith(r.host.slice(1)))) &&
+      (r.path === "/" || path === r.path || path.startsWith(`${r.path}/`)),
+  );
+}

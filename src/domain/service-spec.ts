@@ -213,8 +213,10 @@ export function normalizeCreate(
   spec.stop_signal = stopSignal(p, body.stop_signal);
   spec.stop_grace_period = body.stop_grace_period ?? null;
   spec.health_check = healthCheck(p, body.health_check);
-  spec.domains = parseDomains(body.domains, (f, problem) => p.add(f, problem));
   spec.rollout = rollout(p, body.rollout);
+  // Domains (the router's) only when the body names some: a definition without them has none.
+  if (body.domains !== undefined && body.domains.length > 0)
+    spec.domains = parseDomains(body.domains, (f, problem) => p.add(f, problem));
 
   formChecks(p, spec);
   crossChecks(p, spec, (field) => field);

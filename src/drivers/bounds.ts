@@ -8,6 +8,20 @@ import { type Readable, Transform } from "node:stream";
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
+/** Bounds of a node's router (drivers/router/caddy.ts): its admin API's answers, and the logs Berth reads. */
+export const ROUTER_BOUNDS = {
+  /** An answer of the router's admin API. */
+  answerBytes: 1 * MiB,
+  /** One admin call (a configuration load included). */
+  callMs: 15_000,
+  /** A TLS probe of one host name's certificate. */
+  probeMs: 4_000,
+  /** Of the router's own log, the tail read for certificate errors. */
+  logTailBytes: 256 * KiB,
+  /** Of the access log, what is read per reading (older lines are skipped, counted as lost). */
+  accessReadBytes: 8 * MiB,
+} as const;
+
 /** Bytes Berth buffers of one engine answer, by kind. */
 export const ENGINE_ANSWER_BYTES = {
   /** A JSON answer held whole before it is parsed (info, version, create, exec inspect…). */

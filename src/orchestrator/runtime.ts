@@ -135,6 +135,7 @@ export class ContainerRuntime {
     // Listed (eachRecord) before some records move to their new generation: what each record's
     // listing shows of the old one is stale to it then, as it should be.
     return this.eachRecord(rows, opts.limits, async (c, node, commit, shared) => {
+      await this.d.drain?.([c]);
       const now = this.d.clock.now();
       const moved = await commit.record(
         c.uuid,

@@ -21,6 +21,8 @@ import type { Drains } from "./drains.ts";
 /** Which router serves a node (undefined: the node has none, e.g. an agent node for now). */
 export interface RouterSource {
   forNode(node: NodeRow): Router | undefined;
+  /** A node was terminated: its router's process and files go. */
+  released?(nodeUuid: string): Promise<void>;
 }
 
 export interface RouterControllerDeps {
@@ -47,7 +49,16 @@ export class RouterController extends Controller<NodeKey> {
   private readonly routerStore: RouterStore;
 
   constructor(private readonly d: RouterControllerDeps) {
-    super({ id: (k) => k.node, batch: 1, workers: 4, onError: d.onError, nodeOf: (k) => k.node, perNode: 1 });
+    // Changes gather briefly: a burst (a scale, a redeploy) is one configuration swap, not one each.
+    super({
+      id: (k) => k.node,
+      batch: 1,
+      workers: 4,
+      gatherMs: 100,
+      onError: d.onError,
+      nodeOf: (k) => k.node,
+      perNode: 1,
+    });
     this.routerStore = new RouterStore(d.store);
   }
 
@@ -116,6 +127,7 @@ export class RouterController extends Controller<NodeKey> {
         const uuid = lastSegment(r.resource_uri);
         if (uuid && r.state === "Deployed") this.add({ node: uuid });
         if (r.state !== "Deployed") this.appliedHash.delete(uuid ?? "");
+        if (uuid && r.state === "Terminated") await this.d.routers.released?.(uuid).catch(this.d.onError);
       }
       namespaces.add(r.namespace);
     }
@@ -173,6 +185,7 @@ export class RouterController extends Controller<NodeKey> {
     if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);
     if (!router) return;
+    if (await router.restarted?.()) this.appliedHash.delete(nodeUuid);
     const routes = await this.build(node.namespace);
     const config = await this.configOf(node.namespace, routes);
     const hash = createHash("sha256").update(JSON.stringify(config)).digest("hex");

@@ -1,21 +1,27 @@
 // The router capability (issue 30), assembled for platform.ts: the routers of the nodes and their
 // controller (routers.ts), the route figures on /metrics, the routes. Started after the reconciler.
+
+import path from "node:path";
 import { routerRoutes } from "../api/routes/router.ts";
 import type { Core, Routes } from "../composition.ts";
-import type { Router } from "../drivers/router/router.ts";
-import type { NodeRow } from "../store/nodes.ts";
+import type { LocalProvider } from "../drivers/local/index.ts";
+import { LocalRouters } from "../drivers/local/router-process.ts";
 import { RouterModule } from "./routers.ts";
 
 export type { RouterModule };
 
 /** The router capability for platform.ts: the module, its routes; started after the reconciler. */
-export function routerModule(core: Core, parts: { localRouter?(node: NodeRow): Router | undefined } = {}) {
+export function routerModule(core: Core, parts: { local?: LocalProvider } = {}) {
   const { store, box, config, metrics, onError } = core;
+  const locals = parts.local
+    ? new LocalRouters({ provider: parts.local, dir: path.join(config.dataDir, "local-routers") })
+    : undefined;
   const router = new RouterModule({
     store,
     settings: config.router,
     open: (sealed) => box.open(sealed),
-    localRouter: parts.localRouter,
+    localRouter: (node) => locals?.routerFor(node.uuid),
+    releaseLocal: async (uuid) => locals?.release(uuid),
     onError: onError("router"),
   });
   router.registerMetrics(metrics.registry);

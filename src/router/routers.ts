@@ -18,6 +18,8 @@ export interface RouterModuleDeps {
   open(sealed: string): string;
   /** The router of a local node (Caddy in its namespace), when the local provider runs it. */
   localRouter?(node: NodeRow): Router | undefined;
+  /** A local node was terminated: its router's files go. */
+  releaseLocal?(nodeUuid: string): Promise<void>;
   onError(err: unknown): void;
 }
 
@@ -77,6 +79,11 @@ export class RouterModule implements RouterSource {
     }
     if (node.provider === "local") return this.d.localRouter?.(node);
     return undefined;
+  }
+
+  async released(nodeUuid: string): Promise<void> {
+    this.fakes.delete(nodeUuid);
+    await this.d.releaseLocal?.(nodeUuid);
   }
 
   drain(rows: readonly ContainerRow[]): Promise<void> {

@@ -103,6 +103,40 @@ describe("domains", () => {
   });
 });
 
+describe("stack files", () => {
+  test("a stack file's service takes `domains:`, claimed like the API's, and its export gives them back", async () => {
+    const res = await call(s.h, s.alice, "POST", "/api/app/v1/stack/", {
+      name: "site",
+      services: [
+        {
+          name: "front",
+          image: "busybox:local",
+          domains: [{ host: "stack.test", path: "/app", tls: "off" }],
+        },
+      ],
+    });
+    assert.equal(res.status, 201, res.raw);
+    const exported = await call(s.h, s.alice, "GET", `${res.body.resource_uri}export/`);
+    assert.deepEqual(exported.body.front.domains, [
+      {
+        host: "stack.test",
+        path: "/app",
+        port: null,
+        tls: "off",
+        redirect_https: false,
+        sticky: false,
+        weight: 0,
+      },
+    ]);
+    const bob = await call(s.h, s.users.bob, "POST", "/api/app/v1/stack/", {
+      name: "theirs",
+      services: [{ name: "front", image: "busybox:local", domains: [{ host: "stack.test" }] }],
+    });
+    assert.equal(bob.status, 409, bob.raw);
+    assert.equal(bob.body.code, "host_name_taken");
+  });
+});
+
 describe("host names belong to the first namespace that claims them", () => {
   test("another tenant's claim is refused with 409 and a sentence saying what to do", async () => {
     await createService(s, { image: "busybox:local", name: "mine", domains: [{ host: "claimed.test" }] });

@@ -105,11 +105,12 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
 }
 
 /**
- * Stops every background worker (reconciler, stack follower, health checks, action queue, replica
+ * Stops every background worker (reconciler, router controller, stack follower, health checks, action queue, replica
  * heartbeat), so that only the requests a test makes run statements.
  */
 export async function quiesce(h: Harness): Promise<void> {
   h.reconciler.stop();
+  h.router.stop();
   h.stacks.stop();
   h.health.stop();
   await h.actions.stop();

@@ -33,6 +33,7 @@ import {
   terminate,
   wholeNumber,
 } from "./common.ts";
+import { registerServiceDomain } from "./service-domain.ts";
 
 const STRATEGIES = ["EMPTIEST_NODE", "HIGH_AVAILABILITY", "EVERY_NODE"];
 const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"];
@@ -411,6 +412,7 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
       });
     });
 
+  registerServiceDomain(service, ctx);
   const env = service.command("env").description("environment variables of services");
   env
     .command("ls <identifier>")

@@ -1,7 +1,7 @@
 // A router for simulated nodes (issue 30): the same interface as the real one, keeping what it was
 // given so tests can look, and answering requests the way a proxy would route them (host, longest
 // path prefix, weight order, round robin or sticky over the upstreams), without sockets.
-import type { Route } from "../../domain/router-config.ts";
+import { matchRoute, type Route } from "../../domain/router-config.ts";
 import {
   bucketsOf,
   type CertificateStatus,
@@ -66,12 +66,7 @@ export class FakeRouter implements Router {
 
   /** The route a request would match, as a proxy matches them (the configuration's order). */
   match(host: string, path: string): Route | undefined {
-    const h = host.toLowerCase();
-    return this.current?.routes.find(
-      (r) =>
-        (r.host === h || (r.host.startsWith("*.") && h.endsWith(r.host.slice(1)))) &&
-        (r.path === "/" || path === r.path || path.startsWith(`${r.path}/`)),
-    );
+    return matchRoute(this.current?.routes ?? [], host, path);
   }
 
   /** Routes a request: 404 without a route, a redirect for plain HTTP where asked, 502 without an upstream. */

@@ -62,6 +62,10 @@ export interface Router {
   certificates(): Promise<CertificateStatus[]>;
   /** Request figures per route id. */
   counters(): Promise<RouteCounters[]>;
+  /** Starts the router when it does not run; true when it was (re)started and has lost its configuration. */
+  restarted?(): Promise<boolean>;
+  /** Stops the router and removes what it kept (its node is gone). */
+  remove?(): Promise<void>;
 }
 
 /** Latency buckets of one observation (cumulative counts to add). */

@@ -16,6 +16,7 @@ import { When } from "../time.tsx";
 import { ErrorLine, Facts, gate, LifecycleOps, Loading, Page, StateBadge } from "../ui.tsx";
 import { ActionsOf } from "./actions.tsx";
 import { ScaleControl } from "./scale.tsx";
+import { Domains } from "./service-domains.tsx";
 import { ServiceForm } from "./service-form.tsx";
 import type { Service } from "./service-model.ts";
 import { Triggers } from "./triggers.tsx";
@@ -177,6 +178,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
         ]}
       />
       <StatsPanel path={url} />
+      <Domains service={s} url={url} />
       <ActionsOf objectUri={s.resource_uri} />
       <h2>Containers</h2>
       <ContainersOf list={containers} />
