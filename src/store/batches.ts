@@ -40,6 +40,7 @@ const UPDATE_ROWS = 100;
 const INTEGER_COLUMNS = new Set<string>([
   "number",
   "exit_code",
+  "restart_count",
   "spec_version",
   "deployed_at",
   "started_at",

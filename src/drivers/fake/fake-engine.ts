@@ -104,6 +104,7 @@ export class FakeEngine implements Engine {
       maxLogLines: this.maxLogLines,
       recorded: (containerId) => this.containers.has(containerId),
       logged: (container, line) => this.changed(container, line),
+      healthChanged: (container) => this.changed(container),
     });
     for (const image of options.images ?? [FAKE_BUSYBOX]) this.addImage(image);
     for (const image of options.registry ?? []) this.images.offer(image);

@@ -18,6 +18,8 @@ export interface ProcessHost {
   recorded(containerId: string): boolean;
   /** Told of every log line, after its followers. */
   logged?(container: FakeContainer, line: LogLine): void;
+  /** Told of every change of a container's health status, after its event. */
+  healthChanged?(container: FakeContainer): void;
 }
 
 export class FakeProcesses {
@@ -91,7 +93,10 @@ export class FakeProcesses {
     container.health = new FakeHealthMonitor(
       check,
       (c, signal) => runFakeCheck(target(), c, signal),
-      () => this.d.events.emit(container, "health_status"),
+      () => {
+        this.d.events.emit(container, "health_status");
+        this.d.healthChanged?.(container);
+      },
       () => this.d.now(),
     );
   }
