@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { finishedAction } from "../support/real-api.ts";
 import { registerWidgetKind, widgetRoutes } from "../support/test-kinds.ts";
 import {
   drain,
@@ -173,7 +174,8 @@ describe("service logs", () => {
       (await call(h, alice, "PATCH", service.resource_uri, { target_num_containers: 3 })).status,
       200,
     );
-    assert.equal((await call(h, alice, "POST", `${service.resource_uri}scale/`)).status, 202);
+    const scaled = await call(h, alice, "POST", `${service.resource_uri}scale/`);
+    assert.equal(scaled.status, 202);
     await waitFor("multi-3 running", async () => {
       const r = await call(h, alice, "GET", `/api/app/v1/container/?name=multi-3&state=Running`);
       return r.body.meta.total_count === 1;
@@ -183,6 +185,9 @@ describe("service logs", () => {
       await printOn(3, "c1\n");
       return stream.frames.some((f) => f.source === "multi-3" && f.log === "c1\n");
     });
+    // A scale ends once its new container has stayed up (a start that tells the truth): only then
+    // does the service take the next operation.
+    assert.equal((await finishedAction(h, alice, scaled)).state, "Success");
 
     assert.equal((await call(h, alice, "POST", `${service.resource_uri}redeploy/`)).status, 202);
     await inState(h, alice, service.resource_uri, "Running");
