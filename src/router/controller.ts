@@ -47,6 +47,12 @@ export class RouterController extends Controller<NodeKey> {
   /** The routes last built per namespace (views, drains, metrics). */
   private readonly built = new Map<string, RoutesOutput>();
   private readonly routerStore: RouterStore;
+  /**
+   * The routes being built or last built per namespace, shared by the nodes of a pass: a
+   * namespace's change, a push or a periodic pass drops its entry, so each change is one build
+   * per namespace, not one per node.
+   */
+  private readonly current = new Map<string, Promise<RoutesOutput>>();
 
   constructor(private readonly d: RouterControllerDeps) {
     // Changes gather briefly: a burst (a scale, a redeploy) is one configuration swap, not one each.
@@ -93,6 +99,7 @@ export class RouterController extends Controller<NodeKey> {
 
   /** Queues every node of the namespaces and waits until their routers took what they have now. */
   async push(namespaces: ReadonlySet<string>, timeoutMs: number): Promise<void> {
+    for (const ns of namespaces) this.current.delete(ns);
     for (const ns of namespaces) await this.queueNamespace(ns);
     await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
   }
@@ -107,6 +114,7 @@ export class RouterController extends Controller<NodeKey> {
   }
 
   async queueAll(): Promise<void> {
+    this.current.clear();
     try {
       for (const n of await this.d.store.nodes.liveNodes())
         if (n.state === "Deployed") this.add({ node: n.uuid });
@@ -131,12 +139,34 @@ export class RouterController extends Controller<NodeKey> {
       }
       namespaces.add(r.namespace);
     }
+    for (const ns of namespaces) this.current.delete(ns);
     for (const ns of namespaces) await this.queueNamespace(ns);
+  }
+
+  /** The namespace's routes as built since its last change (one build shared by its nodes). */
+  private routesFor(namespace: string): Promise<RoutesOutput> {
+    let routes = this.current.get(namespace);
+    if (!routes) {
+      routes = this.build(namespace);
+      this.current.set(namespace, routes);
+      routes.catch(() => {
+        if (this.current.get(namespace) === routes) this.current.delete(namespace);
+      });
+    }
+    return routes;
   }
 
   /** The namespace's routes now (services, containers, claims, drains). */
   async build(namespace: string): Promise<RoutesOutput> {
     const store = this.d.store;
+    // Every routed host name is claimed by its namespace: without a claim there is nothing to
+    // route, and the namespace's services and containers need not be read.
+    const claims = await this.routerStore.claimMap([namespace]);
+    if (claims.size === 0) {
+      const none = buildRoutes({ services: [], containers: [], claims, draining: new Set() });
+      this.built.set(namespace, none);
+      return none;
+    }
     const services: RouterService[] = (await store.services.liveServices({ namespace })).map((s) => ({
       uuid: s.uuid,
       namespace: s.namespace,
@@ -156,7 +186,6 @@ export class RouterController extends Controller<NodeKey> {
       generation: c.generation,
       health: c.health,
     }));
-    const claims = await this.routerStore.claimMap([namespace]);
     const out = buildRoutes({
       services,
       containers,
@@ -186,7 +215,7 @@ export class RouterController extends Controller<NodeKey> {
     const router = this.d.routers.forNode(node);
     if (!router) return;
     if (await router.restarted?.()) this.appliedHash.delete(nodeUuid);
-    const routes = await this.build(node.namespace);
+    const routes = await this.routesFor(node.namespace);
     const config = await this.configOf(node.namespace, routes);
     const hash = createHash("sha256").update(JSON.stringify(config)).digest("hex");
     if (this.appliedHash.get(nodeUuid) !== hash) {
