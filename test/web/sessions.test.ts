@@ -152,7 +152,7 @@ describe("sessions in Chromium", { skip: unavailable }, () => {
     await page.locator(".tile").first().waitFor();
     // Tab from the top reaches the navigation; Enter on a link opens its section.
     let reached = false;
-    for (let i = 0; i < 20 && !reached; i++) {
+    for (let i = 0; i < 40 && !reached; i++) {
       await page.keyboard.press("Tab");
       reached = (await page.evaluate(() => document.activeElement?.textContent)) === "Account";
     }
