@@ -224,17 +224,14 @@ export class Store implements Kernel {
     return this.inTransaction;
   }
 
-  /**
-   * A transaction that is run again from the start when a version check inside it fails (a
-   * concurrent writer won): `fn` re-reads what it decides on each time. Outside a transaction only.
-   */
+  /** A transaction run again from the start when another writer won (`runAgain`); outside a transaction only. */
   async retrying<T>(fn: (tx: Store) => Promise<T>, attempts = 5): Promise<T> {
     if (this.inTransaction) throw new Error("retrying() starts its own transaction");
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.transaction(fn);
       } catch (err) {
-        if (!(err instanceof VersionConflict) || attempt >= attempts) throw err;
+        if (!runAgain(err) || attempt >= attempts) throw err;
       }
     }
   }
@@ -277,7 +274,7 @@ export class Store implements Kernel {
           return written;
         });
       } catch (err) {
-        if (!(err instanceof VersionConflict)) throw err;
+        if (!runAgain(err)) throw err;
       }
     }
   }
@@ -497,3 +494,7 @@ export class Store implements Kernel {
     return this.shared.remoteNotifier.subscribe(listener);
   }
 }
+
+/** Run again from a fresh read: a concurrent writer won, or PostgreSQL broke a deadlock (40P01). */
+const runAgain = (err: unknown) =>
+  err instanceof VersionConflict || (err as { code?: unknown })?.code === "40P01";

@@ -2,7 +2,7 @@
 // containers were created and terminated does not grow with N. Each container is written as the
 // runtime writes it (created, then Terminated) through the store's write methods, whose change-feed
 // entries remember per container what they need; after a full collection, 20,000 more terminated
-// containers may add at most 2 MB (about 100 bytes each; the feed remembered ~300 bytes of parents
+// containers may add at most 3 MB (about 150 bytes each; the feed remembered ~300 bytes of parents
 // per container for good before). A heap check with a generous bound, not a benchmark.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -80,7 +80,7 @@ for (const target of targets) {
       }
     }
 
-    test("20,000 more terminated containers leave the heap within 2 MB of 2,000", async () => {
+    test("20,000 more terminated containers leave the heap within 3 MB of 2,000", async () => {
       await createAndTerminate(2000, 1);
       const gone = await store.services.containersOfServices([service.uuid], { states: ["Terminated"] });
       assert.equal(gone.length, 2000, "every container terminated");
@@ -88,7 +88,7 @@ for (const target of targets) {
       await createAndTerminate(20_000, 2001);
       const grown = heapBytes() - baseline;
       assert.ok(
-        grown < 2 * 1024 * 1024,
+        grown < 3 * 1024 * 1024,
         `the heap grew by ${(grown / 1024 / 1024).toFixed(2)} MB for 20,000 terminated containers`,
       );
     });
