@@ -45,6 +45,7 @@ import {
   type FakeEngineOptions,
   type FakeImage,
   NAME_PATTERN,
+  newFakeContainer,
   randomHex,
   sharedHosts,
   summaryOf,
@@ -273,7 +274,7 @@ export class FakeEngine implements Engine {
       );
     }
     const hostname = spec.hostname ?? id.slice(0, 12);
-    const container: FakeContainer = {
+    const container = newFakeContainer({
       id,
       name,
       spec: copySpec(spec),
@@ -283,25 +284,7 @@ export class FakeEngine implements Engine {
       hosts: sharedHosts(spec.extraHosts),
       createdAt: this.now(),
       state: "created",
-      exitCode: undefined,
-      startedAt: undefined,
-      finishedAt: undefined,
-      ipAddress: undefined,
-      ports: {},
-      restartCount: 0,
-      restartDelayMs: 0,
-      restartTimer: undefined,
-      oomKilled: false,
-      error: "",
-      manuallyStopped: false,
-      process: undefined,
-      stdin: undefined,
-      execs: new Set(),
-      logs: [],
-      partial: { stdout: "", stderr: "" },
-      followers: new Set(),
-      health: undefined,
-    };
+    });
     this.containers.set(id, container);
     this.eventLog.emit(container, "create");
     return id;

@@ -287,3 +287,33 @@ export function summaryOf(container: FakeContainer): ContainerSummary {
     createdAt: container.createdAt,
   };
 }
+
+/** A container as Docker records it at create: no process, no address, nothing run yet. */
+export function newFakeContainer(
+  fields: Pick<
+    FakeContainer,
+    "id" | "name" | "spec" | "image" | "env" | "hostname" | "hosts" | "createdAt" | "state"
+  >,
+): FakeContainer {
+  return {
+    ...fields,
+    exitCode: undefined,
+    startedAt: undefined,
+    finishedAt: undefined,
+    ipAddress: undefined,
+    ports: {},
+    restartCount: 0,
+    restartDelayMs: 0,
+    restartTimer: undefined,
+    oomKilled: false,
+    error: "",
+    manuallyStopped: false,
+    process: undefined,
+    stdin: undefined,
+    execs: new Set(),
+    logs: [],
+    partial: { stdout: "", stderr: "" },
+    followers: new Set(),
+    health: undefined,
+  };
+}

@@ -18,7 +18,12 @@ import type {
   StopOutcome,
 } from "../engine.ts";
 import { FakeEngine } from "./fake-engine.ts";
-import type { FakeContainer, FakeEngineOptions, ImageConfig } from "./fake-model.ts";
+import {
+  type FakeContainer,
+  type FakeEngineOptions,
+  type ImageConfig,
+  newFakeContainer,
+} from "./fake-model.ts";
 
 /** Log lines kept with a container's stored state (its copies in other replicas show these). */
 export const SHARED_LOG_LINES = 1000;
@@ -188,7 +193,7 @@ export class SyncedFakeEngine extends FakeEngine {
       }
       this.network.release(c);
     } else {
-      c = {
+      c = newFakeContainer({
         id: s.id,
         name: s.name,
         spec: s.spec,
@@ -198,25 +203,7 @@ export class SyncedFakeEngine extends FakeEngine {
         hosts: s.hosts,
         createdAt: s.createdAt,
         state: s.state,
-        exitCode: undefined,
-        startedAt: undefined,
-        finishedAt: undefined,
-        ipAddress: undefined,
-        ports: {},
-        restartCount: 0,
-        restartDelayMs: 0,
-        restartTimer: undefined,
-        oomKilled: false,
-        error: "",
-        manuallyStopped: false,
-        process: undefined,
-        stdin: undefined,
-        execs: new Set(),
-        logs: [],
-        partial: { stdout: "", stderr: "" },
-        followers: new Set(),
-        health: undefined,
-      };
+      });
       this.containers.set(c.id, c);
     }
     Object.assign(c, {
