@@ -2,8 +2,8 @@
 // Runs every test file (test/**/*.test.ts, src/**/*.test.ts) with Node's test runner through tsx.
 // `--fast` skips the real-engine tier (files under test/real/ and test/local/, and docker driver tests)
 // and the replica tier (test/replicas/: several server processes on PostgreSQL and a real engine).
-// Browser files (test/web/) run in a tier of their own, one at a time: two Chromiums at once on a
-// 2-core machine make each other's timings meaningless.
+// Browser files (test/web/) run in a tier of their own, one at a time (two Chromiums at once on a
+// 2-core machine make each other's timings meaningless), beside the real-engine tier.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -49,17 +49,25 @@ const tiers = [
         },
       ]
     : []),
-  { name: "browser tier", files: files.filter(isBrowser), concurrency: 1 },
-  { name: "real-engine tier", files: files.filter(isReal), concurrency: 1 },
+  // The browser tier runs beside the real-engine tier (stage 2): the engine tier mostly waits on
+  // containers and engines, the browser tier on Chromium, one file at a time each. Its output is held
+  // and printed when it ends, so that the two never interleave.
+  { name: "real-engine tier", files: files.filter(isReal), concurrency: 1, stage: 2 },
+  { name: "browser tier", files: files.filter(isBrowser), concurrency: 1, stage: 2, held: true },
 ].filter((t) => t.files.length > 0);
+const sequential = process.env.BERTH_TEST_SEQUENTIAL === "true";
 
 let status = 0;
 // The failures of every tier are printed again at the very end, so that the tail of a long run (all a
 // CI log may keep) names every failing test and its error. Each tier's output is copied as it comes
 // (a file reporter would lose its end to --test-force-exit).
 const failures = [];
-for (const tier of tiers) {
-  console.log(`\n### ${tier.name}: ${tier.files.length} files\n`);
+/** Runs one tier's files in one `node --test` process; resolves once it has ended. */
+async function runTier(tier) {
+  const log = (text) => (tier.held && !sequential ? held.push(text) : process.stdout.write(text));
+  const held = [];
+  log(`\n### ${tier.name}: ${tier.files.length} files\n\n`);
+  const started = Date.now();
   const child = spawn(
     process.execPath,
     // A file whose tests finished but left a handle open must not hang the run (--test-force-exit);
@@ -82,10 +90,12 @@ for (const tier of tiers) {
   );
   let output = "";
   child.stdout.on("data", (chunk) => {
-    process.stdout.write(chunk);
+    log(chunk);
     output += chunk;
   });
   const [code, signal] = await new Promise((resolve) => child.on("close", (c, s) => resolve([c, s])));
+  log(`\n### ${tier.name}: ended in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  if (held.length) process.stdout.write(`\n### output of ${tier.name}, held while it ran\n${held.join("")}`);
   if (code !== 0) {
     status = code ?? 1;
     const at = output.lastIndexOf("failing tests:");
@@ -94,6 +104,14 @@ for (const tier of tiers) {
         (at >= 0 ? output.slice(at) : "(no failing test reported: the run itself failed)\n"),
     );
   }
+}
+
+// Tiers of one stage run at the same time (unless BERTH_TEST_SEQUENTIAL=true); stages one after another.
+const stages = [...new Set(tiers.map((t) => t.stage ?? 1))].sort();
+for (const stage of stages) {
+  const group = tiers.filter((t) => (t.stage ?? 1) === stage);
+  if (sequential) for (const tier of group) await runTier(tier);
+  else await Promise.all(group.map(runTier));
 }
 if (failures.length) console.log(`\n### failures of this run, again\n\n${failures.join("\n")}`);
 process.exit(status);
