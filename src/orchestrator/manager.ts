@@ -272,7 +272,7 @@ export class ServiceManager {
 
   /**
    * Gives the service the definition of a kept revision, its number included (a rollback's
-   * prepare, in the transaction that records the action), and the rollback's transitional state.
+   * prepare, in the transaction that records the action).
    * What an update checks in its transaction is checked here too: the environment's limits and
    * the host names it claims. A definition that needs a service key the service no longer has
    * (role global) is refused: only an update, which knows who asks, can make one.
@@ -299,7 +299,6 @@ export class ServiceManager {
       spec: rev.spec,
       spec_version: rev.number,
       auth_secret: auth,
-      state: "Redeploying",
     });
     if (rev.number !== s.spec_version)
       await tx.containersTouched((await tx.services.containersOfService(s.uuid)).filter(live));

@@ -17,7 +17,7 @@ import type { Orchestrator } from "../services.ts";
 export interface RollbackDeps {
   store: Store;
   orchestrator: Orchestrator;
-  /** Gives the service the revision's definition and the rollback's transitional state. */
+  /** Gives the service the revision's definition. */
   restore(tx: Store, s: ServiceRow, rev: RevisionRow): Promise<ServiceRow>;
 }
 
@@ -32,7 +32,7 @@ export function rollbackKind(d: RollbackDeps): ActionKind<never> {
       assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "rollback");
       const rev = await tx.services.revisions.find(s.uuid, revision);
       if (!rev) throw notFound(`revision ${revision} of service ${s.name} (it is no longer kept)`);
-      await d.restore(tx, s, rev);
+      await d.orchestrator.beginOperation(tx, await d.restore(tx, s, rev), "Redeploying");
     },
     steps: [
       {
