@@ -1,6 +1,6 @@
 // `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
 // and prints their figures, each baseline measured in the same run. Names: api, placement,
-// large, tenants, idle, stats, real, router, fanout, writes, memory, replicas (all of them without a name; replicas
+// large, tenants, idle, stats, real, router, rollout, fanout, writes, memory, replicas (all of them without a name; replicas
 // needs BERTH_TEST_PG_URL). `--quick` shortens the runs. `writes`: PATCH throughput with 1,000 events
 // subscribers against none (--subscribers N).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
@@ -12,6 +12,7 @@ import { runMemory } from "./memory.ts";
 import { runPlacement } from "./placement.ts";
 import { runRealDeploy } from "./real.ts";
 import { runReplicas } from "./replicas.ts";
+import { runRollout } from "./rollout.ts";
 import { runRouter } from "./router.ts";
 import { runIdle, runLargeNamespace, runTenants } from "./scale.ts";
 import { runStats } from "./stats.ts";
@@ -65,6 +66,7 @@ const benches: Record<string, () => Promise<void>> = {
     ),
   real: () => runRealDeploy({ containers: 10 }, out),
   router: () => runRouter({ seconds: quick ? 3 : 8, connections: 8 }, out),
+  rollout: () => runRollout({ containers: quick ? 4 : 8 }, out),
   replicas: () =>
     runReplicas(
       quick ? { seconds: 3, clients: 16, events: 100 } : { seconds: 8, clients: 16, events: 300 },

@@ -51,6 +51,8 @@ export interface Config {
   startMinUpMs: number;
   /** The longest a start waits for a container whose check (its image's) has an unknown timing. */
   startMaxWaitMs: number;
+  /** Definitions kept per service as revisions to roll back to (store/revisions.ts); at least 2. */
+  serviceRevisionsKept: number;
   /** WebSocket streams (CONTRACT §8, §9): events, logs, exec. */
   streams: {
     /** How often the server pings every stream socket; a peer that missed the previous pong is dropped. */
@@ -411,6 +413,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     backups: parseBackupSettings(env),
     startMinUpMs: parsePositiveInt("BERTH_START_MIN_UP_MS", env.BERTH_START_MIN_UP_MS, 3000),
     startMaxWaitMs: parsePositiveInt("BERTH_START_MAX_WAIT_MS", env.BERTH_START_MAX_WAIT_MS, 300_000),
+    serviceRevisionsKept: Math.max(
+      2,
+      parsePositiveInt("BERTH_SERVICE_REVISIONS", env.BERTH_SERVICE_REVISIONS, 10),
+    ),
     streams: {
       pingIntervalMs: parsePositiveInt(
         "BERTH_STREAM_PING_INTERVAL_MS",

@@ -17,6 +17,14 @@ export const ServiceActionParams = Type.Object({
 });
 export type ServiceActionParams = Static<typeof ServiceActionParams>;
 
+/** `service.rollback`: the revision is resolved when the call is made, so a retry goes to the same one. */
+export const ServiceRollbackParams = Type.Object({
+  service: Id("the service's uuid"),
+  revision: Type.Integer({ minimum: 1, description: "the kept revision the service goes back to" }),
+  reuse_volumes: Type.Optional(Type.Boolean({ description: "keep the containers' volumes" })),
+});
+export type ServiceRollbackParams = Static<typeof ServiceRollbackParams>;
+
 /** `service.terminate`. */
 export const ServiceTerminateParams = Type.Object({ service: Id("the service's uuid") });
 export type ServiceTerminateParams = Static<typeof ServiceTerminateParams>;

@@ -135,6 +135,8 @@ export const SERVICE_OPERATIONS: Table<ServiceState> = {
   start: ["Not running", "Stopped", "Partly running"],
   stop: ["Running", "Partly running"],
   redeploy: ["Running", "Partly running", "Stopped"],
+  // A redeploy to a kept revision's definition (orchestrator/kinds/rollback.ts).
+  rollback: ["Running", "Partly running", "Stopped"],
   terminate: ["Not running", "Running", "Partly running", "Stopped"],
   scale: ["Not running", "Running", "Partly running", "Stopped"],
   update: ["Not running", "Running", "Partly running", "Stopped"],

@@ -3,7 +3,7 @@
 // views.ts; the engine spec of a container is built by engine-specs.ts.
 import { randomUUID } from "node:crypto";
 import type { ServiceCreateBody, ServiceUpdateBody } from "../contract/service.ts";
-import { conflict, type FieldProblem } from "../domain/errors.ts";
+import { ApiError, conflict, type FieldProblem } from "../domain/errors.ts";
 import { assertEnvWithin, limitOf } from "../domain/quotas.ts";
 import { hostsOfDefinition } from "../domain/router-config.ts";
 import type { ServiceSpec } from "../domain/service.ts";
@@ -15,7 +15,8 @@ import { lastSegment, nodeUri, serviceUri } from "../domain/uri.ts";
 import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
-import { specOf } from "../store/codec.ts";
+import { decodeSpec, specOf } from "../store/codec.ts";
+import type { RevisionRow } from "../store/revisions.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store, UserRow } from "../store/store.ts";
 import { claimHosts } from "./host-claims.ts";
@@ -29,6 +30,14 @@ export interface ManagerDeps {
   policies: NamespacePolicies;
   box: SecretBox;
   orchestrator: Orchestrator;
+  /** Definitions kept per service as revisions (store/revisions.ts); 10 by default. */
+  revisionsKept?: number;
+}
+
+/** What gave a service a definition, and the call's action when there was one. */
+export interface DefinitionCause {
+  cause?: string;
+  actionUuid?: string;
 }
 
 const live = (c: ContainerRow) => c.state !== "Terminated";
@@ -68,6 +77,8 @@ export class ServiceManager {
       stackUuid?: string;
       /** The caller's transaction: a stack creates all of its services or none. */
       tx?: Store;
+      /** The call's action (the revision's `action`). */
+      actionUuid?: string;
     } = {},
   ) {
     const store = opts.tx ?? this.store;
@@ -107,8 +118,27 @@ export class ServiceManager {
         destroyed_at: null,
         created: now,
       });
+      await this.recordRevision(tx, row, { cause: "create", actionUuid: opts.actionUuid });
       return row;
     });
+  }
+
+  /** Records the definition a service row has now as its revision (store/revisions.ts). */
+  private recordRevision(tx: Store, row: ServiceRow, cause: DefinitionCause): Promise<void> {
+    return tx.services.revisions.record(row, {
+      created: this.d.clock.now(),
+      cause: cause.cause ?? "update",
+      actionUuid: cause.actionUuid,
+      keep: this.d.revisionsKept ?? 10,
+    });
+  }
+
+  /**
+   * The number a new definition of the service takes: after the highest ever given (a rollback
+   * moved spec_version back; the revisions after it keep their numbers).
+   */
+  private async nextNumber(store: Store, cur: ServiceRow): Promise<number> {
+    return Math.max(cur.spec_version, await store.services.revisions.latestNumber(cur.uuid)) + 1;
   }
 
   /** Refuses a service environment over the namespace's limits (variables, bytes). */
@@ -157,7 +187,11 @@ export class ServiceManager {
       if (!cur?.auth_secret || cur.state === "Terminated") return false;
       await tx.identity.deleteServiceApiKeys(serviceUuid);
       const sealed = owner ? await this.serviceKey(owner, cur.namespace, cur.uuid, tx) : null;
-      await tx.services.updateService(cur, { auth_secret: sealed, spec_version: cur.spec_version + 1 });
+      const written = await tx.services.updateService(cur, {
+        auth_secret: sealed,
+        spec_version: await this.nextNumber(tx, cur),
+      });
+      await this.recordRevision(tx, written, { cause: "key rotation" });
       return true;
     });
   }
@@ -202,11 +236,85 @@ export class ServiceManager {
     };
   }
 
+  // ---- revisions and rollback ------------------------------------------------------------------------
+
+  /**
+   * The revision a rollback of the service goes to: `number` when given, else the newest kept
+   * one before the definition it has now. Refused (4xx) when there is none to go to, when that
+   * revision is not kept, when it is the current one, or when it reaches the node further than
+   * the namespace is allowed now.
+   */
+  async rollbackTarget(s: ServiceRow, number?: number): Promise<RevisionRow> {
+    assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "rollback");
+    const kept = await this.store.services.revisions.numbers(s.uuid);
+    const target = number ?? kept.find((n) => n < s.spec_version);
+    if (target === undefined)
+      throw conflict(
+        `service ${s.name} has no revision before its current one (${s.spec_version}) to roll back to`,
+        "no_previous_revision",
+      );
+    const rev = await this.store.services.revisions.find(s.uuid, target);
+    if (!rev)
+      throw new ApiError(
+        "not_found",
+        "unknown_revision",
+        `service ${s.name} has no kept revision ${target}; kept: ${kept.join(", ") || "none"}`,
+        [{ field: "revision", problem: `kept revisions are ${kept.join(", ") || "none"}` }],
+      );
+    if (rev.number === s.spec_version)
+      throw conflict(
+        `service ${s.name} has revision ${rev.number} already; redeploy it to deploy it again`,
+        "revision_current",
+      );
+    await this.d.policies.checkDefinition(s.namespace, decodeSpec(rev.spec), specOf(s));
+    return rev;
+  }
+
+  /**
+   * Gives the service the definition of a kept revision, its number included (a rollback's
+   * prepare, in the transaction that records the action).
+   * What an update checks in its transaction is checked here too: the environment's limits and
+   * the host names it claims. A definition that needs a service key the service no longer has
+   * (role global) is refused: only an update, which knows who asks, can make one.
+   */
+  async restoreRevision(tx: Store, s: ServiceRow, rev: RevisionRow): Promise<ServiceRow> {
+    const spec = decodeSpec(rev.spec);
+    const now = this.d.clock.now();
+    let auth = s.auth_secret;
+    if (rev.number !== s.spec_version) {
+      await this.assertEnvWithin(tx, s.namespace, spec.container_envvars);
+      await claimHosts(tx, s.namespace, hostsOfDefinition(spec), now);
+      const wantsKey = spec.roles.includes("global");
+      if (wantsKey && !auth)
+        throw conflict(
+          `revision ${rev.number} of service ${s.name} has role global, whose key only an update can make: update the service's roles first`,
+          "revision_needs_key",
+        );
+      if (!wantsKey && auth) {
+        await tx.identity.deleteServiceApiKeys(s.uuid);
+        auth = null;
+      }
+    }
+    const written = await tx.services.updateService(s, {
+      spec: rev.spec,
+      spec_version: rev.number,
+      auth_secret: auth,
+    });
+    if (rev.number !== s.spec_version)
+      await tx.containersTouched((await tx.services.containersOfService(s.uuid)).filter(live));
+    return written;
+  }
+
   async revokeServiceKey(serviceUuid: string): Promise<void> {
     await this.d.identity.revokeServiceKeys(serviceUuid);
   }
 
-  async update(s: ServiceRow, body: ServiceUpdateBody, principal?: Principal): Promise<ServiceRow> {
+  async update(
+    s: ServiceRow,
+    body: ServiceUpdateBody,
+    principal?: Principal,
+    cause: DefinitionCause = {},
+  ): Promise<ServiceRow> {
     assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "update");
     const before = specOf(s);
     const u = applyUpdate(before, s.name, body, {
@@ -228,9 +336,9 @@ export class ServiceManager {
     const r = await this.store.mutate(
       "service",
       s.uuid,
-      (cur) => ({
+      async (cur) => ({
         spec,
-        ...(u.changed ? { spec_version: cur.spec_version + 1 } : {}),
+        ...(u.changed ? { spec_version: await this.nextNumber(this.store, cur) } : {}),
         ...(u.nickname !== undefined ? { nickname: u.nickname } : {}),
         ...(u.target_num_containers !== undefined ? { target_num_containers: u.target_num_containers } : {}),
         auth_secret: auth,
@@ -238,6 +346,7 @@ export class ServiceManager {
       {
         // More containers asked for: counted after the write, in its transaction.
         after: async (tx, before, written) => {
+          if (written.spec_version !== before.spec_version) await this.recordRevision(tx, written, cause);
           await claimHosts(tx, s.namespace, hostsOfDefinition(specOf(written)), this.d.clock.now());
           const more = written.target_num_containers - before.target_num_containers;
           if (more > 0)

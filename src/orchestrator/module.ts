@@ -13,6 +13,7 @@ import type { RegistryService } from "../registry/service.ts";
 import type { ContainerRow } from "../store/services.ts";
 import { Adoption } from "./adoption.ts";
 import { EngineSpecs } from "./engine-specs.ts";
+import { rollbackKind } from "./kinds/rollback.ts";
 import { ServiceManager } from "./manager.ts";
 import { Reconciler } from "./reconciler.ts";
 import { ContainerRuntime } from "./runtime.ts";
@@ -58,7 +59,18 @@ export function orchestratorModule(
     linkWaitMs: config.linkWaitS * 1000,
   });
   orchestrator.register(actions);
-  const services = new ServiceManager({ store, clock, identity, policies, box, orchestrator });
+  const services = new ServiceManager({
+    store,
+    clock,
+    identity,
+    policies,
+    box,
+    orchestrator,
+    revisionsKept: config.serviceRevisionsKept,
+  });
+  actions.register(
+    rollbackKind({ store, orchestrator, restore: (tx, s, rev) => services.restoreRevision(tx, s, rev) }),
+  );
   const views = new Views({ store, publicUrl: config.publicUrl });
   const adoption = new Adoption({ store, engines, runtime, orchestrator, actions });
   const reconciler = new Reconciler({

@@ -3,6 +3,7 @@
 // a service's state settled from its containers (settle.ts). What the rest of Berth calls is here.
 import type { ActionEngine } from "../actions/engine.ts";
 import type { Outcome, StepContext } from "../actions/types.ts";
+import type { ServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import type { PlacementPlan } from "../scheduler/index.ts";
 import type { ServiceRow } from "../store/services.ts";
@@ -11,7 +12,7 @@ import { ContainerKinds } from "./kinds/container.ts";
 import { type InlineOperation, ServiceKinds } from "./kinds/service.ts";
 import { PlanApplier } from "./plan-applier.ts";
 import type { ContainerRuntime } from "./runtime.ts";
-import { Settler } from "./settle.ts";
+import { beginOperation, Settler } from "./settle.ts";
 
 export type { InlineOperation };
 
@@ -53,6 +54,11 @@ export class Orchestrator {
    */
   settleService(uuid: string, opts: { keepTransitional?: boolean } = {}): Promise<ServiceRow | undefined> {
     return this.settler.settleService(uuid, opts);
+  }
+
+  /** An operation another action runs on the service begins: its transitional state (settle.ts). */
+  beginOperation(tx: Store, s: ServiceRow, state: ServiceState): Promise<ServiceRow> {
+    return beginOperation(tx, s, state);
   }
 
   /** Plans placements to reach the target (or every eligible node) without making them; the plan explains refusals. */

@@ -1,3 +1,9 @@
+// The one writer of a service's `state`: an operation's transitional state, written with its
+// action (`beginOperation`, from the kinds' and stacks' prepare), the state its containers give
+// (`settleService`: when an operation ends, and when containers change, from the settle
+// controller), and Terminated (`terminated`). A settle reads the service row first and its
+// containers after, and writes only if the row is still the one it read: what it writes is never
+// older than what another settle wrote before it (test/services/settle-order.test.ts).
 import { SERVICE_TRANSITIONAL, type ServiceState, settledServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import { specOf } from "../store/codec.ts";
@@ -6,6 +12,11 @@ import type { Store } from "../store/store.ts";
 import type { ContainerRuntime, Log } from "./runtime.ts";
 
 export type ContainerHead = Awaited<ReturnType<Store["services"]["containerHeadsOfService"]>>[number];
+
+/** An operation begins: the service's transitional state, in the transaction that records its action. */
+export function beginOperation(tx: Store, s: ServiceRow, state: ServiceState): Promise<ServiceRow> {
+  return tx.services.updateService(s, { state });
+}
 
 /** The states a container in an action's phase shows (domain/states.ts containerState). */
 const IN_PHASE_STATES = new Set<string>(["Starting", "Stopping", "Terminating"]);
@@ -39,11 +50,12 @@ export class Settler {
     uuid: string,
     opts: { keepTransitional?: boolean } = {},
   ): Promise<ServiceRow | undefined> {
-    const containers = await this.store.services.containerHeadsOfService(uuid);
     const now = this.d.clock.now();
-    return this.store.mutate("service", uuid, (s) => {
+    return this.store.mutate("service", uuid, async (s) => {
       if (s.state === "Terminated") return undefined;
       if (opts.keepTransitional && SERVICE_TRANSITIONAL.includes(s.state as ServiceState)) return undefined;
+      // Read after the row (and again on each retry): containers as new as the state it holds.
+      const containers = await this.store.services.containerHeadsOfService(uuid);
       const state = settledServiceState(
         containers.map((c) => c.state),
         specOf(s).deployment_strategy === "EVERY_NODE" ? 0 : s.target_num_containers,
@@ -53,6 +65,12 @@ export class Settler {
       if (state === "Stopped" && s.state !== "Stopped") patch.stopped_at = now;
       return state === s.state ? undefined : patch;
     });
+  }
+
+  /** A terminate's end: the service is gone once no container of it is left. */
+  async terminated(uuid: string): Promise<void> {
+    const now = this.d.clock.now();
+    await this.store.mutate("service", uuid, () => ({ state: "Terminated", destroyed_at: now }));
   }
 
   /**

@@ -45,7 +45,7 @@ function synchronizedWith(
 }
 
 /** The fields of a definition that service and container views both show (contract DefinitionFields). */
-function definitionFields(spec: ServiceSpec) {
+export function definitionFields(spec: ServiceSpec) {
   return {
     labels: spec.labels,
     working_dir: spec.working_dir,
@@ -71,7 +71,7 @@ function definitionFields(spec: ServiceSpec) {
 }
 
 /** How a definition's containers are stopped (contract StopFields); null in definitions stored before. */
-function stopFields(spec: ServiceSpec) {
+export function stopFields(spec: ServiceSpec) {
   return {
     stop_signal: spec.stop_signal ?? null,
     stop_grace_period: spec.stop_grace_period ?? null,

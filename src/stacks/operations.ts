@@ -98,7 +98,7 @@ export class StackOperations {
         for (const s of services) {
           const next = serviceTransition(op, s.state as ServiceState);
           if (!next) continue;
-          await tx.services.updateService(s, { state: next });
+          await this.d.orchestrator.beginOperation(tx, s, next);
         }
         await tx.stacks.updateStack(st, { state });
       },

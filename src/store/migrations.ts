@@ -816,6 +816,27 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Kept definitions of services (issue 29, store/revisions.ts): every definition a service was
+    // given, numbered by its spec_version, so a rollback can return to it. Services that exist
+    // already keep the definition they have now as their first revision (cause "existing").
+    "0031_revisions": {
+      async up(db: AnyDb) {
+        await db.schema
+          .createTable("service_revisions")
+          .addColumn("service_uuid", "text", (c) => c.notNull())
+          .addColumn("number", "integer", (c) => c.notNull())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("spec", "text", (c) => c.notNull())
+          .addColumn("cause", "text", (c) => c.notNull())
+          .addColumn("action_uuid", "text")
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .addPrimaryKeyConstraint("service_revisions_pk", ["service_uuid", "number"])
+          .execute();
+        await sql`insert into service_revisions (service_uuid, number, namespace, spec, cause, action_uuid, created)
+          select uuid, spec_version, namespace, spec, 'existing', null, created from services
+          where state <> 'Terminated'`.execute(db);
+      },
+    },
   };
 }
 

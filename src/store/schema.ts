@@ -492,6 +492,7 @@ export interface Database {
   services: ServiceTable;
   containers: ContainerTable;
   service_links: ServiceLinkTable;
+  service_revisions: ServiceRevisionTable;
   stacks: StackTable;
   repositories: RepositoryTable;
   triggers: TriggerTable;
@@ -541,4 +542,21 @@ export interface VolumeBackupScheduleTable {
   /** A command run in each container before its volumes are read (null: none). */
   pre_command: string | null;
   next_at: number;
+}
+
+/**
+ * A definition a service was given (migration 0031, store/revisions.ts): `number` is the
+ * spec_version it had; the service's own `spec_version` names the one it has now.
+ */
+export interface ServiceRevisionTable {
+  service_uuid: string;
+  number: number;
+  namespace: string;
+  /** JSON of the ServiceSpec. */
+  spec: string;
+  /** What gave the service this definition: create, update, key rotation, existing (before revisions were kept). */
+  cause: string;
+  /** The action of the call that gave it (null: none recorded). */
+  action_uuid: string | null;
+  created: number;
 }

@@ -10,6 +10,7 @@ import { chunks, inChunks, updateCasePostgres, updateEachSqlite } from "./batche
 import { specLinks } from "./codec.ts";
 import { derivedColumns } from "./derived.ts";
 import { containsText, type ListOrder, orderOf } from "./list-search.ts";
+import { RevisionStore } from "./revisions.ts";
 import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts";
 
 export type { ContainerRow, ServiceRow } from "./types.ts";
@@ -137,6 +138,11 @@ export interface IncomingLink {
 
 export class ServiceStore {
   constructor(private readonly s: Kernel) {}
+
+  /** Services' kept definitions (revisions.ts). */
+  get revisions(): RevisionStore {
+    return new RevisionStore(this.s);
+  }
 
   /** Inserts a service with its link rows and its change-feed entry. */
   async insertService(r: NewService): Promise<ServiceRow> {

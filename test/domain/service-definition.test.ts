@@ -72,6 +72,18 @@ describe("one source for the service definition", () => {
     envs: [{ key: "A", value: "1" }],
     links: [{ to_service: "/api/app/v1/user/service/5f0e1a4e-7a43-4b5c-8f7e-0c6a7d1b2c3d/", name: "db" }],
     bindings: [{ host_path: "", container_path: "/data", rewritable: true, volumes_from: "" }],
+    health: {
+      type: "http",
+      command: "",
+      port: "8080",
+      path: "/ready",
+      status: "204",
+      interval: "0.5",
+      timeout: "",
+      retries: "2",
+      startPeriod: "",
+    },
+    rollout: { order: "start-first", maxUnavailable: "", maxSurge: "2", delay: "1", failureAction: "pause" },
   };
   const offered = Object.entries(FORM_FIELDS)
     .filter(([, how]) => how === "offered")
@@ -90,6 +102,16 @@ describe("one source for the service definition", () => {
     assert.deepEqual(serviceCreateCheck.problems(body), []);
     assert.equal(body.stop_signal, "SIGINT");
     assert.equal(body.stop_grace_period, 30);
+    // Only the health and rollout inputs that hold something are sent: the server's defaults fill the rest.
+    assert.deepEqual(body.health_check, {
+      type: "http",
+      port: 8080,
+      path: "/ready",
+      status: 204,
+      interval: 0.5,
+      retries: 2,
+    });
+    assert.deepEqual(body.rollout, { order: "start-first", max_surge: 2, delay: 1, failure_action: "pause" });
   });
 
   test("the form edits with the offered fields Update service takes, and no other", () => {
@@ -101,6 +123,16 @@ describe("one source for the service definition", () => {
     assert.equal(cleared.stop_signal, null);
     assert.equal(cleared.stop_grace_period, null);
     assert.deepEqual(serviceUpdateCheck.problems(cleared), []);
+    // No kind and no order chosen: the image's check, and every container at once (null for both).
+    const plain = formBody(
+      { ...full, health: { ...full.health, type: "" }, rollout: { ...full.rollout, order: "" } },
+      true,
+    );
+    assert.equal(plain.health_check, null);
+    assert.equal(plain.rollout, null);
+    const off = formBody({ ...full, health: { ...full.health, type: "none" } }, true);
+    assert.deepEqual(off.health_check, { type: "none" });
+    assert.deepEqual(serviceUpdateCheck.problems(off), []);
   });
 
   test("the CLI mentions every field, and has an option for each it offers", () => {

@@ -5,6 +5,7 @@ import { Type } from "typebox";
 import type { ActionEngine } from "../../actions/engine.ts";
 import { StateFilter, StateNotFilter } from "../../contract/common.ts";
 import { ContainerView } from "../../contract/container.ts";
+import { RevisionView, RollbackBody } from "../../contract/revisions.ts";
 import {
   ServiceCreateBody,
   ServicePlanView,
@@ -14,6 +15,7 @@ import {
 import { CONTAINER_STATES, SERVICE_STATES } from "../../domain/states.ts";
 import { containerUri, lastSegment, serviceUri } from "../../domain/uri.ts";
 import type { ServiceManager } from "../../orchestrator/manager.ts";
+import { revisionViews } from "../../orchestrator/revision-views.ts";
 import type { Views } from "../../orchestrator/views.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
@@ -113,7 +115,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const ns = namespaceOf(req);
-        const s = await services.create(ns, principalOf(req), req.body);
+        const s = await services.create(ns, principalOf(req), req.body, { actionUuid: req.actionUuid });
         req.audit.object = serviceUri(s);
         return reply.status(201).send(await views.serviceView(s));
       },
@@ -148,7 +150,9 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const s = await serviceOf(req, req.params.uuid);
         // The caller's principal: adding role global makes the service's PLATFORM_AUTH key from it.
-        return views.serviceView(await services.update(s, req.body, principalOf(req)));
+        return views.serviceView(
+          await services.update(s, req.body, principalOf(req), { actionUuid: req.actionUuid }),
+        );
       },
     );
     app.delete(
@@ -165,6 +169,64 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const s = await serviceOf(req, req.params.uuid);
         await enqueue(req, "service.terminate", { service: s.uuid }, s.namespace, serviceUri(s));
+        return reply.status(202).send(await views.serviceView((await store.services.findService(s.uuid))!));
+      },
+    );
+  }
+
+  // ---- revisions and rollback (issue 29) -------------------------------------------------------------
+
+  for (const url of nsPaths("/api/app/v1/{ns}service/:uuid/revisions/")) {
+    app.get(
+      url,
+      {
+        config: { access: "namespace" },
+        schema: {
+          tags,
+          summary: "List the service's kept definitions (revisions), newest first",
+          params: UuidParams,
+          querystring: Type.Object({ ...PAGE_QUERY }),
+          response: { 200: listSchema(RevisionView) },
+        },
+      },
+      async (req) => {
+        const s = await serviceOf(req, req.params.uuid);
+        const page = pageOf(req.query);
+        const { rows, total } = await store.services.revisions.list(s.uuid, page);
+        return envelope(req, page, total, await revisionViews(store, s, rows));
+      },
+    );
+  }
+
+  for (const url of nsPaths("/api/app/v1/{ns}service/:uuid/rollback/")) {
+    app.post(
+      url,
+      {
+        config: { action: "Service Rollback", access: "namespace" },
+        // The body is optional: a bare POST goes back to the revision before the current one.
+        preValidation: async (req) => {
+          if (req.body === undefined || req.body === null) req.body = {};
+        },
+        schema: {
+          tags,
+          summary:
+            "Redeploy the service with a kept revision's definition (default: the one before the current)",
+          params: UuidParams,
+          querystring: Type.Object({ reuse_volumes: Type.Optional(Type.Boolean({ default: true })) }),
+          body: RollbackBody,
+          response: { 202: ServiceView },
+        },
+      },
+      async (req, reply) => {
+        const s = await serviceOf(req, req.params.uuid);
+        const rev = await services.rollbackTarget(s, req.body?.revision);
+        await enqueue(
+          req,
+          "service.rollback",
+          { service: s.uuid, revision: rev.number, reuse_volumes: req.query.reuse_volumes !== false },
+          s.namespace,
+          serviceUri(s),
+        );
         return reply.status(202).send(await views.serviceView((await store.services.findService(s.uuid))!));
       },
     );

@@ -1,5 +1,5 @@
 // `berth service …`: ls/ps, create, run, inspect, start, stop, redeploy, scale, set, env, logs,
-// terminate — with the historical CLI's options.
+// terminate — with the historical CLI's options; domain and revisions/rollback in files of their own.
 
 import fs from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
@@ -34,6 +34,7 @@ import {
   wholeNumber,
 } from "./common.ts";
 import { registerServiceDomain } from "./service-domain.ts";
+import { registerServiceRevisions } from "./service-revisions.ts";
 
 const STRATEGIES = ["EMPTIEST_NODE", "HIGH_AVAILABILITY", "EVERY_NODE"];
 const AUTORESTART = ["OFF", "ON_FAILURE", "ALWAYS"];
@@ -413,6 +414,7 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
     });
 
   registerServiceDomain(service, ctx);
+  registerServiceRevisions(service, ctx);
   const env = service.command("env").description("environment variables of services");
   env
     .command("ls <identifier>")

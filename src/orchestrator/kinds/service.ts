@@ -20,7 +20,7 @@ import { waitForLinkTargets } from "../link-wait.ts";
 import type { PlanApplier } from "../plan-applier.ts";
 import { rollingRedeploy } from "../rollout.ts";
 import type { ContainerRuntime, Log } from "../runtime.ts";
-import { type ContainerHead, liveContainers, type Settler } from "../settle.ts";
+import { beginOperation, type ContainerHead, liveContainers, type Settler } from "../settle.ts";
 
 type Ctx<P> = StepContext<P>;
 
@@ -156,7 +156,7 @@ export class ServiceKinds {
             "every_node",
           );
         }
-        await tx.services.updateService(s, { state: transitional });
+        await beginOperation(tx, s, transitional);
       },
       steps: [
         {
@@ -290,7 +290,7 @@ export class ServiceKinds {
         const s = await tx.services.findService(service);
         if (!s) throw notFound("service");
         assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "terminate");
-        await tx.services.updateService(s, { state: "Terminating" });
+        await beginOperation(tx, s, "Terminating");
       },
       steps: [
         {
@@ -324,8 +324,7 @@ export class ServiceKinds {
   private async finishTerminate(serviceUuid: string, outcome: Outcome): Promise<void> {
     const live = await liveContainers(this.store, serviceUuid);
     if (outcome === "Success" && live.length === 0) {
-      const now = this.d.clock.now();
-      await this.store.mutate("service", serviceUuid, () => ({ state: "Terminated", destroyed_at: now }));
+      await this.d.settler.terminated(serviceUuid);
     } else {
       await this.d.settler.settleAfter(serviceUuid);
     }

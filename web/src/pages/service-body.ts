@@ -45,14 +45,8 @@ export const FORM_FIELDS: Record<ServiceField, "offered" | NotOffered> = {
   memory: "offered",
   stop_signal: "offered",
   stop_grace_period: "offered",
-  health_check: {
-    notOffered:
-      "a check has several parts (kind, port or command, timing): set it with `berth service set --health`, in a stack file (healthcheck:) or with the API",
-  },
-  rollout: {
-    notOffered:
-      "how redeploys replace containers (order, batch, surge, failure action): set it in a stack file or with the API",
-  },
+  health_check: "offered",
+  rollout: "offered",
   memory_swap: ENGINE_OPTION,
   cpuset: ENGINE_OPTION,
   dns: ENGINE_OPTION,
@@ -90,6 +84,26 @@ export interface FormLink {
   to_service: string;
   name: string;
 }
+/** The health check inputs (contract HealthCheckBody); `type` "" is the image's HEALTHCHECK. */
+export interface FormHealth {
+  type: string;
+  command: string;
+  port: string;
+  path: string;
+  status: string;
+  interval: string;
+  timeout: string;
+  retries: string;
+  startPeriod: string;
+}
+/** The rollout inputs (contract RolloutBody); `order` "" replaces every container at once. */
+export interface FormRollout {
+  order: string;
+  maxUnavailable: string;
+  maxSurge: string;
+  delay: string;
+  failureAction: string;
+}
 export interface FormBinding {
   host_path: string;
   container_path: string;
@@ -124,9 +138,62 @@ export interface FormValues {
   envs: FormEnv[];
   links: FormLink[];
   bindings: FormBinding[];
+  health: FormHealth;
+  rollout: FormRollout;
 }
 
+export const NO_HEALTH: FormHealth = {
+  type: "",
+  command: "",
+  port: "",
+  path: "",
+  status: "",
+  interval: "",
+  timeout: "",
+  retries: "",
+  startPeriod: "",
+};
+export const NO_ROLLOUT: FormRollout = {
+  order: "",
+  maxUnavailable: "",
+  maxSurge: "",
+  delay: "",
+  failureAction: "rollback",
+};
+
 const int = (s: string): number | undefined => (s.trim() === "" ? undefined : Number(s));
+/** Only the inputs that hold something: the server's defaults fill the rest. */
+const given = (o: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+
+/** The body's `health_check`: null (the image's own check) unless a kind is chosen. */
+export function healthBody(h: FormHealth): Record<string, unknown> | null {
+  if (h.type === "") return null;
+  if (h.type === "none") return { type: "none" };
+  return given({
+    type: h.type,
+    command: h.type === "command" ? h.command : undefined,
+    port: h.type === "http" || h.type === "tcp" ? int(h.port) : undefined,
+    path: h.type === "http" && h.path.trim() ? h.path.trim() : undefined,
+    status: h.type === "http" ? int(h.status) : undefined,
+    interval: int(h.interval),
+    timeout: int(h.timeout),
+    retries: int(h.retries),
+    start_period: int(h.startPeriod),
+  });
+}
+
+/** The body's `rollout`: null (every container at once) unless an order is chosen. */
+export function rolloutBody(r: FormRollout): Record<string, unknown> | null {
+  if (r.order === "") return null;
+  return given({
+    order: r.order,
+    max_unavailable: int(r.maxUnavailable),
+    max_surge: int(r.maxSurge),
+    delay: int(r.delay),
+    failure_action: r.failureAction || undefined,
+  });
+}
 
 /**
  * The body the form sends. Values the server judges (enumerations, numbers) pass as typed, so a
@@ -166,6 +233,8 @@ export function formBody(v: FormValues, editing: boolean): Record<string, unknow
     // Empty: the image's signal; the stored value is null then, which the server takes too.
     stop_signal: v.stopSignal.trim() || null,
     stop_grace_period: int(v.stopGracePeriod) ?? null,
+    health_check: healthBody(v.health),
+    rollout: rolloutBody(v.rollout),
   };
   if (v.nickname.trim()) b.nickname = v.nickname.trim();
   if (v.workingDir.trim()) b.working_dir = v.workingDir.trim();

@@ -1,5 +1,6 @@
 // The service definition form, for create and edit: ports, environment, links, volumes,
-// strategy, restart and destroy policies, roles, resources, stopping, tags. What it sends, and
+// strategy, restart and destroy policies, roles, resources, stopping, tags, the health check and
+// the redeploy strategy (service-deploy-fields.tsx). What it sends, and
 // which fields of the contract it leaves out and why, is service-body.ts.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
@@ -15,7 +16,16 @@ import {
   Select,
   useFormProblems,
 } from "../ui.tsx";
-import { type FormBinding, type FormEnv, type FormLink, type FormPort, formBody } from "./service-body.ts";
+import {
+  type FormBinding,
+  type FormEnv,
+  type FormHealth,
+  type FormLink,
+  type FormPort,
+  type FormRollout,
+  formBody,
+} from "./service-body.ts";
+import { HealthFields, healthOf, RolloutFields, rolloutOf } from "./service-deploy-fields.tsx";
 import { type Service, serviceChoices } from "./service-model.ts";
 
 function Rows<T>(props: {
@@ -80,6 +90,8 @@ const PLACED = [
   "container_envvars",
   "linked_to_service",
   "bindings",
+  "health_check",
+  "rollout",
 ] as const;
 
 export function ServiceForm(props: {
@@ -134,6 +146,8 @@ export function ServiceForm(props: {
       volumes_from: b.volumes_from ?? "",
     })) ?? [],
   );
+  const [health, setHealth] = useState<FormHealth>(healthOf(i));
+  const [rollout, setRollout] = useState<FormRollout>(rolloutOf(i));
   const [choices, setChoices] = useState<{ value: string; label: string }[]>([]);
   const problems = useFormProblems();
   const [busy, setBusy] = useState(false);
@@ -170,6 +184,8 @@ export function ServiceForm(props: {
         envs,
         links,
         bindings,
+        health,
+        rollout,
       },
       editing,
     );
@@ -440,6 +456,8 @@ export function ServiceForm(props: {
             </>
           )}
         />
+        <HealthFields value={health} set={setHealth} />
+        <RolloutFields value={rollout} set={setRollout} />
         <FormError problems={problems} fields={PLACED} />
         <div class="form-actions">
           <button type="submit" class="primary" disabled={busy}>

@@ -19,6 +19,7 @@ import { ScaleControl } from "./scale.tsx";
 import { Domains } from "./service-domains.tsx";
 import { ServiceForm } from "./service-form.tsx";
 import type { Service } from "./service-model.ts";
+import { Revisions } from "./service-revisions.tsx";
 import { Triggers } from "./triggers.tsx";
 
 const PAGE = 50;
@@ -150,6 +151,18 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
           ["Stack", s.stack ? <ObjectLink key="st" uri={s.stack} /> : ""],
           ["Public DNS", s.public_dns],
           ["Synchronized", s.synchronized ? "yes" : "no (redeploy to apply the definition)"],
+          [
+            "Health check",
+            s.health_check
+              ? `${s.health_check.type}${s.health_check.port ? ` :${s.health_check.port}${s.health_check.path ?? ""}` : ""}`
+              : "the image's, if any",
+          ],
+          [
+            "Redeploys",
+            s.rollout
+              ? `${s.rollout.order}, ${s.rollout.order === "start-first" ? `${s.rollout.max_surge} extra` : `${s.rollout.max_unavailable} down`} at a time, on failure ${s.rollout.failure_action}`
+              : "every container at once",
+          ],
           ["Autorestart / autodestroy", `${s.autorestart} / ${s.autodestroy}`],
           ["Autoredeploy", s.autoredeploy ? "on" : "off"],
           ["Roles", s.roles.join(", ")],
@@ -179,6 +192,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
       />
       <StatsPanel path={url} />
       <Domains service={s} url={url} />
+      <Revisions service={s} url={url} />
       <ActionsOf objectUri={s.resource_uri} />
       <h2>Containers</h2>
       <ContainersOf list={containers} />
