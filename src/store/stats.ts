@@ -173,6 +173,29 @@ export class StatsStore {
     );
   }
 
+  /**
+   * How many containers of each service the collectors sample in a round (live, running or
+   * restarting on a Deployed node with an engine): a service's point of a round is whole once it
+   * sums that many.
+   */
+  async sampledCounts(serviceUuids: readonly string[]): Promise<Map<string, number>> {
+    const rows = await inChunks(serviceUuids, (part) =>
+      this.s.db
+        .selectFrom("containers as c")
+        .innerJoin("nodes as n", "n.uuid", "c.node_uuid")
+        .select((eb) => ["c.service_uuid", eb.fn.countAll<number>().as("n")])
+        .where("c.service_uuid", "in", part)
+        .where("c.state", "<>", sql.lit("Terminated"))
+        .where("c.observed", "in", ["running", "restarting"])
+        .where("c.engine_id", "is not", null)
+        .where("n.state", "=", "Deployed")
+        .where("n.engine_url", "is not", null)
+        .groupBy("c.service_uuid")
+        .execute(),
+    );
+    return new Map(rows.map((r) => [r.service_uuid, Number(r.n)]));
+  }
+
   /** Removes a series' points older than `before`. */
   async prune(step: number, before: number): Promise<void> {
     await this.s.db.deleteFrom("stat_points").where("step", "=", step).where("at", "<", before).execute();
