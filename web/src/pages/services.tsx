@@ -79,6 +79,7 @@ export function ServiceList() {
             label: "Containers",
             render: (s) => `${s.running_num_containers} running / ${s.target_num_containers}`,
           },
+          { label: "Health", render: (s) => (s.health === "none" ? "" : s.health) },
           { label: "Restarts", render: (s) => s.restart_count },
           {
             label: "Stack",
