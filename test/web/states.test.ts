@@ -86,7 +86,9 @@ describe("honest states in Chromium", { skip: unavailable }, () => {
     await row(page, `${steady.name}-1`).locator('td[data-label="Restarts"]', { hasText: /^0$/ }).waitFor();
     await page.goto("/#/services");
     await row(page, "flapper").locator('td[data-label="Restarts"]', { hasText: atLeastTwo }).waitFor();
-    await row(page, "flapper").locator('td[data-label="Health"]', { hasText: /^crashing$/ }).waitFor();
+    await row(page, "flapper")
+      .locator('td[data-label="Health"]', { hasText: /^crashing$/ })
+      .waitFor();
     await page.goto(`/#/services/${flapper.body.uuid}`);
     await page.getByRole("heading", { name: "Service flapper" }).waitFor();
     await row(page, flapped.name).locator('td[data-label="Restarts"]', { hasText: atLeastTwo }).waitFor();
