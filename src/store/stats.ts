@@ -251,8 +251,9 @@ export class StatsStore {
   /**
    * Containers of a namespace that restarted at least `restarts` times since `since`: the growth
    * of their restart counts from point to point (a count that fell, a start by Berth, counts
-   * nothing), up to the count the store holds now (the runtime writes it as the engine reports a
-   * restart), so a crash loop shows without waiting for the next collection round.
+   * nothing), from 0 for a container deployed within the window (its count starts there), up to
+   * the count the store holds now (the runtime writes it as the engine reports a restart), so a
+   * crash loop shows without waiting for a collection round.
    */
   async restartedSince(
     namespace: string,
@@ -268,6 +269,10 @@ export class StatsStore {
         from (
           select uuid, at, restarts from stat_points
           where namespace = ${namespace} and kind = 'container' and step = ${step} and at >= ${since}
+          union all
+          select uuid, cast(${since - 1} as bigint) as at, 0 as restarts from containers
+          where namespace = ${namespace} and state <> 'Terminated' and engine_id is not null
+            and deployed_at >= ${since}
           union all
           select uuid, cast(${now + 1} as bigint) as at, restart_count as restarts from containers
           where namespace = ${namespace} and state <> 'Terminated' and engine_id is not null
