@@ -61,7 +61,6 @@ export async function runStats(
     const clock = { now: () => now };
     const engine = {
       containerStats: async (id: string) => containerStats(JSON.parse(answer(clock.now(), id))),
-      inspectContainer: async () => ({ restartCount: 0 }),
     } as unknown as Engine;
     const collector = new StatsCollector({
       store: b.platform.store,
@@ -75,7 +74,6 @@ export async function runStats(
         coarseKeepMs: 86_400_000,
         nodeConcurrency: 16,
         callsPerNode: 4,
-        restartEvery: 6,
       },
       onError: (err) => {
         throw err;

@@ -105,6 +105,7 @@ export class Conditions {
         deps.statsStepMs,
         now - windowMin * 60_000,
         restarts,
+        now,
       );
       return this.named(
         grew.map((g) => g.uuid),

@@ -54,6 +54,9 @@ export const ContainerView = View(
     ...StopFields,
     health: HealthField,
     health_check: HealthCheckView,
+    restart_count: Type.Integer({
+      description: "how often its engine restarted it (restart policy) since Berth last started it",
+    }),
     ...ResourceFields,
     autorestart: Type.String(),
     autodestroy: Type.String(),

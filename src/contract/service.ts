@@ -437,6 +437,9 @@ export const ServiceView = View(
     ...StopFields,
     health_check: HealthCheckView,
     health: ServiceHealthField,
+    restart_count: Type.Integer({
+      description: "its live containers' restart_count summed: how often their engines restarted them",
+    }),
     rollout: RolloutView,
     sequential_deployment: Type.Boolean(),
     ...ResourceFields,

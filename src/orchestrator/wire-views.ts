@@ -159,6 +159,7 @@ export function serviceView(
     ...definitionFields(spec),
     ...stopFields(spec),
     health: serviceHealth(liveOnes),
+    restart_count: liveOnes.reduce((n, c) => n + c.restart_count, 0),
     rollout: spec.rollout ?? null,
     sequential_deployment: spec.sequential_deployment,
     cpu_shares: spec.cpu_shares,
@@ -221,6 +222,7 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     exit_code_msg: c.exit_code_msg,
     exit_code_message: c.exit_code_msg,
     health: healthView(c.health),
+    restart_count: c.restart_count,
     private_ip: c.private_ip,
     container_ports: spec.container_ports.map((p) =>
       portView(p, {

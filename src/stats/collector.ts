@@ -2,8 +2,9 @@
 // (duties.ownsNode), a bounded number of nodes at a time and a bounded number of engine calls per
 // node at a time; never a stream per container. Each running container is asked for one one-shot
 // sample (drivers' containerStats); CPU and rates come from this sample and the one before, exactly
-// as `docker stats` computes them (domain/stats.ts). Restart counts come from an inspect every few
-// rounds. Each round writes one point per container and per node, all at the round's time (a
+// as `docker stats` computes them (domain/stats.ts). Restart counts are the store's (the runtime
+// writes them as the engine's events report restarts), read with the containers at every round at
+// no engine cost, so a crash loop shows in the next round's points. Each round writes one point per container and per node, all at the round's time (a
 // multiple of the interval), in a few multi-row inserts. The replica leading `alerts` also rolls
 // the fine series up into minutes and prunes both series past their retention.
 
@@ -12,7 +13,7 @@ import { containerPoint, type Retention, type StatPoint, sumPoints } from "../do
 import type { Clock } from "../domain/time.ts";
 import type { ContainerStats } from "../drivers/engine-stats.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
-import type { StatRow } from "../store/stats.ts";
+import type { SampledContainer, StatRow } from "../store/stats.ts";
 import { statsOf } from "../store/stats.ts";
 import type { Store } from "../store/store.ts";
 import type { NodeRow } from "../store/types.ts";
@@ -22,8 +23,6 @@ export interface StatsSettings extends Retention {
   nodeConcurrency: number;
   /** Engine calls in flight per node. */
   callsPerNode: number;
-  /** Restart counts are read (an inspect per container) every this many rounds. */
-  restartEvery: number;
 }
 
 export interface CollectorDeps {
@@ -55,8 +54,6 @@ export async function eachLimited<T>(items: readonly T[], limit: number, work: (
 
 export class StatsCollector {
   private readonly previous = new Map<string, Previous>();
-  private readonly restarts = new Map<string, number>();
-  private rounds = 0;
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
 
@@ -87,13 +84,8 @@ export class StatsCollector {
     }
   }
 
-  /**
-   * Samples every owned node once and writes the round's points; answers what it sampled.
-   * `restarts` reads restart counts in this round whatever the round's number.
-   */
-  async collect(
-    opts: { restarts?: boolean } = {},
-  ): Promise<{ at: number; nodes: number; containers: number }> {
+  /** Samples every owned node once and writes the round's points; answers what it sampled. */
+  async collect(): Promise<{ at: number; nodes: number; containers: number }> {
     const { store, clock, duties, settings } = this.deps;
     const at = Math.floor(clock.now() / settings.fineStepMs) * settings.fineStepMs;
     const nodes = (await store.nodes.liveNodes()).filter(
@@ -106,16 +98,14 @@ export class StatsCollector {
       list.push(c);
       byNode.set(c.node_uuid, list);
     }
-    const readRestarts = this.rounds++ % Math.max(1, settings.restartEvery) === 0 || opts.restarts === true;
     const rows: StatRow[] = [];
     const seen = new Set<string>();
     await eachLimited(nodes, settings.nodeConcurrency, async (node) => {
-      const points = await this.sampleNode(node, byNode.get(node.uuid) ?? [], at, readRestarts, seen);
+      const points = await this.sampleNode(node, byNode.get(node.uuid) ?? [], at, seen);
       rows.push(...points);
     });
     // Containers that no longer run start over when they run again.
     for (const uuid of this.previous.keys()) if (!seen.has(uuid)) this.previous.delete(uuid);
-    for (const uuid of this.restarts.keys()) if (!seen.has(uuid)) this.restarts.delete(uuid);
     await statsOf(store).insertPoints(rows);
     this.deps.onRound?.(at);
     return { at, nodes: nodes.length, containers: rows.length - nodes.length };
@@ -123,9 +113,8 @@ export class StatsCollector {
 
   private async sampleNode(
     node: NodeRow,
-    containers: { uuid: string; namespace: string; service_uuid: string; engine_id: string | null }[],
+    containers: SampledContainer[],
     at: number,
-    readRestarts: boolean,
     seen: Set<string>,
   ): Promise<StatRow[]> {
     const { engines, settings } = this.deps;
@@ -138,19 +127,10 @@ export class StatsCollector {
       try {
         const sample = await engine.containerStats(c.engine_id);
         if (!sample) return;
-        if (readRestarts || !this.restarts.has(c.uuid)) {
-          const view = await engine.inspectContainer(c.engine_id);
-          this.restarts.set(c.uuid, view?.restartCount ?? 0);
-        }
         seen.add(c.uuid);
         const prev = this.previous.get(c.uuid);
         const usable = prev && prev.engineId === c.engine_id && prev.sample.readAtMs < sample.readAtMs;
-        const p = containerPoint(
-          at,
-          sample,
-          usable ? prev.sample : undefined,
-          this.restarts.get(c.uuid) ?? 0,
-        );
+        const p = containerPoint(at, sample, usable ? prev.sample : undefined, c.restart_count);
         this.previous.set(c.uuid, { engineId: c.engine_id, sample });
         points.push(p);
         rows.push({

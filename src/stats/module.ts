@@ -24,7 +24,7 @@ export function statsModule(core: Core, parts: { engines: EngineSource; duties: 
     engines: parts.engines,
     clock,
     duties: parts.duties,
-    settings: { ...retention, ...config.stats, restartEvery: 6 },
+    settings: { ...retention, ...config.stats },
     onError: core.onError("stats collector"),
     onRound: () => reader.roundWritten(),
   });

@@ -2,7 +2,11 @@
 // step within its retention, else minutes) and points are averaged to the step asked for; live
 // watchers get each new round's point of their subject. One timer reads the new points of every
 // watched subject in one query (and the collector of this replica wakes it after each round), so
-// open streams cost one query per interval together, not one each.
+// open streams cost one query per interval together, not one each. A service's point of a round is
+// given only whole: with several replicas, each writes the points of its own nodes' containers, so
+// a round can be half written for a while; it is held back until it sums every container the
+// collectors sample (or two intervals have passed: a container whose sample failed does not hold
+// its service back), in the live stream and as the last point of a series alike.
 import type { StatPointView, StatsQuery, StatsView } from "../contract/stats.ts";
 import { badRequest } from "../domain/errors.ts";
 import {
@@ -28,6 +32,9 @@ export interface StatsSubject {
 
 /** Most points one answer holds. */
 const MAX_POINTS = 2000;
+
+/** After this many intervals a round is given as it is, whole or not. */
+const WAIT_STEPS = 2;
 
 const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 
@@ -94,10 +101,15 @@ export class StatsReader {
       ]);
     const to = this.deps.clock.now() + 1;
     const from = Math.floor((to - rangeMs) / stepMs) * stepMs;
-    const stored =
+    let stored =
       subject.kind === "service"
         ? await statsOf(this.deps.store).serviceSeries(subject.uuid, series, from, to)
         : await statsOf(this.deps.store).series(subject.uuid, series, from, to);
+    if (subject.kind === "service" && series === r.fineStepMs && stored.length) {
+      const expected = (await statsOf(this.deps.store).sampledCounts([subject.uuid])).get(subject.uuid) ?? 0;
+      while (stored.length && !this.whole(stored.at(-1)!.at, stored.at(-1)!.containers, expected))
+        stored = stored.slice(0, -1);
+    }
     const points = stepMs === series ? stored : downsample(stored, stepMs);
     return {
       resource_uri: subject.uri,
@@ -105,6 +117,13 @@ export class StatsReader {
       step: Math.round(stepMs / 1000),
       points: points.map((p) => pointView(p, subject.kind)),
     };
+  }
+
+  /** Whether a service's point of the round at `at`, summing `containers`, may be given. */
+  private whole(at: number, containers: number, expected: number): boolean {
+    return (
+      containers >= expected || this.deps.clock.now() >= at + WAIT_STEPS * this.deps.retention.fineStepMs
+    );
   }
 
   /** Sends each new point of the subject until the returned function is called. */
@@ -165,6 +184,9 @@ export class StatsReader {
       this.deps.retention.fineStepMs,
       since,
     );
+    const expected = services.length
+      ? await statsOf(this.deps.store).sampledCounts([...new Set(services)])
+      : new Map<string, number>();
     for (const w of watchers) {
       const mine =
         w.subject.kind === "service"
@@ -178,7 +200,10 @@ export class StatsReader {
         byAt.set(r.point.at, list);
       }
       for (const [at, points] of [...byAt].sort((a, b) => a[0] - b[0])) {
-        const p = w.subject.kind === "service" ? sumPoints(at, points) : points[0]!;
+        const service = w.subject.kind === "service";
+        // A round still being written by another replica waits (and the rounds after it).
+        if (service && !this.whole(at, points.length, expected.get(w.subject.uuid) ?? 0)) break;
+        const p = service ? sumPoints(at, points) : points[0]!;
         w.since = at;
         if (this.watchers.has(w)) w.send(pointView(p, w.subject.kind));
       }

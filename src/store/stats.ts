@@ -10,6 +10,15 @@ import type { Kernel } from "./types.ts";
 
 export type StatRow = StatPointTable;
 
+export interface SampledContainer {
+  uuid: string;
+  namespace: string;
+  service_uuid: string;
+  node_uuid: string;
+  engine_id: string | null;
+  restart_count: number;
+}
+
 const FIGURES = [
   "cpu",
   "cpus",
@@ -146,12 +155,15 @@ export class StatsStore {
       on conflict (uuid, step, at) do nothing`.execute(this.s.db);
   }
 
-  /** What the collector samples: live containers of these nodes that the engine runs (or restarts). */
-  async sampledContainers(nodeUuids: readonly string[]) {
+  /**
+   * What the collector samples: live containers of these nodes that the engine runs (or restarts),
+   * with their restart counts as the runtime last observed them.
+   */
+  async sampledContainers(nodeUuids: readonly string[]): Promise<SampledContainer[]> {
     return inChunks(nodeUuids, (part) =>
       this.s.db
         .selectFrom("containers")
-        .select(["uuid", "namespace", "service_uuid", "node_uuid", "engine_id"])
+        .select(["uuid", "namespace", "service_uuid", "node_uuid", "engine_id", "restart_count"])
         .where("node_uuid", "in", part)
         // The partial index of live containers states its condition literally.
         .where("state", "<>", sql.lit("Terminated"))
@@ -159,6 +171,29 @@ export class StatsStore {
         .where("engine_id", "is not", null)
         .execute(),
     );
+  }
+
+  /**
+   * How many containers of each service the collectors sample in a round (live, running or
+   * restarting on a Deployed node with an engine): a service's point of a round is whole once it
+   * sums that many.
+   */
+  async sampledCounts(serviceUuids: readonly string[]): Promise<Map<string, number>> {
+    const rows = await inChunks(serviceUuids, (part) =>
+      this.s.db
+        .selectFrom("containers as c")
+        .innerJoin("nodes as n", "n.uuid", "c.node_uuid")
+        .select((eb) => ["c.service_uuid", eb.fn.countAll<number>().as("n")])
+        .where("c.service_uuid", "in", part)
+        .where("c.state", "<>", sql.lit("Terminated"))
+        .where("c.observed", "in", ["running", "restarting"])
+        .where("c.engine_id", "is not", null)
+        .where("n.state", "=", "Deployed")
+        .where("n.engine_url", "is not", null)
+        .groupBy("c.service_uuid")
+        .execute(),
+    );
+    return new Map(rows.map((r) => [r.service_uuid, Number(r.n)]));
   }
 
   /** Removes a series' points older than `before`. */
@@ -213,16 +248,36 @@ export class StatsStore {
       .map(({ uuid, lowest }) => ({ uuid, lowest }));
   }
 
-  /** Containers of a namespace whose restart count grew by at least `restarts` since `since`. */
+  /**
+   * Containers of a namespace that restarted at least `restarts` times since `since`: the growth
+   * of their restart counts from point to point (a count that fell, a start by Berth, counts
+   * nothing), from 0 for a container deployed within the window (its count starts there), up to
+   * the count the store holds now (the runtime writes it as the engine reports a restart), so a
+   * crash loop shows without waiting for a collection round.
+   */
   async restartedSince(
     namespace: string,
     step: number,
     since: number,
     restarts: number,
+    now: number,
   ): Promise<{ uuid: string; grew: number }[]> {
     const rows = await sql<{ uuid: string; grew: number }>`
-      select uuid, max(restarts) - min(restarts) as grew
-      from stat_points where namespace = ${namespace} and kind = 'container' and step = ${step} and at >= ${since}
+      select uuid, sum(case when prev is not null and restarts > prev then restarts - prev else 0 end) as grew
+      from (
+        select uuid, restarts, lag(restarts) over (partition by uuid order by at) as prev
+        from (
+          select uuid, at, restarts from stat_points
+          where namespace = ${namespace} and kind = 'container' and step = ${step} and at >= ${since}
+          union all
+          select uuid, cast(${since - 1} as bigint) as at, 0 as restarts from containers
+          where namespace = ${namespace} and state <> 'Terminated' and engine_id is not null
+            and deployed_at >= ${since}
+          union all
+          select uuid, cast(${now + 1} as bigint) as at, restart_count as restarts from containers
+          where namespace = ${namespace} and state <> 'Terminated' and engine_id is not null
+        ) counts
+      ) steps
       group by uuid`.execute(this.s.db);
     return rows.rows.map((r) => ({ uuid: r.uuid, grew: Number(r.grew) })).filter((r) => r.grew >= restarts);
   }

@@ -3,6 +3,9 @@
 // namespace gets 404; the live stream sends each round's point.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Engine } from "../../src/drivers/engine.ts";
+import { StatsCollector } from "../../src/stats/collector.ts";
 import { statsOf } from "../../src/store/stats.ts";
 import {
   call,
@@ -23,6 +26,9 @@ let node: any;
 let svc: any;
 // biome-ignore lint/suspicious/noExplicitAny: API bodies are arbitrary JSON.
 let containers: any[];
+let address: string | undefined;
+/** The harness's address (it listens once). */
+const listening = async () => (address ??= await listen(s.h));
 
 before(async () => {
   s = await startStatsSim({
@@ -181,7 +187,7 @@ describe("retention", () => {
 
 describe("live stream", () => {
   test("each round's point arrives; another namespace's upgrade is a 404", async () => {
-    const base = await listen(s.h);
+    const base = await listening();
     const path = `${containers[1].resource_uri}stats/live/`;
     const refused = await refusal(`${base}${path}`, s.users.bob!.auth);
     assert.equal(refused.status, 404);
@@ -197,6 +203,87 @@ describe("live stream", () => {
     assert.equal(frame.type, "stats");
     assert.equal(frame.resource_uri, containers[1].resource_uri);
     assert.equal(frame.point.cpu_percent, 25);
+    client.close();
+  });
+});
+
+describe("several replicas", () => {
+  test("a service's point is given whole though two replicas write its round; after two intervals as it is", async () => {
+    await deployCluster(s, { name: "pair", target_num_nodes: 2 });
+    const spread = await runningService(s, {
+      name: "spread",
+      target_num_containers: 2,
+      deployment_strategy: "HIGH_AVAILABILITY",
+    });
+    const rows = await Promise.all(
+      (await containersOf(s, spread)).map((c) => s.h.store.services.findContainer(uuidOf(c.resource_uri))),
+    );
+    const [one, two] = rows.map((r) => r!.node_uuid);
+    assert.notEqual(one, two, "one container per node");
+    // Two replicas' collectors over the one database, each sampling its own node; the first is
+    // this platform's (it wakes this platform's reader), the second another replica's.
+    const replica = (node: string, own: boolean) =>
+      new StatsCollector({
+        store: s.h.store,
+        engines: { forNode: (n) => s.engines.get(n.uuid) as unknown as Engine },
+        clock: { now: s.now },
+        duties: { ownsNode: (n) => n === node, leads: () => false },
+        settings: {
+          fineStepMs: 10_000,
+          fineKeepMs: 120_000,
+          coarseStepMs: 60_000,
+          coarseKeepMs: 900_000,
+          nodeConcurrency: 4,
+          callsPerNode: 4,
+        },
+        onError: (err) => {
+          throw err;
+        },
+        onRound: own ? () => s.h.statsReader.roundWritten() : undefined,
+      });
+    const a = replica(one!, true);
+    const b = replica(two!, false);
+    const base = await listening();
+    const client = await openStream(`${base}${spread.resource_uri}stats/live/`, { auth: s.alice.auth });
+    const at = (round: { at: number }) => round.at / 1000;
+    const framesOf = (t: number) => client.frames.filter((f) => f.point?.timestamp === t);
+
+    // Both halves fall in one step (the clock runs on: start just after a step's beginning).
+    const nextStep = () => s.advance(10_000 - (s.now() % 10_000) + 50);
+    nextStep();
+    const first = await a.collect();
+    await sleep(500);
+    assert.deepEqual(framesOf(at(first)), [], "half a round is not sent");
+    const series = await call(s.h, s.alice, "GET", `${spread.resource_uri}stats/?range=90s`);
+    assert.equal(
+      series.body.points.filter((p: { timestamp: number }) => p.timestamp === at(first)).length,
+      0,
+      "nor is it the last point of a series",
+    );
+    await b.collect();
+    // This platform's reader looks again (its timer; here at once).
+    s.h.statsReader.roundWritten();
+    await client.until("the whole round", () => framesOf(at(first)).length > 0);
+    assert.deepEqual(
+      framesOf(at(first)).map((f) => f.point.containers),
+      [2],
+    );
+    const whole = await call(s.h, s.alice, "GET", `${spread.resource_uri}stats/?range=90s`);
+    assert.equal(whole.body.points.at(-1).timestamp, at(first));
+    assert.equal(whole.body.points.at(-1).containers, 2);
+
+    // The other replica's half never comes: two intervals on, the round is given as it is.
+    nextStep();
+    const second = await a.collect();
+    await sleep(200);
+    assert.deepEqual(framesOf(at(second)), []);
+    s.advance(20_000);
+    s.h.statsReader.roundWritten();
+    await client.until("the round given as it is", () => framesOf(at(second)).length > 0);
+    assert.deepEqual(
+      framesOf(at(second)).map((f) => f.point.containers),
+      [1],
+    );
     client.close();
   });
 });

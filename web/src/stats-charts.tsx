@@ -1,64 +1,141 @@
 // Live stats charts (issue 32): the series of the last hour from `<object>/stats/`, then a point
-// per collection round from the live stream `<object>/stats/live/`. Small SVG line charts:
-// CPU (percent of one core), memory (and its limit), network and block I/O per second.
-import { useEffect, useState } from "preact/hooks";
+// per collection round from the live stream `<object>/stats/live/`. Drawn with uPlot (canvas; this
+// module and uPlot load as their own chunk, stats-panel.tsx): CPU (percent of one core), memory
+// (and its limit), network and block I/O per second. Colours come from the theme's variables and
+// the charts are drawn again when the theme changes.
+import { useEffect, useRef, useState } from "preact/hooks";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
 import type { StatPointView, StatsView } from "../../src/contract/stats.ts";
 import { get } from "./api.ts";
 import { wsUrl } from "./live.ts";
+import { theme } from "./theme.tsx";
 
 const RANGES = ["15m", "1h", "6h", "24h"] as const;
 const KEEP = 2000;
+const HEIGHT = 140;
 
 function bytes(n: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
+  while (Math.abs(n) >= 1024 && i < units.length - 1) {
     n /= 1024;
     i++;
   }
-  return `${n.toFixed(n >= 10 || i === 0 ? 0 : 1)} ${units[i]}`;
+  return `${n.toFixed(Math.abs(n) >= 10 || i === 0 ? 0 : 1)} ${units[i]}`;
 }
+
+/** Ticks of byte axes at powers of two (512 MiB, 1 GiB), not at decimal steps (477 MiB, 954 MiB). */
+const BYTE_INCRS = [0, 1, 2, 3, 4].flatMap((k) =>
+  [1, 2, 4, 8, 16, 32, 64, 128, 256, 512].map((m) => m * 1024 ** k),
+);
 
 interface Line {
   label: string;
   values: number[];
-  css: string;
+  /** The theme variable the line is drawn in. */
+  colour: "--accent" | "--bad";
 }
 
-function Chart(props: { title: string; times: number[]; lines: Line[]; format: (n: number) => string }) {
-  const w = 600;
-  const h = 120;
-  const { times, lines } = props;
-  const max = Math.max(1e-9, ...lines.flatMap((l) => l.values));
-  const t0 = times[0] ?? 0;
-  const span = Math.max(1, (times.at(-1) ?? 0) - t0);
-  const x = (t: number) => ((t - t0) / span) * w;
-  const y = (v: number) => h - (v / max) * (h - 4) - 2;
-  const latest = lines.map((l) => `${l.label} ${props.format(l.values.at(-1) ?? 0)}`).join(" · ");
+/** The theme's colours now (read from the stylesheet's variables). */
+function colours(el: Element) {
+  const style = getComputedStyle(el);
+  const v = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
+  return {
+    ink: v("--muted", "#5b6470"),
+    grid: v("--line", "#d9dde3"),
+    "--accent": v("--accent", "#1f5fbf"),
+    "--bad": v("--bad", "#b3261e"),
+  };
+}
+
+/** Bumps when the theme in effect changes (the toggle, or the system's setting under "system"). */
+function useThemeVersion(): number {
+  const [version, setVersion] = useState(0);
+  const chosen = theme.value;
+  useEffect(() => setVersion((n) => n + 1), [chosen]);
+  useEffect(() => {
+    const media = globalThis.matchMedia?.("(prefers-color-scheme: dark)");
+    const changed = () => setVersion((n) => n + 1);
+    media?.addEventListener("change", changed);
+    return () => media?.removeEventListener("change", changed);
+  }, []);
+  return version;
+}
+
+function Chart(props: {
+  title: string;
+  times: number[];
+  lines: Line[];
+  format: (n: number) => string;
+  bytes?: boolean;
+}) {
+  const { times, lines, format } = props;
+  const holder = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | undefined>(undefined);
+  const themeVersion = useThemeVersion();
+  const data: uPlot.AlignedData = [times, ...lines.map((l) => l.values)];
+  const shape = lines.map((l) => l.label).join("|");
+
+  // Made again when the theme or the set of lines changes; otherwise only given new data.
+  useEffect(() => {
+    const el = holder.current;
+    if (!el) return;
+    const c = colours(el);
+    const axis = { stroke: c.ink, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 } };
+    const u = new uPlot(
+      {
+        width: Math.max(200, el.clientWidth),
+        height: HEIGHT,
+        legend: { show: true, live: false },
+        cursor: { drag: { x: false, y: false } },
+        scales: { y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+        axes: [
+          axis,
+          {
+            ...axis,
+            size: 70,
+            values: (_u, ticks) => ticks.map(format),
+            ...(props.bytes ? { incrs: BYTE_INCRS } : {}),
+          },
+        ],
+        series: [
+          {},
+          ...lines.map((l) => ({
+            label: l.label,
+            stroke: c[l.colour],
+            width: 1.5,
+            value: (_u: uPlot, v: number) => format(v),
+          })),
+        ],
+      },
+      data,
+      el,
+    );
+    plot.current = u;
+    const resized = new ResizeObserver(() => {
+      const w = Math.max(200, el.clientWidth);
+      if (w !== u.width) u.setSize({ width: w, height: HEIGHT });
+    });
+    resized.observe(el);
+    return () => {
+      resized.disconnect();
+      u.destroy();
+      plot.current = undefined;
+    };
+  }, [themeVersion, shape]);
+
+  useEffect(() => {
+    plot.current?.setData(data);
+  });
+
+  const latest = lines.map((l) => `${l.label} ${format(l.values.at(-1) ?? 0)}`).join(" · ");
   return (
-    <figure class="chart">
+    <figure class="chart" data-points={times.length} data-series={lines.length}>
       <figcaption>
         <strong>{props.title}</strong> <span>{times.length ? latest : "no points yet"}</span>
       </figcaption>
-      <svg
-        viewBox={`0 0 ${w} ${h}`}
-        preserveAspectRatio="none"
-        role="img"
-        aria-label={`${props.title}: ${latest}`}
-      >
-        {lines.map((l) => (
-          <polyline
-            key={l.label}
-            class={l.css}
-            fill="none"
-            points={l.values.map((v, i) => `${x(times[i]!).toFixed(1)},${y(v).toFixed(1)}`).join(" ")}
-          />
-        ))}
-      </svg>
-      <div class="chart-scale">
-        <span>max {props.format(max)}</span>
-        <span>{times.length ? new Date(t0 * 1000).toLocaleTimeString() : ""}</span>
-      </div>
+      <div class="chart-plot" ref={holder} role="img" aria-label={`${props.title}: ${latest}`} />
     </figure>
   );
 }
@@ -129,33 +206,36 @@ export function StatsCharts(props: { path: string }) {
         title="CPU"
         times={times}
         format={(n) => `${n.toFixed(1)} %`}
-        lines={[{ label: "of a core", values: points.map((p) => p.cpu_percent), css: "l1" }]}
+        lines={[{ label: "of a core", values: points.map((p) => p.cpu_percent), colour: "--accent" }]}
       />
       <Chart
         title="Memory"
         times={times}
         format={bytes}
+        bytes
         lines={[
-          { label: "used", values: points.map((p) => p.memory_bytes), css: "l1" },
-          { label: "limit", values: points.map((p) => p.memory_limit_bytes), css: "l2" },
+          { label: "used", values: points.map((p) => p.memory_bytes), colour: "--accent" },
+          { label: "limit", values: points.map((p) => p.memory_limit_bytes), colour: "--bad" },
         ]}
       />
       <Chart
         title="Network"
         times={times}
         format={(n) => `${bytes(n)}/s`}
+        bytes
         lines={[
-          { label: "in", values: points.map((p) => p.net_rx_bytes_per_s), css: "l1" },
-          { label: "out", values: points.map((p) => p.net_tx_bytes_per_s), css: "l2" },
+          { label: "in", values: points.map((p) => p.net_rx_bytes_per_s), colour: "--accent" },
+          { label: "out", values: points.map((p) => p.net_tx_bytes_per_s), colour: "--bad" },
         ]}
       />
       <Chart
         title="Block I/O"
         times={times}
         format={(n) => `${bytes(n)}/s`}
+        bytes
         lines={[
-          { label: "read", values: points.map((p) => p.block_read_bytes_per_s), css: "l1" },
-          { label: "write", values: points.map((p) => p.block_write_bytes_per_s), css: "l2" },
+          { label: "read", values: points.map((p) => p.block_read_bytes_per_s), colour: "--accent" },
+          { label: "write", values: points.map((p) => p.block_write_bytes_per_s), colour: "--bad" },
         ]}
       />
     </div>

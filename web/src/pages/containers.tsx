@@ -76,6 +76,7 @@ export function ContainerList() {
             render: (c) => <ObjectLink uri={c.node} />,
           },
           { label: "Health", render: (c) => (c.health === "none" ? "" : c.health) },
+          { label: "Restarts", render: (c) => c.restart_count },
           { label: "IP", render: (c) => c.private_ip },
         ]}
       />
@@ -112,6 +113,7 @@ export function ContainerDetail({ uuid }: { uuid: string }) {
           ],
           ["Exit code", c.exit_code === null ? "" : `${c.exit_code} ${c.exit_code_msg ?? ""}`],
           ["Health", (c as ExitFacts).health ?? ""],
+          ["Restarts", String(c.restart_count)],
           ["Synchronized", c.synchronized ? "yes" : "no"],
           ["Started", <When key="s" at={c.started_datetime} />],
         ]}

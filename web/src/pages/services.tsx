@@ -80,6 +80,8 @@ export function ServiceList() {
             label: "Containers",
             render: (s) => `${s.running_num_containers} running / ${s.target_num_containers}`,
           },
+          { label: "Health", render: (s) => (s.health === "none" ? "" : s.health) },
+          { label: "Restarts", render: (s) => s.restart_count },
           {
             label: "Stack",
             render: (s) => <ObjectLink uri={s.stack} />,
@@ -203,7 +205,7 @@ export function ServiceDetail({ uuid }: { uuid: string }) {
 }
 
 type ServiceContainer = Resource &
-  ExitFacts & { uuid: string; name: string; node: string; private_ip: string };
+  ExitFacts & { uuid: string; name: string; node: string; private_ip: string; restart_count: number };
 
 function ContainersOf({ list }: { list: Loaded<ListPage<ServiceContainer>> }) {
   if (!list.data) return <Loading />;
@@ -220,6 +222,7 @@ function ContainersOf({ list }: { list: Loaded<ListPage<ServiceContainer>> }) {
           render: (c) => <ObjectLink uri={c.node} />,
         },
         { label: "Private IP", render: (c) => c.private_ip },
+        { label: "Restarts", render: (c) => c.restart_count },
       ]}
     />
   );
