@@ -1,11 +1,15 @@
-// Benchmark (not a test): writes while the events stream fans out (issue 34, item 6). A platform on
-// SQLite takes PATCHes of 10 services from 10 keep-alive connections (bench/load.ts, a process of
-// its own), first with no events subscriber, then with `subscribers` subscribers of the namespace
+// Benchmark (not a test): writes while the events stream fans out (issue 34, items 1, 3 and 6). A
+// platform on SQLite (or on PostgreSQL, in a schema of its own, with BERTH_BENCH_DATABASE_URL)
+// takes PATCHes of 10 services from 10 keep-alive connections (bench/load.ts, a process of its
+// own), first with no events subscriber, then with `subscribers` subscribers of the namespace
 // (every event type, as the dashboard subscribes) opened by a worker thread. Reported: PATCH
-// throughput and latency in both phases and their ratio (target ≥ 80 %), the events the
-// subscribers missed (target 0: what was committed meanwhile × subscribers, against what arrived),
-// the delay from an event's `datetime` to its arrival (target p99 < 100 ms), and the event loop's
-// longest block meanwhile.
+// throughput and latency in both phases and their ratio (target ≥ 80 %); per PATCH, the event
+// loop's busy time (eventLoopUtilization: wall time, so it grows with the machine's load), the
+// process's CPU time (the subscribers' worker included in the second phase) and the statements
+// and transactions run (a write's own and what it set off, warm-up included); the event loop's
+// longest block; the events the subscribers missed (target 0: what was committed meanwhile ×
+// subscribers, against what arrived) and the delay from an event's `datetime` to its arrival
+// (target p99 < 100 ms).
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -154,18 +158,32 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
       r: LoadResult;
       maxBlockMs: number;
       loopMsPerRequest: number;
+      statementsPerRequest: number;
+      transactionsPerRequest: number;
+      cpuMsPerRequest: number;
     }
     const measured = async (): Promise<Measured> => {
       loop.reset();
       loop.enable();
       const elu = performance.eventLoopUtilization();
-      const r = await load();
+      const cpu = process.cpuUsage();
+      const { result: r, statements, transactions } = await platform.db.statements.during(load);
       const used = performance.eventLoopUtilization(elu);
+      const spent = process.cpuUsage(cpu);
       loop.disable();
-      return { r, maxBlockMs: loop.max / 1e6, loopMsPerRequest: used.active / Math.max(1, r.requests) };
+      // The warm-up's requests count in the statements too (a few hundred ms of them).
+      const n = Math.max(1, r.requests);
+      return {
+        r,
+        maxBlockMs: loop.max / 1e6,
+        loopMsPerRequest: used.active / n,
+        statementsPerRequest: statements / n,
+        transactionsPerRequest: transactions / n,
+        cpuMsPerRequest: (spent.user + spent.system) / 1000 / n,
+      };
     };
     const loopFigures = (m: Measured) =>
-      `event loop ${fmtMs(m.loopMsPerRequest)} ms per PATCH (target < 1 ms), max block ${fmtMs(m.maxBlockMs)} ms (target < 50 ms)`;
+      `event loop ${fmtMs(m.loopMsPerRequest)} ms per PATCH (target < 1 ms; CPU ${fmtMs(m.cpuMsPerRequest)} ms), max block ${fmtMs(m.maxBlockMs)} ms (target < 50 ms); ${m.statementsPerRequest.toFixed(1)} statements, ${m.transactionsPerRequest.toFixed(1)} transactions per PATCH`;
 
     const alone = await measured();
     const dialect = database.env.BERTH_DATABASE_URL ? "PostgreSQL" : "SQLite";
