@@ -17,8 +17,8 @@ import path from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { loadConfig } from "../src/config/index.ts";
-import { openDatabase } from "../src/store/db.ts";
 import { assemblePlatform } from "../src/platform.ts";
+import { openDatabase } from "../src/store/db.ts";
 import { fmtMs, formatLoad, type LoadResult, runLoad } from "./load.ts";
 
 export interface WritesFanoutOptions {
@@ -82,7 +82,9 @@ function percentile(histogram: Uint32Array, total: number, p: number): number {
  * The database of the run: a fresh SQLite file in `dataDir`, or a schema of its own on the
  * PostgreSQL server named by BERTH_BENCH_DATABASE_URL (dropped afterwards).
  */
-async function benchDatabase(dataDir: string): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+async function benchDatabase(
+  dataDir: string,
+): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   const pg = process.env.BERTH_BENCH_DATABASE_URL;
   if (!pg?.startsWith("postgres")) return { env: {}, drop: async () => {} };
   const schema = `bench_writes_${process.pid}`;

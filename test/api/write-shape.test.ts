@@ -102,8 +102,16 @@ describe("statements per write", () => {
       small.start.statements <= bounds.start,
       `start: ${small.start.statements} statements (bound ${bounds.start}):\n${show(small.start)}`,
     );
-    assert.equal(large.patch.statements, small.patch.statements, "a PATCH costs the same in a larger namespace");
-    assert.equal(large.start.statements, small.start.statements, "a start costs the same in a larger namespace");
+    assert.equal(
+      large.patch.statements,
+      small.patch.statements,
+      "a PATCH costs the same in a larger namespace",
+    );
+    assert.equal(
+      large.start.statements,
+      small.start.statements,
+      "a start costs the same in a larger namespace",
+    );
     // The write and the call's action record; the operation's action commits with the state it set.
     assert.equal(small.patch.transactions, 2);
     assert.equal(small.start.transactions, 1);
