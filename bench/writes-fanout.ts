@@ -79,12 +79,10 @@ function percentile(histogram: Uint32Array, total: number, p: number): number {
 }
 
 /**
- * The database of the run: a fresh SQLite file in `dataDir`, or a schema of its own on the
+ * The database of the run: a fresh SQLite file in the data directory, or a schema of its own on the
  * PostgreSQL server named by BERTH_BENCH_DATABASE_URL (dropped afterwards).
  */
-async function benchDatabase(
-  dataDir: string,
-): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+async function benchDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   const pg = process.env.BERTH_BENCH_DATABASE_URL;
   if (!pg?.startsWith("postgres")) return { env: {}, drop: async () => {} };
   const schema = `bench_writes_${process.pid}`;
@@ -105,7 +103,7 @@ async function benchDatabase(
 
 export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: string) => void): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-bench-"));
-  const database = await benchDatabase(dataDir);
+  const database = await benchDatabase();
   const platform = await assemblePlatform(
     loadConfig({
       BERTH_DATA_DIR: dataDir,

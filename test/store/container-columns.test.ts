@@ -64,17 +64,17 @@ for (const target of targets) {
       );
       // Record i gets value i of each column: a number or a text, and null for the last record
       // where the column takes one.
-      const valueOf = (c: Column, i: number) =>
+      const valueAt = (c: Column, i: number) =>
         i === 2 && c.nullable ? null : c.integer ? 1000 + i : `${c.name}-${i}`;
       const patches = rows.map((row, i) => ({
         row,
-        patch: Object.fromEntries(columns.map((c) => [c.name, valueOf(c, i)])),
+        patch: Object.fromEntries(columns.map((c) => [c.name, valueAt(c, i)])),
       }));
       await store.services.updateContainers(patches);
       const stored = await store.services.containersByUuid(rows.map((r) => r.uuid));
       for (const [i, row] of rows.entries()) {
         const read = stored.find((r) => r.uuid === row.uuid) as unknown as Record<string, unknown>;
-        for (const c of columns) assert.deepEqual(read[c.name], valueOf(c, i), `${c.name} of record ${i}`);
+        for (const c of columns) assert.deepEqual(read[c.name], valueAt(c, i), `${c.name} of record ${i}`);
       }
     });
   });
