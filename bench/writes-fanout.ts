@@ -1,19 +1,24 @@
-// Benchmark (not a test): writes while the events stream fans out (issue 34, item 6). A platform on
-// SQLite takes PATCHes of 10 services from 10 keep-alive connections (bench/load.ts, a process of
-// its own), first with no events subscriber, then with `subscribers` subscribers of the namespace
+// Benchmark (not a test): writes while the events stream fans out (issue 34, items 1, 3 and 6). A
+// platform on SQLite (or on PostgreSQL, in a schema of its own, with BERTH_BENCH_DATABASE_URL)
+// takes PATCHes of 10 services from 10 keep-alive connections (bench/load.ts, a process of its
+// own), first with no events subscriber, then with `subscribers` subscribers of the namespace
 // (every event type, as the dashboard subscribes) opened by a worker thread. Reported: PATCH
-// throughput and latency in both phases and their ratio (target ≥ 80 %), the events the
-// subscribers missed (target 0: what was committed meanwhile × subscribers, against what arrived),
-// the delay from an event's `datetime` to its arrival (target p99 < 100 ms), and the event loop's
-// longest block meanwhile.
+// throughput and latency in both phases and their ratio (target ≥ 80 %); per PATCH, the event
+// loop's busy time (eventLoopUtilization: wall time, so it grows with the machine's load), the
+// process's CPU time (the subscribers' worker included in the second phase) and the statements
+// and transactions run (a write's own and what it set off, warm-up included); the event loop's
+// longest block; the events the subscribers missed (target 0: what was committed meanwhile ×
+// subscribers, against what arrived) and the delay from an event's `datetime` to its arrival
+// (target p99 < 100 ms).
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { loadConfig } from "../src/config/index.ts";
 import { assemblePlatform } from "../src/platform.ts";
+import { openDatabase } from "../src/store/db.ts";
 import { fmtMs, formatLoad, type LoadResult, runLoad } from "./load.ts";
 
 export interface WritesFanoutOptions {
@@ -73,14 +78,39 @@ function percentile(histogram: Uint32Array, total: number, p: number): number {
   return histogram.length - 1;
 }
 
+/**
+ * The database of the run: a fresh SQLite file in the data directory, or a schema of its own on the
+ * PostgreSQL server named by BERTH_BENCH_DATABASE_URL (dropped afterwards).
+ */
+async function benchDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  const pg = process.env.BERTH_BENCH_DATABASE_URL;
+  if (!pg?.startsWith("postgres")) return { env: {}, drop: async () => {} };
+  const schema = `bench_writes_${process.pid}`;
+  const admin = openDatabase(pg);
+  await admin.kysely.schema.createSchema(schema).ifNotExists().execute();
+  await admin.close();
+  const url = new URL(pg);
+  url.searchParams.set("options", `-c search_path=${schema}`);
+  return {
+    env: { BERTH_DATABASE_URL: url.toString() },
+    async drop() {
+      const a = openDatabase(pg);
+      await a.kysely.schema.dropSchema(schema).cascade().execute();
+      await a.close();
+    },
+  };
+}
+
 export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: string) => void): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-bench-"));
+  const database = await benchDatabase();
   const platform = await assemblePlatform(
     loadConfig({
       BERTH_DATA_DIR: dataDir,
       BERTH_LOG_LEVEL: "warn",
       BERTH_AUTO_ATTACH_ENGINE: "false",
       BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
+      ...database.env,
     }),
   );
   let worker: Worker | undefined;
@@ -121,20 +151,47 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
         durationMs: opts.durationMs,
         requests,
       });
+    // The event loop's longest block, and its busy time per request (eventLoopUtilization: the
+    // time the loop ran callbacks, whatever they were: a write's own work and what it set off).
     const loop = monitorEventLoopDelay({ resolution: 10 });
-    const measured = async (): Promise<{ r: LoadResult; maxBlockMs: number }> => {
+    interface Measured {
+      r: LoadResult;
+      maxBlockMs: number;
+      loopMsPerRequest: number;
+      statementsPerRequest: number;
+      transactionsPerRequest: number;
+      cpuMsPerRequest: number;
+    }
+    const measured = async (): Promise<Measured> => {
       loop.reset();
       loop.enable();
-      const r = await load();
+      const elu = performance.eventLoopUtilization();
+      const cpu = process.cpuUsage();
+      const { result: r, statements, transactions } = await platform.db.statements.during(load);
+      const used = performance.eventLoopUtilization(elu);
+      const spent = process.cpuUsage(cpu);
       loop.disable();
-      return { r, maxBlockMs: loop.max / 1e6 };
+      // The warm-up's requests count in the statements too (a few hundred ms of them).
+      const n = Math.max(1, r.requests);
+      return {
+        r,
+        maxBlockMs: loop.max / 1e6,
+        loopMsPerRequest: used.active / n,
+        statementsPerRequest: statements / n,
+        transactionsPerRequest: transactions / n,
+        cpuMsPerRequest: (spent.user + spent.system) / 1000 / n,
+      };
     };
+    const loopFigures = (m: Measured) =>
+      `event loop ${fmtMs(m.loopMsPerRequest)} ms per PATCH (target < 1 ms; CPU ${fmtMs(m.cpuMsPerRequest)} ms), max block ${fmtMs(m.maxBlockMs)} ms (target < 50 ms); ${m.statementsPerRequest.toFixed(1)} statements, ${m.transactionsPerRequest.toFixed(1)} transactions per PATCH`;
 
     const alone = await measured();
+    const dialect = database.env.BERTH_DATABASE_URL ? "PostgreSQL" : "SQLite";
     out(
-      `writes while the events stream fans out: PATCH at ${opts.connections} connections, ${opts.durationMs / 1000} s each`,
+      `writes while the events stream fans out (${dialect}): PATCH at ${opts.connections} connections, ${opts.durationMs / 1000} s each`,
     );
-    out(`  no subscriber:      ${formatLoad(alone.r)}; event loop max block ${fmtMs(alone.maxBlockMs)} ms`);
+    out(`  no subscriber:      ${formatLoad(alone.r)}`);
+    out(`    ${loopFigures(alone)}`);
 
     const w = new Worker(CLIENTS, {
       eval: true,
@@ -174,9 +231,8 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
     const report = await done;
     clearTimeout(timer);
     const ratio = fanned.r.rps / Math.max(1, alone.r.rps);
-    out(
-      `  ${opts.subscribers} subscribers: ${formatLoad(fanned.r)}; event loop max block ${fmtMs(fanned.maxBlockMs)} ms`,
-    );
+    out(`  ${opts.subscribers} subscribers: ${formatLoad(fanned.r)}`);
+    out(`    ${loopFigures(fanned)}`);
     out(`  throughput with subscribers: ${(ratio * 100).toFixed(0)} % of without (target ≥ 80 %)`);
     out(
       `  events: ${events} committed × ${opts.subscribers} = ${expected} deliveries; ${report.delivered} arrived, ` +
@@ -189,6 +245,7 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
   } finally {
     await worker?.terminate();
     await platform.close();
+    await database.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

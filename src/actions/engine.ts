@@ -153,7 +153,7 @@ export class ActionEngine {
     if (wrong) throw new Error(wrong);
     const row = await tx.transaction(async (t) => {
       await kind.prepare?.(t, input.params, input.object);
-      const busy = (await t.actions.activeActionOn(input.object)) ?? (await this.pendingOn(t, input.object));
+      const busy = await t.actions.busyOn(input.object);
       const now = this.opts.clock.now();
       // The replica that accepted the request runs it (its log and engine connections are here):
       // the action is reserved for this worker for one lease; were it to die first, the
@@ -190,17 +190,6 @@ export class ActionEngine {
     });
     this.wake();
     return row;
-  }
-
-  private async pendingOn(tx: Store, object: string): Promise<ActionRow | undefined> {
-    const { rows } = await tx.actions.listActions({
-      namespaces: [],
-      objects: [object],
-      states: ["Pending"],
-      limit: 1,
-      offset: 0,
-    });
-    return rows[0];
   }
 
   // ---- cancel and retry ----------------------------------------------------------------------
@@ -286,10 +275,19 @@ export class ActionEngine {
     this.stopped = false;
     this.idlePolls = 0;
     // An action recorded inside a caller's transaction is visible only once that commits: the
-    // committed change (of this process, or another replica's notification) wakes the workers.
-    this.unsubscribe = this.store.onChange((type) => {
+    // commit of an asynchronous action (one with a kind) in this process, or another replica's
+    // notification, wakes the workers. A synchronous call's record (every PATCH leaves one) has
+    // nothing to run and wakes nothing.
+    const local = this.store.onCommittedWrites((type, written) => {
+      if (type === "action" && written.some((w) => (w.row as ActionRow).kind !== null)) this.wake();
+    });
+    const remote = this.store.onRemoteChange((type) => {
       if (type === "action" || type === "") this.wake();
     });
+    this.unsubscribe = () => {
+      local();
+      remote();
+    };
     this.schedulePoll();
     this.wake();
   }

@@ -49,9 +49,22 @@ export class ServiceManager {
     return this.d.store;
   }
 
-  /** Resolves a service reference (resource URI with or without namespace, or a uuid) in a namespace. */
-  async resolver(namespace: string, store: Store = this.store): Promise<SpecContext["resolveService"]> {
-    const services = await store.services.liveServices({ namespace });
+  /**
+   * Resolves a service reference (resource URI with or without namespace, or a uuid) in a
+   * namespace, among the services a body names (`referencesOf`): what a definition costs to check
+   * does not grow with its namespace.
+   */
+  async resolver(
+    namespace: string,
+    body: Parameters<typeof referencesOf>[0],
+    store: Store = this.store,
+  ): Promise<SpecContext["resolveService"]> {
+    const refs = referencesOf(body);
+    const services = refs.length
+      ? (await store.services.servicesByUuid(refs)).filter(
+          (x) => x.namespace === namespace && x.state !== "Terminated",
+        )
+      : [];
     return (ref: string) => {
       const id = lastSegment(ref);
       const s = services.find((x) => x.uuid === id);
@@ -84,7 +97,7 @@ export class ServiceManager {
     const store = opts.tx ?? this.store;
     const uuid = randomUUID();
     const n = normalizeCreate(body, {
-      resolveService: await this.resolver(namespace, store),
+      resolveService: await this.resolver(namespace, body, store),
       serviceUuid: uuid,
     });
     // Whoever acts in the namespace (a member's key, a service key, a stack) gets its allowance.
@@ -318,7 +331,7 @@ export class ServiceManager {
     assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "update");
     const before = specOf(s);
     const u = applyUpdate(before, s.name, body, {
-      resolveService: await this.resolver(s.namespace),
+      resolveService: await this.resolver(s.namespace, body),
       serviceUuid: s.uuid,
     });
     // Only what the update introduces or changes is judged: a value an administrator set stays.
@@ -344,6 +357,7 @@ export class ServiceManager {
         auth_secret: auth,
       }),
       {
+        read: s,
         // More containers asked for: counted after the write, in its transaction.
         after: async (tx, before, written) => {
           if (written.spec_version !== before.spec_version) await this.recordRevision(tx, written, cause);
@@ -367,4 +381,16 @@ export class ServiceManager {
     }
     return r!;
   }
+}
+
+/** The uuids of the services a definition's body names (links, volumes_from). */
+function referencesOf(body: {
+  linked_to_service?: readonly { to_service: string }[];
+  bindings?: readonly { volumes_from?: string | null }[];
+}): string[] {
+  const refs: unknown[] = [
+    ...(body.linked_to_service ?? []).map((l) => l.to_service),
+    ...(body.bindings ?? []).map((b) => b.volumes_from),
+  ];
+  return refs.flatMap((r) => (typeof r === "string" ? (lastSegment(r) ?? []) : []));
 }

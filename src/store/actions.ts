@@ -77,6 +77,23 @@ export class ActionStore {
     return new Set(rows.map((r) => r.object));
   }
 
+  /**
+   * What a new action on the object waits for, in one statement: the action holding it (In
+   * progress or Canceling), else the oldest Pending one.
+   */
+  async busyOn(object: string): Promise<ActionRow | undefined> {
+    return this.s.db
+      .selectFrom("actions")
+      .selectAll()
+      .where("object", "=", object)
+      .where("kind", "is not", null)
+      .where("state", "in", [...ACTIVE_STATES, "Pending"])
+      .orderBy((eb) => eb.case().when("state", "=", "Pending").then(1).else(0).end())
+      .orderBy("id")
+      .limit(1)
+      .executeTakeFirst();
+  }
+
   /** The action currently holding the object (In progress or Canceling), if any. */
   async activeActionOn(object: string): Promise<ActionRow | undefined> {
     return this.s.db

@@ -36,19 +36,6 @@ export const ROWS_PER_INSERT = 500;
 /** Records of one multi-row UPDATE (two parameters per record and column, two more per record). */
 const UPDATE_ROWS = 100;
 
-/** Integer columns of containers (a CASE of parameters needs their type on PostgreSQL). */
-const INTEGER_COLUMNS = new Set<string>([
-  "number",
-  "exit_code",
-  "restart_count",
-  "spec_version",
-  "deployed_at",
-  "started_at",
-  "stopped_at",
-  "destroyed_at",
-  "created",
-]);
-
 /** SQL text of a one-row INSERT into a table, by its table and columns. */
 const INSERT_ONE_SQL = new Map<string, string>();
 
@@ -159,13 +146,10 @@ export async function updateCasePostgres(
     const part = group.slice(i, i + UPDATE_ROWS);
     const set: Record<string, RawBuilder<unknown>> = { version: sql`${sql.ref("version")} + 1` };
     for (const column of columns) {
-      const cases = part.map(({ row, patch }) => {
-        const v = patch[column];
-        // PostgreSQL types a CASE of bare parameters as text: integer columns get a cast.
-        const value = INTEGER_COLUMNS.has(column) ? sql`cast(${v} as bigint)` : sql`${v}`;
-        return sql`when ${row.uuid} then ${value}`;
-      });
-      set[column] = sql`case ${sql.ref("uuid")} ${sql.join(cases, sql` `)} end`;
+      const cases = part.map(({ row, patch }) => sql`when ${row.uuid} then ${patch[column]}`);
+      // PostgreSQL types a CASE of bare parameters as text: its ELSE, the column itself (never
+      // taken: every row updated has its WHEN), gives it the column's type, whatever it is.
+      set[column] = sql`case ${sql.ref("uuid")} ${sql.join(cases, sql` `)} else ${sql.ref(column)} end`;
     }
     const rows = await tx.db
       .updateTable("containers")

@@ -39,9 +39,9 @@ export function announce(payload: string) {
   return sql`pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`;
 }
 
-/** Takes the feed lock and announces the commit. */
-export function lockAndAnnounce(payload: string) {
-  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}), ${announce(payload)}`;
+/** Takes the feed lock and announces the commit (one notification per payload: per changed type). */
+export function lockAndAnnounce(...payloads: string[]) {
+  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}), ${sql.join(payloads.map(announce))}`;
 }
 
 /** The change channel's type for a change of users, API keys or memberships (not a feed change). */

@@ -11,16 +11,17 @@ import { type Clock, systemClock } from "../domain/time.ts";
 import { AccountStore } from "./accounts.ts";
 import { ActionStore } from "./actions.ts";
 import { AgentStore } from "./agents.ts";
-import { CHANGE_COLUMNS, insertEachSqlite, insertMany, ROWS_PER_INSERT } from "./batches.ts";
+import { insertEachSqlite, ROWS_PER_INSERT } from "./batches.ts";
 import type { Dialect } from "./db.ts";
 import { derivedColumns } from "./derived.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
 import { ChangeFeed } from "./feed.ts";
+import { PendingChanges } from "./feed-commit.ts";
 import { FeedReads } from "./feed-reads.ts";
 import { IdentityStore } from "./identity.ts";
 import { NamespaceStore } from "./namespaces.ts";
 import { NodeRowCache, NodeStore } from "./nodes.ts";
-import { announce, ChangeNotifier, IDENTITY_CHANGE, lockAndAnnounce } from "./notify.ts";
+import { announce, ChangeNotifier, IDENTITY_CHANGE } from "./notify.ts";
 import { QuotaStore } from "./quotas.ts";
 import { RegistryStore } from "./registries.ts";
 import { ReplicaStore } from "./replicas.ts";
@@ -40,6 +41,7 @@ import type {
   ServiceRow,
   Written,
 } from "./types.ts";
+import { insertOne, NOUNS, TABLES, updateVersioned } from "./write-statements.ts";
 
 export type { ActionQuery } from "./actions.ts";
 export { ACTIVE_STATES } from "./actions.ts";
@@ -88,33 +90,16 @@ export interface StoreOptions {
     shared: Shared;
     /** Callbacks run after the outermost transaction commits (change-feed wake-ups). */
     afterCommit: (() => void)[];
+    /** The transaction's change-feed entries, written just before it commits (feed-commit.ts). */
+    changes: PendingChanges;
   };
 }
-
-/** The table of each resource that has events. */
-const TABLES = {
-  service: "services",
-  container: "containers",
-  stack: "stacks",
-  node: "nodes",
-  nodecluster: "nodeclusters",
-  action: "actions",
-} as const;
-
-/** How a version conflict names the row. */
-const NOUNS: Record<FeedType, string> = {
-  service: "service",
-  container: "container",
-  stack: "stack",
-  node: "node",
-  nodecluster: "node cluster",
-  action: "action",
-};
 
 export class Store implements Kernel {
   private readonly shared: Shared;
   private readonly inTransaction: boolean;
   private readonly afterCommit: (() => void)[];
+  private readonly changes: PendingChanges | undefined;
   /** Reads of the change feed (one per root store: it keeps statements and shares reads). */
   private feedReads: FeedReads | undefined;
 
@@ -134,6 +119,7 @@ export class Store implements Kernel {
     };
     this.inTransaction = opts.within !== undefined;
     this.afterCommit = opts.within?.afterCommit ?? [];
+    this.changes = opts.within?.changes;
     if (!opts.within) {
       // Node rows follow this process's commits, and are dropped on another replica's.
       const nodeRows = this.shared.nodeRows;
@@ -236,15 +222,22 @@ export class Store implements Kernel {
     }
   }
 
-  /** Runs fn in one transaction; nested calls join the outer one. */
+  /**
+   * Runs fn in one transaction; nested calls join the outer one. Its change-feed entries are
+   * written last, just before the commit (feed-commit.ts: the feed lock is held only there).
+   */
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.inTransaction) return fn(this);
     const pending: (() => void)[] = [];
-    const result = await this.db
-      .transaction()
-      .execute((trx) =>
-        fn(new Store(trx, this.dialect, { within: { shared: this.shared, afterCommit: pending } })),
-      );
+    const result = await this.db.transaction().execute(async (trx) => {
+      const changes = new PendingChanges();
+      const tx = new Store(trx, this.dialect, {
+        within: { shared: this.shared, afterCommit: pending, changes },
+      });
+      const out = await fn(tx);
+      await changes.write(tx, this.notifier.origin);
+      return out;
+    });
     for (const cb of pending) cb();
     return result;
   }
@@ -260,10 +253,16 @@ export class Store implements Kernel {
     type: K,
     uuid: string,
     change: (row: FeedRows[K]) => Patch<K> | undefined | Promise<Patch<K> | undefined>,
-    opts: { after?: (tx: Store, before: FeedRows[K], written: FeedRows[K]) => Promise<void> } = {},
+    opts: {
+      after?: (tx: Store, before: FeedRows[K], written: FeedRows[K]) => Promise<void>;
+      /** The row as the caller just read it: the first attempt starts from it (not read again). */
+      read?: FeedRows[K];
+    } = {},
   ): Promise<FeedRows[K] | undefined> {
+    let known = opts.read?.uuid === uuid ? opts.read : undefined;
     for (;;) {
-      const row = await this.findRow(type, uuid);
+      const row = known ?? (await this.findRow(type, uuid));
+      known = undefined;
       if (row === undefined) return undefined;
       const patch = await change(row);
       if (patch === undefined || Object.keys(patch).length === 0) return row;
@@ -301,6 +300,16 @@ export class Store implements Kernel {
       if (type === "container" && tx.dialect === "sqlite") {
         out.push(...((await insertEachSqlite(tx, TABLES[type], values)) as FeedRows[K][]));
       }
+      if (values.length === 1 && out.length === 0) {
+        const v = values[0]!;
+        out.push(
+          (await insertOne(tx, TABLES[type], {
+            ...v,
+            ...derivedColumns(type, v),
+            version: 1,
+          })) as FeedRows[K],
+        );
+      }
       for (let i = out.length; i < values.length; i += ROWS_PER_INSERT) {
         const part = values.slice(i, i + ROWS_PER_INSERT);
         const rows = (await tx.db
@@ -329,17 +338,12 @@ export class Store implements Kernel {
    */
   async updateRow<K extends FeedType>(type: K, before: FeedRows[K], patch: Patch<K>): Promise<FeedRows[K]> {
     return this.transaction(async (tx) => {
-      const row = await tx.db
-        .updateTable(TABLES[type] as "nodes")
-        .set({
-          ...patch,
-          ...derivedColumns(type, { ...before, ...patch }),
-          version: before.version + 1,
-        } as never)
-        .where("uuid", "=", before.uuid)
-        .where("version", "=", before.version)
-        .returningAll()
-        .executeTakeFirst();
+      const values = {
+        ...patch,
+        ...derivedColumns(type, { ...before, ...patch }),
+        version: before.version + 1,
+      };
+      const row = await updateVersioned(tx, TABLES[type], values, before.uuid, before.version);
       if (!row) throw new VersionConflict(`${NOUNS[type]} ${before.uuid}`);
       // A service's new definition commits with its link rows, a node's end with its guard's.
       await withUpdatedRow(tx, type, before, row as FeedRows[K], patch);
@@ -424,33 +428,23 @@ export class Store implements Kernel {
   // ---- change feed -----------------------------------------------------------------------------
 
   /**
-   * Appends a change to the feed inside the caller's transaction. On PostgreSQL an advisory lock
-   * held to commit makes revisions commit in order, so a reader never skips a late-committing one.
-   */
-  async appendChange(c: Omit<ChangeRow, "revision">): Promise<number> {
-    if (this.dialect === "postgres") {
-      // NOTIFY is delivered at commit: other replicas wake their feed readers (LISTEN, store/listen.ts).
-      await lockAndAnnounce(`${this.notifier.origin} ${c.type} ${c.datetime}`).execute(this.db);
-    }
-    const row = await this.db.insertInto("changes").values(c).returning("revision").executeTakeFirstOrThrow();
-    this.committed(() => this.notifier.notify(c.type));
-    return row.revision;
-  }
-
-  /**
-   * Appends several changes in one statement (per ROWS_PER_INSERT), in order, inside the caller's
-   * transaction: a batch of container records and its change-feed entries commit together.
+   * Appends changes to the feed, in order, with the caller's transaction (one of its own outside
+   * one): they are written just before it commits (feed-commit.ts), so a batch of rows and its
+   * entries commit together. Commit notifications of their types follow the commit.
    */
   async appendChanges(cs: readonly Omit<ChangeRow, "revision">[]): Promise<void> {
     if (cs.length === 0) return;
-    if (this.dialect === "postgres") {
-      await lockAndAnnounce(`${this.notifier.origin} ${cs[0]!.type} ${cs[0]!.datetime}`).execute(this.db);
-    }
-    await insertMany(this, "changes", CHANGE_COLUMNS, cs);
+    if (!this.changes) return this.transaction((tx) => tx.appendChanges(cs));
+    this.changes.add(cs);
     const types = new Set(cs.map((c) => c.type));
     this.committed(() => {
       for (const type of types) this.notifier.notify(type);
     });
+  }
+
+  /** One change (appendChanges): for tests and benchmarks that seed a feed. */
+  appendChange(c: Omit<ChangeRow, "revision">): Promise<void> {
+    return this.appendChanges([c]);
   }
 
   /** Feed entries after `revision`, in order; only those of `types` when given (the rest are skipped in SQL). */

@@ -22,7 +22,7 @@ for (const target of targets) {
 
     /** A change-feed entry of `type`, committed through `s` in a transaction of its own. */
     async function commit(s: Store, type: "service" | "container" | "action" = "service"): Promise<number> {
-      return s.transaction((tx) =>
+      await s.transaction((tx) =>
         tx.appendChange({
           namespace: "ns",
           type,
@@ -33,6 +33,8 @@ for (const target of targets) {
           datetime: Date.now(),
         }),
       );
+      // Its revision: the last one (the tests commit one at a time).
+      return s.latestRevision();
     }
 
     function start(opts: Parameters<typeof follow>[1]): Follower {

@@ -1,0 +1,139 @@
+// What a write costs the database (issue 34, item 1): a PATCH of a service and an operation POST
+// run a small, fixed number of SQL statements and transactions, whatever the namespace holds; a
+// transaction writes its change-feed entries last, in one statement just before its commit, and on
+// PostgreSQL takes the feed lock there and only there (writers that took it mid-transaction, before
+// row and namespace locks others took first, deadlocked: 40P01). Counted through the store's
+// statement counter with background workers stopped; runs on SQLite, and on PostgreSQL when
+// BERTH_TEST_DATABASE_URL names one.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { CompiledQuery } from "kysely";
+import { type Caller, call, createUser, type Harness, quiesce, startHarness } from "../support/harness.ts";
+
+/** Bounds per dialect (PostgreSQL adds the feed lock's statement, and the quota's namespace lock). */
+const BOUNDS = {
+  sqlite: { patch: 15, start: 13 },
+  postgres: { patch: 18, start: 14 },
+};
+
+describe("statements per write", () => {
+  let h: Harness;
+  let alice: Caller;
+  let bounds: (typeof BOUNDS)["sqlite"];
+
+  before(async () => {
+    h = await startHarness();
+    bounds = BOUNDS[h.db.dialect];
+    alice = await createUser(h, "alice");
+    await quiesce(h);
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  async function newService(name: string): Promise<string> {
+    const res = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name,
+      container_envvars: [{ key: "K", value: "v" }],
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return `/api/app/v1/service/${res.body.uuid}/`;
+  }
+
+  /** The statements of one call (the fewest of `calls`: leftover work can only add statements). */
+  async function fewest(calls: (() => Promise<{ status: number }>)[], status: number) {
+    let best: { statements: number; transactions: number; queries: CompiledQuery[] } | undefined;
+    for (const c of calls) {
+      const before = h.db.statements.transactions;
+      const { result, queries } = await h.db.statements.queriesDuring(c);
+      assert.equal(result.status, status);
+      const m = { statements: queries.length, transactions: h.db.statements.transactions - before, queries };
+      if (!best || m.statements < best.statements) best = m;
+    }
+    return best!;
+  }
+
+  let target = 1;
+  const patch = (uri: string) => () => call(h, alice, "PATCH", uri, { target_num_containers: ++target });
+  const start = (uri: string) => () => call(h, alice, "POST", `${uri}start/`);
+
+  /** The statements of each transaction of a call, from its begin to its commit. */
+  function transactions(queries: CompiledQuery[]): string[][] {
+    const out: string[][] = [];
+    let open: string[] | undefined;
+    for (const q of queries) {
+      const text = q.sql.trim().toLowerCase();
+      if (text.startsWith("begin")) open = [];
+      else if (open && (text.startsWith("commit") || text.startsWith("rollback"))) {
+        if (text.startsWith("commit")) out.push(open);
+        open = undefined;
+      } else open?.push(text);
+    }
+    return out;
+  }
+
+  test("a PATCH and a start cost a fixed, small number of statements, whatever the namespace holds", async () => {
+    const web = await newService("web");
+    const stopped = [await newService("s-0"), await newService("s-1"), await newService("s-2")];
+    const small = {
+      patch: await fewest([patch(web), patch(web), patch(web)], 200),
+      start: await fewest([start(stopped[0]!), start(stopped[1]!)], 202),
+    };
+    // A larger namespace: 30 more services, linking to web.
+    for (let i = 0; i < 30; i++) {
+      const res = await call(h, alice, "POST", "/api/app/v1/service/", {
+        image: "busybox:local",
+        name: `n-${i}`,
+        linked_to_service: [{ to_service: web, name: `web${i}` }],
+      });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+    const large = {
+      patch: await fewest([patch(web), patch(web), patch(web)], 200),
+      start: await fewest([start(stopped[2]!)], 202),
+    };
+    const show = (m: { queries: CompiledQuery[] }) => m.queries.map((q) => q.sql.slice(0, 90)).join("\n");
+    assert.ok(
+      small.patch.statements <= bounds.patch,
+      `PATCH: ${small.patch.statements} statements (bound ${bounds.patch}):\n${show(small.patch)}`,
+    );
+    assert.ok(
+      small.start.statements <= bounds.start,
+      `start: ${small.start.statements} statements (bound ${bounds.start}):\n${show(small.start)}`,
+    );
+    assert.equal(
+      large.patch.statements,
+      small.patch.statements,
+      "a PATCH costs the same in a larger namespace",
+    );
+    assert.equal(
+      large.start.statements,
+      small.start.statements,
+      "a start costs the same in a larger namespace",
+    );
+    // The write and the call's action record; the operation's action commits with the state it set.
+    assert.equal(small.patch.transactions, 2);
+    assert.equal(small.start.transactions, 1);
+  });
+
+  test("every transaction writes its change-feed entries last, in one statement, under the feed lock on PostgreSQL", async () => {
+    const uri = await newService("order");
+    const calls = [patch(uri), start(uri)];
+    for (const c of calls) {
+      const { queries } = await h.db.statements.queriesDuring(c);
+      const writes = transactions(queries);
+      assert.ok(writes.length >= 1);
+      for (const tx of writes) {
+        const inserts = tx.filter((q) => q.startsWith('insert into "changes"'));
+        const locks = tx.filter((q) => q.includes("pg_advisory_xact_lock"));
+        assert.equal(inserts.length, 1, `one insert of feed entries:\n${tx.join("\n")}`);
+        assert.equal(tx.at(-1), inserts[0], `the feed's entries are the last statement:\n${tx.join("\n")}`);
+        if (h.db.dialect === "postgres") {
+          assert.equal(locks.length, 1, `the feed lock once:\n${tx.join("\n")}`);
+          assert.equal(tx.at(-2), locks[0], `the feed lock just before the entries:\n${tx.join("\n")}`);
+        } else assert.equal(locks.length, 0);
+      }
+    }
+  });
+});
