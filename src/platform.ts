@@ -228,6 +228,8 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   const routing = routerModule(core, { local: nodes.local });
   const services = orchestratorModule(core, {
     drain: (rows) => routing.router.drain(rows),
+    hold: (rows) => routing.router.hold(rows),
+    release: (rows) => routing.router.release(rows),
     actions,
     relations,
     identity,

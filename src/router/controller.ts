@@ -191,6 +191,7 @@ export class RouterController extends Controller<NodeKey> {
       containers,
       claims,
       draining: this.d.drains()?.current() ?? new Set(),
+      held: (this.d.drains()?.holding() ?? []).filter((c) => c.namespace === namespace),
     });
     this.built.set(namespace, out);
     return out;

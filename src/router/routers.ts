@@ -90,6 +90,14 @@ export class RouterModule implements RouterSource {
     return this.drains.drain(rows);
   }
 
+  hold(rows: readonly ContainerRow[]): Promise<void> {
+    return this.drains.hold(rows);
+  }
+
+  release(rows: readonly ContainerRow[]): Promise<void> {
+    return this.drains.release(rows);
+  }
+
   start(): void {
     this.controller.start();
   }
