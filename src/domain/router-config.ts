@@ -183,7 +183,10 @@ export function buildRoutes(input: RoutesInput): RoutesOutput {
       const serving = (byService.get(s.uuid) ?? []).filter((c) => routable(c, input.draining));
       const now = new Set(serving.map(drainKey));
       const upstreams = [...serving, ...(held.get(s.uuid) ?? []).filter((c) => !now.has(drainKey(c)))]
-        .sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }) || a.generation.localeCompare(b.generation))
+        .sort(
+          (a, b) =>
+            a.name.localeCompare(b.name, "en", { numeric: true }) || a.generation.localeCompare(b.generation),
+        )
         .map((c) => ({ container: c.uuid, name: c.name, address: `${c.private_ip}:${port}` }));
       routes.push({
         id: `${s.uuid}|${d.host}|${d.path}`,

@@ -202,6 +202,7 @@ describe("the router on local nodes", { skip: unavailable }, () => {
         BERTH_RECONCILE_INTERVAL_MS: "1000",
         BERTH_ROUTER_INTERVAL_MS: "1000",
         BERTH_START_MIN_UP_MS: "1000",
+        BERTH_CONTAINER_STOP_TIMEOUT_S: "1",
         BERTH_ROUTER_ACME_DIRECTORY: `https://${PEBBLE}/dir`,
         BERTH_ROUTER_ACME_CA_ROOT: path.join(dir, "pebble.pem"),
         ...(process.env.RT_DEBUG ? { BERTH_LOG_LEVEL: "error" } : {}),
