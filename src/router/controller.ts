@@ -186,6 +186,7 @@ export class RouterController extends Controller<NodeKey> {
       created: s.created,
       spec: specOf(s),
     }));
+    await this.dropUploadsNoLongerServed(namespace, services);
     const containers = (await store.services.liveContainers({ namespace })).map((c) => ({
       uuid: c.uuid,
       service_uuid: c.service_uuid,
@@ -207,6 +208,16 @@ export class RouterController extends Controller<NodeKey> {
     });
     this.built.set(namespace, out);
     return out;
+  }
+
+  /** An uploaded certificate goes with the last domain of its host name in the namespace. */
+  private async dropUploadsNoLongerServed(namespace: string, services: readonly RouterService[]): Promise<void> {
+    const uploads = (await this.routerStore.certificatesOfNamespace(namespace)).filter(
+      (c) => c.state === "uploaded",
+    );
+    if (uploads.length === 0) return;
+    const served = new Set(services.flatMap((s) => (s.spec.domains ?? []).map((d) => d.host)));
+    for (const c of uploads) if (!served.has(c.host)) await this.routerStore.deleteCertificate(c.host);
   }
 
   protected async work(keys: NodeKey[]): Promise<NodeKey[]> {
