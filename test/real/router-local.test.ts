@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
+import http2 from "node:http2";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
@@ -422,6 +423,118 @@ describe("the router on local nodes", { skip: unavailable }, () => {
     assert.equal(after.run_command, "httpd -f -p 80", "the previous definition is the service's again");
     const answer = await request("https", address, "app.test", pebbleRoots);
     assert.equal(answer.status, 200);
+  });
+
+  test("HTTP/2, a WebSocket upgrade and sticky sessions pass through the router", async () => {
+    assert.ok(web, "the first test created the service");
+    // HTTP/2 over TLS to the domain (ALPN h2).
+    const h2 = await new Promise<{ status: number; alpn: string }>((resolve, reject) => {
+      const session = http2.connect(`https://${address}`, { servername: "app.test", ca: pebbleRoots });
+      session.on("error", reject);
+      const req = session.request({ ":path": "/", ":authority": "app.test" });
+      req.on("response", (headers) => {
+        const alpn = (session.socket as import("node:tls").TLSSocket).alpnProtocol || "";
+        req.resume();
+        req.on("end", () => {
+          session.close();
+          resolve({ status: Number(headers[":status"]), alpn });
+        });
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    assert.deepEqual(h2, { status: 200, alpn: "h2" });
+
+    // A service answering its container's name, or switching protocols and echoing what it gets.
+    const script =
+      'up=; while read -r l; do l=$(printf %s "$l" | tr -d "\\r"); [ -z "$l" ] && break; case "$l" in [Uu]pgrade:*) up=1;; esac; done; ' +
+      'if [ -n "$up" ]; then printf "HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n"; exec cat; fi; ' +
+      'b=$(hostname); n=$(printf %s "$b" | wc -c); printf "HTTP/1.1 200 OK\\r\\nContent-Length: $n\\r\\nConnection: close\\r\\n\\r\\n%s" "$b"';
+    const res = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: BUSYBOX_IMAGE,
+      name: "echo",
+      run_command: `nc -ll -p 8080 -e sh -c '${script}'`,
+      target_num_containers: 2,
+      container_ports: [{ protocol: "tcp", inner_port: 8080 }],
+      domains: [{ host: "echo.test", tls: "off", sticky: true }],
+    });
+    assert.equal(res.status, 201, res.raw);
+    await operate(res.body.resource_uri, "start");
+    await waitFor(
+      "2 upstreams",
+      async () =>
+        (await get(`${res.body.resource_uri}routes/`)).objects[0].upstreams.length === 2 || undefined,
+      20_000,
+      200,
+    );
+
+    const echoed = await new Promise<string>((resolve, reject) => {
+      const req = http.request({
+        host: address,
+        port: 80,
+        path: "/socket",
+        headers: {
+          host: "echo.test",
+          connection: "Upgrade",
+          upgrade: "websocket",
+          "sec-websocket-version": "13",
+          "sec-websocket-key": Buffer.from("0123456789abcdef").toString("base64"),
+        },
+        timeout: 5000,
+        agent: false,
+      });
+      req.on("upgrade", (answer, socket) => {
+        assert.equal(answer.statusCode, 101);
+        let got = "";
+        socket.on("data", (c: Buffer) => {
+          got += c.toString();
+          if (got.includes("ping-through-the-router")) {
+            socket.destroy();
+            resolve(got);
+          }
+        });
+        socket.on("error", reject);
+        socket.write("ping-through-the-router\n");
+      });
+      req.on("response", (answer) => reject(new Error(`no upgrade: ${answer.statusCode}`)));
+      req.on("timeout", () => req.destroy(new Error("timed out")));
+      req.on("error", reject);
+      req.end();
+    });
+    assert.match(echoed, /ping-through-the-router/, "the upgraded connection echoes through");
+
+    // Sticky: the cookie the router sets brings every later request to the same container.
+    const plain = (cookie?: string) =>
+      new Promise<{ body: string; cookie?: string }>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: address,
+            port: 80,
+            path: "/",
+            headers: { host: "echo.test", ...(cookie ? { cookie } : {}) },
+            agent: false,
+            timeout: 5000,
+          },
+          (r) => {
+            let body = "";
+            r.on("data", (c) => (body += c));
+            r.on("end", () => resolve({ body, cookie: r.headers["set-cookie"]?.[0]?.split(";")[0] }));
+          },
+        );
+        req.on("timeout", () => req.destroy(new Error("timed out")));
+        req.on("error", reject);
+        req.end();
+      });
+    const first = await plain();
+    assert.ok(first.cookie?.startsWith("berth_route="), `the router set its cookie: ${first.cookie}`);
+    const withCookie = new Set<string>();
+    const without = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      withCookie.add((await plain(first.cookie)).body);
+      without.add((await plain()).body);
+    }
+    assert.deepEqual([...withCookie], [first.body], "every request with the cookie reached one container");
+    assert.equal(without.size, 2, "without it, requests reach both containers");
   });
 
   test("a domain whose ACME order fails shows the error on the service", async () => {
