@@ -72,6 +72,12 @@ export interface RoutesInput {
   claims: ReadonlyMap<string, string>;
   /** `<container uuid>:<generation>` of engine containers being drained before they leave. */
   draining: ReadonlySet<string>;
+  /**
+   * Engine containers kept routed while their records move to a new generation (a start-first
+   * redeploy: the old container serves until the new one is ready, then is drained); as their
+   * records were when they were last routable.
+   */
+  held?: readonly RouterContainer[];
 }
 
 export interface RoutesOutput {
@@ -140,6 +146,11 @@ export function buildRoutes(input: RoutesInput): RoutesOutput {
     list.push(c);
     byService.set(c.service_uuid, list);
   }
+  const held = new Map<string, RouterContainer[]>();
+  for (const c of input.held ?? []) {
+    if (input.draining.has(drainKey(c))) continue;
+    held.set(c.service_uuid, [...(held.get(c.service_uuid) ?? []), c]);
+  }
   const under = servicesUnderLoadBalancers(input.services);
   const taken = new Map<string, string>();
   const routes: Route[] = [];
@@ -169,9 +180,13 @@ export function buildRoutes(input: RoutesInput): RoutesOutput {
       }
       taken.set(key, s.uuid);
       const port = domainPort(d, s.spec.container_ports);
-      const upstreams = (byService.get(s.uuid) ?? [])
-        .filter((c) => routable(c, input.draining))
-        .sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }))
+      const serving = (byService.get(s.uuid) ?? []).filter((c) => routable(c, input.draining));
+      const now = new Set(serving.map(drainKey));
+      const upstreams = [...serving, ...(held.get(s.uuid) ?? []).filter((c) => !now.has(drainKey(c)))]
+        .sort(
+          (a, b) =>
+            a.name.localeCompare(b.name, "en", { numeric: true }) || a.generation.localeCompare(b.generation),
+        )
         .map((c) => ({ container: c.uuid, name: c.name, address: `${c.private_ip}:${port}` }));
       routes.push({
         id: `${s.uuid}|${d.host}|${d.path}`,

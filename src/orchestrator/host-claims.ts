@@ -5,6 +5,7 @@
 // so two namespaces racing for one name end with one holder (the primary key) and one refusal.
 import { ApiError } from "../domain/errors.ts";
 import { hostsOfDefinition } from "../domain/router-config.ts";
+import { serviceUri } from "../domain/uri.ts";
 import { specOf } from "../store/codec.ts";
 import { RouterStore } from "../store/router.ts";
 import { type Store, UniqueViolation } from "../store/store.ts";
@@ -19,6 +20,34 @@ export function hostTaken(host: string, reserved: boolean): ApiError {
     `The host name ${host} ${why}: choose another host name, or ask an administrator to reserve it for this namespace.`,
     [{ field: "domains", problem: `${host} ${why}` }],
   );
+}
+
+/**
+ * Refuses (409 domain_taken) a definition whose `domains` serve a host name and path another live
+ * service of the namespace serves already: a router can send a request to one of them only, so
+ * the second would silently serve nothing.
+ */
+export async function refuseSharedDomains(
+  tx: Store,
+  namespace: string,
+  serviceUuid: string,
+  domains: readonly { host: string; path: string }[],
+): Promise<void> {
+  if (domains.length === 0) return;
+  const wanted = new Set(domains.map((d) => `${d.host}${d.path}`));
+  for (const other of await tx.services.liveServices({ namespace })) {
+    if (other.uuid === serviceUuid) continue;
+    for (const d of specOf(other).domains ?? []) {
+      if (!wanted.has(`${d.host}${d.path}`)) continue;
+      const where = d.path === "/" ? d.host : `${d.host}${d.path}`;
+      throw new ApiError(
+        "conflict",
+        "domain_taken",
+        `${where} is served by the service "${other.name}" (${serviceUri(other)}) of this namespace: remove it from that service's domains first, or choose another host name or path.`,
+        [{ field: "domains", problem: `${where} is served by the service "${other.name}" (${other.uuid})` }],
+      );
+    }
+  }
 }
 
 /** Whether a live service of the namespace asks for the host name now. */

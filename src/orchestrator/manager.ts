@@ -19,7 +19,7 @@ import { decodeSpec, specOf } from "../store/codec.ts";
 import type { RevisionRow } from "../store/revisions.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store, UserRow } from "../store/store.ts";
-import { claimHosts } from "./host-claims.ts";
+import { claimHosts, refuseSharedDomains } from "./host-claims.ts";
 import type { Orchestrator } from "./services.ts";
 
 export interface ManagerDeps {
@@ -112,6 +112,7 @@ export class ServiceManager {
       await tx.quotas.enforce(namespace, "services", 1, { now });
       await tx.quotas.enforce(namespace, "containers", n.target_num_containers, { now });
       await claimHosts(tx, namespace, hostsOfDefinition(n.spec), now);
+      await refuseSharedDomains(tx, namespace, uuid, n.spec.domains ?? []);
       const row = await tx.services.insertService({
         uuid,
         namespace,
@@ -362,6 +363,10 @@ export class ServiceManager {
         after: async (tx, before, written) => {
           if (written.spec_version !== before.spec_version) await this.recordRevision(tx, written, cause);
           await claimHosts(tx, s.namespace, hostsOfDefinition(specOf(written)), this.d.clock.now());
+          // Only the domains this change adds: a pair two services shared before the rule stays.
+          const had = new Set((specOf(before).domains ?? []).map((d) => `${d.host}${d.path}`));
+          const added = (specOf(written).domains ?? []).filter((d) => !had.has(`${d.host}${d.path}`));
+          await refuseSharedDomains(tx, s.namespace, s.uuid, added);
           const more = written.target_num_containers - before.target_num_containers;
           if (more > 0)
             await tx.quotas.enforce(s.namespace, "containers", more, {

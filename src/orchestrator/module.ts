@@ -34,6 +34,9 @@ export function orchestratorModule(
     replicas: ReplicasModule;
     /** Takes leaving containers out of their routers first (router/drains.ts). */
     drain?(rows: readonly ContainerRow[]): Promise<void>;
+    /** Keeps a start-first redeploy's old containers routed until their replacements are ready. */
+    hold?(rows: readonly ContainerRow[]): Promise<void>;
+    release?(rows: readonly ContainerRow[]): Promise<void>;
   },
 ) {
   const { config, store, clock, box, onError, answers } = core;
@@ -49,6 +52,8 @@ export function orchestratorModule(
     stopTimeoutS: config.containerStopTimeoutS,
     linkHostsFor: (c) => specs.desiredLinkHosts(c),
     drain: parts.drain,
+    hold: parts.hold,
+    release: parts.release,
     readiness: { minUpMs: config.startMinUpMs, maxWaitMs: config.startMaxWaitMs },
   });
   const orchestrator = new Orchestrator({

@@ -65,6 +65,12 @@ export interface RuntimeDeps {
   linkHostsFor?(c: ContainerRow): Promise<string[] | undefined>;
   /** Takes containers out of their routers before their engines stop them (router/drains.ts). */
   drain?(rows: readonly ContainerRow[]): Promise<void>;
+  /**
+   * Keeps the records' engine containers routed while the records move to a new generation (a
+   * start-first redeploy) until release(), which drains them before they stop (router/drains.ts).
+   */
+  hold?(rows: readonly ContainerRow[]): Promise<void>;
+  release?(rows: readonly ContainerRow[]): Promise<void>;
   /** When a started container counts as started (readiness.ts); undefined: once its engine says it runs. */
   readiness?: { minUpMs: number; maxWaitMs: number };
 }
@@ -135,7 +141,9 @@ export class ContainerRuntime {
     // Listed (eachRecord) before some records move to their new generation: what each record's
     // listing shows of the old one is stale to it then, as it should be.
     return this.eachRecord(rows, opts.limits, async (c, node, commit, shared) => {
-      await this.d.drain?.([c]);
+      // Start-first: the old engine container keeps serving until the new one is ready.
+      if (opts.startFirst && this.d.hold) await this.d.hold([c]);
+      else await this.d.drain?.([c]);
       const now = this.d.clock.now();
       const moved = await commit.record(
         c.uuid,
@@ -229,7 +237,9 @@ export class ContainerRuntime {
     }
     // The previous containers' volumes are mounted by the new one now; the containers can go (the
     // ones the batch's listing showed: only this record's work makes containers of it).
-    // Start-first: the old container served until now; it stops as its definition says first.
+    // Start-first: the old container served until now; it leaves its routers, then stops as its
+    // definition says.
+    if (opts.startFirst && staleLeft.length > 0) await this.d.release?.([c]);
     for (const id of opts.startFirst ? staleLeft : [])
       await stopGracefully(c, engine, id, { log: opts.log, defaultTimeoutS: this.stopTimeoutS }).catch(
         () => {},

@@ -32,6 +32,12 @@ export interface RouterControllerDeps {
   /** Opens an uploaded certificate's sealed PEM. */
   open(sealed: string): string;
   drains: () => Drains | undefined;
+  /**
+   * Whether this replica configures the node's router (duties.ownsNode: the replica that watches
+   * the node); undefined: every node. A drain's push reaches every router of its namespace anyway:
+   * the replica that drains waits for them before its engine stops the container.
+   */
+  ownsNode?(nodeUuid: string): boolean;
   intervalMs: number;
   now(): number;
   onError(err: unknown): void;
@@ -53,6 +59,8 @@ export class RouterController extends Controller<NodeKey> {
    * per namespace, not one per node.
    */
   private readonly current = new Map<string, Promise<RoutesOutput>>();
+  /** Nodes a push queued: configured even when another replica owns them. */
+  private readonly pushed = new Set<string>();
 
   constructor(private readonly d: RouterControllerDeps) {
     // Changes gather briefly: a burst (a scale, a redeploy) is one configuration swap, not one each.
@@ -100,7 +108,7 @@ export class RouterController extends Controller<NodeKey> {
   /** Queues every node of the namespaces and waits until their routers took what they have now. */
   async push(namespaces: ReadonlySet<string>, timeoutMs: number): Promise<void> {
     for (const ns of namespaces) this.current.delete(ns);
-    for (const ns of namespaces) await this.queueNamespace(ns);
+    for (const ns of namespaces) await this.queueNamespace(ns, true);
     await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
   }
 
@@ -123,9 +131,12 @@ export class RouterController extends Controller<NodeKey> {
     }
   }
 
-  private async queueNamespace(namespace: string): Promise<void> {
+  private async queueNamespace(namespace: string, pushed = false): Promise<void> {
     for (const n of await this.d.store.nodes.liveNodes({ namespace }))
-      if (n.state === "Deployed") this.add({ node: n.uuid });
+      if (n.state === "Deployed") {
+        if (pushed) this.pushed.add(n.uuid);
+        this.add({ node: n.uuid });
+      }
   }
 
   private async fromFeed(rows: ChangeRow[]): Promise<void> {
@@ -175,6 +186,7 @@ export class RouterController extends Controller<NodeKey> {
       created: s.created,
       spec: specOf(s),
     }));
+    await this.dropUploadsNoLongerServed(namespace, services);
     const containers = (await store.services.liveContainers({ namespace })).map((c) => ({
       uuid: c.uuid,
       service_uuid: c.service_uuid,
@@ -186,14 +198,26 @@ export class RouterController extends Controller<NodeKey> {
       generation: c.generation,
       health: c.health,
     }));
+    const drains = await this.d.drains()?.state(namespace);
     const out = buildRoutes({
       services,
       containers,
       claims,
-      draining: this.d.drains()?.current() ?? new Set(),
+      draining: drains?.draining ?? new Set(),
+      held: drains?.held ?? [],
     });
     this.built.set(namespace, out);
     return out;
+  }
+
+  /** An uploaded certificate goes with the last domain of its host name in the namespace. */
+  private async dropUploadsNoLongerServed(namespace: string, services: readonly RouterService[]): Promise<void> {
+    const uploads = (await this.routerStore.certificatesOfNamespace(namespace)).filter(
+      (c) => c.state === "uploaded",
+    );
+    if (uploads.length === 0) return;
+    const served = new Set(services.flatMap((s) => (s.spec.domains ?? []).map((d) => d.host)));
+    for (const c of uploads) if (!served.has(c.host)) await this.routerStore.deleteCertificate(c.host);
   }
 
   protected async work(keys: NodeKey[]): Promise<NodeKey[]> {
@@ -210,6 +234,8 @@ export class RouterController extends Controller<NodeKey> {
   }
 
   private async reconcile(nodeUuid: string): Promise<void> {
+    const pushed = this.pushed.delete(nodeUuid);
+    if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid)) return;
     const node = await this.d.store.nodes.findNode(nodeUuid);
     if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);

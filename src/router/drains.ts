@@ -1,15 +1,28 @@
 // Drain before leave (issue 30): before the runtime stops, removes or redeploys engine containers,
 // they are taken out of every router of their namespace and the runtime waits until the routers
 // run without them (and a short grace for requests in flight), so no request is sent to a
-// container that is going away. What is drained is kept in memory, by engine container (record
-// and generation): a redeployed record's new engine container is routed again once it runs.
-import { drainKey } from "../domain/router-config.ts";
+// container that is going away. What is drained is kept by engine container (record and
+// generation): a redeployed record's new engine container is routed again once it runs. It is
+// kept in the database (store/router.ts, router_drains), so every replica builds the same routes
+// whichever replica's action drained: two replicas never hand a router different configurations.
+//
+// A start-first redeploy holds instead (issue 29): the record moves to its new generation while
+// its old engine container keeps serving, routed as it was, until the new one is ready; then the
+// runtime releases it, which drains it like any leaving container before it is stopped. So a
+// start-first redeploy never takes a container out of the routes before its replacement serves.
+import { drainKey, type RouterContainer } from "../domain/router-config.ts";
+import { type DrainRow, RouterStore } from "../store/router.ts";
 import type { ContainerRow } from "../store/services.ts";
+import type { Store } from "../store/store.ts";
 
 /** How long a drained engine container stays out of the routes (it is gone long before). */
 const DRAINED_FOR_MS = 10 * 60_000;
+/** How long a held engine container stays routed at most (a rollout paused after a failure keeps it running). */
+const HELD_FOR_MS = 30 * 60_000;
 
 export interface DrainsDeps {
+  store: Store;
+  now(): number;
   /** Routers of these namespaces get their configuration again; resolves once they have it (or the wait ends). */
   push(namespaces: ReadonlySet<string>, timeoutMs: number): Promise<void>;
   /** Milliseconds waited after the push for requests in flight to end. */
@@ -20,29 +33,112 @@ export interface DrainsDeps {
   routes(namespace: string): Promise<boolean>;
 }
 
+/** Whether a container row is routed now (so worth holding): the routes' own rule, without drains. */
+function serving(c: ContainerRow): boolean {
+  return (
+    c.state === "Running" &&
+    c.desired === "running" &&
+    c.phase === null &&
+    c.private_ip !== "" &&
+    (c.health === null || c.health === "healthy")
+  );
+}
+
+/** What a namespace's routes leave out and keep (domain/router-config.ts RoutesInput). */
+export interface DrainState {
+  draining: Set<string>;
+  held: RouterContainer[];
+}
+
 export class Drains {
-  private readonly until = new Map<string, number>();
+  private readonly rows: RouterStore;
 
-  constructor(private readonly d: DrainsDeps) {}
+  constructor(private readonly d: DrainsDeps) {
+    this.rows = new RouterStore(d.store);
+  }
 
-  /** The engine containers being drained now (`<uuid>:<generation>`). */
-  current(now = Date.now()): Set<string> {
-    for (const [k, t] of this.until) if (t <= now) this.until.delete(k);
-    return new Set(this.until.keys());
+  /** The engine containers of a namespace being drained now, and those held routed while their records move. */
+  async state(namespace: string): Promise<DrainState> {
+    const rows = await this.rows.drainsOf(namespace, this.d.now());
+    return {
+      draining: new Set(rows.filter((r) => r.kind === "drain").map((r) => r.key)),
+      held: rows
+        .filter((r) => r.kind === "hold" && r.container)
+        .map((r) => JSON.parse(r.container!) as RouterContainer),
+    };
   }
 
   /** Takes the engine containers out of their routers and waits until the routers run without them. */
   async drain(rows: readonly ContainerRow[]): Promise<void> {
     const live = rows.filter((c) => c.engine_id && c.state !== "Stopped" && c.state !== "Terminated");
-    if (live.length === 0) return;
-    const namespaces = new Set<string>();
+    const until = this.d.now() + DRAINED_FOR_MS;
+    // What the records still hold from a start-first redeploy leaves with them.
+    const released = await this.rows.releaseHolds(
+      rows.map((c) => c.uuid),
+      until,
+    );
+    const namespaces = new Set(released.map((r) => r.namespace));
     for (const c of live) {
-      if (await this.d.routes(c.namespace)) namespaces.add(c.namespace);
+      if (!namespaces.has(c.namespace) && (await this.d.routes(c.namespace))) namespaces.add(c.namespace);
     }
     if (namespaces.size === 0) return;
-    const until = Date.now() + DRAINED_FOR_MS;
-    for (const c of live) if (namespaces.has(c.namespace)) this.until.set(drainKey(c), until);
+    await this.rows.putDrains(
+      live.filter((c) => namespaces.has(c.namespace)).map((c) => drainRow(c, until)),
+      this.d.now(),
+    );
+    await this.pushAndWait(namespaces);
+  }
+
+  /**
+   * Keeps the records' engine containers routed as they are now while the records move to a new
+   * generation (a start-first redeploy), until release(). A container not routed now is not held.
+   */
+  async hold(rows: readonly ContainerRow[]): Promise<void> {
+    const until = this.d.now() + HELD_FOR_MS;
+    const held: DrainRow[] = [];
+    for (const c of rows) {
+      if (!c.engine_id || !serving(c) || !(await this.d.routes(c.namespace))) continue;
+      const routed: RouterContainer = {
+        uuid: c.uuid,
+        service_uuid: c.service_uuid,
+        name: c.name,
+        state: c.state,
+        desired: c.desired,
+        phase: null,
+        private_ip: c.private_ip,
+        generation: c.generation,
+        health: c.health,
+      };
+      held.push({ ...drainRow(c, until), kind: "hold", container: JSON.stringify(routed) });
+    }
+    if (held.length > 0) await this.rows.putDrains(held, this.d.now());
+  }
+
+  /**
+   * The records' replacements are ready: their held engine containers are drained (taken out of
+   * the routers, which are waited for, then the grace) before the runtime stops them.
+   */
+  async release(rows: readonly Pick<ContainerRow, "uuid">[]): Promise<void> {
+    const released = await this.rows.releaseHolds(
+      rows.map((c) => c.uuid),
+      this.d.now() + DRAINED_FOR_MS,
+    );
+    if (released.length > 0) await this.pushAndWait(new Set(released.map((r) => r.namespace)));
+  }
+
+  private async pushAndWait(namespaces: ReadonlySet<string>): Promise<void> {
     await this.d.push(namespaces, this.d.timeoutMs);
     if (this.d.graceMs > 0) await new Promise((r) => setTimeout(r, this.d.graceMs));
   }
+}
+
+function drainRow(c: ContainerRow, until: number): DrainRow {
+  return {
+    key: drainKey(c),
+    namespace: c.namespace,
+    container_uuid: c.uuid,
+    kind: "drain",
+    container: null,
+    until,
+  };
 }

@@ -4,6 +4,7 @@
 import path from "node:path";
 import { routerRoutes } from "../api/routes/router.ts";
 import type { Core, Routes } from "../composition.ts";
+import type { Duties } from "../domain/duties.ts";
 import type { LocalProvider } from "../drivers/local/index.ts";
 import { LocalRouters } from "../drivers/local/router-process.ts";
 import { RouterModule } from "./routers.ts";
@@ -11,7 +12,7 @@ import { RouterModule } from "./routers.ts";
 export type { RouterModule };
 
 /** The router capability for platform.ts: the module, its routes; started after the reconciler. */
-export function routerModule(core: Core, parts: { local?: LocalProvider } = {}) {
+export function routerModule(core: Core, parts: { local?: LocalProvider; duties?: Duties } = {}) {
   const { store, box, config, metrics, onError } = core;
   const locals = parts.local
     ? new LocalRouters({ provider: parts.local, dir: path.join(config.dataDir, "local-routers") })
@@ -23,6 +24,7 @@ export function routerModule(core: Core, parts: { local?: LocalProvider } = {}) 
     localRouter: (node) => locals?.routerFor(node.uuid),
     releaseLocal: async (uuid) => locals?.release(uuid),
     onError: onError("router"),
+    ownsNode: parts.duties ? (uuid) => parts.duties!.ownsNode(uuid) : undefined,
   });
   router.registerMetrics(metrics.registry);
   const routes: Routes = [(a) => routerRoutes(a, { store, router, seal: (plain) => box.seal(plain) })];

@@ -21,6 +21,8 @@ export interface RouterModuleDeps {
   /** A local node was terminated: its router's files go. */
   releaseLocal?(nodeUuid: string): Promise<void>;
   onError(err: unknown): void;
+  /** Whether this replica configures the node's router (duties.ownsNode); undefined: every node. */
+  ownsNode?(nodeUuid: string): boolean;
 }
 
 /** Figures of one route: totals, and rates over the last reading's window. */
@@ -54,11 +56,14 @@ export class RouterModule implements RouterSource {
       },
       open: d.open,
       drains: () => this.drains,
+      ownsNode: d.ownsNode,
       intervalMs: d.settings.intervalMs,
       now: () => Date.now(),
       onError: d.onError,
     });
     this.drains = new Drains({
+      store: d.store,
+      now: () => Date.now(),
       push: (namespaces, timeoutMs) => this.controller.push(namespaces, timeoutMs),
       routes: async (ns) =>
         (this.controller.routesOf(ns) ?? (await this.controller.build(ns))).routes.length > 0,
@@ -88,6 +93,14 @@ export class RouterModule implements RouterSource {
 
   drain(rows: readonly ContainerRow[]): Promise<void> {
     return this.drains.drain(rows);
+  }
+
+  hold(rows: readonly ContainerRow[]): Promise<void> {
+    return this.drains.hold(rows);
+  }
+
+  release(rows: readonly ContainerRow[]): Promise<void> {
+    return this.drains.release(rows);
   }
 
   start(): void {

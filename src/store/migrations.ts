@@ -837,6 +837,26 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           where state <> 'Terminated'`.execute(db);
       },
     },
+    // Engine containers drained from the routers, or held routed while their records move (issue
+    // 30, router/drains.ts): in the database, so every replica builds the same routes.
+    "0032_router_drains": {
+      async up(db: AnyDb) {
+        await db.schema
+          .createTable("router_drains")
+          .addColumn("key", "text", (c) => c.primaryKey())
+          .addColumn("namespace", "text", (c) => c.notNull())
+          .addColumn("container_uuid", "text", (c) => c.notNull())
+          .addColumn("kind", "text", (c) => c.notNull())
+          .addColumn("container", "text")
+          .addColumn("until", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex("router_drains_namespace")
+          .on("router_drains")
+          .column("namespace")
+          .execute();
+      },
+    },
   };
 }
 

@@ -3,11 +3,12 @@
 // (a transaction's store too): the Store's own file is at its size limit.
 import { serviceUri, stackUri } from "../domain/uri.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
-import type { HostClaimTable, RouterCertificateTable } from "./schema.ts";
+import type { HostClaimTable, RouterCertificateTable, RouterDrainTable } from "./schema.ts";
 import type { Kernel, ServiceRow } from "./types.ts";
 
 export type HostClaimRow = HostClaimTable;
 export type CertificateRow = RouterCertificateTable;
+export type DrainRow = RouterDrainTable;
 
 export class RouterStore {
   constructor(private readonly s: Kernel) {}
@@ -142,5 +143,49 @@ export class RouterStore {
   async deleteCertificate(host: string): Promise<boolean> {
     const res = await this.s.db.deleteFrom("router_certificates").where("host", "=", host).executeTakeFirst();
     return Number(res.numDeletedRows) > 0;
+  }
+
+  // ---- drains and holds (router/drains.ts) ------------------------------------------------------
+
+  /** Writes the rows (a later write of an engine container replaces its row) and drops expired ones. */
+  async putDrains(rows: readonly DrainRow[], now: number): Promise<void> {
+    await this.s.db.deleteFrom("router_drains").where("until", "<=", now).execute();
+    for (const row of rows)
+      await this.s.db
+        .insertInto("router_drains")
+        .values(row)
+        .onConflict((oc) =>
+          oc.column("key").doUpdateSet({ kind: row.kind, container: row.container, until: row.until }),
+        )
+        .execute();
+  }
+
+  /** The rows of a namespace that still hold (all namespaces when none is named). */
+  async drainsOf(namespace: string | undefined, now: number): Promise<DrainRow[]> {
+    let q = this.s.db.selectFrom("router_drains").selectAll().where("until", ">", now);
+    if (namespace !== undefined) q = q.where("namespace", "=", namespace);
+    return q.orderBy("key").execute();
+  }
+
+  /** The held rows of the records, turned into drains (their replacements are ready); answers them. */
+  async releaseHolds(containerUuids: readonly string[], until: number): Promise<DrainRow[]> {
+    if (containerUuids.length === 0) return [];
+    const held = await this.s.db
+      .selectFrom("router_drains")
+      .selectAll()
+      .where("kind", "=", "hold")
+      .where("container_uuid", "in", [...containerUuids])
+      .execute();
+    if (held.length === 0) return [];
+    await this.s.db
+      .updateTable("router_drains")
+      .set({ kind: "drain", container: null, until })
+      .where(
+        "key",
+        "in",
+        held.map((h) => h.key),
+      )
+      .execute();
+    return held;
   }
 }

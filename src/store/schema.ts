@@ -466,8 +466,26 @@ export interface RouterCertificateTable {
   updated: number;
 }
 
+/**
+ * An engine container out of the routes, or kept in them while its record moves (migration 0032,
+ * router/drains.ts).
+ */
+export interface RouterDrainTable {
+  /** `<container uuid>:<generation>`: one engine container. */
+  key: string;
+  namespace: string;
+  container_uuid: string;
+  /** drain: out of the routes; hold: routed as `container` says while its record moves to a new generation. */
+  kind: string;
+  /** JSON of the held container as it was routed (domain/router-config.ts RouterContainer); null for a drain. */
+  container: string | null;
+  /** Epoch ms after which the row means nothing. */
+  until: number;
+}
+
 export interface Database {
   host_claims: HostClaimTable;
+  router_drains: RouterDrainTable;
   router_certificates: RouterCertificateTable;
   namespaces: NamespaceTable;
   namespace_settings: NamespaceSettingsTable;

@@ -1,0 +1,138 @@
+// Rules of services' domains within one namespace (issue 30), through the API on simulated nodes:
+// a host name and path one service serves is refused to another service of the namespace (a
+// router could send its requests to one of them only), and an uploaded certificate goes when the
+// last domain of its host name goes.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { RouterStore } from "../../src/store/router.ts";
+import { call, createService, deployCluster, type Sim, startSim, waitFor } from "../services/sim.ts";
+
+let s: Sim;
+
+before(async () => {
+  s = await startSim({ env: { BERTH_ROUTER_DRAIN_GRACE_MS: "0", BERTH_ROUTER_INTERVAL_MS: "200" } });
+  await deployCluster(s, { name: "pool", target_num_nodes: 1 });
+});
+after(() => s.close());
+
+const body = (name: string, domains: unknown[]) => ({
+  image: "busybox:local",
+  name,
+  run_command: "sleep 100000",
+  container_ports: [{ protocol: "tcp", inner_port: 8080 }],
+  domains,
+});
+
+describe("domains within a namespace", () => {
+  test("a host name and path another service of the namespace serves is refused, naming that service", async () => {
+    const shop = await createService(
+      s,
+      body("shop", [{ host: "shop.test" }, { host: "shop.test", path: "/api" }]),
+    );
+    const again = await call(
+      s.h,
+      s.alice,
+      "POST",
+      "/api/app/v1/service/",
+      body("copy", [{ host: "shop.test" }]),
+    );
+    assert.equal(again.status, 409, again.raw);
+    assert.equal(again.body.code, "domain_taken");
+    assert.match(again.body.error, /shop\.test is served by the service "shop"/);
+    assert.ok(again.body.error.includes(shop.resource_uri), again.body.error);
+    assert.equal(again.body.details[0].field, "domains");
+
+    // Another path of the same host is another route: accepted.
+    const docs = await call(
+      s.h,
+      s.alice,
+      "POST",
+      "/api/app/v1/service/",
+      body("docs", [{ host: "shop.test", path: "/docs" }]),
+    );
+    assert.equal(docs.status, 201, docs.raw);
+    // A PATCH adding a pair the other serves is refused and changes nothing.
+    const patch = await call(s.h, s.alice, "PATCH", docs.body.resource_uri, {
+      domains: [
+        { host: "shop.test", path: "/docs" },
+        { host: "shop.test", path: "/api/" },
+      ],
+    });
+    assert.equal(patch.status, 409, patch.raw);
+    assert.match(patch.body.error, /shop\.test\/api is served by the service "shop"/);
+    const kept = (await call(s.h, s.alice, "GET", docs.body.resource_uri)).body;
+    assert.deepEqual(
+      kept.domains.map((d: { path: string }) => d.path),
+      ["/docs"],
+      "the refused change wrote nothing",
+    );
+    // Once the first service lets it go, the other may take it.
+    const freed = await call(s.h, s.alice, "PATCH", shop.resource_uri, { domains: [{ host: "shop.test" }] });
+    assert.equal(freed.status, 200, freed.raw);
+    const taken = await call(s.h, s.alice, "PATCH", docs.body.resource_uri, {
+      domains: [{ host: "shop.test", path: "/api" }],
+    });
+    assert.equal(taken.status, 200, taken.raw);
+  });
+
+  test("an uploaded certificate is removed when the last domain of its host name goes", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-cert-"));
+    try {
+      execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "rsa:2048",
+          "-nodes",
+          "-days",
+          "30",
+          "-subj",
+          "/CN=mine.test",
+          "-addext",
+          "subjectAltName=DNS:mine.test",
+          "-keyout",
+          path.join(dir, "key.pem"),
+          "-out",
+          path.join(dir, "cert.pem"),
+        ],
+        { stdio: "ignore" },
+      );
+      const certificate = fs.readFileSync(path.join(dir, "cert.pem"), "utf8");
+      const key = fs.readFileSync(path.join(dir, "key.pem"), "utf8");
+      const svc = await createService(s, body("mine", [{ host: "mine.test", tls: "uploaded" }]));
+      const put = await call(s.h, s.alice, "PUT", `${svc.resource_uri}certificate/`, {
+        host: "mine.test",
+        certificate,
+        key,
+      });
+      assert.equal(put.status, 200, put.raw);
+      const rows = () => new RouterStore(s.h.store).certificatesOf(["mine.test"]);
+      assert.equal((await rows()).length, 1);
+
+      const gone = await call(s.h, s.alice, "PATCH", svc.resource_uri, { domains: [] });
+      assert.equal(gone.status, 200, gone.raw);
+      await waitFor(
+        "the uploaded certificate removed",
+        async () => (await rows()).length === 0 || undefined,
+        5000,
+      );
+      const del = await call(s.h, s.alice, "DELETE", `${svc.resource_uri}certificate/mine.test/`);
+      assert.equal(del.status, 404, "nothing left to remove");
+      // The domain back: no certificate until one is uploaded again (the sealed key did not linger).
+      const back = await call(s.h, s.alice, "PATCH", svc.resource_uri, {
+        domains: [{ host: "mine.test", tls: "uploaded" }],
+      });
+      assert.equal(back.status, 200, back.raw);
+      const view = (await call(s.h, s.alice, "GET", svc.resource_uri)).body;
+      assert.notEqual(view.domains[0].certificate?.state, "uploaded");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
