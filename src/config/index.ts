@@ -11,6 +11,8 @@ export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" |
 export interface Config {
   listen: { host: string; port: number };
   backups?: BackupSettings; // scheduled control-plane backups (BERTH_BACKUP_DIR; undefined: none)
+  /** Hosts, addresses and CIDRs S3 backup targets may reach although they are not public. */
+  backupTargetAllow: string[];
   dataDir: string;
   databaseUrl: string;
   /** Which variable chose the database, named when it cannot be opened at start. */
@@ -411,6 +413,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     linkWaitS: parsePositiveInt("BERTH_LINK_WAIT_S", env.BERTH_LINK_WAIT_S, 120),
     router: parseRouterSettings(env),
     backups: parseBackupSettings(env),
+    backupTargetAllow: parseAllowList("BERTH_BACKUP_TARGET_ALLOW", env.BERTH_BACKUP_TARGET_ALLOW),
     startMinUpMs: parsePositiveInt("BERTH_START_MIN_UP_MS", env.BERTH_START_MIN_UP_MS, 3000),
     startMaxWaitMs: parsePositiveInt("BERTH_START_MAX_WAIT_MS", env.BERTH_START_MAX_WAIT_MS, 300_000),
     serviceRevisionsKept: Math.max(

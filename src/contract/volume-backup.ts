@@ -19,6 +19,7 @@ export const VolumeBackupView = View(
     ),
     action: Nullable(Uri),
     error: Nullable(Type.String()),
+    target: Nullable(Type.String({ description: "the backup target holding it; null: the data directory" })),
   },
   "a backup of a service's volumes",
 );
@@ -34,13 +35,31 @@ const Keep = Type.Integer({
   maximum: 1000,
   description: "successful backups of the service kept; older ones are removed after this one succeeds",
 });
+const Tier = (period: string) =>
+  Type.Integer({
+    minimum: 0,
+    maximum: 1000,
+    description: `besides keep, the newest backup of each of the last N ${period} that have one (0: none)`,
+  });
+const Target = Type.String({
+  pattern: "^[a-z0-9][a-z0-9-]{0,62}$",
+  description:
+    "the backup target (an S3-compatible bucket an administrator configured) to store it on; default the data directory",
+});
 const Pause = Type.Boolean({
   default: true,
   description: "pause each running container while its volumes are read (a consistent copy)",
 });
 
 export const VolumeBackupCreateBody = Type.Object(
-  { pause: Type.Optional(Pause), pre_command: Type.Optional(PreCommand), keep: Type.Optional(Keep) },
+  {
+    pause: Type.Optional(Pause),
+    pre_command: Type.Optional(PreCommand),
+    keep: Type.Optional(Keep),
+    keep_daily: Type.Optional(Tier("days")),
+    keep_weekly: Type.Optional(Tier("weeks")),
+    target: Type.Optional(Target),
+  },
   { additionalProperties: false },
 );
 export type VolumeBackupCreateBody = Static<typeof VolumeBackupCreateBody>;
@@ -62,8 +81,11 @@ export const VolumeBackupScheduleBody = Type.Object(
   {
     every_hours: Type.Integer({ minimum: 1, maximum: 24 * 366 }),
     keep: Keep,
+    keep_daily: Type.Optional(Tier("days")),
+    keep_weekly: Type.Optional(Tier("weeks")),
     pause: Type.Optional(Pause),
     pre_command: Type.Optional(Nullable(PreCommand)),
+    target: Type.Optional(Nullable(Target)),
   },
   { additionalProperties: false },
 );
@@ -74,8 +96,11 @@ export const VolumeBackupScheduleView = View(
     service: Uri,
     every_hours: Type.Integer(),
     keep: Type.Integer(),
+    keep_daily: Type.Integer(),
+    keep_weekly: Type.Integer(),
     pause: Type.Boolean(),
     pre_command: Nullable(Type.String()),
+    target: Nullable(Type.String()),
     next_datetime: Time,
   },
   "a service's volume backup schedule",

@@ -83,6 +83,20 @@ export const VOLUME_ARCHIVE = {
   totalMs: 3_600_000,
 } as const;
 
+/**
+ * Calls to an S3-compatible backup target (ops/s3-target.ts): each call (a list, a stat, a delete,
+ * the start of an upload or download) ends within `callMs`; a transfer says something at least
+ * every `idleMs` and ends within `totalMs`; an object read is at most `bytes`; a listing reads at
+ * most `listEntries` objects.
+ */
+export const BACKUP_TARGET = {
+  callMs: 30_000,
+  idleMs: 120_000,
+  totalMs: 3_600_000,
+  bytes: 16 * 1024 * MiB,
+  listEntries: 10_000,
+} as const;
+
 /** Error code of an answer cut at a bound (Node's code style, so network-error checks can tell it). */
 export const ANSWER_TOO_LARGE = "ERR_BERTH_ANSWER_TOO_LARGE";
 export const ANSWER_TOO_SLOW = "ERR_BERTH_ANSWER_TOO_SLOW";

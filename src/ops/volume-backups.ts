@@ -1,3 +1,5 @@
+// Long because a backup and a restore share this class's steps end to end: consistency (pause or
+// pre-command), archives and their checksums, targets (upload, fetch, delete), retention, schedules.
 // Backups of services' volumes (issue 31): each backup and each restore is an action with its
 // log. A backup reads every volume path of every container of the service (its bindings with a
 // container path, `volumes_from` aside) through the engine's archive API (drivers, bounded by
@@ -7,22 +9,33 @@
 // archive into the container of the same rank (by number) of the same or another service that
 // has a volume at that path, paused meanwhile. Schedules back a service up every N hours; one
 // replica claims each due schedule (store/volume-backups.ts claimSchedule).
+// A backup may go to an S3-compatible target (ops/backup-targets.ts): its archives are uploaded
+// as `<prefix>volumes/<namespace>/<backup uuid>/<file>` and the local copies removed. Every
+// archive's SHA-256 is recorded; a restore first fetches and checks every archive (size and
+// SHA-256) and writes nothing into a container unless all of them are whole. Retention keeps the
+// newest `keep` and, with tiers, the newest of each of the last N days / weeks (domain/retention.ts).
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Type } from "typebox";
 import type { ActionEngine } from "../actions/engine.ts";
 import type { ActionKind, CallMeta, StepContext } from "../actions/types.ts";
 import { ensurePrivateDir } from "../config/private-files.ts";
 import { conflict, notFound } from "../domain/errors.ts";
+import { describeRetention, retained } from "../domain/retention.ts";
 import type { Clock } from "../domain/time.ts";
 import { nsUri, serviceUri } from "../domain/uri.ts";
 import type { Engine } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
+import type { BackupTargetRow } from "../store/backup-targets.ts";
 import { archivesOf, specOf, type VolumeArchive } from "../store/codec.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 import { type VolumeBackupRow, VolumeBackupStore } from "../store/volume-backups.ts";
+import type { BackupTargets } from "./backup-targets.ts";
+import { type S3Target, TargetError } from "./s3-target.ts";
 
 export const volumeBackupUri = (b: { namespace: string; uuid: string }) =>
   nsUri("app", b.namespace, "volumebackup", b.uuid);
@@ -34,6 +47,11 @@ export interface BackupOptions {
   preCommand: string | null;
   /** Successful backups of the service kept (older ones are removed after this one succeeds). */
   keep: number | null;
+  /** Tiers besides `keep`: the newest of each of the last N days / weeks (0: none). */
+  keepDaily: number;
+  keepWeekly: number;
+  /** Where the archives go (null: the data directory). */
+  target: BackupTargetRow | null;
 }
 
 const BackupParams = Type.Object({
@@ -41,6 +59,8 @@ const BackupParams = Type.Object({
   pause: Type.Boolean(),
   pre_command: Type.Union([Type.String(), Type.Null()]),
   keep: Type.Union([Type.Integer(), Type.Null()]),
+  keep_daily: Type.Optional(Type.Integer()),
+  keep_weekly: Type.Optional(Type.Integer()),
 });
 const RestoreParams = Type.Object({ backup: Type.String(), service: Type.String() });
 interface BackupP {
@@ -48,6 +68,8 @@ interface BackupP {
   pause: boolean;
   pre_command: string | null;
   keep: number | null;
+  keep_daily?: number;
+  keep_weekly?: number;
 }
 interface RestoreP {
   backup: string;
@@ -67,8 +89,50 @@ export function volumePaths(s: { spec: string }): string[] {
 
 const STEP_MS = 2 * 3_600_000;
 
+/** The key of an archive on a target, below its prefix. */
+const objectKey = (b: { namespace: string; uuid: string }, file: string) =>
+  `volumes/${b.namespace}/${b.uuid}/${file}`;
+
+/** Passes bytes on and hashes them (SHA-256, hex in `digest` once they end). */
+function hashing(): Transform & { digest: string } {
+  const hash = createHash("sha256");
+  const t = new Transform({
+    transform(chunk: Buffer, _e, done) {
+      hash.update(chunk);
+      done(null, chunk);
+    },
+    flush(done) {
+      t.digest = hash.digest("hex");
+      done();
+    },
+  }) as Transform & { digest: string };
+  return t;
+}
+
+function sha256Of(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash("sha256");
+    fs.createReadStream(file)
+      .on("data", (c) => hash.update(c))
+      .on("end", () => resolve(hash.digest("hex")))
+      .on("error", reject);
+  });
+}
+
 export class VolumeBackups {
-  constructor(private readonly d: { store: Store; engines: EngineSource; clock: Clock; dir: string }) {}
+  constructor(
+    private readonly d: {
+      store: Store;
+      engines: EngineSource;
+      clock: Clock;
+      dir: string;
+      targets: BackupTargets;
+    },
+  ) {}
+
+  get targets(): BackupTargets {
+    return this.d.targets;
+  }
 
   rows(s: Store = this.d.store): VolumeBackupStore {
     return new VolumeBackupStore(s);
@@ -130,11 +194,19 @@ export class VolumeBackups {
         archives: "[]",
         action_uuid: null,
         error: null,
+        target_uuid: opts.target?.uuid ?? null,
       });
       const action = await actions.enqueue(tx, {
         ...(opts.actionUuid ? { uuid: opts.actionUuid } : {}),
         kind: "service.volume_backup",
-        params: { backup: uuid, pause: opts.pause, pre_command: opts.preCommand, keep: opts.keep },
+        params: {
+          backup: uuid,
+          pause: opts.pause,
+          pre_command: opts.preCommand,
+          keep: opts.keep,
+          keep_daily: opts.keepDaily,
+          keep_weekly: opts.keepWeekly,
+        },
         namespace: service.namespace,
         object: serviceUri(service),
         meta: opts.meta,
@@ -168,8 +240,22 @@ export class VolumeBackups {
       );
   }
 
+  /** Deletes a backup and its archives (on its target too; a target that refuses: 409, nothing removed). */
   async remove(b: VolumeBackupRow): Promise<void> {
     if (b.state === "In progress") throw conflict(`volume backup ${b.uuid} is in progress`, "invalid_state");
+    if (b.target_uuid) {
+      const t = await this.d.targets.rows().find(b.target_uuid);
+      if (t) {
+        const target = this.d.targets.open(t);
+        try {
+          for (const a of archivesOf(b)) await target.remove(objectKey(b, a.file));
+        } catch (err) {
+          throw conflict((err as Error).message, "target_failed");
+        } finally {
+          target.close();
+        }
+      }
+    }
     fs.rmSync(path.join(this.d.dir, b.uuid), { recursive: true, force: true });
     await this.rows().remove(b.uuid);
   }
@@ -237,19 +323,23 @@ export class VolumeBackups {
             for (const [i, p] of paths.entries()) {
               const file = `${x.c.number}-${i}.tar`;
               const target = path.join(dir, file);
+              const hash = hashing();
               await pipeline(
                 await x.engine.readArchive(x.c.engine_id!, p),
+                hash,
                 fs.createWriteStream(target, { mode: 0o600 }),
               );
               const bytes = fs.statSync(target).size;
               size += bytes;
-              archives.push({ number: x.c.number, path: p, file, bytes });
+              archives.push({ number: x.c.number, path: p, file, bytes, sha256: hash.digest });
               await ctx.log(`Backed up ${p} of ${x.c.name} (${bytes} bytes)`);
             }
           },
         );
       }
+      if (b.target_uuid) await this.upload(ctx, b, dir, archives);
     } catch (err) {
+      if (b.target_uuid) await this.forget(b, archives);
       fs.rmSync(dir, { recursive: true, force: true });
       const message = err instanceof Error ? err.message : String(err);
       await this.rows().update(b.uuid, { state: "Failed", finished: this.d.clock.now(), error: message });
@@ -262,14 +352,94 @@ export class VolumeBackups {
       archives: JSON.stringify(archives),
     });
     await ctx.log(`Volume backup ${b.uuid}: ${archives.length} archive(s), ${size} bytes`);
-    if (ctx.params.keep !== null) {
-      const old = (await this.rows().successfulOfService(service.uuid)).slice(ctx.params.keep);
-      for (const o of old) {
+    if (ctx.params.keep !== null) await this.retain(ctx, service.uuid);
+  }
+
+  /** Uploads the archives to the backup's target, then removes the local copies. */
+  private async upload(
+    ctx: StepContext<unknown>,
+    b: VolumeBackupRow,
+    dir: string,
+    archives: VolumeArchive[],
+  ) {
+    const t = await this.d.targets.rows().find(b.target_uuid!);
+    if (!t) throw new Error("the backup target is gone");
+    const target = this.d.targets.open(t);
+    try {
+      for (const a of archives) await target.put(objectKey(b, a.file), path.join(dir, a.file));
+    } finally {
+      target.close();
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+    await ctx.log(`Uploaded ${archives.length} archive(s) to backup target ${t.name}`);
+  }
+
+  /** Best effort: a failed backup leaves no objects on its target. */
+  private async forget(b: VolumeBackupRow, archives: VolumeArchive[]): Promise<void> {
+    const t = await this.d.targets.rows().find(b.target_uuid!);
+    if (!t) return;
+    const target = this.d.targets.open(t);
+    try {
+      for (const a of archives) await target.remove(objectKey(b, a.file)).catch(() => undefined);
+    } finally {
+      target.close();
+    }
+  }
+
+  /** Retention: the newest `keep`, and the newest of each of the last `keep_daily` days / `keep_weekly` weeks. */
+  private async retain(ctx: StepContext<BackupP>, serviceUuid: string): Promise<void> {
+    const policy = {
+      last: ctx.params.keep ?? 0,
+      daily: ctx.params.keep_daily ?? 0,
+      weekly: ctx.params.keep_weekly ?? 0,
+    };
+    const all = await this.rows().successfulOfService(serviceUuid);
+    const keep = retained(
+      all.map((o) => ({ id: o.uuid, time: Number(o.created) })),
+      policy,
+    );
+    for (const o of all) {
+      if (keep.has(o.uuid)) continue;
+      try {
         await this.remove(o);
         await ctx.log(
-          `Retention (keep ${ctx.params.keep}): removed volume backup ${o.uuid} of ${new Date(o.created).toISOString()}`,
+          `Retention (${describeRetention(policy)}): removed volume backup ${o.uuid} of ${new Date(Number(o.created)).toISOString()}`,
         );
+      } catch (err) {
+        await ctx.log(`Retention: volume backup ${o.uuid} could not be removed: ${(err as Error).message}`);
       }
+    }
+  }
+
+  /**
+   * Every archive of the backup as a checked local file (downloaded from its target into
+   * `staging`), or an error naming the first that is not whole: nothing is written before.
+   */
+  private async fetchAll(b: VolumeBackupRow, staging: string): Promise<Map<string, string>> {
+    const files = new Map<string, string>();
+    let target: S3Target | undefined;
+    try {
+      if (b.target_uuid) {
+        const t = await this.d.targets.rows().find(b.target_uuid);
+        if (!t) throw new Error("the backup target holding this backup is gone");
+        target = this.d.targets.open(t);
+        ensurePrivateDir(staging);
+      }
+      for (const a of archivesOf(b)) {
+        const file = target ? path.join(staging, a.file) : this.fileOf(b, a);
+        if (target) await target.download(objectKey(b, a.file), file, a.bytes);
+        else if (!fs.existsSync(file) || fs.statSync(file).size !== a.bytes)
+          throw new Error(`archive ${a.file} of volume backup ${b.uuid} is missing or not ${a.bytes} bytes`);
+        if (a.sha256 && (await sha256Of(file)) !== a.sha256)
+          throw new Error(`archive ${a.file} of volume backup ${b.uuid} is corrupted (its SHA-256 differs)`);
+        files.set(a.file, file);
+      }
+      return files;
+    } catch (err) {
+      if (err instanceof TargetError) throw new Error(err.message);
+      throw err;
+    } finally {
+      target?.close();
     }
   }
 
@@ -281,6 +451,24 @@ export class VolumeBackups {
     await this.checkRestore(b, target);
     const containers = await this.containers(target.uuid);
     const archives = archivesOf(b);
+    const staging = path.join(this.d.dir, `.restore-${ctx.action.uuid}`);
+    try {
+      const files = await this.fetchAll(b, staging);
+      await ctx.log(`Checked ${files.size} archive(s) of volume backup ${b.uuid}: whole`);
+      await this.writeAll(ctx, b, target, containers, archives, files);
+    } finally {
+      fs.rmSync(staging, { recursive: true, force: true });
+    }
+  }
+
+  private async writeAll(
+    ctx: StepContext<RestoreP>,
+    b: VolumeBackupRow,
+    target: ServiceRow,
+    containers: { c: ContainerRow; engine: Engine }[],
+    archives: VolumeArchive[],
+    files: Map<string, string>,
+  ): Promise<void> {
     const ranks = [...new Set(archives.map((a) => a.number))].sort((x, y) => x - y);
     for (const [rank, number] of ranks.entries()) {
       const x = containers[rank];
@@ -295,7 +483,7 @@ export class VolumeBackups {
           await x.engine.writeArchive(
             x.c.engine_id!,
             path.posix.dirname(a.path),
-            fs.createReadStream(this.fileOf(b, a)),
+            fs.createReadStream(files.get(a.file)!),
           );
           await ctx.log(
             `Restored ${a.path} of ${b.service_name} #${number} into ${x.c.name} (${a.bytes} bytes)`,
@@ -317,9 +505,19 @@ export class VolumeBackups {
         await this.rows().removeSchedule(s.service_uuid);
         continue;
       }
+      const target = s.target_uuid ? ((await this.d.targets.rows().find(s.target_uuid)) ?? null) : null;
       await this.request(
         service,
-        { pause: s.pause === 1, preCommand: s.pre_command, keep: s.keep, trigger: "schedule", meta },
+        {
+          pause: s.pause === 1,
+          preCommand: s.pre_command,
+          keep: s.keep,
+          keepDaily: s.keep_daily,
+          keepWeekly: s.keep_weekly,
+          target,
+          trigger: "schedule",
+          meta,
+        },
         actions,
       ).then(
         () => queued++,

@@ -148,6 +148,8 @@ export interface VolumeArchive {
   path: string;
   file: string;
   bytes: number;
+  /** SHA-256 of the archive (hex), checked before a restore writes anything (absent before 0033). */
+  sha256?: string;
 }
 
 /** A volume backup's archives (volume_backups.archives). */

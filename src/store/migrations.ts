@@ -857,6 +857,33 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // S3-compatible backup targets (issue 31, ops/backup-targets.ts): the secret key sealed; volume
+    // backups and their schedules name the target they go to (null: the data directory), and
+    // schedules keep daily and weekly tiers besides the newest `keep`.
+    "0033_backup_targets": {
+      async up(db: AnyDb) {
+        await db.schema
+          .createTable("backup_targets")
+          .addColumn("uuid", "text", (c) => c.primaryKey())
+          .addColumn("name", "text", (c) => c.notNull().unique())
+          .addColumn("endpoint", "text", (c) => c.notNull())
+          .addColumn("bucket", "text", (c) => c.notNull())
+          .addColumn("prefix", "text", (c) => c.notNull())
+          .addColumn("region", "text", (c) => c.notNull())
+          .addColumn("access_key", "text", (c) => c.notNull())
+          .addColumn("sealed_secret", "text", (c) => c.notNull())
+          .addColumn("path_style", "integer", (c) => c.notNull())
+          .addColumn("created", "bigint", (c) => c.notNull())
+          .execute();
+        await db.schema.alterTable("volume_backups").addColumn("target_uuid", "text").execute();
+        await db.schema.alterTable("volume_backup_schedules").addColumn("target_uuid", "text").execute();
+        for (const column of ["keep_daily", "keep_weekly"])
+          await db.schema
+            .alterTable("volume_backup_schedules")
+            .addColumn(column, "integer", (c) => c.notNull().defaultTo(0))
+            .execute();
+      },
+    },
   };
 }
 

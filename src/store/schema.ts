@@ -524,6 +524,25 @@ export interface Database {
   simulated_clock: SimulatedClockTable;
   volume_backups: VolumeBackupTable;
   volume_backup_schedules: VolumeBackupScheduleTable;
+  backup_targets: BackupTargetTable;
+}
+
+/** An S3-compatible backup target (migration 0033, ops/backup-targets.ts). */
+export interface BackupTargetTable {
+  uuid: string;
+  name: string;
+  /** `https://host[:port]` (or http). */
+  endpoint: string;
+  bucket: string;
+  /** Key prefix of every object Berth writes ("" or ending in "/"). */
+  prefix: string;
+  region: string;
+  access_key: string;
+  /** The secret key, sealed (identity/secret-box.ts). */
+  sealed_secret: string;
+  /** 1: path-style addressing (`endpoint/bucket/key`) rather than `bucket.endpoint/key`. */
+  path_style: number;
+  created: number;
 }
 
 /** A backup of a service's volumes (migration 0027, orchestrator/volume-backups.ts). */
@@ -546,6 +565,8 @@ export interface VolumeBackupTable {
   /** The action that made it. */
   action_uuid: string | null;
   error: string | null;
+  /** The backup target holding its archives (migration 0033); null: the data directory. */
+  target_uuid: string | null;
 }
 
 /** A service's volume backup schedule (migration 0027). */
@@ -560,6 +581,11 @@ export interface VolumeBackupScheduleTable {
   /** A command run in each container before its volumes are read (null: none). */
   pre_command: string | null;
   next_at: number;
+  /** Where the backups go (migration 0033): a backup target's uuid, or null for the data directory. */
+  target_uuid: string | null;
+  /** Retention tiers besides `keep` (0: none): the newest backup of each of the last N days / weeks. */
+  keep_daily: number;
+  keep_weekly: number;
 }
 
 /**

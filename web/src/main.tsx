@@ -11,6 +11,7 @@ import { UsersPage } from "./pages/account/users.tsx";
 import { AccountPage } from "./pages/account.tsx";
 import { ActionDetail, ActionList } from "./pages/actions.tsx";
 import { AlertDetail, AlertList } from "./pages/alerts.tsx";
+import { BackupsPage } from "./pages/backups.tsx";
 import { ContainerDetail, ContainerList } from "./pages/containers.tsx";
 import { ClusterCreate, ClusterDetail, ClusterList, NodeDetail, NodeList } from "./pages/infra.tsx";
 import { Overview } from "./pages/overview.tsx";
@@ -87,6 +88,7 @@ const NAV: [string, string][] = [
   ["/containers", "Containers"],
   ["/actions", "Actions"],
   ["/alerts", "Alerts"],
+  ["/backups", "Backups"],
   ["/registries", "Registries"],
   ["/account", "Account"],
 ];
@@ -112,6 +114,7 @@ const ROUTES: Route[] = [
   ["/actions/:uuid", (p) => <ActionDetail uuid={p.uuid!} />],
   ["/alerts", () => <AlertList />],
   ["/alerts/:uuid", (p) => <AlertDetail uuid={p.uuid!} />],
+  ["/backups", () => <BackupsPage />],
   ["/registries", () => <RegistryPage />],
   ["/account", () => <AccountPage />],
   ["/users", () => <UsersPage />],

@@ -14,9 +14,10 @@ import {
   VolumeBackupView,
   VolumeRestoreBody,
 } from "../../contract/volume-backup.ts";
-import { notFound } from "../../domain/errors.ts";
+import { invalidField, notFound } from "../../domain/errors.ts";
 import { actionUri, serviceUri } from "../../domain/uri.ts";
 import { type VolumeBackups, volumeBackupUri } from "../../ops/volume-backups.ts";
+import type { BackupTargetRow } from "../../store/backup-targets.ts";
 import { archivesOf } from "../../store/codec.ts";
 import type { ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
@@ -37,7 +38,10 @@ interface Deps {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function volumeBackupView(b: VolumeBackupRow) {
+/** Target names by uuid (a handful of rows), for views. */
+type Names = Map<string, string>;
+
+export function volumeBackupView(b: VolumeBackupRow, names: Names = new Map()) {
   return {
     uuid: b.uuid,
     resource_uri: volumeBackupUri(b),
@@ -51,16 +55,20 @@ export function volumeBackupView(b: VolumeBackupRow) {
     archives: archivesOf(b).map((a) => ({ container_number: a.number, path: a.path, size_bytes: a.bytes })),
     action: b.action_uuid ? actionUri(b.action_uuid) : null,
     error: b.error,
+    target: b.target_uuid ? (names.get(b.target_uuid) ?? b.target_uuid) : null,
   };
 }
 
-function scheduleView(s: VolumeBackupScheduleRow) {
+function scheduleView(s: VolumeBackupScheduleRow, names: Names) {
   return {
     service: serviceUri({ namespace: s.namespace, uuid: s.service_uuid }),
     every_hours: s.every_hours,
     keep: s.keep,
+    keep_daily: s.keep_daily,
+    keep_weekly: s.keep_weekly,
     pause: s.pause === 1,
     pre_command: s.pre_command,
+    target: s.target_uuid ? (names.get(s.target_uuid) ?? s.target_uuid) : null,
     next_datetime: iso(Number(s.next_at)),
   };
 }
@@ -74,10 +82,24 @@ export function volumeBackupRoutes(untyped: FastifyInstance, deps: Deps): void {
     ownObject(req, await store.services.findService(uuid), "service", serviceUri);
   const backupOf = async (req: FastifyRequest, uuid: string): Promise<VolumeBackupRow> =>
     ownObject(req, await backups.rows().find(uuid), "volume backup", volumeBackupUri);
+  const names = async (): Promise<Names> =>
+    new Map((await backups.targets.rows().list()).map((t) => [t.uuid, t.name]));
+  const targetNamed = async (name: string | null | undefined): Promise<BackupTargetRow | null> => {
+    if (!name) return null;
+    const t = await backups.targets.rows().findByName(name);
+    if (!t) throw invalidField("target", `names no backup target (${name})`);
+    return t;
+  };
   const list = async (req: FastifyRequest, query: { limit?: number; offset?: number }, service?: string) => {
     const page = pageOf(query);
     const { rows, total } = await backups.rows().list({ namespace: namespaceOf(req), service }, page);
-    return envelope(req, page, total, rows.map(volumeBackupView));
+    const n = await names();
+    return envelope(
+      req,
+      page,
+      total,
+      rows.map((r) => volumeBackupView(r, n)),
+    );
   };
 
   for (const url of nsPaths("/api/app/v1/{ns}service/:uuid/volumebackup/")) {
@@ -117,6 +139,9 @@ export function volumeBackupRoutes(untyped: FastifyInstance, deps: Deps): void {
             pause: body.pause ?? true,
             preCommand: body.pre_command ?? null,
             keep: body.keep ?? null,
+            keepDaily: body.keep_daily ?? 0,
+            keepWeekly: body.keep_weekly ?? 0,
+            target: await targetNamed(body.target),
             trigger: "user",
             actionUuid: req.actionUuid,
             meta: callMeta(req),
@@ -125,7 +150,7 @@ export function volumeBackupRoutes(untyped: FastifyInstance, deps: Deps): void {
         );
         req.audit.recorded = true;
         for (const h of ACTION_URI_HEADERS) reply.header(h, actionUri(action.uuid));
-        return reply.status(202).send(volumeBackupView(backup));
+        return reply.status(202).send(volumeBackupView(backup, await names()));
       },
     );
   }
@@ -146,7 +171,7 @@ export function volumeBackupRoutes(untyped: FastifyInstance, deps: Deps): void {
         const s = await serviceOf(req, req.params.uuid);
         const found = await backups.rows().findSchedule(s.uuid);
         if (!found) throw notFound("volume backup schedule");
-        return scheduleView(found);
+        return scheduleView(found, await names());
       },
     );
     app.put(
@@ -168,12 +193,15 @@ export function volumeBackupRoutes(untyped: FastifyInstance, deps: Deps): void {
           namespace: s.namespace,
           every_hours: req.body.every_hours,
           keep: req.body.keep,
+          keep_daily: req.body.keep_daily ?? 0,
+          keep_weekly: req.body.keep_weekly ?? 0,
           pause: req.body.pause === false ? 0 : 1,
           pre_command: req.body.pre_command ?? null,
+          target_uuid: (await targetNamed(req.body.target))?.uuid ?? null,
           next_at: Date.now() + req.body.every_hours * 3_600_000,
         };
         await backups.rows().putSchedule(row);
-        return scheduleView(row);
+        return scheduleView(row, await names());
       },
     );
     app.delete(
@@ -233,7 +261,7 @@ export function volumeBackupRoutes(untyped: FastifyInstance, deps: Deps): void {
           response: { 200: VolumeBackupView },
         },
       },
-      async (req) => volumeBackupView(await backupOf(req, req.params.uuid)),
+      async (req) => volumeBackupView(await backupOf(req, req.params.uuid), await names()),
     );
     app.delete(
       url,
@@ -249,7 +277,7 @@ export function volumeBackupRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const b = await backupOf(req, req.params.uuid);
         await backups.remove(b);
-        return volumeBackupView(b);
+        return volumeBackupView(b, await names());
       },
     );
   }

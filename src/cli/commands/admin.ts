@@ -18,6 +18,7 @@ interface AdminOptions {
   databaseUrl?: string;
   passphraseFile?: string;
   keyFile?: string;
+  targetFile?: string;
 }
 
 export function registerAdmin(program: Command): void {
@@ -26,9 +27,9 @@ export function registerAdmin(program: Command): void {
     .description(
       "operate a Berth server where it runs: backup and restore of its database (BERTH_* settings)",
     );
-  const verb = (name: "backup" | "restore", description: string) =>
+  const verb = (name: "backup" | "restore" | "ls", description: string) =>
     admin
-      .command(`${name} <file>`)
+      .command(name === "ls" ? "ls" : `${name} <file>`)
       .description(description)
       .option("--data-dir <dir>", "Berth's data directory (default BERTH_DATA_DIR, else ./data)")
       .option(
@@ -43,21 +44,28 @@ export function registerAdmin(program: Command): void {
         "--key-file <file>",
         "seal (open) the backup with this file's bytes, 32 or more (default BERTH_BACKUP_KEY_FILE)",
       )
-      .action(async (file: string, o: AdminOptions) => {
+      .option(
+        "--target-file <file>",
+        "an S3-compatible target (JSON: endpoint, bucket, prefix, region, access_key, secret_key, path_style): <file> names a backup on it",
+      )
+      .action(async (...args: unknown[]) => {
+        const file = name === "ls" ? undefined : (args[0] as string);
+        const o = (name === "ls" ? args[0] : args[1]) as AdminOptions;
         const mod = await loadPart<AdminModule>("admin");
         const env = { ...process.env };
         if (o.dataDir) env.BERTH_DATA_DIR = o.dataDir;
         if (o.databaseUrl) env.BERTH_DATABASE_URL = o.databaseUrl;
         if (o.passphraseFile) env.BERTH_BACKUP_PASSPHRASE_FILE = o.passphraseFile;
         if (o.keyFile) env.BERTH_BACKUP_KEY_FILE = o.keyFile;
+        if (o.targetFile) env.BERTH_BACKUP_TARGET_FILE = o.targetFile;
         process.exitCode = await mod.admin(
-          [name, file],
+          file === undefined ? [name] : [name, file],
           env,
           {
             out: (line) => process.stdout.write(`${line}\n`),
             err: (line) => process.stderr.write(`${line}\n`),
           },
-          `usage: berth admin ${name} <file>`,
+          name === "ls" ? "usage: berth admin ls --target-file <file>" : `usage: berth admin ${name} <file>`,
         );
       });
   verb(
@@ -68,4 +76,5 @@ export function registerAdmin(program: Command): void {
     "restore",
     "check a backup, then restore it into an empty data directory or database (Berth stopped); the next start re-adopts containers",
   );
+  verb("ls", "list the control-plane backups on an S3-compatible target (--target-file)");
 }
