@@ -2,7 +2,7 @@
 // failing counts that follow changes without a reload; the latest failed actions.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ADMIN_PASSWORD, browserSuite, browserUnavailable, openPage, signInAs } from "./browser.ts";
+import { ADMIN_PASSWORD, browserSuite, browserUnavailable, openPage, row, signInAs } from "./browser.ts";
 import { containersOf, simulatedCluster, startedService, until } from "./fixtures.ts";
 
 const unavailable = browserUnavailable();
@@ -53,6 +53,32 @@ describe("live overview in Chromium", { skip: unavailable }, () => {
       .locator("a.tile", { hasText: "Containers" })
       .locator(".part.bad", { hasText: "1 failing" })
       .waitFor({ timeout: 5000 });
+
+    // A container that runs but whose health check fails is failing too, and so is its service.
+    const sick = await suite.berth.api("POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name: "sick",
+      run_command: "httpd -f -p 80",
+      health_check: { type: "command", command: "exit 1", interval: 0.2, timeout: 1, retries: 1 },
+    });
+    await suite.berth.api("POST", `${sick.body.resource_uri}start/`);
+    await page
+      .locator("a.tile", { hasText: "Containers" })
+      .locator(".part.bad", { hasText: "2 failing" })
+      .waitFor({ timeout: 30_000 });
+    await services.locator(".part.bad", { hasText: "2 failing" }).waitFor({ timeout: 5000 });
+    const failingNow = page.getByRole("region", { name: "Failing now" });
+    const containersLine = failingNow.locator("li", { hasText: "2 containers" });
+    await containersLine.getByText("1 crashed, 1 unhealthy").waitFor();
+    await failingNow.locator("li", { hasText: "2 services" }).getByText("1 crashed, 1 unhealthy").waitFor();
+    await containersLine.getByRole("link", { name: "2 containers" }).click();
+    await page.getByRole("status").getByText("Only failing ones").waitFor();
+    await row(page, "sick-1").waitFor();
+    await row(page, "bad-1").waitFor();
+    assert.equal(await page.locator("tbody tr").count(), 2, "only the failing ones");
+    await page.getByRole("link", { name: "Show all" }).click();
+    await row(page, "up-1").waitFor();
+    await page.goto("/#/");
 
     const failing = await fetch(`${suite.berth.url}/api/app/v1/widget/w9/work/`, {
       method: "POST",
