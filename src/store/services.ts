@@ -42,6 +42,7 @@ export function newContainerRow(
     phase: "starting",
     observed: "none",
     health: null,
+    health_output: null,
     restart_count: 0,
     engine_id: null,
     exit_code: null,

@@ -32,7 +32,13 @@ describe("overview counts", () => {
       image: "busybox:local",
       name: "sick",
       run_command: "httpd -f -p 80",
-      health_check: { type: "command", command: "exit 1", interval: 0.1, timeout: 1, retries: 1 },
+      health_check: {
+        type: "command",
+        command: "echo cannot reach the database; exit 1",
+        interval: 0.1,
+        timeout: 1,
+        retries: 1,
+      },
     });
     // Its start fails (the check never passes); its container goes on running, unhealthy.
     await call(s.h, s.alice, "POST", `${sick.resource_uri}start/`);
@@ -82,6 +88,11 @@ describe("overview counts", () => {
       "crash-1",
       "sick-1",
     ]);
+    const sickOne = failingContainers.body.objects.find((c: { name: string }) => c.name === "sick-1");
+    assert.equal(sickOne.health, "unhealthy");
+    assert.equal(sickOne.health_output, "cannot reach the database", "why it is unhealthy");
+    const fine = (await call(s.h, s.alice, "GET", "/api/app/v1/container/?name=fine-1")).body.objects[0];
+    assert.equal(fine.health_output, null, "no check: no output");
     const failingServices = await call(s.h, s.alice, "GET", "/api/app/v1/service/?failing=true");
     assert.deepEqual(failingServices.body.objects.map((x: { name: string }) => x.name).sort(), [
       "crash",
