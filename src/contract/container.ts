@@ -53,6 +53,12 @@ export const ContainerView = View(
     ...DefinitionFields,
     ...StopFields,
     health: HealthField,
+    health_output: Nullable(
+      Type.String({
+        description:
+          "what its health check printed when its health last changed (why it is unhealthy); null: no check",
+      }),
+    ),
     health_check: HealthCheckView,
     restart_count: Type.Integer({
       description: "how often its engine restarted it (restart policy) since Berth last started it",

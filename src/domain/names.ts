@@ -26,6 +26,7 @@ export const RESERVED_NAMES = new Set([
   "nodetype",
   "oauth",
   "orgs",
+  "overview",
   "provider",
   "redeploy",
   "region",

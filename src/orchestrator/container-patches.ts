@@ -113,6 +113,13 @@ export function observedPatch(
     private_ip: view.ipAddress ?? r.private_ip,
     // Its health check's last word (null: none); a stopped container keeps its last one, as its engine does.
     health: view.health?.status ?? null,
+    // Why: what the check printed as its health changed (kept while it stays, so a check whose
+    // output varies does not rewrite the record at every run).
+    health_output: !view.health
+      ? null
+      : view.health.status !== r.health || r.health_output === null
+        ? view.health.lastOutput.slice(-500)
+        : r.health_output,
     restart_count: view.restartCount,
     ...(ports.length ? { ports: JSON.stringify(ports) } : {}),
   };

@@ -2,6 +2,7 @@
 // manager, views and the reconciler's controllers; their relations and routes.
 import type { ActionEngine } from "../actions/engine.ts";
 import type { Relations } from "../actions/relations.ts";
+import { overviewRoutes } from "../api/routes/overview.ts";
 import { serviceRoutes } from "../api/routes/services.ts";
 import type { Core, Routes } from "../composition.ts";
 import { containerUri, serviceUri, stackUri } from "../domain/uri.ts";
@@ -112,7 +113,10 @@ export function orchestratorModule(
     const cs = await s.services.containersOfService(svc.uuid);
     return [...cs.map(containerUri), ...(svc.stack_uuid ? [stackUri(svc.namespace, svc.stack_uuid)] : [])];
   });
-  const routes: Routes = [(a) => serviceRoutes(a, { store, actions, services, views, answers })];
+  const routes: Routes = [
+    (a) => serviceRoutes(a, { store, actions, services, views, answers }),
+    (a) => overviewRoutes(a, { store }),
+  ];
   return {
     runtime,
     orchestrator,

@@ -223,6 +223,7 @@ export function containerView(c: ContainerRow, spec: ServiceSpec, data: ViewData
     exit_code_message: c.exit_code_msg,
     health: healthView(c.health),
     restart_count: c.restart_count,
+    health_output: c.health === null ? null : (c.health_output ?? null),
     private_ip: c.private_ip,
     container_ports: spec.container_ports.map((p) =>
       portView(p, {

@@ -884,6 +884,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
             .execute();
       },
     },
+    "0035_dashboard": {
+      async up(db: AnyDb) {
+        // What its health check printed when a container's health last changed (why it is
+        // unhealthy, issue 33); null: no check.
+        await db.schema.alterTable("containers").addColumn("health_output", "text").execute();
+      },
+    },
   };
 }
 

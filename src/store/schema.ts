@@ -266,6 +266,8 @@ export interface ContainerTable {
   observed: ContainerObserved;
   /** Its health check's last word as the engine reported it (null: no check); written only by the runtime. */
   health: ContainerHealth | null;
+  /** What its check printed when its health last changed (why it is unhealthy); written only by the runtime. */
+  health_output: string | null;
   /** Times its engine restarted it (restart policy) since Berth last started it; written only by the runtime. */
   restart_count: number;
   engine_id: string | null;

@@ -11,6 +11,7 @@ import { specLinks } from "./codec.ts";
 import { derivedColumns } from "./derived.ts";
 import { containsText, type ListOrder, orderOf } from "./list-search.ts";
 import { RevisionStore } from "./revisions.ts";
+import { containerFailing, serviceFailing } from "./overview.ts";
 import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts";
 
 export type { ContainerRow, ServiceRow } from "./types.ts";
@@ -42,6 +43,7 @@ export function newContainerRow(
     phase: "starting",
     observed: "none",
     health: null,
+    health_output: null,
     restart_count: 0,
     engine_id: null,
     exit_code: null,
@@ -72,6 +74,8 @@ export interface ServiceQuery {
   name?: string;
   stack?: string;
   stackName?: string;
+  /** Only failing services (`failing=true`, store/overview.ts), or only the others. */
+  failing?: boolean;
   /** Names containing this text, any case (`name__icontains`). */
   nameContains?: string;
   orderBy?: ListOrder;
@@ -90,6 +94,8 @@ export interface ContainerQuery {
   service?: string;
   node?: string;
   serviceStackName?: string;
+  /** Only failing containers (`failing=true`, store/overview.ts), or only the others. */
+  failing?: boolean;
   /** Names containing this text, any case (`name__icontains`). */
   nameContains?: string;
   orderBy?: ListOrder;
@@ -348,6 +354,8 @@ export class ServiceStore {
           .where("name", "=", stackName),
       );
     }
+    if (q.failing !== undefined)
+      base = base.where((eb) => (q.failing ? serviceFailing(eb) : eb.not(serviceFailing(eb))));
     if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     // A search reads the matching ids from the (namespace, state, name) index, not every row.
@@ -631,6 +639,8 @@ export class ServiceStore {
           ),
       );
     }
+    if (q.failing !== undefined)
+      base = base.where((eb) => (q.failing ? containerFailing(eb) : eb.not(containerFailing(eb))));
     if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     // A search reads the matching ids from the (namespace, state, name) index, not every row.

@@ -12,6 +12,10 @@ export interface ExitFacts {
   exit_code_msg?: string | null;
   /** Issue 29's wire field: "starting" | "healthy" | "unhealthy" | "none" (absent on older servers). */
   health?: string | null;
+  /** What its check printed when its health last changed (why it is unhealthy). */
+  health_output?: string | null;
+  /** Its service's own check (null: the image's HEALTHCHECK). */
+  health_check?: { type: string; command?: string | null; port?: number | null; path?: string | null } | null;
 }
 
 /** Whether a container stopped on its own with an error (not terminated, not running). */
@@ -26,6 +30,20 @@ export function crashed(c: ExitFacts): boolean {
 }
 
 export const unhealthy = (c: ExitFacts): boolean => c.health === "unhealthy";
+
+/** Why a container is unhealthy: what its check printed, else what its check is. */
+export function unhealthyWhy(c: ExitFacts): string {
+  const said = c.health_output?.trim();
+  if (said) return said;
+  const h = c.health_check;
+  if (!h) return "its image's health check fails";
+  if (h.type === "command") return `its check \`${h.command ?? ""}\` fails`;
+  if (h.type === "http") return `GET ${h.path ?? "/"} on port ${h.port} does not answer as expected`;
+  if (h.type === "tcp") return `nothing accepts connections on port ${h.port}`;
+  return "its health check fails";
+}
+
+const clip = (text: string, n: number) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
 
 /** "exited with code 3 (…)" */
 export function exitText(c: ExitFacts): string {
@@ -44,6 +62,11 @@ export function ContainerState({ c }: { c: ExitFacts }) {
           class={`state health ${c.health === "unhealthy" ? "bad" : c.health === "healthy" ? "good" : "busy"}`}
         >
           {c.health}
+        </span>
+      )}
+      {c.health === "unhealthy" && c.state === "Running" && (
+        <span class="health-why" title={unhealthyWhy(c)}>
+          {clip(unhealthyWhy(c), 120)}
         </span>
       )}
     </span>

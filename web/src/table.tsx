@@ -2,6 +2,7 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { Selection } from "./bulk.tsx";
+import { route, routeQuery } from "./router.ts";
 import { ErrorLine, Loading, Select } from "./ui.tsx";
 
 export interface Column<T> {
@@ -165,6 +166,7 @@ export function PagedTable<T extends { resource_uri: string }>(props: {
 }) {
   return (
     <>
+      <FailingOnly />
       <ErrorLine error={props.list.error} />
       {!props.list.data ? (
         <Loading />
@@ -189,6 +191,20 @@ export function PagedTable<T extends { resource_uri: string }>(props: {
     </>
   );
 }
+
+/** A list reached from the overview's "failing now" shows only those, and says so. */
+function FailingOnly() {
+  const path = route.value;
+  if (!onlyFailing(path)) return null;
+  return (
+    <p class="only-failing" role="status">
+      Only failing ones: crashed, or running with a failing health check.{" "}
+      <a href={`#${path.split("?")[0]}`}>Show all</a>
+    </p>
+  );
+}
+
+const onlyFailing = (path: string) => routeQuery(path).get("failing") === "true";
 
 /**
  * The search, order and page of a list page, as the API's query parameters (`name__icontains`,
@@ -216,6 +232,8 @@ export function useListControls(defaultOrder = "-created") {
     /** The query parameters for the list's URL. */
     params: {
       offset,
+      // `#/containers?failing=true` (the overview's link): the API's filter of failing ones.
+      failing: onlyFailing(route.value) ? "true" : undefined,
       name__icontains: search.trim() || undefined,
       order_by: order === defaultOrder ? undefined : order,
     },

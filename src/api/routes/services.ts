@@ -74,6 +74,11 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: Type.Optional(Type.String()),
             stack: Type.Optional(Type.String({ description: "stack resource URI" })),
             stack__name: Type.Optional(Type.String()),
+            failing: Type.Optional(
+              Type.Boolean({
+                description: "only services that fail (a container crashed or unhealthy, or partly running)",
+              }),
+            ),
           }),
           response: { 200: listSchema(ServiceView) },
         },
@@ -94,6 +99,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: q.name,
             stack: q.stack ? uuidOf(q.stack) : undefined,
             stackName: q.stack__name,
+            failing: q.failing,
             ...page,
           });
           return envelope(req, page, total, await views.serviceViews(rows, read));
@@ -282,6 +288,9 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             service: Type.Optional(Type.String({ description: "service resource URI" })),
             node: Type.Optional(Type.String({ description: "node resource URI" })),
             service__stack__name: Type.Optional(Type.String()),
+            failing: Type.Optional(
+              Type.Boolean({ description: "only containers that fail: crashed, or running unhealthy" }),
+            ),
           }),
           response: { 200: listSchema(ContainerView) },
         },
@@ -303,6 +312,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
             service: q.service ? uuidOf(q.service) : undefined,
             node: q.node ? uuidOf(q.node) : undefined,
             serviceStackName: q.service__stack__name,
+            failing: q.failing,
             ...page,
           });
           return envelope(req, page, total, await views.containerViews(rows, read));

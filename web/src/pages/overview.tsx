@@ -2,7 +2,6 @@
 // objects left out), the latest failed actions, and first steps when the namespace is empty.
 import { useEffect, useState } from "preact/hooks";
 import { get, type ListPage, namespace, nsPath, query } from "../api.ts";
-import { crashed, type ExitFacts } from "../crash.tsx";
 import { onEvent } from "../live.ts";
 import { ObjectLink } from "../names.tsx";
 import { When } from "../time.tsx";
@@ -67,61 +66,102 @@ const KINDS: Kind[] = [
   },
 ];
 
+/** One count of the overview answer (GET …/overview/, src/api/routes/overview.ts). */
+interface CountRow {
+  state: string;
+  reason: string | null;
+  n: number;
+}
+type Answer = Record<string, CountRow[]>;
+
 interface Counts {
   total: number;
   up: number;
   down: number;
   bad: number;
+  /** Failing ones by reason ("crashed", "unhealthy", "partly running"…). */
+  reasons: [string, number][];
 }
 
-const count = async (url: string, params: Record<string, string>) =>
-  (await get<ListPage<unknown>>(query(url, { ...params, limit: 1 }))).meta.total_count;
-const sum = async (url: string, states: string[]) =>
-  (await Promise.all(states.map((state) => count(url, { state })))).reduce((a, b) => a + b, 0);
-
-async function countsOf(k: Kind): Promise<Counts> {
-  const url = nsPath(k.sub, k.res);
-  const [total, up, down, bad] = await Promise.all([
-    count(url, { state__not: "Terminated" }),
-    sum(url, k.up),
-    sum(url, k.down),
-    sum(url, k.bad),
-  ]);
-  if (k.res !== "container") return { total, up, down, bad };
-  // Containers fail by exiting with an error: among the latest stopped, those that crashed.
-  const stopped = await get<ListPage<ExitFacts>>(query(url, { state: "Stopped", limit: 200 }));
-  const failed = stopped.objects.filter(crashed).length;
-  return { total, up, down: down - failed, bad: failed };
+/** A kind's tile figures: a failing object counts as failing, whatever its state says. */
+export function countsOf(k: Kind, rows: CountRow[]): Counts {
+  const c: Counts = { total: 0, up: 0, down: 0, bad: 0, reasons: [] };
+  const reasons = new Map<string, number>();
+  for (const r of rows) {
+    c.total += r.n;
+    const reason = r.reason ?? (k.bad.includes(r.state) ? r.state.toLowerCase() : null);
+    if (reason !== null) {
+      c.bad += r.n;
+      reasons.set(reason, (reasons.get(reason) ?? 0) + r.n);
+    } else if (k.up.includes(r.state)) c.up += r.n;
+    else if (k.down.includes(r.state)) c.down += r.n;
+  }
+  c.reasons = [...reasons].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  return c;
 }
 
-/** Runs `fn` now and again (at most every 150 ms) while events of `types` arrive. */
-function useLive(fn: () => void, types: string[], deps: unknown[]): void {
+/**
+ * Runs `fn` now, and again when events of `types` arrive: at once when it is not already running,
+ * else once more as soon as the run in flight ends (a burst costs one more run, never a wait).
+ */
+function useLive(fn: () => Promise<unknown>, types: string[], deps: unknown[]): void {
   useEffect(() => {
-    fn();
-    let t: ReturnType<typeof setTimeout> | undefined;
+    let alive = true;
+    let running = false;
+    let again = false;
+    const run = () => {
+      running = true;
+      void fn()
+        .catch(() => undefined)
+        .then(() => {
+          running = false;
+          if (alive && again) {
+            again = false;
+            run();
+          }
+        });
+    };
+    run();
     const off = onEvent((e) => {
-      if (!types.includes(e.type) || t) return;
-      t = setTimeout(() => {
-        t = undefined;
-        fn();
-      }, 150);
+      if (!types.includes(e.type)) return;
+      if (running) again = true;
+      else run();
     });
     return () => {
+      alive = false;
       off();
-      clearTimeout(t);
     };
   }, deps);
 }
 
-function Tile({ k }: { k: Kind }) {
-  const [c, setC] = useState<Counts | undefined>(undefined);
+/**
+ * The namespace's counts, kept current: one grouped-count answer for every tile, asked again at
+ * once when an event of a counted kind arrives, one question at a time (answers arrive in order).
+ */
+function useOverview(ns: string): { data: Answer | undefined; error: unknown } {
+  const [data, setData] = useState<Answer | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
-  useLive(() => void countsOf(k).then(setC, setError), [k.res], [namespace.value]);
+  useLive(
+    () =>
+      get<Answer>(nsPath("app", "overview")).then(
+        (a) => {
+          setData(a);
+          setError(undefined);
+        },
+        (e: unknown) => setError(e),
+      ),
+    KINDS.map((k) => k.res),
+    [ns],
+  );
+  return { data, error };
+}
+
+function Tile({ k, rows }: { k: Kind; rows: CountRow[] | undefined }) {
+  const c = rows ? countsOf(k, rows) : undefined;
   return (
-    <a class="tile" href={`#/${k.page}`}>
+    <a class="tile" href={`#/${k.page}`} data-kind={k.res}>
       <span class="tile-n">{c ? c.total : "…"}</span>
       <span>{k.label}</span>
-      {error !== undefined && <ErrorLine error={error} />}
       {c && c.total > 0 && (
         <span class="tile-parts">
           <span class="part good">{c.up} up</span>
@@ -131,6 +171,32 @@ function Tile({ k }: { k: Kind }) {
       )}
     </a>
   );
+}
+
+/** What fails now, kind by kind, with why and a link to the list of exactly those. */
+function Failing({ data }: { data: Answer }) {
+  const lines = KINDS.map((k) => ({ k, c: countsOf(k, data[k.res] ?? []) })).filter(({ c }) => c.bad > 0);
+  if (lines.length === 0) return null;
+  return (
+    <section class="failing" aria-label="Failing now">
+      <h2>Failing now</h2>
+      <ul class="failures">
+        {lines.map(({ k, c }) => (
+          <li key={k.res}>
+            <a href={failingHref(k)}>
+              {c.bad} {k.label.toLowerCase()}
+            </a>
+            : {c.reasons.map(([why, n]) => `${n} ${why}`).join(", ")}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+/** The list of a kind's failing objects (`failing=true` where the API has it), else its list. */
+function failingHref(k: Kind): string {
+  return k.res === "service" || k.res === "container" ? `#/${k.page}?failing=true` : `#/${k.page}`;
 }
 
 interface FailedAction {
@@ -145,7 +211,7 @@ function RecentFailures() {
   const [rows, setRows] = useState<FailedAction[] | undefined>(undefined);
   useLive(
     () =>
-      void get<ListPage<FailedAction>>(
+      get<ListPage<FailedAction>>(
         query(nsPath("audit", "action"), { state: "Failed", order_by: "-start_date", limit: 5 }),
       ).then((p) => setRows(p.objects)),
     ["action"],
@@ -191,24 +257,22 @@ function FirstSteps() {
 
 export function Overview() {
   const ns = namespace.value;
-  const [empty, setEmpty] = useState(false);
-  useLive(
-    () =>
-      void Promise.all(KINDS.map((k) => count(nsPath(k.sub, k.res), { state__not: "Terminated" }))).then(
-        (n) => setEmpty(n.every((x) => x === 0)),
-      ),
-    KINDS.map((k) => k.res),
-    [ns],
-  );
+  const { data, error } = useOverview(ns);
+  const empty = data !== undefined && KINDS.every((k) => (data[k.res] ?? []).length === 0);
   return (
     <Page title={`Namespace ${ns}`}>
       {empty && <FirstSteps />}
+      <ErrorLine error={error} />
       <div class="tiles">
         {KINDS.map((k) => (
-          <Tile key={`${ns}-${k.res}`} k={k} />
+          <Tile key={`${ns}-${k.res}`} k={k} rows={data?.[k.res]} />
         ))}
       </div>
-      <p class="hint">Terminated objects are not counted. The counts follow changes as they happen.</p>
+      <p class="hint">
+        Terminated objects are not counted; a crashed or unhealthy one counts as failing, whatever its state.
+        The counts follow changes as they happen.
+      </p>
+      {data && <Failing data={data} />}
       <RecentFailures />
     </Page>
   );

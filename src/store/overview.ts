@@ -1,0 +1,104 @@
+// What is failing, counted where the rows are (issue 33): a container fails when it runs with a
+// failing health check ("unhealthy") or stopped on its own with an error ("crashed"); a service
+// fails when one of its containers does, or as its health reads "crashing" (domain/health.ts
+// serviceHealth). The same expressions filter the lists (`failing=true`) and count the overview
+// (`GET …/overview/`), so a count and the list it links to always agree.
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
+import type { Database } from "./schema.ts";
+import type { Store } from "./store.ts";
+
+/**
+ * Exit codes of a stop rather than a crash: 0, and how SIGINT, SIGKILL and SIGTERM end a process
+ * (130, 137, 143), as the dashboard's crash.tsx reads them.
+ */
+export const STOP_EXIT_CODES = [0, 130, 137, 143] as const;
+const stops = sql.raw(STOP_EXIT_CODES.join(", "));
+
+/** Why a container (alias `c`) fails, or null: "crashed" before "unhealthy". */
+function containerReason(c: string) {
+  const t = sql.raw(c);
+  return sql<string | null>`case
+    when ${t}.state <> 'Terminated' and (
+      (${t}.state <> 'Running' and ${t}.exit_code is not null and ${t}.exit_code not in (${stops}))
+      or ${t}.observed = 'restarting'
+    ) then 'crashed'
+    when ${t}.state = 'Running' and ${t}.health = 'unhealthy' then 'unhealthy'
+    else null end`;
+}
+
+/** Why a service (table `services`) fails, or null; its own "Partly running" counts as one. */
+function serviceReason() {
+  const crashedIn = sql`exists (select 1 from containers c where c.service_uuid = services.uuid and ${containerReason("c")} = 'crashed')`;
+  const crashing = sql`exists (select 1 from containers c where c.service_uuid = services.uuid and c.state <> 'Terminated' and c.desired = 'running' and (c.observed = 'restarting' or c.restart_count > 0 or (c.observed = 'exited' and c.exit_code is not null and c.exit_code <> 0)))`;
+  const unhealthy = sql`exists (select 1 from containers c where c.service_uuid = services.uuid and c.state <> 'Terminated' and c.health = 'unhealthy')`;
+  return sql<string | null>`case
+    when services.state = 'Terminated' then null
+    when ${crashedIn} or ${crashing} then 'crashed'
+    when ${unhealthy} then 'unhealthy'
+    when services.state = 'Partly running' then 'partly running'
+    else null end`;
+}
+
+/** `failing=true` of the containers list. */
+export function containerFailing(_eb: ExpressionBuilder<Database, "containers">): Expression<SqlBool> {
+  return sql<SqlBool>`(${containerReason("containers")}) is not null`;
+}
+
+/** `failing=true` of the services list. */
+export function serviceFailing(_eb: ExpressionBuilder<Database, "services">): Expression<SqlBool> {
+  return sql<SqlBool>`(${serviceReason()}) is not null`;
+}
+
+/** How many objects of a kind are in a state, and failing for a reason (null: not failing). */
+export interface CountRow {
+  state: string;
+  reason: string | null;
+  n: number;
+}
+
+export type OverviewKind = "nodecluster" | "node" | "stack" | "service" | "container";
+
+export class OverviewStore {
+  constructor(private readonly s: Store) {}
+
+  /** Objects of a namespace by state and failing reason, Terminated ones left out. */
+  async counts(namespace: string): Promise<Record<OverviewKind, CountRow[]>> {
+    const db = this.s.db;
+    const plain = async (table: "nodeclusters" | "nodes" | "stacks") =>
+      (
+        await db
+          .selectFrom(table)
+          .select(["state", (eb) => eb.fn.countAll<number>().as("n")])
+          .where("namespace", "=", namespace)
+          .where("state", "<>", "Terminated")
+          .groupBy("state")
+          .execute()
+      ).map((r) => ({ state: r.state, reason: null, n: Number(r.n) }));
+    const [nodecluster, node, stack, service, container] = await Promise.all([
+      plain("nodeclusters"),
+      plain("nodes"),
+      plain("stacks"),
+      db
+        .selectFrom("services")
+        .select(["state", serviceReason().as("reason"), (eb) => eb.fn.countAll<number>().as("n")])
+        .where("namespace", "=", namespace)
+        .where("state", "<>", "Terminated")
+        .groupBy(["state", "reason"])
+        .execute(),
+      db
+        .selectFrom("containers")
+        .select([
+          "state",
+          containerReason("containers").as("reason"),
+          (eb) => eb.fn.countAll<number>().as("n"),
+        ])
+        .where("namespace", "=", namespace)
+        .where("state", "<>", "Terminated")
+        .groupBy(["state", "reason"])
+        .execute(),
+    ]);
+    const typed = (rows: { state: string; reason: string | null; n: number | string | bigint }[]) =>
+      rows.map((r) => ({ state: r.state, reason: r.reason, n: Number(r.n) }));
+    return { nodecluster, node, stack, service: typed(service), container: typed(container) };
+  }
+}
