@@ -1,12 +1,14 @@
 // `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
 // and prints their figures, each baseline measured in the same run. Names: api, placement,
-// large, tenants, idle, stats, real, router, rollout, fanout, writes, memory, replicas (all of them without a name; replicas
-// needs BERTH_TEST_PG_URL). `--quick` shortens the runs. `writes`: PATCH throughput with 1,000 events
+// large, scale, tenants, idle, stats, real, router, rollout, fanout, writes, memory, replicas (all of them without a
+// name; replicas needs BERTH_TEST_PG_URL; scale is 5,000 nodes and 150,000 containers, --quick a tenth). `--quick`
+// shortens the runs. `writes`: PATCH throughput with 1,000 events
 // subscribers against none (--subscribers N).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { runApi } from "./api.ts";
+import { runScale } from "./cluster-scale.ts";
 import { type FanoutOptions, formatFanout, runEventsFanout } from "./events-fanout.ts";
 import { runMemory } from "./memory.ts";
 import { runPlacement } from "./placement.ts";
@@ -53,6 +55,13 @@ const benches: Record<string, () => Promise<void>> = {
       quick
         ? { nodes: 100, containers: 3000, durationMs: 1500 }
         : { nodes: 1000, containers: 30_000, durationMs: 3000 },
+      out,
+    ),
+  scale: () =>
+    runScale(
+      quick
+        ? { nodes: 500, containers: 15_000, durationMs: 1500, capMs: 300_000 }
+        : { nodes: 5000, containers: 150_000, durationMs: 3000, capMs: 900_000 },
       out,
     ),
   tenants: () => runTenants({ services: quick ? 200 : 1000, durationMs: quick ? 3000 : 5000 }, out),

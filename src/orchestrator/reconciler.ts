@@ -6,6 +6,7 @@
 // (containers.ts), and the full pass run at start-up and periodically, so a missed event only
 // delays convergence. With several replicas (Duties), each watches the engines of the nodes it
 // owns and one leader runs the periodic pass and settles services.
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ActionEngine } from "../actions/engine.ts";
 import { addTo } from "../domain/collections.ts";
 import { type Duties, SOLO_DUTIES } from "../domain/duties.ts";
@@ -22,7 +23,7 @@ import type { EngineSource } from "../nodes/provisioners.ts";
 import { specOf } from "../store/codec.ts";
 import { type Follower, follow } from "../store/follow.ts";
 import type { NodeRow } from "../store/nodes.ts";
-import type { ContainerRow } from "../store/services.ts";
+import type { ComparedContainer } from "../store/services.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
 import { ContainersController } from "./controllers/containers.ts";
 import type { ControllerContext } from "./controllers/context.ts";
@@ -32,6 +33,11 @@ import { AutodestroyController, EveryNodeController } from "./controllers/polici
 import { SettleController } from "./controllers/settle.ts";
 import { type ContainerRuntime, GENERATION_LABEL } from "./runtime.ts";
 import type { Orchestrator } from "./services.ts";
+
+/** Live containers read per statement by the periodic comparison. */
+const COMPARE_PAGE = 5000;
+/** The comparison gives the event loop back after this long. */
+const TURN_MS = 10;
 
 export interface ReconcilerDeps {
   store: Store;
@@ -182,15 +188,29 @@ export class Reconciler {
    * state disagrees with their containers are queued to their controllers.
    */
   private async compareAll(nodes: NodeRow[], waiting: ReadonlySet<string>): Promise<void> {
-    const containers = await this.d.store.services.liveContainers();
-    const services = await this.d.store.services.liveServices();
-    const byNode = new Map<string, ContainerRow[]>();
-    const byService = new Map<string, ContainerRow[]>();
-    for (const c of containers) {
-      addTo(byNode, c.node_uuid, c);
-      addTo(byService, c.service_uuid, c);
+    // Read in pages of narrow rows, the event loop given back between pages and every few
+    // milliseconds of comparison: at 150,000 containers one read of whole records held the loop for
+    // seconds and allocated every definition at once (issue 34).
+    const byNode = new Map<string, ComparedContainer[]>();
+    const byService = new Map<string, ComparedContainer[]>();
+    for (let after = 0; ; ) {
+      const page = await this.d.store.services.comparedContainers(after, COMPARE_PAGE);
+      for (const c of page) {
+        addTo(byNode, c.node_uuid, c);
+        addTo(byService, c.service_uuid, c);
+      }
+      if (page.length < COMPARE_PAGE) break;
+      after = page.at(-1)!.id;
+      await nextTurn();
     }
+    const services = await this.d.store.services.liveServices();
     const nodeByUuid = new Map(nodes.map((n) => [n.uuid, n]));
+    let turn = performance.now();
+    const yieldNow = async () => {
+      if (performance.now() - turn < TURN_MS) return;
+      await nextTurn();
+      turn = performance.now();
+    };
     for (const [nodeUuid, list] of byNode) {
       const node = nodeByUuid.get(nodeUuid);
       if (node && node.state !== "Deployed") continue; // nothing can be observed there
@@ -206,6 +226,7 @@ export class Reconciler {
       }
       for (const c of list)
         if (!listing || !agrees(c, byRecord.get(c.uuid) ?? [])) this.containers.add({ container: c.uuid });
+      await yieldNow();
     }
     for (const s of services) {
       const spec = specOf(s);
@@ -214,6 +235,7 @@ export class Reconciler {
       if (everyNode && (s.state === "Running" || s.state === "Partly running"))
         this.everyNode.add({ service: s.uuid });
       const live = byService.get(s.uuid);
+      await yieldNow();
       if (!live?.length || SERVICE_TRANSITIONAL.includes(s.state as ServiceState)) continue;
       const settled = settledServiceState(
         live.map((c) => c.state),
@@ -280,7 +302,7 @@ export class Reconciler {
  * engine container of the record's generation, the one recorded, in the recorded state. Records
  * in a transitional state, and stopped ones an autodestroy policy may concern, never agree here.
  */
-function agrees(c: ContainerRow, mine: ContainerSummary[]): boolean {
+function agrees(c: ComparedContainer, mine: ContainerSummary[]): boolean {
   if (mine.length !== 1) return false;
   const x = mine[0]!;
   if (x.id !== c.engine_id || x.labels[GENERATION_LABEL] !== c.generation) return false;
@@ -289,5 +311,6 @@ function agrees(c: ContainerRow, mine: ContainerSummary[]): boolean {
   if (x.state !== "exited" && x.state !== "created" && x.state !== "dead") return false;
   if (c.state !== "Stopped") return false;
   if (c.desired !== "running" || c.exit_code === null) return true;
-  return specOf(c).autodestroy === "OFF";
+  // The page carries the definition of exactly these containers (comparedContainers).
+  return c.spec !== null && specOf({ spec: c.spec }).autodestroy === "OFF";
 }

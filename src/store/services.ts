@@ -16,6 +16,23 @@ import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts
 
 export type { ContainerRow, ServiceRow } from "./types.ts";
 export type NewService = Omit<ServiceRow, "id" | "version">;
+/** A live container as the reconciler compares it with its engine (comparedContainers). */
+export type ComparedContainer = Pick<
+  ContainerRow,
+  | "id"
+  | "uuid"
+  | "service_uuid"
+  | "node_uuid"
+  | "name"
+  | "number"
+  | "state"
+  | "desired"
+  | "engine_id"
+  | "generation"
+  | "exit_code"
+  | "private_ip"
+  | "link_hosts"
+> & { spec: string | null };
 /** A new container record: its `state` is derived by the store (derived.ts). */
 export type NewContainer = NewRow<"container">;
 /** A change of a container record: actions write `phase`, the runtime `observed`, never `state`. */
@@ -575,6 +592,42 @@ export class ServiceStore {
     else q = q.where("state", "!=", "Terminated");
     if (filter.namespace !== undefined) q = q.where("namespace", "=", filter.namespace);
     return q.orderBy("id").execute();
+  }
+
+  /**
+   * A page of live containers after `afterId` (by id), with what the reconciler's comparison reads:
+   * no definition, except where deciding agreement needs it (a stopped container wanted running
+   * that exited: its autodestroy). Paged so that a pass over 150,000 containers neither holds the
+   * event loop for one long read nor every definition at once.
+   */
+  async comparedContainers(afterId: number, limit: number): Promise<ComparedContainer[]> {
+    return this.s.db
+      .selectFrom("containers")
+      .select([
+        "id",
+        "uuid",
+        "service_uuid",
+        "node_uuid",
+        "name",
+        "number",
+        "state",
+        "desired",
+        "engine_id",
+        "generation",
+        "exit_code",
+        "private_ip",
+        "link_hosts",
+        sql<
+          string | null
+        >`case when state = 'Stopped' and desired = 'running' and exit_code is not null then spec end`.as(
+          "spec",
+        ),
+      ])
+      .where("state", "!=", "Terminated")
+      .where("id", ">", afterId)
+      .orderBy("id")
+      .limit(limit)
+      .execute();
   }
 
   /** What placement needs of the namespace's live containers (no definitions). */

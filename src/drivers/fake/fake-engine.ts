@@ -72,7 +72,7 @@ export class FakeEngine implements Engine {
   private readonly info_: EngineInfo;
   private readonly now: () => number;
   private readonly maxLogLines: number;
-  private readonly stats = new FakeStats(
+  protected readonly stats = new FakeStats(
     () => this.info_,
     () => this.now(),
   );
@@ -386,6 +386,8 @@ export class FakeEngine implements Engine {
     for (const follower of container.followers) follower.end();
     container.health?.stop();
     this.containers.delete(container.id);
+    // Its counters go with it (they were kept for every container ever sampled: issue 34).
+    this.stats.forget(container.id);
     this.eventLog.emit(container, "destroy");
   }
 

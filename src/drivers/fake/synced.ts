@@ -133,6 +133,7 @@ export class SyncedFakeEngine extends FakeEngine {
       for (const follower of c.followers) follower.end();
       c.followers.clear();
       this.containers.delete(id);
+      this.stats.forget(id);
       this.logTotals.delete(id);
       this.eventLog.emit(c, "destroy");
     } finally {

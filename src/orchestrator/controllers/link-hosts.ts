@@ -7,7 +7,7 @@ import { linkHosts } from "../../domain/container-spec.ts";
 import type { ServiceSpec } from "../../domain/service.ts";
 import { containerUri, lastSegment } from "../../domain/uri.ts";
 import { linkHostsOf, parentsOf, specOf } from "../../store/codec.ts";
-import type { ContainerRow, ServiceRow } from "../../store/services.ts";
+import type { ComparedContainer, ServiceRow } from "../../store/services.ts";
 import type { ChangeRow } from "../../store/store.ts";
 import { followedLinks, hostTargetOf, offeredAddress, sameEntries } from "../links.ts";
 import type { ContainerRuntime } from "../runtime.ts";
@@ -41,7 +41,11 @@ export class LinkHostsController extends Controller<ContainerKey> {
    * the ones its links give now (a change the feed did not bring, or one left alone while an action
    * worked) are queued; worked out from what the pass has already read.
    */
-  compare(s: ServiceRow, spec: ServiceSpec, byService: ReadonlyMap<string, ContainerRow[]>): void {
+  compare(
+    s: ServiceRow,
+    spec: ServiceSpec,
+    byService: ReadonlyMap<string, readonly ComparedContainer[]>,
+  ): void {
     if (spec.linked_to_service.length === 0 && !spec.sequential_deployment) return;
     const targetsOf = (uuid: string) =>
       (byService.get(uuid) ?? []).filter((t) => offeredAddress(t) !== "").map(hostTargetOf);

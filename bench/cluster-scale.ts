@@ -1,0 +1,304 @@
+// `npm run bench -- scale [--quick]` (issue 34, item 5): Kubernetes' thresholds — 5,000 nodes and
+// 150,000 containers (--quick: 500 and 15,000) — on simulated nodes (fake engines in this process,
+// without delay). The containers are placed in two steps, a tenth then the rest, started by
+// services of 100 containers from 10 clients; each step prints its placement rate, memory and the
+// latency of three GETs (one service, a page of the container list, a page of the node list) while
+// idle (the first, cold, answer and then 10 connections for a while, p99 and max) next to a bare
+// Fastify serving the same bodies, and the GETs' p99 and max while the step placed. The tenth is
+// the baseline of the whole: at ten times the size, a GET should cost the same.
+// Memory is measured after a full collection: heap and RSS per container, and after terminating
+// everything (what history holds). The simulated engines' share of the heap is measured apart (the
+// same containers in fake engines alone), so that Berth's own per-container cost is printed too.
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import v8 from "node:v8";
+import vm from "node:vm";
+import type { ContainerSpec } from "../src/drivers/engine.ts";
+import { FakeEngine } from "../src/drivers/fake/index.ts";
+import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
+import {
+  ADMIN_AUTH,
+  api,
+  type Bench,
+  must,
+  ratio,
+  SERVICE_BODY,
+  seedNodes,
+  sleep,
+  startBare,
+  startBerth,
+} from "./support.ts";
+
+export interface ScaleOptions {
+  nodes: number;
+  containers: number;
+  durationMs: number;
+  /** Most time spent waiting for one step's actions. */
+  capMs: number;
+}
+
+v8.setFlagsFromString("--expose-gc");
+const gc = vm.runInNewContext("gc") as () => void;
+
+function memory(): { heap: number; rss: number } {
+  for (let i = 0; i < 3; i++) gc();
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed / 1024 / 1024, rss: m.rss / 1024 / 1024 };
+}
+const mb = (m: { heap: number; rss: number }) => `heap ${m.heap.toFixed(0)} MB, RSS ${m.rss.toFixed(0)} MB`;
+const perContainer = (mbs: number, n: number) => `${((mbs * 1024) / n).toFixed(1)} KB`;
+
+const PER_SERVICE = 100;
+const CLIENTS = 10;
+
+/** Runs `calls` from `CLIENTS` clients at once, each awaiting its answer before the next. */
+async function fromClients<T>(items: T[], call: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < items.length) await call(items[next++]!);
+    }),
+  );
+}
+
+/** Waits for every action to end; answers their end states (or fewer when the cap is reached). */
+async function drained(b: Bench, actions: string[], capMs: number): Promise<string[]> {
+  const until = performance.now() + capMs;
+  for (;;) {
+    const states: string[] = [];
+    for (let i = 0; i < actions.length; i += 1000) {
+      const rows = await b.platform.db.kysely
+        .selectFrom("actions")
+        .select("state")
+        .where("uuid", "in", actions.slice(i, i + 1000))
+        .execute();
+      for (const r of rows) if (["Success", "Failed", "Canceled"].includes(r.state)) states.push(r.state);
+    }
+    if (states.length === actions.length || performance.now() > until) return states;
+    await sleep(250);
+  }
+}
+
+const outcome = (states: string[], total: number) => {
+  const counts = new Map<string, number>();
+  for (const s of states) counts.set(s, (counts.get(s) ?? 0) + 1);
+  const text = [...counts].map(([s, n]) => `${n} ${s}`).join(", ") || "none ended";
+  return states.length < total ? `${text}, ${total - states.length} still running at the cap` : text;
+};
+
+/** GETs each path every 100 ms over HTTP until stopped; answers each one's latencies, sorted. */
+function pollWhile(base: string, paths: string[]): { stop(): Promise<number[][]> } {
+  let stopped = false;
+  const runs = paths.map(async (path) => {
+    const latencies: number[] = [];
+    while (!stopped) {
+      const t0 = performance.now();
+      const res = await fetch(`${base}${path}`, { headers: { authorization: ADMIN_AUTH } }).catch(
+        () => undefined,
+      );
+      await res?.arrayBuffer();
+      if (res?.ok) latencies.push(performance.now() - t0);
+      await sleep(100);
+    }
+    return latencies.sort((a, b) => a - b);
+  });
+  return {
+    async stop() {
+      stopped = true;
+      return Promise.all(runs);
+    },
+  };
+}
+
+const startAction = (r: { headers: Record<string, unknown> }) =>
+  String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
+
+export async function runScale(opts: ScaleOptions, out: (line: string) => void): Promise<void> {
+  const sampled = sampleSpec();
+  const b = await startBerth({ start: true });
+  try {
+    const idle = memory();
+    const t0 = performance.now();
+    await seedNodes(b, "admin", opts.nodes);
+    await b.platform.reconciler.resync();
+    const withNodes = memory();
+    out(
+      `scale: ${opts.nodes} simulated nodes, ${opts.containers} containers (services of ${PER_SERVICE}, started from ${CLIENTS} clients); engines in this process, without delay`,
+    );
+    out(
+      `  idle ${mb(idle)}; with ${opts.nodes} nodes (seeded and watched in ${((performance.now() - t0) / 1000).toFixed(1)} s) ${mb(withNodes)}`,
+    );
+    const services: string[] = [];
+    const count = Math.ceil(opts.containers / PER_SERVICE);
+    await fromClients(
+      Array.from({ length: count }, (_, i) => i),
+      async (i) => {
+        const s = await must(
+          api<{ uuid: string }>(
+            b,
+            "POST",
+            "/api/app/v1/service/",
+            SERVICE_BODY(`scale-${i}`, {
+              target_num_containers: Math.min(PER_SERVICE, opts.containers - i * PER_SERVICE),
+            }),
+          ),
+          "create service",
+        );
+        services[i] = s.uuid;
+      },
+    );
+    const paths = {
+      "GET one service": `/api/app/v1/service/${services[0]}/`,
+      "container list (limit 100)": "/api/app/v1/container/?limit=100",
+      "node list (limit 100)": `/api/infra/v1/node/?limit=100`,
+    };
+    const tenth = Math.max(1, Math.round(count / 10));
+    let placed = 0;
+    for (const step of [services.slice(0, tenth), services.slice(tenth)]) {
+      const containers =
+        Math.min(opts.containers, (placed + step.length) * PER_SERVICE) - placed * PER_SERVICE;
+      placed += step.length;
+      const running = Math.min(opts.containers, placed * PER_SERVICE);
+      const poll = pollWhile(b.base, Object.values(paths));
+      const loop = monitorEventLoopDelay({ resolution: 10 });
+      loop.enable();
+      const started = performance.now();
+      const actions: string[] = [];
+      await fromClients(step, async (uuid) => {
+        const r = await api(b, "POST", `/api/app/v1/service/${uuid}/start/`);
+        if (r.status !== 202) throw new Error(`start: ${r.status} ${JSON.stringify(r.body)}`);
+        actions.push(startAction(r));
+      });
+      const states = await drained(b, actions, opts.capMs);
+      const seconds = (performance.now() - started) / 1000;
+      const polled = await poll.stop();
+      loop.disable();
+      const m = memory();
+      out(
+        `  step to ${running} containers: +${containers} placed in ${seconds.toFixed(1)} s, ${Math.round(containers / seconds)} placements/s (${outcome(states, actions.length)})`,
+      );
+      out(
+        `    memory: ${mb(m)}; over the nodes alone ${perContainer(m.heap - withNodes.heap, running)} heap, ${perContainer(m.rss - withNodes.rss, running)} RSS per container`,
+      );
+      out(
+        `    while placing (every 100 ms; event loop delay p99 ${fmtMs(loop.percentile(99) / 1e6)} ms, max ${fmtMs(loop.max / 1e6)} ms):`,
+      );
+      for (const [i, label] of Object.keys(paths).entries()) {
+        const l = polled[i]!;
+        out(
+          `      ${label}: ${l.length} answered, p99 ${fmtMs(percentile(l, 0.99))} ms, max ${fmtMs(l.at(-1) ?? 0)} ms`,
+        );
+      }
+      await idleGets(b, paths, opts.durationMs, out);
+    }
+    const before = memory();
+    const t1 = performance.now();
+    const ends: string[] = [];
+    await fromClients(services, async (uuid) => {
+      const r = await api(b, "DELETE", `/api/app/v1/service/${uuid}/`);
+      if (r.status !== 202) throw new Error(`terminate: ${r.status} ${JSON.stringify(r.body)}`);
+      ends.push(startAction(r));
+    });
+    const states = await drained(b, ends, opts.capMs);
+    const seconds = (performance.now() - t1) / 1000;
+    await sleep(1000);
+    const after = memory();
+    out(
+      `  terminated all in ${seconds.toFixed(1)} s (${Math.round(opts.containers / seconds)} containers/s; ${outcome(states, ends.length)})`,
+    );
+    out(
+      `    memory: ${mb(after)} (${mb(before)} before); held over the nodes alone: ${perContainer(after.heap - withNodes.heap, opts.containers)} heap, ${perContainer(after.rss - withNodes.rss, opts.containers)} RSS per container ever run`,
+    );
+    const spec = sampled();
+    if (!spec) return;
+    const fake = await fakeShare(spec, Math.min(opts.containers, 20_000), Math.min(opts.nodes, 1000));
+    out(
+      `  the simulated engines' own share (${fake.containers} such containers in fake engines alone): ${fake.kbPerContainer.toFixed(1)} KB heap per container`,
+    );
+  } finally {
+    await b.close();
+  }
+}
+
+/** The first (cold) answer of each GET, then each at 10 connections next to a bare Fastify. */
+async function idleGets(
+  b: Bench,
+  paths: Record<string, string>,
+  durationMs: number,
+  out: (line: string) => void,
+): Promise<void> {
+  const bodies: Record<string, unknown> = {};
+  const cold: number[] = [];
+  for (const path of Object.values(paths)) {
+    const t = performance.now();
+    const res = await fetch(`${b.base}${path}`, { headers: { authorization: ADMIN_AUTH } });
+    bodies[path.split("?")[0]!] = await res.json();
+    cold.push(performance.now() - t);
+  }
+  const bare = await startBare(bodies);
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const lines: string[] = [];
+  try {
+    for (const [i, [label, path]] of Object.entries(paths).entries()) {
+      const load = { connections: 10, durationMs, headers: { authorization: ADMIN_AUTH } };
+      const berth = await runLoad({ ...load, url: `${b.base}${path}` });
+      const floor = await runLoad({ ...load, url: `${bare.base}${path}` });
+      lines.push(
+        `      ${label}: first ${fmtMs(cold[i]!)} ms; ${formatLoad(berth)} — bare Fastify ${formatLoad(floor)} (${ratio(berth.rps, floor.rps)})`,
+      );
+    }
+  } finally {
+    loop.disable();
+    await bare.app.close();
+  }
+  out(
+    `    idle, 10 connections (event loop delay max ${fmtMs(loop.max / 1e6)} ms; the bare server shares the process):`,
+  );
+  for (const line of lines) out(line);
+}
+
+/**
+ * Heap per container of `containers` started in `nodes` fake engines alone, each made from the
+ * spec Berth sent for its first container (its name and labels made unique).
+ */
+async function fakeShare(
+  spec: ContainerSpec,
+  containers: number,
+  nodes: number,
+): Promise<{ containers: number; kbPerContainer: number }> {
+  const engines = Array.from(
+    { length: nodes },
+    (_, i) => new FakeEngine({ subnet: `10.${128 + Math.floor(i / 256)}.${i % 256}.0/24` }),
+  );
+  const before = memory();
+  const ids: [FakeEngine, string][] = [];
+  for (let i = 0; i < containers; i += 1000) {
+    await Promise.all(
+      Array.from({ length: Math.min(1000, containers - i) }, async (_, j) => {
+        const engine = engines[(i + j) % nodes]!;
+        const id = await engine.createContainer({
+          ...spec,
+          name: `share-${i + j}`,
+          labels: Object.fromEntries(Object.entries(spec.labels ?? {}).map(([k, v]) => [k, `${v}-${i + j}`])),
+        });
+        await engine.startContainer(id);
+        ids.push([engine, id]);
+      }),
+    );
+  }
+  const after = memory();
+  for (const [engine, id] of ids) await engine.removeContainer(id, { force: true });
+  return { containers, kbPerContainer: ((after.heap - before.heap) * 1024) / containers };
+}
+
+/** Notes the first spec Berth sends a fake engine (for fakeShare); answers a way to read it. */
+function sampleSpec(): () => ContainerSpec | undefined {
+  let sample: ContainerSpec | undefined;
+  const original = FakeEngine.prototype.createContainer;
+  FakeEngine.prototype.createContainer = function (this: FakeEngine, spec: ContainerSpec) {
+    sample = structuredClone(spec);
+    FakeEngine.prototype.createContainer = original;
+    return original.call(this, spec);
+  };
+  return () => sample;
+}
