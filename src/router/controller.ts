@@ -211,7 +211,10 @@ export class RouterController extends Controller<NodeKey> {
   }
 
   /** An uploaded certificate goes with the last domain of its host name in the namespace. */
-  private async dropUploadsNoLongerServed(namespace: string, services: readonly RouterService[]): Promise<void> {
+  private async dropUploadsNoLongerServed(
+    namespace: string,
+    services: readonly RouterService[],
+  ): Promise<void> {
     const uploads = (await this.routerStore.certificatesOfNamespace(namespace)).filter(
       (c) => c.state === "uploaded",
     );

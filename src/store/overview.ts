@@ -5,7 +5,7 @@
 // (`GET …/overview/`), so a count and the list it links to always agree.
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import type { Database } from "./schema.ts";
-import type { Store } from "./store.ts";
+import type { Kernel } from "./types.ts";
 
 /**
  * Exit codes of a stop rather than a crash: 0, and how SIGINT, SIGKILL and SIGTERM end a process
@@ -59,7 +59,7 @@ export interface CountRow {
 export type OverviewKind = "nodecluster" | "node" | "stack" | "service" | "container";
 
 export class OverviewStore {
-  constructor(private readonly s: Store) {}
+  constructor(private readonly s: Kernel) {}
 
   /** Objects of a namespace by state and failing reason, Terminated ones left out. */
   async counts(namespace: string): Promise<Record<OverviewKind, CountRow[]>> {

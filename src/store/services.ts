@@ -10,8 +10,8 @@ import { chunks, inChunks, updateCasePostgres, updateEachSqlite } from "./batche
 import { specLinks } from "./codec.ts";
 import { derivedColumns } from "./derived.ts";
 import { containsText, type ListOrder, orderOf } from "./list-search.ts";
-import { RevisionStore } from "./revisions.ts";
 import { containerFailing, serviceFailing } from "./overview.ts";
+import { RevisionStore } from "./revisions.ts";
 import type { ContainerRow, Kernel, NewRow, Patch, ServiceRow } from "./types.ts";
 
 export type { ContainerRow, ServiceRow } from "./types.ts";
