@@ -54,7 +54,10 @@ export const StatsView = View(
 );
 export type StatsView = Static<typeof StatsView>;
 
-/** A frame of the live stats stream: `{type: "stats", resource_uri, point}`, one per collection round. */
+/**
+ * A frame of the live stats stream: `{type: "stats", resource_uri, point}`, one per collection round;
+ * a service's once the round sums all its containers (or two intervals on), never half a round.
+ */
 export const StatsFrame = Type.Object({
   type: Type.Literal("stats"),
   resource_uri: Uri,

@@ -2,7 +2,8 @@
 // container holding a known amount of memory show, through Berth's stats API, the figures the
 // engine's own CLI shows (`docker -H tcp://<node>:2375 stats --no-stream`) within 5 %; a
 // container killed for using more memory than its limit raises its alert to a webhook receiver
-// this test runs (allowed by BERTH_ALERT_WEBHOOK_ALLOW=127.0.0.1).
+// this test runs (allowed by BERTH_ALERT_WEBHOOK_ALLOW=127.0.0.1), and a crash-looping one its
+// crash-loop alert, with its restart count on the wire.
 //
 // Needs root, dockerd, the docker CLI, iproute2, iptables and busybox-static. Without them the file
 // is skipped locally, but fails when CI=true.
@@ -150,13 +151,31 @@ describe("stats and alerts on a local node", { skip: unavailable ?? false }, () 
       await call(h, alice, "POST", `${uri}stop/`);
   });
 
-  test("an OOM-killed container raises its alert to the webhook receiver", { timeout: 90_000 }, async () => {
+  test("an OOM-killed container raises its alert to the webhook receiver; a crash loop its own, with its restart count", {
+    timeout: 90_000,
+  }, async () => {
     const rule = await call(h, alice, "POST", "/api/app/v1/alert/", {
       name: "exits",
       kind: "container_exited",
       channels: [{ type: "webhook", url: `${hook}/oom` }],
     });
     assert.equal(rule.status, 201, rule.raw);
+    const loopRule = await call(h, alice, "POST", "/api/app/v1/alert/", {
+      name: "loops",
+      kind: "crash_looping",
+      params: { restarts: 3, window_minutes: 5 },
+      channels: [{ type: "webhook", url: `${hook}/loop` }],
+    });
+    assert.equal(loopRule.status, 201, loopRule.raw);
+    // Docker restarts it after 100, 200, 400 ms…: three restarts within about a second.
+    const flapper = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: BUSYBOX_IMAGE,
+      name: "flapper",
+      autorestart: "ALWAYS",
+      run_command: "sh -c 'exit 1'",
+    });
+    assert.equal(flapper.status, 201, flapper.raw);
+    await call(h, alice, "POST", `${flapper.body.resource_uri}start/`);
     const created = await call(h, alice, "POST", "/api/app/v1/service/", {
       image: BUSYBOX_IMAGE,
       name: "hog",
@@ -165,21 +184,34 @@ describe("stats and alerts on a local node", { skip: unavailable ?? false }, () 
     });
     assert.equal(created.status, 201, created.raw);
     await call(h, alice, "POST", `${created.body.resource_uri}start/`);
-    const [firing] = await waitFor(
+    // (The flapper may raise an exit of its own between restarts: the hog's is the one looked for.)
+    const firing = await waitFor(
       "the alert at the receiver",
-      async () => receiver.of("/oom").length > 0 && receiver.of("/oom"),
+      async () => receiver.of("/oom").find((r) => /^container hog-1 /.test(r.body.incident.summary)),
       60_000,
       200,
     );
-    assert.equal(firing!.body.event, "firing");
-    assert.equal(firing!.body.alert.name, "exits");
-    assert.match(firing!.body.incident.summary, /^container hog-1 exited with code 137/);
+    assert.equal(firing.body.event, "firing");
+    assert.equal(firing.body.alert.name, "exits");
+    assert.match(firing.body.incident.summary, /^container hog-1 exited with code 137/);
     const svc = (await call(h, alice, "GET", created.body.resource_uri)).body;
-    assert.equal(firing!.body.incident.subject, svc.containers[0]);
+    assert.equal(firing.body.incident.subject, svc.containers[0]);
     const row = await h.store.services.findContainer(uuidOf(svc.containers[0]));
     const view = await h.engines
       .forNode((await h.store.nodes.findNode(row!.node_uuid))!)
       .inspectContainer(row!.engine_id!);
     assert.equal(view?.oomKilled, true, "the engine says the kernel killed it for memory");
+    // The crash loop's alert came from the engine's restart events (no inspect, no waiting for rounds).
+    const [looping] = await waitFor(
+      "the crash loop's alert at the receiver",
+      async () => receiver.of("/loop").length > 0 && receiver.of("/loop"),
+      20_000,
+      200,
+    );
+    assert.equal(looping!.body.alert.name, "loops");
+    assert.match(looping!.body.incident.summary, /^container flapper-1 restarted \d+ times within 5 min/);
+    const flapped = (await call(h, alice, "GET", flapper.body.resource_uri)).body;
+    assert.ok(flapped.restart_count >= 3, `restart_count ${flapped.restart_count}`);
+    await call(h, alice, "POST", `${flapper.body.resource_uri}stop/`);
   });
 });
