@@ -198,6 +198,43 @@ describe("rollback", () => {
     assert.equal(healthy.health, "healthy");
   });
 
+  test("a rollback canceled between batches ends on one revision, the one it left", async () => {
+    const svc = await createService(s, {
+      image: "app:1",
+      name: "second-thoughts",
+      target_num_containers: 3,
+      rollout: { order: "stop-first", max_unavailable: 1, delay: 1 },
+    });
+    await operate(s, svc.resource_uri, "start");
+    await patch(svc.resource_uri, { image: "app:2" });
+    await operate(s, svc.resource_uri, "redeploy");
+    const res = await call(s.h, s.alice, "POST", `${svc.resource_uri}rollback/`);
+    assert.equal(res.status, 202, res.raw);
+    // Cancel while the rollback's rollout waits between its first and second batch.
+    await new Promise((r) => setTimeout(r, 600));
+    const cancel = await call(s.h, s.alice, "POST", `${res.headers["x-platform-action-uri"]}cancel/`);
+    assert.equal(cancel.status, 200, cancel.raw);
+    const a = await finished(s, res);
+    // As a canceled rolling redeploy ends (test/services/rollout.test.ts): not Success, and why.
+    assert.notEqual(a.state, "Success", a.log.join("\n"));
+    assert.match(a.log.join("\n"), /canceled after 1 of 3 container\(s\); rolled back to revision 2/);
+    const after = await until(s, svc.resource_uri, "Running");
+    assert.equal(after.image_name, "app:2", "the definition it was rolled back from");
+    assert.equal(after.synchronized, true);
+    assert.deepEqual(
+      (await containersOf(s, after)).map((c) => c.image_name),
+      ["app:2", "app:2", "app:2"],
+    );
+    const list = await revisionsOf(svc.resource_uri);
+    assert.deepEqual(
+      list.objects.map((r: { number: number; current: boolean }) => [r.number, r.current]),
+      [
+        [2, true],
+        [1, false],
+      ],
+    );
+  });
+
   test("refusals name what is wrong and change nothing", async () => {
     const svc = await createService(s, { image: "app:1", name: "refused" });
     const notRunning = await call(s.h, s.alice, "POST", `${svc.resource_uri}rollback/`, { revision: 1 });
