@@ -3,7 +3,13 @@
 // the object whatever the outcome, and the action ends.
 import { actionEnded } from "../domain/states.ts";
 import type { ActionRow } from "../store/store.ts";
-import type { ActionEngineOptions, ActionKind, Outcome, StepContext } from "./types.ts";
+import {
+  type ActionEngineOptions,
+  type ActionKind,
+  type Outcome,
+  StepCanceled,
+  type StepContext,
+} from "./types.ts";
 
 /** What a run needs of the engine that claimed the action (actions/engine.ts). */
 export interface Execution {
@@ -71,6 +77,11 @@ export async function executeAction(x: Execution, claimed: ActionRow, signal: Ab
       ]);
     } catch (err) {
       if (signal.aborted) return;
+      if (err instanceof StepCanceled) {
+        await ctx.log(`Canceled during step ${i + 1} of ${kind.steps.length}: ${err.message}`);
+        await settle(x, kind, ctx, "Canceled");
+        return;
+      }
       await ctx.log(
         err instanceof StepTimeout ? err.message : `Step "${step.name}" failed: ${errorText(err)}`,
       );

@@ -14,6 +14,14 @@ export interface StepContext<P> {
   log(line: string): Promise<void>;
 }
 
+/**
+ * Thrown by a step that stopped because its action is being canceled, after leaving its object
+ * consistent (a rolling redeploy rolled back): the action ends Canceled, its message logged.
+ */
+export class StepCanceled extends Error {
+  override readonly name = "StepCanceled";
+}
+
 export interface Step<P> {
   name: string;
   timeoutMs?: number;

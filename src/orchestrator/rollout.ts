@@ -5,7 +5,7 @@
 // back to the definition they ran (its revision: the spec_version they were deployed with) and
 // restores it as the service's, pauses, or goes on, as the strategy says. A rollout canceled
 // between two batches is rolled back the same way, so every container ends on one definition.
-import type { StepContext } from "../actions/types.ts";
+import { StepCanceled, type StepContext } from "../actions/types.ts";
 import { batchSize, type RolloutStrategy } from "../domain/rollout.ts";
 import type { Clock } from "../domain/time.ts";
 import { decodeSpec } from "../store/codec.ts";
@@ -66,7 +66,7 @@ export async function rollingRedeploy(d: RolloutDeps, run: RolloutRun): Promise<
     const n = i / size + 1;
     if (i > 0 && (await canceling(ctx))) {
       await rollBack(d, run, moved, startFirst, "the rollout was canceled");
-      throw new RolloutStopped(
+      throw new StepCanceled(
         `canceled after ${moved.length} of ${rows.length} container(s); ${rolledBackTo(moved)}`,
       );
     }
