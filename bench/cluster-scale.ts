@@ -162,6 +162,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       const loop = monitorEventLoopDelay({ resolution: 10 });
       loop.enable();
       const started = performance.now();
+      const cpu0 = process.cpuUsage();
       const actions: string[] = [];
       await fromClients(step, async (uuid) => {
         const r = await api(b, "POST", `/api/app/v1/service/${uuid}/start/`);
@@ -170,11 +171,15 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       });
       const states = await drained(b, actions, opts.capMs);
       const seconds = (performance.now() - started) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      // CPU time of this process (Berth and the simulated engines): far less disturbed than the
+      // elapsed time when other work on the machine holds the cores.
+      const cpuS = (cpu.user + cpu.system) / 1e6;
       const polled = await poll.stop();
       loop.disable();
       const m = memory();
       out(
-        `  step to ${running} containers: +${containers} placed in ${seconds.toFixed(1)} s, ${Math.round(containers / seconds)} placements/s (${outcome(states, actions.length)})`,
+        `  step to ${running} containers: +${containers} placed in ${seconds.toFixed(1)} s, ${Math.round(containers / seconds)} placements/s (${outcome(states, actions.length)}); CPU ${cpuS.toFixed(1)} s, ${Math.round(containers / cpuS)} placements per CPU second`,
       );
       out(
         `    memory: ${mb(m)}; over the nodes alone ${perContainer(m.heap - withNodes.heap, running)} heap, ${perContainer(m.rss - withNodes.rss, running)} RSS per container`,

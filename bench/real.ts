@@ -2,7 +2,7 @@
 // (test/support/dockerd.ts: its own bridge, nothing leaves the machine) attached as a node; a
 // service of N containers started through the API until its action ends, and N containers made
 // and started with dockerode directly, as many at a time as Berth runs per action; then both
-// stopped. Five rounds, each side going first in turn; medians are printed (single rounds on this
+// redeployed (raw: each removed, made and started again) and stopped. Five rounds, each side going first in turn; medians are printed (single rounds on this
 // 2-core machine ranged from 0.73× to 1.43×: three were too few for a stable median). Real engines
 // run one at a time on this machine: the benchmark takes /tmp/berth-real.lock through flock(1).
 import { spawnSync } from "node:child_process";
@@ -78,7 +78,7 @@ export async function runRealDeploy(
         .map(([op, n]) => `${op} ${Number(n.toFixed(2))}`);
       return [value, per.join(", ")];
     };
-    const calls = { start: "", stop: "" };
+    const calls = { start: "", redeploy: "", stop: "" };
     /**
      * The state an action ends in, read when the store announces a change of actions (not by
      * polling: a poll loop would cost CPU the engine, on the same 2 cores, needs while Berth works).
@@ -147,6 +147,15 @@ export async function runRealDeploy(
           }
         }),
       );
+      // A redeploy (no volumes): each container replaced by a new one of the same definition.
+      const [redeploy, redeployCalls] = await callsDuring(() =>
+        timed(async () => {
+          const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/redeploy/`);
+          const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
+          state = await actionEnd(action);
+          if (state !== "Success") throw new Error(`the redeploy action ended ${state}`);
+        }),
+      );
       const [stop, stopCalls] = await callsDuring(() =>
         timed(async () => {
           await must(api(b, "POST", `/api/app/v1/service/${s.uuid}/stop/`), "stop");
@@ -154,10 +163,11 @@ export async function runRealDeploy(
         }),
       );
       calls.start = startCalls;
+      calls.redeploy = redeployCalls;
       calls.stop = stopCalls;
       await must(api(b, "DELETE", `/api/app/v1/service/${s.uuid}/`), "terminate");
       await b.platform.actions.idle(120_000);
-      return { start, stop };
+      return { start, redeploy, stop };
     };
     const rawRound = async (round: number) => {
       const ids: string[] = [];
@@ -172,12 +182,26 @@ export async function runRealDeploy(
           ids.push(c.id);
         }),
       );
+      // Raw redeploy: each container removed, then made and started again, as many at a time.
+      const redeploy = await timed(() =>
+        parallel(async (i) => {
+          await docker.getContainer(ids[i]!).remove({ force: true });
+          const c = await docker.createContainer({
+            Image: TEST_IMAGE,
+            Cmd: ["sleep", "100000"],
+            name: `raw-${round}-${i}`,
+          });
+          await c.start();
+          ids[i] = c.id;
+        }),
+      );
       const stop = await timed(() => parallel((i) => docker.getContainer(ids[i]!).stop({ t: 1 })));
       await Promise.all(ids.map((id) => docker.getContainer(id).remove({ force: true })));
-      return { start, stop };
+      return { start, redeploy, stop };
     };
     // Rounds alternate which side goes first, so that neither always meets a warmer engine.
-    const rounds: { berth: { start: number; stop: number }; raw: { start: number; stop: number } }[] = [];
+    type Times = { start: number; redeploy: number; stop: number };
+    const rounds: { berth: Times; raw: Times }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       if (round % 2 === 0) {
         const berth = await berthRound(round);
@@ -191,16 +215,24 @@ export async function runRealDeploy(
     out(
       `real deploy: ${opts.containers} containers on one private dockerd, ${PARALLEL} at a time, median of ${ROUNDS} alternating rounds`,
     );
-    for (const op of ["start", "stop"] as const) {
+    const what = {
+      start: ["start until the action ended (Success)", "create+start"],
+      redeploy: ["redeploy until the action ended", "remove+create+start"],
+      stop: ["stop", "stop"],
+    } as const;
+    const rawCalls = {
+      start: "createContainer 1, startContainer 1",
+      redeploy: "removeContainer 1, createContainer 1, startContainer 1",
+      stop: "stopContainer 1",
+    };
+    for (const op of ["start", "redeploy", "stop"] as const) {
       const berth = median(rounds.map((r) => r.berth[op]));
       const raw = median(rounds.map((r) => r.raw[op]));
       const each = rounds.map((r) => `${(r.berth[op] / r.raw[op]).toFixed(2)}×`).join(", ");
       out(
-        `  Berth ${op === "start" ? "start until the action ended (Success)" : "stop"}: ${berth.toFixed(0)} ms; raw dockerode ${op === "start" ? "create+start" : "stop"}: ${raw.toFixed(0)} ms → ${(berth / raw).toFixed(2)}× raw (rounds: ${each})`,
+        `  Berth ${what[op][0]}: ${berth.toFixed(0)} ms; raw dockerode ${what[op][1]}: ${raw.toFixed(0)} ms → ${(berth / raw).toFixed(2)}× raw (rounds: ${each})`,
       );
-      out(
-        `  Berth engine calls per container (${op}, last round): ${calls[op]}; raw: ${op === "start" ? "createContainer 1, startContainer 1" : "stopContainer 1"}`,
-      );
+      out(`  Berth engine calls per container (${op}, last round): ${calls[op]}; raw: ${rawCalls[op]}`);
     }
   } finally {
     await b.close();
