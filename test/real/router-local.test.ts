@@ -4,7 +4,9 @@
 // reached like `curl --resolve app.test:443:<node address>`; a scale 2→4 and a start-first
 // redeploy under steady load lose no request (issue 29 too), and neither does a redeploy to a
 // definition whose health check fails, which is rolled back by itself; a domain whose ACME order
-// fails shows the error on the service.
+// fails shows the error on the service; HTTP/2, a WebSocket upgrade and sticky sessions pass
+// through. Long because one lab (a node, Caddy, pebble and its DNS) serves every check: a file
+// each would start its own.
 //
 // Needs root, dockerd, iproute2, iptables, busybox-static, caddy, pebble and openssl. Skipped
 // locally without them; fails under CI=true. Lab range 10.203.0.0/16, bridge berth-rt0.
