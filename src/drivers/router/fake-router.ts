@@ -19,6 +19,15 @@ export interface FakeAnswer {
   redirect?: string;
 }
 
+/**
+ * What an ACME server answers for a name under `.invalid` (RFC 2606: never a real name), so a
+ * simulated node shows a certificate error the way a real one does, without a test reaching in.
+ */
+function invalidNameError(host: string): string | undefined {
+  if (!host.endsWith(".invalid")) return undefined;
+  return `obtaining certificate: urn:ietf:params:acme:error:rejectedIdentifier: ${host} is not a name on the public Internet (.invalid)`;
+}
+
 export class FakeRouter implements Router {
   /** Every configuration applied, oldest first. */
   readonly applied: RouterConfig[] = [];
@@ -47,7 +56,7 @@ export class FakeRouter implements Router {
     return [...hosts].map((host) => {
       if (uploaded.has(host))
         return { host, state: "uploaded", issuer: "uploaded", expiresAt: null, error: null };
-      const error = this.failingOrders.get(host);
+      const error = this.failingOrders.get(host) ?? invalidNameError(host);
       if (error !== undefined) return { host, state: "error", issuer: "", expiresAt: null, error };
       if (!this.issued.has(host)) this.issued.set(host, Date.now());
       return {
