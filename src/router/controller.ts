@@ -61,6 +61,17 @@ export class RouterController extends Controller<NodeKey> {
   private readonly current = new Map<string, Promise<RoutesOutput>>();
   /** Nodes a push queued: configured even when another replica owns them. */
   private readonly pushed = new Set<string>();
+  /**
+   * The rows of nodes read when their namespace was queued: a change in a namespace of N nodes
+   * reads them in one statement, not N (a node's own change drops its row, so a node that left
+   * Deployed is read again).
+   */
+  private readonly queuedRows = new Map<string, NodeRow>();
+  /**
+   * Each build's router configuration and its hash, made once and shared by the namespace's
+   * nodes (one certificates read and one serialization per change, not one per node).
+   */
+  private readonly configs = new WeakMap<RoutesOutput, Promise<{ config: RouterConfig; hash: string }>>();
 
   constructor(private readonly d: RouterControllerDeps) {
     // Changes gather briefly: a burst (a scale, a redeploy) is one configuration swap, not one each.
@@ -92,6 +103,7 @@ export class RouterController extends Controller<NodeKey> {
     this.feed?.stop();
     this.feed = undefined;
     if (this.timer) clearInterval(this.timer);
+    this.queuedRows.clear();
     super.stop();
   }
 
@@ -125,7 +137,10 @@ export class RouterController extends Controller<NodeKey> {
     this.current.clear();
     try {
       for (const n of await this.d.store.nodes.liveNodes())
-        if (n.state === "Deployed") this.add({ node: n.uuid });
+        if (n.state === "Deployed") {
+          this.queuedRows.set(n.uuid, n);
+          this.add({ node: n.uuid });
+        }
     } catch (err) {
       this.d.onError(err);
     }
@@ -135,6 +150,7 @@ export class RouterController extends Controller<NodeKey> {
     for (const n of await this.d.store.nodes.liveNodes({ namespace }))
       if (n.state === "Deployed") {
         if (pushed) this.pushed.add(n.uuid);
+        this.queuedRows.set(n.uuid, n);
         this.add({ node: n.uuid });
       }
   }
@@ -144,6 +160,7 @@ export class RouterController extends Controller<NodeKey> {
     for (const r of rows) {
       if (r.type === "node") {
         const uuid = lastSegment(r.resource_uri);
+        if (uuid) this.queuedRows.delete(uuid);
         if (uuid && r.state === "Deployed") this.add({ node: uuid });
         if (r.state !== "Deployed") this.appliedHash.delete(uuid ?? "");
         if (uuid && r.state === "Terminated") await this.d.routers.released?.(uuid).catch(this.d.onError);
@@ -239,14 +256,15 @@ export class RouterController extends Controller<NodeKey> {
   private async reconcile(nodeUuid: string): Promise<void> {
     const pushed = this.pushed.delete(nodeUuid);
     if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid)) return;
-    const node = await this.d.store.nodes.findNode(nodeUuid);
+    const queued = this.queuedRows.get(nodeUuid);
+    this.queuedRows.delete(nodeUuid);
+    const node = queued ?? (await this.d.store.nodes.findNode(nodeUuid));
     if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);
     if (!router) return;
     if (await router.restarted?.()) this.appliedHash.delete(nodeUuid);
     const routes = await this.routesFor(node.namespace);
-    const config = await this.configOf(node.namespace, routes);
-    const hash = createHash("sha256").update(JSON.stringify(config)).digest("hex");
+    const { config, hash } = await this.configFor(node.namespace, routes);
     if (this.appliedHash.get(nodeUuid) !== hash) {
       await router.apply(config);
       this.appliedHash.set(nodeUuid, hash);
@@ -254,6 +272,25 @@ export class RouterController extends Controller<NodeKey> {
     }
     if (config.routes.some((r) => r.tls !== "off"))
       await this.recordCertificates(node.namespace, await router.certificates());
+  }
+
+  /** The build's configuration and its hash, made once per build (configs). */
+  private configFor(
+    namespace: string,
+    routes: RoutesOutput,
+  ): Promise<{ config: RouterConfig; hash: string }> {
+    let made = this.configs.get(routes);
+    if (!made) {
+      made = this.configOf(namespace, routes).then((config) => ({
+        config,
+        hash: createHash("sha256").update(JSON.stringify(config)).digest("hex"),
+      }));
+      this.configs.set(routes, made);
+      made.catch(() => {
+        if (this.configs.get(routes) === made) this.configs.delete(routes);
+      });
+    }
+    return made;
   }
 
   private async configOf(namespace: string, routes: RoutesOutput): Promise<RouterConfig> {
