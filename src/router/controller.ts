@@ -255,9 +255,9 @@ export class RouterController extends Controller<NodeKey> {
 
   private async reconcile(nodeUuid: string): Promise<void> {
     const pushed = this.pushed.delete(nodeUuid);
-    if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid)) return;
     const queued = this.queuedRows.get(nodeUuid);
     this.queuedRows.delete(nodeUuid);
+    if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid)) return;
     const node = queued ?? (await this.d.store.nodes.findNode(nodeUuid));
     if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);
