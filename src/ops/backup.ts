@@ -62,6 +62,9 @@ function pgTarget(url: string): { url: string; env: NodeJS.ProcessEnv } {
   const u = new URL(url);
   const password = decodeURIComponent(u.password);
   u.password = "";
+  // Berth's own driver (pg) reads `+` in the query as a space, as URLSearchParams writes it
+  // (`options=-c+search_path%3Dx`); libpq would read a literal `+`: pg_dump is given %20.
+  u.search = u.search.replace(/\+/g, "%20");
   return { url: u.toString(), env: password ? { PGPASSWORD: password } : {} };
 }
 

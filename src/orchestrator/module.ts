@@ -4,6 +4,7 @@ import type { ActionEngine } from "../actions/engine.ts";
 import type { Relations } from "../actions/relations.ts";
 import { overviewRoutes } from "../api/routes/overview.ts";
 import { serviceRoutes } from "../api/routes/services.ts";
+import { unknownContainerRoutes } from "../api/routes/unknown-containers.ts";
 import type { Core, Routes } from "../composition.ts";
 import { containerUri, serviceUri, stackUri } from "../domain/uri.ts";
 import type { NamespacePolicies } from "../identity/privileges.ts";
@@ -116,6 +117,7 @@ export function orchestratorModule(
   const routes: Routes = [
     (a) => serviceRoutes(a, { store, actions, services, views, answers }),
     (a) => overviewRoutes(a, { store }),
+    (a) => unknownContainerRoutes(a, { store, engines }),
   ];
   return {
     runtime,

@@ -12,6 +12,7 @@ import { ago, type Column, lastSegment, short, str } from "../output.ts";
 import { KINDS, resolve } from "../resolve.ts";
 import { registerNodeTokens } from "./byo.ts";
 import { bulk, collect, inspect, quietOption, syncOption, wholeNumber } from "./common.ts";
+import { registerUnknownContainers } from "./unknown-containers.ts";
 
 export const CLUSTER_COLUMNS: Column<NodeCluster>[] = [
   { header: "NAME", value: (n) => n.name },
@@ -290,4 +291,5 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
       bulk(ctx(cmd), nodeKind, refs, o, (client, n, b) => client.request("DELETE", `${b}${n.uuid}/`)),
     );
   registerNodeTokens(node, ctx);
+  registerUnknownContainers(node, ctx);
 }

@@ -36,11 +36,25 @@ export function registerVolumeBackup(program: Command, ctx: (cmd: Command) => Ct
     .option("--no-pause", "do not pause the containers while their volumes are read")
     .option("--pre-command <command>", "a shell command run in each running container first (must exit 0)")
     .option("--keep <n>", "keep the newest n successful backups of the service", wholeNumber)
+    .option("--keep-daily <n>", "also keep the newest backup of each of the last n days", wholeNumber)
+    .option("--keep-weekly <n>", "also keep the newest backup of each of the last n weeks", wholeNumber)
+    .option(
+      "--target <name>",
+      "store it on this backup target (an S3-compatible bucket) rather than the data directory",
+    )
     .addOption(syncOption())
     .action(
       async (
         ref: string,
-        o: { pause: boolean; preCommand?: string; keep?: number; sync?: boolean },
+        o: {
+          pause: boolean;
+          preCommand?: string;
+          keep?: number;
+          keepDaily?: number;
+          keepWeekly?: number;
+          target?: string;
+          sync?: boolean;
+        },
         cmd: Command,
       ) => {
         const c = ctx(cmd);
@@ -48,6 +62,9 @@ export function registerVolumeBackup(program: Command, ctx: (cmd: Command) => Ct
         const body: VolumeBackupCreateBody = { pause: o.pause };
         if (o.preCommand) body.pre_command = o.preCommand;
         if (o.keep !== undefined) body.keep = o.keep;
+        if (o.keepDaily !== undefined) body.keep_daily = o.keepDaily;
+        if (o.keepWeekly !== undefined) body.keep_weekly = o.keepWeekly;
+        if (o.target) body.target = o.target;
         const reply = await c.client.request<VolumeBackup>("POST", `${base}volumebackup/`, { body });
         await finish(c, reply, { sync: o.sync, refetch: reply.body.resource_uri });
       },
@@ -94,13 +111,25 @@ export function registerVolumeBackup(program: Command, ctx: (cmd: Command) => Ct
     )
     .option("--every <hours>", "hours between backups", wholeNumber)
     .option("--keep <n>", "successful backups kept", wholeNumber)
+    .option("--keep-daily <n>", "also keep the newest backup of each of the last n days", wholeNumber)
+    .option("--keep-weekly <n>", "also keep the newest backup of each of the last n weeks", wholeNumber)
+    .option("--target <name>", "store them on this backup target (an S3-compatible bucket)")
     .option("--no-pause", "do not pause the containers while their volumes are read")
     .option("--pre-command <command>", "a shell command run in each running container first")
     .option("--off", "stop the scheduled backups")
     .action(
       async (
         ref: string,
-        o: { every?: number; keep?: number; pause: boolean; preCommand?: string; off?: boolean },
+        o: {
+          every?: number;
+          keep?: number;
+          keepDaily?: number;
+          keepWeekly?: number;
+          target?: string;
+          pause: boolean;
+          preCommand?: string;
+          off?: boolean;
+        },
         cmd: Command,
       ) => {
         const c = ctx(cmd);
@@ -112,7 +141,15 @@ export function registerVolumeBackup(program: Command, ctx: (cmd: Command) => Ct
         if (o.every === undefined || o.keep === undefined)
           throw new CliError("give --every <hours> and --keep <n> (or --off)", 2);
         const reply = await c.client.request("PUT", `${base}volumebackupschedule/`, {
-          body: { every_hours: o.every, keep: o.keep, pause: o.pause, pre_command: o.preCommand ?? null },
+          body: {
+            every_hours: o.every,
+            keep: o.keep,
+            keep_daily: o.keepDaily ?? 0,
+            keep_weekly: o.keepWeekly ?? 0,
+            target: o.target ?? null,
+            pause: o.pause,
+            pre_command: o.preCommand ?? null,
+          },
         });
         c.out.done(reply.body);
       },
