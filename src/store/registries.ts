@@ -1,6 +1,7 @@
 // Queries of external repositories and service triggers.
 
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
+import { containsText } from "./list-search.ts";
 import type { RepositoryTable, TriggerTable } from "./schema.ts";
 import type { Kernel } from "./types.ts";
 
@@ -11,6 +12,8 @@ export interface RepositoryQuery {
   namespace: string;
   name?: string;
   registryHost?: string;
+  /** Names containing this text, any case (`name__icontains`). */
+  nameContains?: string;
   limit: number;
   offset: number;
 }
@@ -41,6 +44,7 @@ export class RegistryStore {
     let base = this.s.db.selectFrom("repositories").where("namespace", "=", q.namespace);
     if (q.name !== undefined) base = base.where("name", "=", q.name);
     if (q.registryHost !== undefined) base = base.where("registry_host", "=", q.registryHost);
+    if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     const rows = await base.selectAll().orderBy("id", "desc").limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };

@@ -128,7 +128,7 @@ describe("external repositories", () => {
     assert.equal(half.body.details[0].field, "password");
   });
 
-  test("names travel with raw slashes, %2F and in the namespaced form; the list filters by name and registry", async () => {
+  test("names travel with raw slashes, %2F and in the namespaced form; the list filters by name, a name's part and registry", async () => {
     const name = `${basicReg.host}/team/app`;
     for (const url of [
       `${base}${name}/`,
@@ -149,6 +149,11 @@ describe("external repositories", () => {
       byName.body.objects.map((o: { name: string }) => o.name),
       [name],
     );
+    // A search (name__icontains, any case): the dashboard's search box on the repositories list.
+    const searched = await call(s.h, s.alice, "GET", `${base}?name__icontains=TEAM%2FAPP`);
+    assert.ok(searched.body.objects.some((o: { name: string }) => o.name === name));
+    const none = await call(s.h, s.alice, "GET", `${base}?name__icontains=no-such-repo`);
+    assert.equal(none.body.meta.total_count, 0);
     for (const registry of [
       `/api/repo/v1/alice/registry/${bearerReg.host}/`,
       `/api/repo/v1/registry/${bearerReg.host}/`,

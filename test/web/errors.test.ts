@@ -1,6 +1,7 @@
 // Errors that help, in a real Chromium: a refused scale in words next to the Containers field (no
 // notice naming API fields), gone when the number is edited; error notices dismiss themselves and
-// stay on the page they were raised on; a refusal of the cluster form goes with the next edit.
+// stay on the page they were raised on; a refusal of the cluster form goes with the next edit; the
+// account page's profile, email, key and organization forms say theirs next to the field.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ADMIN_PASSWORD, browserSuite, browserUnavailable, openPage, signInAs } from "./browser.ts";
@@ -104,6 +105,54 @@ describe("errors in Chromium", { skip: unavailable }, () => {
     await refusal.waitFor({ state: "detached" });
     assert.deepEqual(
       errors.filter((e) => !/status of 409/.test(e)),
+      [],
+    );
+    await context.close();
+  });
+
+  test("the account page's forms: each refusal next to its field, no notice, gone once it is edited", async () => {
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    await page.goto("/#/account");
+    const admin = (await suite.berth.api("GET", "/api/v1.1/users/admin/")).body as { email: string };
+    const cases: { form: string; field: string; value: string; says: RegExp }[] = [
+      { form: "Profile", field: "profile_url", value: "not a link", says: /http:\/\/ or https:\/\// },
+      { form: "Add an address", field: "email", value: admin.email, says: /already has the address/ },
+      { form: "Confirm an address", field: "token", value: "no-such-token", says: /unknown, already used/ },
+      { form: "Create an API key", field: "label", value: "k".repeat(201), says: /200/ },
+      { form: "Create an organization", field: "name", value: "service", says: /reserved/ },
+    ];
+    for (const c of cases) {
+      const form = page.getByRole("form", { name: c.form });
+      const input = form.locator(`[data-field="${c.field}"] input`);
+      await input.fill(c.value);
+      await form.getByRole("button").last().click();
+      const said = form.locator(`[data-field="${c.field}"] .field-error`);
+      await said.waitFor();
+      assert.match(await said.innerText(), c.says, `${c.form}: ${await said.innerText()}`);
+      assert.equal(await page.locator(".notice.error").count(), 0, `${c.form}: in the form, not a notice`);
+      assert.equal(
+        await form.locator("[role=alert]", { hasText: c.says }).count(),
+        1,
+        `${c.form}: said once`,
+      );
+      await input.fill(`${c.value}x`);
+      await said.waitFor({ state: "detached" });
+      assert.equal(await form.locator("[role=alert]").count(), 0, `${c.form}: gone after the edit`);
+    }
+    // The last owner made a member: refused next to the username.
+    await page.getByRole("form", { name: "Create an organization" }).locator("input").fill("crew");
+    await page.getByRole("button", { name: "Create organization" }).click();
+    const invite = page.getByRole("form", { name: "Invite to crew" });
+    await invite.locator('[data-field="username"] input').fill("admin");
+    await invite.getByRole("button", { name: "Invite" }).click();
+    const said = invite.locator('[data-field="username"] .field-error');
+    await said.getByText(/last owner/).waitFor();
+    assert.equal(await page.locator(".notice.error").count(), 0);
+    await invite.locator('[data-field="username"] input').fill("admin2");
+    await said.waitFor({ state: "detached" });
+    assert.deepEqual(
+      errors.filter((e) => !/status of 4\d\d/.test(e)),
       [],
     );
     await context.close();

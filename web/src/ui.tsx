@@ -238,6 +238,31 @@ export function Field(props: { label: string; hint?: string; field?: string; chi
 }
 
 /**
+ * A form's call: done → an ok notice; refused → the problems next to their `Field`s (not a
+ * notice), forgotten as each field is edited. A refusal about no field in particular (a name
+ * taken, an unknown token) goes next to `field`, the form's own field, when it has one.
+ */
+export async function submitForm<T>(
+  label: string,
+  problems: FormProblems,
+  run: () => Promise<Reply<T>>,
+  field?: string,
+): Promise<Reply<T> | undefined> {
+  problems.set(undefined);
+  try {
+    const r = await run();
+    notify({ kind: "ok", text: `${label}: done.` });
+    return r;
+  } catch (e) {
+    const own = field && e instanceof ApiFailure && e.details.length === 0;
+    problems.set(
+      own ? new ApiFailure(e.status, e.code, e.message, [{ field, problem: inWords(e.message) }]) : e,
+    );
+    return undefined;
+  }
+}
+
+/**
  * The line under a form: what no `Field` of `fields` shows (problems of other fields, a refusal
  * that is not about a field), or a pointer to the fields marked above; nothing once all are edited.
  */
@@ -250,7 +275,8 @@ export function FormError(props: { problems: FormProblems; fields: readonly stri
     (d) => !placed.has(topField(d.field)) && props.problems.of(topField(d.field)) !== undefined,
   );
   const marked = props.fields.filter((f) => props.problems.of(f) !== undefined).length;
-  if (elsewhere.length === 0 && marked === 0) return null;
+  // A form of one field has its problem right there: no pointer to it.
+  if (elsewhere.length === 0 && (marked === 0 || props.fields.length === 1)) return null;
   return (
     <p class="error" role="alert">
       {elsewhere.length > 0

@@ -22,7 +22,7 @@ import type { RepositoryRow } from "../../store/registries.ts";
 import type { Store } from "../../store/store.ts";
 import { withRegistryAliases } from "../compat.ts";
 import { sendError } from "../errors.ts";
-import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
+import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf } from "../namespaces.ts";
 import { NsParams } from "../objects.ts";
 import { nsPaths } from "../routing.ts";
@@ -138,6 +138,7 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
             ...PAGE_QUERY,
             name: Type.Optional(Type.String()),
             registry: Type.Optional(Type.String({ description: "registry resource URI (or host)" })),
+            name__icontains: SEARCH_QUERY.name__icontains,
           }),
           response: { 200: listSchema(RepositoryView) },
         },
@@ -150,6 +151,7 @@ export function registryRoutes(untyped: FastifyInstance, deps: Deps): void {
           namespace: ns,
           name: q.name,
           registryHost: q.registry === undefined ? undefined : hostOfFilter(q.registry),
+          nameContains: q.name__icontains,
           ...page,
         });
         return envelope(req, page, total, await registries.views(rows));

@@ -7,8 +7,20 @@ import type {
 } from "../../../src/contract/registry.ts";
 import { call, nsPath, query } from "../api.ts";
 import { type Resource, useList } from "../live.ts";
-import { Table } from "../table.tsx";
-import { ErrorLine, Field, inputValue, Loading, Op, Page, perform } from "../ui.tsx";
+import { SearchBox, Table } from "../table.tsx";
+import {
+  ErrorLine,
+  Field,
+  FormError,
+  inputValue,
+  Loading,
+  Op,
+  Page,
+  ProblemsProvider,
+  perform,
+  submitForm,
+  useFormProblems,
+} from "../ui.tsx";
 
 type Registry = RegistryView & Resource;
 type Repository = RepositoryView & Resource;
@@ -54,17 +66,27 @@ function Credentials(props: { repo: Repository; done(): void }) {
 
 export function RegistryPage() {
   const registries = useList<Registry>(query(nsPath("repo", "registry"), { limit: 100 }), []);
-  const repos = useList<Repository>(query(nsPath("repo", "repository"), { limit: 200 }), []);
+  const [search, setSearch] = useState("");
+  const repos = useList<Repository>(
+    query(nsPath("repo", "repository"), { limit: 200, name__icontains: search.trim() || undefined }),
+    [],
+  );
   const [name, setName] = useState("");
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
   const [editing, setEditing] = useState<string | undefined>(undefined);
+  const problems = useFormProblems();
   const add = async (e: Event) => {
     e.preventDefault();
     const body: Record<string, string> = { name: name.trim() };
     if (username) body.username = username;
     if (password) body.password = password;
-    const r = await perform(`Add repository ${name}`, () => call("POST", nsPath("repo", "repository"), body));
+    const r = await submitForm(
+      `Add repository ${name}`,
+      problems,
+      () => call("POST", nsPath("repo", "repository"), body),
+      "name",
+    );
     if (r) {
       setName("");
       setUsername("");
@@ -93,6 +115,9 @@ export function RegistryPage() {
         />
       )}
       <h2>External repositories</h2>
+      <div class="filters">
+        <SearchBox value={search} onSearch={setSearch} placeholder="team/app" />
+      </div>
       <ErrorLine error={repos.error} />
       {repos.data && (
         <Table<Repository>
@@ -125,30 +150,42 @@ export function RegistryPage() {
           ]}
         />
       )}
-      <form class="form" onSubmit={(e) => void add(e)}>
-        <h2>Add a repository</h2>
-        <div class="grid">
-          <Field label="Repository" hint="registry host and path, e.g. registry.example.com/team/app">
-            <input required value={name} onInput={(e) => setName(inputValue(e))} />
-          </Field>
-          <Field label="Username">
-            <input autocomplete="off" value={username} onInput={(e) => setUsername(inputValue(e))} />
-          </Field>
-          <Field label="Password" hint="sent once; never shown again">
-            <input
-              type="password"
-              autocomplete="new-password"
-              value={password}
-              onInput={(e) => setPassword(inputValue(e))}
-            />
-          </Field>
-        </div>
-        <div class="form-actions">
-          <button type="submit" class="primary">
-            Add repository
-          </button>
-        </div>
-      </form>
+      <ProblemsProvider value={problems}>
+        <form
+          class="form"
+          aria-label="Add a repository"
+          onInput={problems.edited}
+          onSubmit={(e) => void add(e)}
+        >
+          <h2>Add a repository</h2>
+          <div class="grid">
+            <Field
+              label="Repository"
+              field="name"
+              hint="registry host and path, e.g. registry.example.com/team/app"
+            >
+              <input required value={name} onInput={(e) => setName(inputValue(e))} />
+            </Field>
+            <Field label="Username" field="username">
+              <input autocomplete="off" value={username} onInput={(e) => setUsername(inputValue(e))} />
+            </Field>
+            <Field label="Password" field="password" hint="sent once; never shown again">
+              <input
+                type="password"
+                autocomplete="new-password"
+                value={password}
+                onInput={(e) => setPassword(inputValue(e))}
+              />
+            </Field>
+          </div>
+          <div class="form-actions">
+            <button type="submit" class="primary">
+              Add repository
+            </button>
+          </div>
+          <FormError problems={problems} fields={["name", "username", "password"]} />
+        </form>
+      </ProblemsProvider>
     </Page>
   );
 }

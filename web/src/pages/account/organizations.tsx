@@ -3,7 +3,18 @@
 import { useState } from "preact/hooks";
 import type { Invitation as InvitationRow, Organization as Org } from "../../../../src/contract/account.ts";
 import { call, loadSession } from "../../api.ts";
-import { ErrorLine, Field, inputValue, Loading, Op, perform, Select } from "../../ui.tsx";
+import {
+  ErrorLine,
+  Field,
+  FormError,
+  inputValue,
+  Loading,
+  Op,
+  ProblemsProvider,
+  Select,
+  submitForm,
+  useFormProblems,
+} from "../../ui.tsx";
 import { useLoad } from "./load.ts";
 
 /** Invitations waiting for the user: accepting makes it a member, declining drops the invitation. */
@@ -73,6 +84,7 @@ function OrgCard({ name, me }: { name: string; me: string }) {
   const [invited, setInvited] = useState(0);
   const [user, setUser] = useState("");
   const [role, setRole] = useState("member");
+  const problems = useFormProblems();
   if (org.error) return <ErrorLine error={org.error} />;
   if (!org.data) return <Loading />;
   const owner = org.data.members.some((m) => m.username === me && m.role === "owner");
@@ -108,30 +120,37 @@ function OrgCard({ name, me }: { name: string; me: string }) {
       </ul>
       {owner && <PendingInvitations key={invited} name={name} />}
       {owner && (
-        <form
-          class="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void perform(`Invite ${user} to ${name}`, () =>
-              call("POST", `/api/v1.1/orgs/${name}/members/`, { username: user, role }),
-            ).then((r) => {
-              if (r) {
-                setUser("");
-                setInvited((n) => n + 1);
-                org.reload();
-              }
-            });
-          }}
-        >
-          <input
-            aria-label="Username"
-            placeholder="username"
-            value={user}
-            onInput={(e) => setUser(inputValue(e))}
-          />
-          <Select value={role} onChange={setRole} options={["member", "owner"]} />
-          <button type="submit">Invite</button>
-        </form>
+        <ProblemsProvider value={problems}>
+          <form
+            class="inline-form"
+            aria-label={`Invite to ${name}`}
+            onInput={problems.edited}
+            onSubmit={(e) => {
+              e.preventDefault();
+              void submitForm(
+                `Invite ${user} to ${name}`,
+                problems,
+                () => call("POST", `/api/v1.1/orgs/${name}/members/`, { username: user, role }),
+                "username",
+              ).then((r) => {
+                if (r) {
+                  setUser("");
+                  setInvited((n) => n + 1);
+                  org.reload();
+                }
+              });
+            }}
+          >
+            <Field label="Username" field="username">
+              <input placeholder="username" value={user} onInput={(e) => setUser(inputValue(e))} />
+            </Field>
+            <Field label="Role" field="role">
+              <Select value={role} onChange={setRole} options={["member", "owner"]} />
+            </Field>
+            <button type="submit">Invite</button>
+            <FormError problems={problems} fields={["username", "role"]} />
+          </form>
+        </ProblemsProvider>
       )}
     </div>
   );
@@ -139,6 +158,7 @@ function OrgCard({ name, me }: { name: string; me: string }) {
 
 export function OrgSection({ me, namespaces }: { me: string; namespaces: string[] }) {
   const [name, setName] = useState("");
+  const problems = useFormProblems();
   return (
     <section>
       <h2>Organizations</h2>
@@ -147,25 +167,33 @@ export function OrgSection({ me, namespaces }: { me: string; namespaces: string[
         .map((n) => (
           <OrgCard key={n} name={n} me={me} />
         ))}
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void perform(`Create organization ${name}`, () =>
-            call("POST", "/api/v1.1/orgs/", { name: name.trim() }),
-          ).then((r) => {
-            if (r) {
-              setName("");
-              void loadSession();
-            }
-          });
-        }}
-      >
-        <Field label="New organization">
-          <input value={name} onInput={(e) => setName(inputValue(e))} />
-        </Field>
-        <button type="submit">Create organization</button>
-      </form>
+      <ProblemsProvider value={problems}>
+        <form
+          class="inline-form"
+          aria-label="Create an organization"
+          onInput={problems.edited}
+          onSubmit={(e) => {
+            e.preventDefault();
+            void submitForm(
+              `Create organization ${name}`,
+              problems,
+              () => call("POST", "/api/v1.1/orgs/", { name: name.trim() }),
+              "name",
+            ).then((r) => {
+              if (r) {
+                setName("");
+                void loadSession();
+              }
+            });
+          }}
+        >
+          <Field label="New organization" field="name">
+            <input value={name} onInput={(e) => setName(inputValue(e))} />
+          </Field>
+          <button type="submit">Create organization</button>
+          <FormError problems={problems} fields={["name"]} />
+        </form>
+      </ProblemsProvider>
     </section>
   );
 }

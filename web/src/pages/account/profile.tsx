@@ -2,12 +2,24 @@
 import { useState } from "preact/hooks";
 import type { Email, Profile } from "../../../../src/contract/account.ts";
 import { call } from "../../api.ts";
-import { ErrorLine, Facts, Field, inputValue, Loading, Op, perform } from "../../ui.tsx";
+import {
+  ErrorLine,
+  Facts,
+  Field,
+  FormError,
+  inputValue,
+  Loading,
+  Op,
+  ProblemsProvider,
+  submitForm,
+  useFormProblems,
+} from "../../ui.tsx";
 import { useLoad } from "./load.ts";
 
 export function ProfileSection({ me }: { me: string }) {
   const p = useLoad<Profile>(`/api/v1.1/users/${me}/`);
   const [edit, setEdit] = useState<Partial<Profile>>({});
+  const problems = useFormProblems();
   if (p.error) return <ErrorLine error={p.error} />;
   if (!p.data) return <Loading />;
   const v = { ...p.data, ...edit };
@@ -22,39 +34,46 @@ export function ProfileSection({ me }: { me: string }) {
           ["Joined", p.data.date_joined],
         ]}
       />
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void perform("Profile", () =>
-            call("PATCH", `/api/v1.1/users/${me}/`, {
-              location: v.location,
-              company: v.company,
-              profile_url: v.profile_url,
-            }),
-          ).then((r) => {
-            if (r) {
-              setEdit({});
-              p.reload();
-            }
-          });
-        }}
-      >
-        <Field label="Location">
-          <input value={v.location} onInput={(e) => setEdit({ ...edit, location: inputValue(e) })} />
-        </Field>
-        <Field label="Company">
-          <input value={v.company} onInput={(e) => setEdit({ ...edit, company: inputValue(e) })} />
-        </Field>
-        <Field label="Profile URL">
-          <input
-            type="url"
-            value={v.profile_url}
-            onInput={(e) => setEdit({ ...edit, profile_url: inputValue(e) })}
-          />
-        </Field>
-        <button type="submit">Save profile</button>
-      </form>
+      <ProblemsProvider value={problems}>
+        <form
+          class="inline-form"
+          aria-label="Profile"
+          noValidate
+          onInput={problems.edited}
+          onSubmit={(e) => {
+            e.preventDefault();
+            // A refusal shows next to its field and goes when that field is edited.
+            void submitForm("Profile", problems, () =>
+              call("PATCH", `/api/v1.1/users/${me}/`, {
+                location: v.location,
+                company: v.company,
+                profile_url: v.profile_url,
+              }),
+            ).then((r) => {
+              if (r) {
+                setEdit({});
+                p.reload();
+              }
+            });
+          }}
+        >
+          <Field label="Location" field="location">
+            <input value={v.location} onInput={(e) => setEdit({ ...edit, location: inputValue(e) })} />
+          </Field>
+          <Field label="Company" field="company">
+            <input value={v.company} onInput={(e) => setEdit({ ...edit, company: inputValue(e) })} />
+          </Field>
+          <Field label="Profile URL" field="profile_url">
+            <input
+              type="url"
+              value={v.profile_url}
+              onInput={(e) => setEdit({ ...edit, profile_url: inputValue(e) })}
+            />
+          </Field>
+          <button type="submit">Save profile</button>
+          <FormError problems={problems} fields={["location", "company", "profile_url"]} />
+        </form>
+      </ProblemsProvider>
     </section>
   );
 }
@@ -63,6 +82,8 @@ export function EmailSection({ me }: { me: string }) {
   const list = useLoad<Email[]>(`/api/v1.1/users/${me}/emails/`);
   const [address, setAddress] = useState("");
   const [token, setToken] = useState("");
+  const adding = useFormProblems();
+  const confirming = useFormProblems();
   const base = `/api/v1.1/users/${me}/emails/`;
   return (
     <section>
@@ -103,42 +124,61 @@ export function EmailSection({ me }: { me: string }) {
           ))}
         </ul>
       )}
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void perform(`Add ${address}`, () => call("POST", base, { email: address })).then((r) => {
-            if (r) {
-              setAddress("");
-              list.reload();
-            }
-          });
-        }}
-      >
-        <Field label="New address">
-          <input type="email" required value={address} onInput={(e) => setAddress(inputValue(e))} />
-        </Field>
-        <button type="submit">Add address</button>
-      </form>
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void perform("Confirm address", () =>
-            call("POST", "/api/v1.1/emails/confirm/", { token: token.trim() }),
-          ).then((r) => {
-            if (r) {
-              setToken("");
-              list.reload();
-            }
-          });
-        }}
-      >
-        <Field label="Confirmation token" hint="from the confirmation message">
-          <input value={token} autocomplete="off" onInput={(e) => setToken(inputValue(e))} />
-        </Field>
-        <button type="submit">Confirm</button>
-      </form>
+      <ProblemsProvider value={adding}>
+        <form
+          class="inline-form"
+          aria-label="Add an address"
+          noValidate
+          onInput={adding.edited}
+          onSubmit={(e) => {
+            e.preventDefault();
+            void submitForm(
+              `Add ${address}`,
+              adding,
+              () => call("POST", base, { email: address }),
+              "email",
+            ).then((r) => {
+              if (r) {
+                setAddress("");
+                list.reload();
+              }
+            });
+          }}
+        >
+          <Field label="New address" field="email">
+            <input type="email" required value={address} onInput={(e) => setAddress(inputValue(e))} />
+          </Field>
+          <button type="submit">Add address</button>
+          <FormError problems={adding} fields={["email"]} />
+        </form>
+      </ProblemsProvider>
+      <ProblemsProvider value={confirming}>
+        <form
+          class="inline-form"
+          aria-label="Confirm an address"
+          onInput={confirming.edited}
+          onSubmit={(e) => {
+            e.preventDefault();
+            void submitForm(
+              "Confirm address",
+              confirming,
+              () => call("POST", "/api/v1.1/emails/confirm/", { token: token.trim() }),
+              "token",
+            ).then((r) => {
+              if (r) {
+                setToken("");
+                list.reload();
+              }
+            });
+          }}
+        >
+          <Field label="Confirmation token" field="token" hint="from the confirmation message">
+            <input value={token} autocomplete="off" onInput={(e) => setToken(inputValue(e))} />
+          </Field>
+          <button type="submit">Confirm</button>
+          <FormError problems={confirming} fields={["token"]} />
+        </form>
+      </ProblemsProvider>
     </section>
   );
 }

@@ -11,7 +11,7 @@ import {
   notify,
   Op,
   ProblemsProvider,
-  perform,
+  submitForm,
   useFormProblems,
 } from "../../ui.tsx";
 import { useLoad } from "./load.ts";
@@ -106,6 +106,7 @@ export function KeySection({ me }: { me: string }) {
   const keys = useLoad<{ objects?: ApiKey[] } | ApiKey[]>(`/api/v1.1/users/${me}/apikeys/`);
   const [label, setLabel] = useState("");
   const [fresh, setFresh] = useState<{ label: string; key: string } | undefined>(undefined);
+  const problems = useFormProblems();
   const rows = Array.isArray(keys.data) ? keys.data : (keys.data?.objects ?? []);
   return (
     <section>
@@ -143,25 +144,33 @@ export function KeySection({ me }: { me: string }) {
           </li>
         ))}
       </ul>
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void perform("Create API key", () =>
-            call<{ key: string; label: string }>("POST", `/api/v1.1/users/${me}/apikeys/`, { label }),
-          ).then((r) => {
-            if (!r) return;
-            setFresh(r.data as { key: string; label: string });
-            setLabel("");
-            keys.reload();
-          });
-        }}
-      >
-        <Field label="Label">
-          <input value={label} onInput={(e) => setLabel(inputValue(e))} />
-        </Field>
-        <button type="submit">Create key</button>
-      </form>
+      <ProblemsProvider value={problems}>
+        <form
+          class="inline-form"
+          aria-label="Create an API key"
+          onInput={problems.edited}
+          onSubmit={(e) => {
+            e.preventDefault();
+            void submitForm(
+              "Create API key",
+              problems,
+              () => call<{ key: string; label: string }>("POST", `/api/v1.1/users/${me}/apikeys/`, { label }),
+              "label",
+            ).then((r) => {
+              if (!r) return;
+              setFresh(r.data as { key: string; label: string });
+              setLabel("");
+              keys.reload();
+            });
+          }}
+        >
+          <Field label="Label" field="label">
+            <input value={label} onInput={(e) => setLabel(inputValue(e))} />
+          </Field>
+          <button type="submit">Create key</button>
+          <FormError problems={problems} fields={["label"]} />
+        </form>
+      </ProblemsProvider>
     </section>
   );
 }
