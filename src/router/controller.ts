@@ -1,8 +1,9 @@
 // The router controller (issue 30): every router of a namespace's nodes serves that namespace's
 // domains. It follows the change feed (store/follow.ts): a changed service, container or node
-// queues the nodes of its namespace on a typed work queue (orchestrator/work-queue.ts); the worker
-// builds the namespace's routes (domain/router-config.ts, one pure function), hands a router its
-// whole configuration when it differs from the one it last took, then records the certificate
+// rebuilds its namespace's routes (domain/router-config.ts, one pure function) once, and only when
+// the namespace's configuration changed queues its nodes on a typed work queue
+// (orchestrator/work-queue.ts); the worker hands a node's router that configuration when it
+// differs from the one it last took, then records the certificate
 // states the router reports (an error is written with an event on each service serving the host).
 // A periodic pass queues every node again (certificate renewals and errors, a router restarted).
 import { createHash } from "node:crypto";
@@ -72,6 +73,12 @@ export class RouterController extends Controller<NodeKey> {
    * nodes (one certificates read and one serialization per change, not one per node).
    */
   private readonly configs = new WeakMap<RoutesOutput, Promise<{ config: RouterConfig; hash: string }>>();
+  /**
+   * The hash of the configuration a change last queued to each namespace's nodes: a change that
+   * leaves a namespace's configuration as it was (most changes: a container started, a service
+   * without domains edited) queues none of its nodes, however many it has.
+   */
+  private readonly queuedHash = new Map<string, string>();
 
   constructor(private readonly d: RouterControllerDeps) {
     // Changes gather briefly: a burst (a scale, a redeploy) is one configuration swap, not one each.
@@ -119,6 +126,8 @@ export class RouterController extends Controller<NodeKey> {
 
   /** Queues every node of the namespaces and waits until their routers took what they have now. */
   async push(namespaces: ReadonlySet<string>, timeoutMs: number): Promise<void> {
+    // What a push hands the routers is not what a change queued: the next change queues again.
+    for (const ns of namespaces) this.queuedHash.delete(ns);
     for (const ns of namespaces) this.current.delete(ns);
     for (const ns of namespaces) await this.queueNamespace(ns, true);
     await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
@@ -161,14 +170,34 @@ export class RouterController extends Controller<NodeKey> {
       if (r.type === "node") {
         const uuid = lastSegment(r.resource_uri);
         if (uuid) this.queuedRows.delete(uuid);
-        if (uuid && r.state === "Deployed") this.add({ node: uuid });
+        // A node that has not taken its namespace's configuration yet (new, back from Unreachable)
+        // is queued by its own row; one that has needs nothing for a change of its record.
+        if (uuid && r.state === "Deployed" && !this.appliedHash.has(uuid)) this.add({ node: uuid });
         if (r.state !== "Deployed") this.appliedHash.delete(uuid ?? "");
         if (uuid && r.state === "Terminated") await this.d.routers.released?.(uuid).catch(this.d.onError);
       }
       namespaces.add(r.namespace);
     }
-    for (const ns of namespaces) this.current.delete(ns);
-    for (const ns of namespaces) await this.queueNamespace(ns);
+    for (const ns of namespaces) {
+      this.current.delete(ns);
+      if (await this.changedConfig(ns)) await this.queueNamespace(ns);
+    }
+  }
+
+  /**
+   * Whether the namespace's configuration differs from the one a change last queued to its nodes
+   * (a failed build counts as changed: the nodes' own passes build again and report it). A router
+   * restarted or a node that missed a configuration is found by the periodic pass.
+   */
+  private async changedConfig(namespace: string): Promise<boolean> {
+    try {
+      const { hash } = await this.configFor(namespace, await this.routesFor(namespace));
+      if (this.queuedHash.get(namespace) === hash) return false;
+      this.queuedHash.set(namespace, hash);
+    } catch {
+      this.queuedHash.delete(namespace);
+    }
+    return true;
   }
 
   /** The namespace's routes as built since its last change (one build shared by its nodes). */
