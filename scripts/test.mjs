@@ -38,22 +38,28 @@ const usesDatabase = (f) =>
   !isBrowser(f) &&
   !/\/test\/(domain|scheduler|drivers|store|cli|process|replicas|ops)\//.test(f);
 const tiers = [
-  { name: "fast tiers (SQLite)", files: files.filter((f) => !isReal(f) && !isBrowser(f)), concurrency: 2 },
+  {
+    name: "fast tiers (SQLite)",
+    files: files.filter((f) => !isReal(f) && !isBrowser(f)),
+    concurrency: 2,
+    stage: 1,
+  },
   ...(pgUrl
     ? [
         {
           name: "API tiers on PostgreSQL",
           files: files.filter(usesDatabase),
           concurrency: 2,
+          stage: 2,
           env: { BERTH_TEST_DATABASE_URL: pgUrl },
         },
       ]
     : []),
-  // The browser tier runs beside the real-engine tier (stage 2): the engine tier mostly waits on
+  // The browser tier runs beside the real-engine tier (stage 3): the engine tier mostly waits on
   // containers and engines, the browser tier on Chromium, one file at a time each. Its output is held
   // and printed when it ends, so that the two never interleave.
-  { name: "real-engine tier", files: files.filter(isReal), concurrency: 1, stage: 2 },
-  { name: "browser tier", files: files.filter(isBrowser), concurrency: 1, stage: 2, held: true },
+  { name: "real-engine tier", files: files.filter(isReal), concurrency: 1, stage: 3 },
+  { name: "browser tier", files: files.filter(isBrowser), concurrency: 1, stage: 3, held: true },
 ].filter((t) => t.files.length > 0);
 const sequential = process.env.BERTH_TEST_SEQUENTIAL === "true";
 
@@ -107,9 +113,9 @@ async function runTier(tier) {
 }
 
 // Tiers of one stage run at the same time (unless BERTH_TEST_SEQUENTIAL=true); stages one after another.
-const stages = [...new Set(tiers.map((t) => t.stage ?? 1))].sort();
+const stages = [...new Set(tiers.map((t) => t.stage))].sort();
 for (const stage of stages) {
-  const group = tiers.filter((t) => (t.stage ?? 1) === stage);
+  const group = tiers.filter((t) => t.stage === stage);
   if (sequential) for (const tier of group) await runTier(tier);
   else await Promise.all(group.map(runTier));
 }
