@@ -83,7 +83,7 @@ describe("output and completion", () => {
     ]);
     assert.deepEqual(
       complete("berth admin ").filter((w) => !w.startsWith("-")),
-      ["backup", "restore"],
+      ["backup", "ls", "restore"],
     );
     assert.ok(complete("berth admin restore --").includes("--data-dir"));
     const zsh = (await ok(["completion", "zsh"])).stdout;
