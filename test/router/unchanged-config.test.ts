@@ -12,6 +12,9 @@ const NODES = 6;
 let s: Sim;
 /** The nodes whose router the controller looked at, in order. */
 const looked: string[] = [];
+// The simulated platform answers through inject and its timers are unref'd: this keeps the test's
+// process alive while it waits for the controller's gathered work.
+const alive = setInterval(() => {}, 60_000);
 
 before(async () => {
   s = await startSim({ env: { BERTH_ROUTER_INTERVAL_MS: "3600000" } });
@@ -25,6 +28,7 @@ before(async () => {
   await module.controller.settle();
 });
 after(async () => {
+  clearInterval(alive);
   await s?.close();
 });
 
