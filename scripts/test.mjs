@@ -3,7 +3,8 @@
 // `--fast` skips the real-engine tier (files under test/real/ and test/local/, and docker driver tests)
 // and the replica tier (test/replicas/: several server processes on PostgreSQL and a real engine).
 // Browser files (test/web/) run in a tier of their own, one at a time (two Chromiums at once on a
-// 2-core machine make each other's timings meaningless), beside the real-engine tier.
+// 2-core machine make each other's timings meaningless); the real-engine tier runs beside the
+// PostgreSQL tier.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -55,11 +56,12 @@ const tiers = [
         },
       ]
     : []),
-  // The browser tier runs beside the real-engine tier (stage 3): the engine tier mostly waits on
-  // containers and engines, the browser tier on Chromium, one file at a time each. Its output is held
-  // and printed when it ends, so that the two never interleave.
-  { name: "real-engine tier", files: files.filter(isReal), concurrency: 1, stage: 3 },
-  { name: "browser tier", files: files.filter(isBrowser), concurrency: 1, stage: 3, held: true },
+  // The real-engine tier runs one file at a time beside the PostgreSQL tier (stage 2): it mostly
+  // waits on containers and engines. Its output is held and printed when it ends, so that the two
+  // never interleave. The browser tier runs alone (stage 3): Chromium aborts its requests
+  // (ERR_NETWORK_CHANGED) whenever the real-engine tier adds or removes a network interface.
+  { name: "real-engine tier", files: files.filter(isReal), concurrency: 1, stage: 2, held: true },
+  { name: "browser tier", files: files.filter(isBrowser), concurrency: 1, stage: 3 },
 ].filter((t) => t.files.length > 0);
 const sequential = process.env.BERTH_TEST_SEQUENTIAL === "true";
 

@@ -218,6 +218,36 @@ const ProblemsContext = createContext<FormProblems | undefined>(undefined);
 /** Gives the `Field`s inside it their problems. */
 export const ProblemsProvider = ProblemsContext.Provider;
 
+/**
+ * A form whose refusals show next to its fields (`Field`, `FormError`) and go when a field is
+ * edited: the provider, the edit hook and the default submit kept in one place.
+ */
+export function ProblemForm(props: {
+  label: string;
+  problems: FormProblems;
+  onSubmit: () => void;
+  class?: string;
+  noValidate?: boolean;
+  children: ComponentChildren;
+}) {
+  return (
+    <ProblemsProvider value={props.problems}>
+      <form
+        class={props.class ?? "inline-form"}
+        aria-label={props.label}
+        noValidate={props.noValidate}
+        onInput={props.problems.edited}
+        onSubmit={(e) => {
+          e.preventDefault();
+          props.onSubmit();
+        }}
+      >
+        {props.children}
+      </form>
+    </ProblemsProvider>
+  );
+}
+
 export function Field(props: { label: string; hint?: string; field?: string; children: ComponentChildren }) {
   const problems = useContext(ProblemsContext);
   const problem = props.field ? problems?.of(props.field) : undefined;

@@ -10,7 +10,7 @@ import {
   inputValue,
   Loading,
   Op,
-  ProblemsProvider,
+  ProblemForm,
   Select,
   submitForm,
   useFormProblems,
@@ -120,37 +120,33 @@ function OrgCard({ name, me }: { name: string; me: string }) {
       </ul>
       {owner && <PendingInvitations key={invited} name={name} />}
       {owner && (
-        <ProblemsProvider value={problems}>
-          <form
-            class="inline-form"
-            aria-label={`Invite to ${name}`}
-            onInput={problems.edited}
-            onSubmit={(e) => {
-              e.preventDefault();
-              void submitForm(
-                `Invite ${user} to ${name}`,
-                problems,
-                () => call("POST", `/api/v1.1/orgs/${name}/members/`, { username: user, role }),
-                "username",
-              ).then((r) => {
-                if (r) {
-                  setUser("");
-                  setInvited((n) => n + 1);
-                  org.reload();
-                }
-              });
-            }}
-          >
-            <Field label="Username" field="username">
-              <input placeholder="username" value={user} onInput={(e) => setUser(inputValue(e))} />
-            </Field>
-            <Field label="Role" field="role">
-              <Select value={role} onChange={setRole} options={["member", "owner"]} />
-            </Field>
-            <button type="submit">Invite</button>
-            <FormError problems={problems} fields={["username", "role"]} />
-          </form>
-        </ProblemsProvider>
+        <ProblemForm
+          label={`Invite to ${name}`}
+          problems={problems}
+          onSubmit={() => {
+            void submitForm(
+              `Invite ${user} to ${name}`,
+              problems,
+              () => call("POST", `/api/v1.1/orgs/${name}/members/`, { username: user, role }),
+              "username",
+            ).then((r) => {
+              if (r) {
+                setUser("");
+                setInvited((n) => n + 1);
+                org.reload();
+              }
+            });
+          }}
+        >
+          <Field label="Username" field="username">
+            <input placeholder="username" value={user} onInput={(e) => setUser(inputValue(e))} />
+          </Field>
+          <Field label="Role" field="role">
+            <Select value={role} onChange={setRole} options={["member", "owner"]} />
+          </Field>
+          <button type="submit">Invite</button>
+          <FormError problems={problems} fields={["username", "role"]} />
+        </ProblemForm>
       )}
     </div>
   );
@@ -167,33 +163,29 @@ export function OrgSection({ me, namespaces }: { me: string; namespaces: string[
         .map((n) => (
           <OrgCard key={n} name={n} me={me} />
         ))}
-      <ProblemsProvider value={problems}>
-        <form
-          class="inline-form"
-          aria-label="Create an organization"
-          onInput={problems.edited}
-          onSubmit={(e) => {
-            e.preventDefault();
-            void submitForm(
-              `Create organization ${name}`,
-              problems,
-              () => call("POST", "/api/v1.1/orgs/", { name: name.trim() }),
-              "name",
-            ).then((r) => {
-              if (r) {
-                setName("");
-                void loadSession();
-              }
-            });
-          }}
-        >
-          <Field label="New organization" field="name">
-            <input value={name} onInput={(e) => setName(inputValue(e))} />
-          </Field>
-          <button type="submit">Create organization</button>
-          <FormError problems={problems} fields={["name"]} />
-        </form>
-      </ProblemsProvider>
+      <ProblemForm
+        label="Create an organization"
+        problems={problems}
+        onSubmit={() => {
+          void submitForm(
+            `Create organization ${name}`,
+            problems,
+            () => call("POST", "/api/v1.1/orgs/", { name: name.trim() }),
+            "name",
+          ).then((r) => {
+            if (r) {
+              setName("");
+              void loadSession();
+            }
+          });
+        }}
+      >
+        <Field label="New organization" field="name">
+          <input value={name} onInput={(e) => setName(inputValue(e))} />
+        </Field>
+        <button type="submit">Create organization</button>
+        <FormError problems={problems} fields={["name"]} />
+      </ProblemForm>
     </section>
   );
 }

@@ -10,7 +10,7 @@ import {
   inputValue,
   Loading,
   Op,
-  ProblemsProvider,
+  ProblemForm,
   submitForm,
   useFormProblems,
 } from "../../ui.tsx";
@@ -34,46 +34,42 @@ export function ProfileSection({ me }: { me: string }) {
           ["Joined", p.data.date_joined],
         ]}
       />
-      <ProblemsProvider value={problems}>
-        <form
-          class="inline-form"
-          aria-label="Profile"
-          noValidate
-          onInput={problems.edited}
-          onSubmit={(e) => {
-            e.preventDefault();
-            // A refusal shows next to its field and goes when that field is edited.
-            void submitForm("Profile", problems, () =>
-              call("PATCH", `/api/v1.1/users/${me}/`, {
-                location: v.location,
-                company: v.company,
-                profile_url: v.profile_url,
-              }),
-            ).then((r) => {
-              if (r) {
-                setEdit({});
-                p.reload();
-              }
-            });
-          }}
-        >
-          <Field label="Location" field="location">
-            <input value={v.location} onInput={(e) => setEdit({ ...edit, location: inputValue(e) })} />
-          </Field>
-          <Field label="Company" field="company">
-            <input value={v.company} onInput={(e) => setEdit({ ...edit, company: inputValue(e) })} />
-          </Field>
-          <Field label="Profile URL" field="profile_url">
-            <input
-              type="url"
-              value={v.profile_url}
-              onInput={(e) => setEdit({ ...edit, profile_url: inputValue(e) })}
-            />
-          </Field>
-          <button type="submit">Save profile</button>
-          <FormError problems={problems} fields={["location", "company", "profile_url"]} />
-        </form>
-      </ProblemsProvider>
+      <ProblemForm
+        label="Profile"
+        problems={problems}
+        noValidate
+        onSubmit={() => {
+          // A refusal shows next to its field and goes when that field is edited.
+          void submitForm("Profile", problems, () =>
+            call("PATCH", `/api/v1.1/users/${me}/`, {
+              location: v.location,
+              company: v.company,
+              profile_url: v.profile_url,
+            }),
+          ).then((r) => {
+            if (r) {
+              setEdit({});
+              p.reload();
+            }
+          });
+        }}
+      >
+        <Field label="Location" field="location">
+          <input value={v.location} onInput={(e) => setEdit({ ...edit, location: inputValue(e) })} />
+        </Field>
+        <Field label="Company" field="company">
+          <input value={v.company} onInput={(e) => setEdit({ ...edit, company: inputValue(e) })} />
+        </Field>
+        <Field label="Profile URL" field="profile_url">
+          <input
+            type="url"
+            value={v.profile_url}
+            onInput={(e) => setEdit({ ...edit, profile_url: inputValue(e) })}
+          />
+        </Field>
+        <button type="submit">Save profile</button>
+        <FormError problems={problems} fields={["location", "company", "profile_url"]} />
+      </ProblemForm>
     </section>
   );
 }
@@ -124,61 +120,53 @@ export function EmailSection({ me }: { me: string }) {
           ))}
         </ul>
       )}
-      <ProblemsProvider value={adding}>
-        <form
-          class="inline-form"
-          aria-label="Add an address"
-          noValidate
-          onInput={adding.edited}
-          onSubmit={(e) => {
-            e.preventDefault();
-            void submitForm(
-              `Add ${address}`,
-              adding,
-              () => call("POST", base, { email: address }),
-              "email",
-            ).then((r) => {
-              if (r) {
-                setAddress("");
-                list.reload();
-              }
-            });
-          }}
-        >
-          <Field label="New address" field="email">
-            <input type="email" required value={address} onInput={(e) => setAddress(inputValue(e))} />
-          </Field>
-          <button type="submit">Add address</button>
-          <FormError problems={adding} fields={["email"]} />
-        </form>
-      </ProblemsProvider>
-      <ProblemsProvider value={confirming}>
-        <form
-          class="inline-form"
-          aria-label="Confirm an address"
-          onInput={confirming.edited}
-          onSubmit={(e) => {
-            e.preventDefault();
-            void submitForm(
-              "Confirm address",
-              confirming,
-              () => call("POST", "/api/v1.1/emails/confirm/", { token: token.trim() }),
-              "token",
-            ).then((r) => {
-              if (r) {
-                setToken("");
-                list.reload();
-              }
-            });
-          }}
-        >
-          <Field label="Confirmation token" field="token" hint="from the confirmation message">
-            <input value={token} autocomplete="off" onInput={(e) => setToken(inputValue(e))} />
-          </Field>
-          <button type="submit">Confirm</button>
-          <FormError problems={confirming} fields={["token"]} />
-        </form>
-      </ProblemsProvider>
+      <ProblemForm
+        label="Add an address"
+        problems={adding}
+        noValidate
+        onSubmit={() => {
+          void submitForm(
+            `Add ${address}`,
+            adding,
+            () => call("POST", base, { email: address }),
+            "email",
+          ).then((r) => {
+            if (r) {
+              setAddress("");
+              list.reload();
+            }
+          });
+        }}
+      >
+        <Field label="New address" field="email">
+          <input type="email" required value={address} onInput={(e) => setAddress(inputValue(e))} />
+        </Field>
+        <button type="submit">Add address</button>
+        <FormError problems={adding} fields={["email"]} />
+      </ProblemForm>
+      <ProblemForm
+        label="Confirm an address"
+        problems={confirming}
+        onSubmit={() => {
+          void submitForm(
+            "Confirm address",
+            confirming,
+            () => call("POST", "/api/v1.1/emails/confirm/", { token: token.trim() }),
+            "token",
+          ).then((r) => {
+            if (r) {
+              setToken("");
+              list.reload();
+            }
+          });
+        }}
+      >
+        <Field label="Confirmation token" field="token" hint="from the confirmation message">
+          <input value={token} autocomplete="off" onInput={(e) => setToken(inputValue(e))} />
+        </Field>
+        <button type="submit">Confirm</button>
+        <FormError problems={confirming} fields={["token"]} />
+      </ProblemForm>
     </section>
   );
 }

@@ -10,7 +10,7 @@ import {
   inputValue,
   notify,
   Op,
-  ProblemsProvider,
+  ProblemForm,
   submitForm,
   useFormProblems,
 } from "../../ui.tsx";
@@ -28,64 +28,60 @@ export function SecuritySection({ me }: { me: string }) {
       <p class="hint">
         Changing the password signs out every other browser and ends every access token; API keys stay.
       </p>
-      <ProblemsProvider value={problems}>
-        <form
-          class="inline-form"
-          aria-label="Change password"
-          onInput={problems.edited}
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (differ) return;
-            problems.set(undefined);
-            // A refusal shows next to its field (or under the form) and goes when that is edited.
-            call<{ sessions_ended: number; access_tokens_ended: number }>(
-              "POST",
-              `/api/v1.1/users/${me}/password/`,
-              { old_password: pw.old, new_password: pw.fresh },
-            ).then((r) => {
-              const d = r.data;
-              notify({ kind: "ok", text: "Password changed." });
-              setPw(empty);
-              setEnded(
-                `${d.sessions_ended} other session(s) and ${d.access_tokens_ended} access token(s) ended.`,
-              );
-            }, problems.set);
-          }}
-        >
-          <Field label="Current password" field="old_password">
-            <input
-              type="password"
-              autocomplete="current-password"
-              required
-              value={pw.old}
-              onInput={(e) => setPw({ ...pw, old: inputValue(e) })}
-            />
-          </Field>
-          <Field label="New password" field="new_password" hint="at least 8 characters">
-            <input
-              type="password"
-              autocomplete="new-password"
-              required
-              minLength={8}
-              value={pw.fresh}
-              onInput={(e) => setPw({ ...pw, fresh: inputValue(e) })}
-            />
-          </Field>
-          <Field label="New password again" hint={differ ? "the two new passwords differ" : undefined}>
-            <input
-              type="password"
-              autocomplete="new-password"
-              required
-              value={pw.again}
-              onInput={(e) => setPw({ ...pw, again: inputValue(e) })}
-            />
-          </Field>
-          <button type="submit" disabled={differ}>
-            Change password
-          </button>
-          <FormError problems={problems} fields={["old_password", "new_password"]} />
-        </form>
-      </ProblemsProvider>
+      <ProblemForm
+        label="Change password"
+        problems={problems}
+        onSubmit={() => {
+          if (differ) return;
+          problems.set(undefined);
+          // A refusal shows next to its field (or under the form) and goes when that is edited.
+          call<{ sessions_ended: number; access_tokens_ended: number }>(
+            "POST",
+            `/api/v1.1/users/${me}/password/`,
+            { old_password: pw.old, new_password: pw.fresh },
+          ).then((r) => {
+            const d = r.data;
+            notify({ kind: "ok", text: "Password changed." });
+            setPw(empty);
+            setEnded(
+              `${d.sessions_ended} other session(s) and ${d.access_tokens_ended} access token(s) ended.`,
+            );
+          }, problems.set);
+        }}
+      >
+        <Field label="Current password" field="old_password">
+          <input
+            type="password"
+            autocomplete="current-password"
+            required
+            value={pw.old}
+            onInput={(e) => setPw({ ...pw, old: inputValue(e) })}
+          />
+        </Field>
+        <Field label="New password" field="new_password" hint="at least 8 characters">
+          <input
+            type="password"
+            autocomplete="new-password"
+            required
+            minLength={8}
+            value={pw.fresh}
+            onInput={(e) => setPw({ ...pw, fresh: inputValue(e) })}
+          />
+        </Field>
+        <Field label="New password again" hint={differ ? "the two new passwords differ" : undefined}>
+          <input
+            type="password"
+            autocomplete="new-password"
+            required
+            value={pw.again}
+            onInput={(e) => setPw({ ...pw, again: inputValue(e) })}
+          />
+        </Field>
+        <button type="submit" disabled={differ}>
+          Change password
+        </button>
+        <FormError problems={problems} fields={["old_password", "new_password"]} />
+      </ProblemForm>
       {ended && (
         <p class="hint" role="status">
           {ended}
@@ -144,33 +140,29 @@ export function KeySection({ me }: { me: string }) {
           </li>
         ))}
       </ul>
-      <ProblemsProvider value={problems}>
-        <form
-          class="inline-form"
-          aria-label="Create an API key"
-          onInput={problems.edited}
-          onSubmit={(e) => {
-            e.preventDefault();
-            void submitForm(
-              "Create API key",
-              problems,
-              () => call<{ key: string; label: string }>("POST", `/api/v1.1/users/${me}/apikeys/`, { label }),
-              "label",
-            ).then((r) => {
-              if (!r) return;
-              setFresh(r.data as { key: string; label: string });
-              setLabel("");
-              keys.reload();
-            });
-          }}
-        >
-          <Field label="Label" field="label">
-            <input value={label} onInput={(e) => setLabel(inputValue(e))} />
-          </Field>
-          <button type="submit">Create key</button>
-          <FormError problems={problems} fields={["label"]} />
-        </form>
-      </ProblemsProvider>
+      <ProblemForm
+        label="Create an API key"
+        problems={problems}
+        onSubmit={() => {
+          void submitForm(
+            "Create API key",
+            problems,
+            () => call<{ key: string; label: string }>("POST", `/api/v1.1/users/${me}/apikeys/`, { label }),
+            "label",
+          ).then((r) => {
+            if (!r) return;
+            setFresh(r.data as { key: string; label: string });
+            setLabel("");
+            keys.reload();
+          });
+        }}
+      >
+        <Field label="Label" field="label">
+          <input value={label} onInput={(e) => setLabel(inputValue(e))} />
+        </Field>
+        <button type="submit">Create key</button>
+        <FormError problems={problems} fields={["label"]} />
+      </ProblemForm>
     </section>
   );
 }

@@ -13,7 +13,7 @@ import {
   notify,
   Op,
   Page,
-  ProblemsProvider,
+  ProblemForm,
   StateBadge,
   useFormProblems,
 } from "../../ui.tsx";
@@ -29,57 +29,53 @@ function NewUser(props: { created(): void }) {
   const [busy, setBusy] = useState(false);
   const problems = useFormProblems();
   return (
-    <ProblemsProvider value={problems}>
-      <form
-        class="inline-form"
-        aria-label="New user"
-        onInput={problems.edited}
-        onSubmit={(e) => {
-          e.preventDefault();
-          setBusy(true);
-          problems.set(undefined);
-          call("POST", "/api/v1.1/users/", form)
-            .then(
-              () => {
-                notify({ kind: "ok", text: `User ${form.username} created.` });
-                setForm(empty);
-                props.created();
-              },
-              (err: unknown) => problems.set(err),
-            )
-            .finally(() => setBusy(false));
-        }}
-      >
-        <Field label="Username" field="username">
-          <input
-            name="username"
-            value={form.username}
-            onInput={(e) => setForm({ ...form, username: inputValue(e) })}
-          />
-        </Field>
-        <Field label="Email" field="email">
-          <input
-            name="email"
-            type="email"
-            value={form.email}
-            onInput={(e) => setForm({ ...form, email: inputValue(e) })}
-          />
-        </Field>
-        <Field label="Password" field="password">
-          <input
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            value={form.password}
-            onInput={(e) => setForm({ ...form, password: inputValue(e) })}
-          />
-        </Field>
-        <button type="submit" disabled={busy}>
-          Create user
-        </button>
-        <FormError problems={problems} fields={FIELDS} />
-      </form>
-    </ProblemsProvider>
+    <ProblemForm
+      label="New user"
+      problems={problems}
+      onSubmit={() => {
+        setBusy(true);
+        problems.set(undefined);
+        call("POST", "/api/v1.1/users/", form)
+          .then(
+            () => {
+              notify({ kind: "ok", text: `User ${form.username} created.` });
+              setForm(empty);
+              props.created();
+            },
+            (err: unknown) => problems.set(err),
+          )
+          .finally(() => setBusy(false));
+      }}
+    >
+      <Field label="Username" field="username">
+        <input
+          name="username"
+          value={form.username}
+          onInput={(e) => setForm({ ...form, username: inputValue(e) })}
+        />
+      </Field>
+      <Field label="Email" field="email">
+        <input
+          name="email"
+          type="email"
+          value={form.email}
+          onInput={(e) => setForm({ ...form, email: inputValue(e) })}
+        />
+      </Field>
+      <Field label="Password" field="password">
+        <input
+          name="password"
+          type="password"
+          autocomplete="new-password"
+          value={form.password}
+          onInput={(e) => setForm({ ...form, password: inputValue(e) })}
+        />
+      </Field>
+      <button type="submit" disabled={busy}>
+        Create user
+      </button>
+      <FormError problems={problems} fields={FIELDS} />
+    </ProblemForm>
   );
 }
 
