@@ -1,9 +1,11 @@
 // `npm run bench [-- <name>…]`: runs the benchmarks (not tests; nothing fails on a slow machine)
 // and prints their figures, each baseline measured in the same run. Names: api, placement,
-// large, scale, tenants, idle, stats, real, router, rollout, fanout, writes, memory, replicas (all of them without a
-// name; replicas needs BERTH_TEST_PG_URL; scale is 5,000 nodes and 150,000 containers, --quick a tenth). `--quick`
-// shortens the runs. `writes`: PATCH throughput with 1,000 events
-// subscribers against none (--subscribers N).
+// large, scale, tenants, idle, stats, real, router, rollout, rollout-real, fanout, writes, memory, replicas (all of
+// them without a name; replicas needs BERTH_TEST_PG_URL; scale is 5,000 nodes and 150,000 containers, --quick a
+// tenth). `--quick` shortens the runs. `rollout` is simulated nodes; `rollout-real` the same redeploys on real
+// engines (`local` nodes, root and dockerd and caddy, else one line saying why) behind Berth's router under HTTP
+// load: a baseline without a redeploy, a start-first redeploy and an automatic rollback (bench/rollout-real.ts).
+// `writes`: PATCH throughput with 1,000 events subscribers against none (--subscribers N).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
 import os from "node:os";
 import { parseArgs } from "node:util";
@@ -15,6 +17,7 @@ import { runPlacement } from "./placement.ts";
 import { runRealDeploy } from "./real.ts";
 import { runReplicas } from "./replicas.ts";
 import { runRollout } from "./rollout.ts";
+import { runRolloutReal } from "./rollout-real.ts";
 import { runRouter } from "./router.ts";
 import { runIdle, runLargeNamespace, runTenants } from "./scale.ts";
 import { runStats } from "./stats.ts";
@@ -76,6 +79,7 @@ const benches: Record<string, () => Promise<void>> = {
   real: () => runRealDeploy({ containers: 10 }, out),
   router: () => runRouter({ seconds: quick ? 3 : 8, connections: 8 }, out),
   rollout: () => runRollout({ containers: quick ? 4 : 8 }, out),
+  "rollout-real": () => runRolloutReal({ nodes: quick ? 1 : 2, baselineSeconds: quick ? 4 : 8 }, out),
   replicas: () =>
     runReplicas(
       quick ? { seconds: 3, clients: 16, events: 100 } : { seconds: 8, clients: 16, events: 300 },

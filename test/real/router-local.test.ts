@@ -22,6 +22,7 @@ import { after, before, describe, test } from "node:test";
 import { findExecutable } from "../../src/drivers/local/host-tools.ts";
 import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { type Answer, request, steadyLoad } from "../support/http-load.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
 
 const LAB_RANGE = "10.203.0.0/16";
@@ -62,113 +63,6 @@ function post(address: string, pathname: string, body: unknown): Promise<number>
     req.on("error", reject);
     req.end(JSON.stringify(body));
   });
-}
-
-interface Answer {
-  status: number;
-  body: string;
-  issuer?: string;
-}
-
-/** `curl --resolve <host>:<port>:<address>`: a request for `host` sent to `address`, trusting `ca`. */
-function request(
-  scheme: "http" | "https",
-  address: string,
-  host: string,
-  ca?: string,
-  agent?: http.Agent | false,
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const lib = scheme === "https" ? https : http;
-    const req = lib.request(
-      {
-        host: address,
-        port: scheme === "https" ? 443 : 80,
-        path: "/",
-        headers: { host },
-        timeout: 5000,
-        ...(scheme === "https" ? { servername: host, ca, rejectUnauthorized: true } : {}),
-        ...(agent !== undefined ? { agent } : {}),
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        const cert =
-          scheme === "https"
-            ? (res.socket as import("node:tls").TLSSocket).getPeerCertificate?.()
-            : undefined;
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => {
-          resolve({
-            status: res.statusCode ?? 0,
-            body: Buffer.concat(chunks).toString(),
-            issuer: String(cert?.issuer?.CN ?? ""),
-          });
-        });
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error("timed out")));
-    req.on("error", (err: Error & { reused?: boolean }) => {
-      err.reused = req.reusedSocket;
-      reject(err);
-    });
-    req.end();
-  });
-}
-
-/**
- * A request as HTTP clients may send an idempotent one (RFC 9110 §9.2.2, RFC 9112 §9.3.1): sent
- * again once, on a new connection, when its connection closed before any answer. Caddy closes
- * idle kept-alive connections when it swaps in a new configuration (Go's http.Server.Shutdown); a
- * request that races that close never reached it (browsers and curl send it again). `retried`
- * says which connection closed. A request whose second sending fails, or that got an answer at
- * all, is not sent again.
- */
-async function idempotent(
-  address: string,
-  host: string,
-  ca: string,
-  agent: http.Agent,
-): Promise<Answer & { retried?: "kept-alive" | "new" }> {
-  try {
-    return await request("https", address, host, ca, agent);
-  } catch (err) {
-    const retried = (err as { reused?: boolean }).reused ? "kept-alive" : "new";
-    return { ...(await request("https", address, host, ca, false)), retried };
-  }
-}
-
-/** Steady HTTPS load on a domain by 6 clients keeping connections alive, until stopped. */
-function steadyLoad(address: string, host: string, ca: string) {
-  const agent = new https.Agent({ keepAlive: true, maxSockets: 6 });
-  let stopped = false;
-  const failures: string[] = [];
-  let ok = 0;
-  const retried = { "kept-alive": 0, new: 0 };
-  const worker = async () => {
-    while (!stopped) {
-      try {
-        const a = await idempotent(address, host, ca, agent);
-        if (a.retried) retried[a.retried] += 1;
-        if (a.status === 200) ok += 1;
-        else failures.push(`${a.status} ${a.body.slice(0, 80)}`);
-      } catch (err) {
-        failures.push(`${(err as Error).message} (sent twice)`);
-      }
-    }
-  };
-  const running = Promise.all(Array.from({ length: 6 }, worker));
-  return {
-    /** Answered so far. */
-    get answered() {
-      return ok;
-    },
-    async stop() {
-      stopped = true;
-      await running;
-      agent.destroy();
-      return { ok, failures, retried };
-    },
-  };
 }
 
 describe("the router on local nodes", { skip: unavailable }, () => {
@@ -376,7 +270,7 @@ describe("the router on local nodes", { skip: unavailable }, () => {
 
   test("a scale 2→4 and a start-first redeploy under steady load lose no request", async () => {
     assert.ok(web, "the first test created the service");
-    const load = steadyLoad(address, "app.test", pebbleRoots);
+    const load = steadyLoad({ scheme: "https", address, host: "app.test", ca: pebbleRoots });
     let figures: Awaited<ReturnType<typeof load.stop>>;
     let during = 0;
     try {
@@ -415,7 +309,7 @@ describe("the router on local nodes", { skip: unavailable }, () => {
     // The new definition listens where the check (and the domain) does not look.
     const patched = await call(h, alice, "PATCH", web.resource_uri, { run_command: "httpd -f -p 81" });
     assert.equal(patched.status, 200, patched.raw);
-    const load = steadyLoad(address, "app.test", pebbleRoots);
+    const load = steadyLoad({ scheme: "https", address, host: "app.test", ca: pebbleRoots });
     let action: Awaited<ReturnType<typeof run>>;
     let figures: Awaited<ReturnType<typeof load.stop>>;
     try {
