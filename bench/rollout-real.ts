@@ -13,8 +13,11 @@
 //   3. a redeploy to a broken definition (httpd on another port: its check fails): the time until
 //      the action ended Failed "rolled back to revision N", requests failed meanwhile, the longest gap.
 // The figures are the machine's (2 cores shared with the engines, Caddy and the load): no threshold.
+// The client runs in Berth's process (as in the router tier): each line gives the longest stall of
+// that event loop, so a gap the client caused by waiting for Berth's work reads as such.
 // Lab range 10.246.0.0/16, bridge berth-rb0. Needs root, dockerd, iproute2, iptables,
 // busybox-static and caddy; prints one line saying why and measures nothing without them.
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { findExecutable } from "../src/drivers/local/host-tools.ts";
 import { BUSYBOX_IMAGE } from "../src/drivers/local/index.ts";
 import {
@@ -70,6 +73,7 @@ export async function runRolloutReal(
         BERTH_CONTAINER_STOP_TIMEOUT_S: "1",
       },
       stepTimeoutMs: 120_000,
+      checkAnswers: false,
     });
     await measure(h, opts, out, (uuids) => {
       nodeUuids = uuids;
@@ -115,7 +119,18 @@ async function measure(
   out(
     `rollout-real: ${CONTAINERS} busybox httpd containers with an HTTP check (interval 1 s) on ${opts.nodes} local node(s), ready in ${((performance.now() - t0) / 1000).toFixed(0)} s; 6 keep-alive clients through the router of the first (plain HTTP, Host: ${HOST})`,
   );
-  const load = () => steadyLoad({ scheme: "http", address, host: HOST, clients: 6 });
+  const load = () => {
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    const l = steadyLoad({ scheme: "http", address, host: HOST, clients: 6 });
+    return {
+      async stop() {
+        const figures = await l.stop();
+        delay.disable();
+        return { ...figures, stallMs: delay.max / 1e6 };
+      },
+    };
+  };
 
   // 1. The baseline: the same load while nothing changes.
   const quiet = load();
@@ -157,10 +172,12 @@ async function measure(
   failuresLine(b, out);
 }
 
+type Figures = LoadFigures & { stallMs: number };
+
 const rps = (f: LoadFigures) => (f.ok / f.elapsedMs) * 1000;
 
-function describe(f: LoadFigures): string {
-  return `${f.ok + f.failures.length} sent, ${f.failures.length} failed, ${f.retried["kept-alive"] + f.retried.new} sent again after their connection closed unanswered (${f.retried["kept-alive"]} kept-alive, ${f.retried.new} new)`;
+function describe(f: Figures): string {
+  return `${f.ok + f.failures.length} sent, ${f.failures.length} failed, ${f.retried["kept-alive"] + f.retried.new} sent again after their connection closed unanswered (${f.retried["kept-alive"]} kept-alive, ${f.retried.new} new), this process's event loop stalled at most ${f.stallMs.toFixed(0)} ms`;
 }
 
 function failuresLine(f: LoadFigures, out: (line: string) => void) {
