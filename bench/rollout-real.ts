@@ -166,7 +166,7 @@ async function measure(
   const revision = /rolled back to revision (\d+)/.exec(back.log);
   const after = (await call(h, alice, "GET", uri)).body;
   out(
-    `rollout-real: redeploy to a definition whose check fails: ${back.state}${revision ? ` "${revision[0]}"` : " (no rollback in its log)"} after ${(back.ms / 1000).toFixed(2)} s (${ratio(back.ms, redeploy.ms)} the good redeploy); under load ${(b.elapsedMs / 1000).toFixed(1)} s: ${describe(b)}; longest gap ${b.longestGapMs.toFixed(0)} ms (${ratio(b.longestGapMs, base.longestGapMs)} the baseline); the service's command afterwards: ${after.run_command}`,
+    `rollout-real: redeploy to a definition whose check fails: ${back.state}${revision ? ` "${revision[0]}"` : " (no rollback in its log)"} after ${(back.ms / 1000).toFixed(2)} s (${ratio(back.ms, redeploy.ms)} the good redeploy); under load ${(b.elapsedMs / 1000).toFixed(1)} s: ${describe(b)}; ${rps(b).toFixed(0)} req/s (${ratio(rps(b), baseRps)} the baseline), longest gap ${b.longestGapMs.toFixed(0)} ms (${ratio(b.longestGapMs, base.longestGapMs)}); the service's command afterwards: ${after.run_command}`,
   );
   if (!revision) out(`rollout-real:   its log: ${lastLines(back.log)}`);
   failuresLine(b, out);
