@@ -2,21 +2,10 @@
 // disable, read incidents and deliveries, remove; a webhook at an internal address is refused
 // with the server's reason.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { berth, okWith, rows, Server, UUID } from "./support.ts";
+import { describe, test } from "node:test";
+import { berth, liveServer, rows, UUID } from "./support.ts";
 
-let server: Server;
-let env: Record<string, string>;
-const ok = okWith(() => env);
-
-before(async () => {
-  server = await Server.start();
-  env = server.adminEnv();
-});
-
-after(async () => {
-  await server.stop();
-});
+const { live, ok } = liveServer();
 
 describe("alert", () => {
   test("create, ls, disable, incidents, deliveries, rm", async () => {
@@ -52,16 +41,18 @@ describe("alert", () => {
   test("a loopback webhook is refused with the server's reason; bad usage is exit 2", async () => {
     const refused = await berth(
       ["alert", "create", "x", "--kind", "container_exited", "--webhook", "http://127.0.0.1:9/hook"],
-      { env },
+      { env: live.env },
     );
     assert.equal(refused.code, 1, refused.stderr);
     assert.match(
       refused.stderr,
       /loopback address; Berth does not contact it unless BERTH_ALERT_WEBHOOK_ALLOW/,
     );
-    const usage = await berth(["alert", "create", "x", "--kind", "nope", "--email", "a@b.c"], { env });
+    const usage = await berth(["alert", "create", "x", "--kind", "nope", "--email", "a@b.c"], {
+      env: live.env,
+    });
     assert.equal(usage.code, 2);
-    const none = await berth(["alert", "create", "x", "--kind", "container_exited"], { env });
+    const none = await berth(["alert", "create", "x", "--kind", "container_exited"], { env: live.env });
     assert.equal(none.code, 2);
     assert.match(none.stderr, /at least one --webhook, --slack or --email/);
   });

@@ -1,22 +1,11 @@
 // `berth nodecluster`, `node`, `tag` and `trigger` against a live server process with simulated
 // providers.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { engineFacts } from "../agent/support.ts";
-import { berth, okWith, rows, Server, UUID } from "./support.ts";
+import { berth, liveServer, rows, UUID } from "./support.ts";
 
-let server: Server;
-let env: Record<string, string>;
-const ok = okWith(() => env);
-
-before(async () => {
-  server = await Server.start();
-  env = server.adminEnv();
-});
-
-after(async () => {
-  await server.stop();
-});
+const { live, ok } = liveServer();
 
 describe("node clusters, the catalogue and nodes", () => {
   test("provider, region and nodetype list the catalogue; -q gives names", async () => {
@@ -63,7 +52,7 @@ describe("node clusters, the catalogue and nodes", () => {
     assert.equal(JSON.parse((await ok(["node", "inspect", node.external_fqdn])).stdout).uuid, ids[0]);
     const upgrade = await ok(["node", "upgrade", ids[0]!, "--sync"]);
     assert.match(upgrade.stderr, /Node Engine Upgrade Success/);
-    const refused = await berth(["node", "health-check", ids[0]!], { env });
+    const refused = await berth(["node", "health-check", ids[0]!], { env: live.env });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /health-check is allowed in Unreachable/);
     await ok(["node", "rm", ids[0]!, "--sync"]);
@@ -104,7 +93,7 @@ describe("bring your own node", () => {
 
     // The printed token is the real thing: the agent's registration takes it, once.
     const register = (t: string) =>
-      fetch(`${server.url}/api/agent/v1/register/`, {
+      fetch(`${live.server.url}/api/agent/v1/register/`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ token: t, engine: engineFacts() }),
@@ -133,7 +122,7 @@ describe("bring your own node", () => {
       (await ok(["node", "token", "ls", "-q"])).stdout.trim().split("\n"),
       ids.filter((id) => id !== json.uuid),
     );
-    const gone = await berth(["node", "token", "rm", json.uuid], { env });
+    const gone = await berth(["node", "token", "rm", json.uuid], { env: live.env });
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /^berth: token \S+ not found \(used, expired or revoked tokens are gone\)\n$/);
     await ok(["node", "token", "rm", ...ids.filter((id) => id !== json.uuid)]);
@@ -147,7 +136,7 @@ describe("bring your own node", () => {
       (await ok(["node", "token", "ls", "-q", "--namespace", "byoteam"])).stdout,
       `${created.uuid}\n`,
     );
-    const refused = await berth(["node", "byo", "--namespace", "nosuchteam"], { env });
+    const refused = await berth(["node", "byo", "--namespace", "nosuchteam"], { env: live.env });
     assert.equal(refused.code, 1);
     assert.equal(refused.stdout, "");
     assert.match(refused.stderr, /^berth: .+\n$/);

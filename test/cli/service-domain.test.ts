@@ -1,21 +1,10 @@
 // `berth service domain add|ls|rm` against a live server process (issue 30): the service's
 // domains are changed by the CLI and shown with their certificates; a refusal says why.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { berth, okWith, rows, Server } from "./support.ts";
+import { describe, test } from "node:test";
+import { berth, liveServer, rows } from "./support.ts";
 
-let server: Server;
-let env: Record<string, string>;
-const ok = okWith(() => env);
-
-before(async () => {
-  server = await Server.start();
-  env = server.adminEnv();
-});
-
-after(async () => {
-  await server.stop();
-});
+const { live, ok } = liveServer();
 
 describe("service domain", () => {
   test("add, ls and rm change and show the service's host names", async () => {
@@ -38,10 +27,10 @@ describe("service domain", () => {
       rows((await ok(["service", "domain", "ls", "site"])).stdout).map((r) => r[0]),
       ["plain.site.test"],
     );
-    const missing = await berth(["service", "domain", "rm", "site", "nope.test"], { env });
+    const missing = await berth(["service", "domain", "rm", "site", "nope.test"], { env: live.env });
     assert.notEqual(missing.code, 0);
     assert.match(missing.stderr, /does not serve nope\.test/);
-    const bad = await berth(["service", "domain", "add", "site", "bad_host!"], { env });
+    const bad = await berth(["service", "domain", "add", "site", "bad_host!"], { env: live.env });
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /domains\[\d\]\.host/);
   });

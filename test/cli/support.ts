@@ -5,6 +5,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { after, before } from "node:test";
 import { promisify } from "node:util";
 import { basic, waitFor } from "../support/harness.ts";
 
@@ -231,6 +232,23 @@ export function okWith(env: () => Record<string, string>) {
     if (r.code !== 0) throw new Error(`berth ${args.join(" ")}: exit ${r.code}\n${r.stderr}${r.stdout}`);
     return r;
   };
+}
+
+/**
+ * The server of a test file: started before its tests, stopped after them. `live.server` and
+ * `live.env` (the administrator's credentials) are set once the file's `before` hook ran; `ok` runs
+ * `berth` with that environment and must exit 0.
+ */
+export function liveServer() {
+  const live = { server: undefined as unknown as Server, env: {} as Record<string, string> };
+  before(async () => {
+    live.server = await Server.start();
+    live.env = live.server.adminEnv();
+  });
+  after(async () => {
+    await live.server?.stop();
+  });
+  return { live, ok: okWith(() => live.env) };
 }
 
 /** Deploys a cluster of simulated nodes (fake engines) as the admin. */
