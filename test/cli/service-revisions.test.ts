@@ -2,21 +2,12 @@
 // simulated nodes (issue 29): the kept definitions newest first with the current one marked, a
 // rollback followed with --sync, and a refusal that says why.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { berth, okWith, rows, Server, simulatedCluster } from "./support.ts";
+import { describe, test } from "node:test";
+import { berth, liveServer, rows } from "./support.ts";
 
-let server: Server;
-let env: Record<string, string>;
-const ok = okWith(() => env);
-
-before(async () => {
-  server = await Server.start({ BERTH_START_MIN_UP_MS: "150" });
-  env = server.adminEnv();
-  await simulatedCluster(server, "revs", 1);
-});
-
-after(async () => {
-  await server.stop();
+const { live, ok } = liveServer({
+  env: { BERTH_START_MIN_UP_MS: "150" },
+  cluster: { name: "revs", nodes: 1 },
 });
 
 describe("service revisions and rollback", () => {
@@ -49,10 +40,10 @@ describe("service revisions and rollback", () => {
     const inspect = JSON.parse((await ok(["service", "inspect", "clock"])).stdout);
     assert.deepEqual(inspect.container_envvars, []);
 
-    const refused = await berth(["service", "rollback", "clock", "--revision", "7"], { env });
+    const refused = await berth(["service", "rollback", "clock", "--revision", "7"], { env: live.env });
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /no kept revision 7; kept: 2, 1/);
-    const bad = await berth(["service", "rollback", "clock", "--revision", "two"], { env });
+    const bad = await berth(["service", "rollback", "clock", "--revision", "two"], { env: live.env });
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /must be a whole number/);
   });

@@ -1,22 +1,10 @@
 // `berth service` and `berth container` against a live server process with simulated nodes:
 // run --sync, ls in every output mode, logs, exec through pipes, a failing --sync.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { berth, okWith, rows, Server, simulatedCluster, UUID } from "./support.ts";
+import { describe, test } from "node:test";
+import { berth, liveServer, rows, UUID } from "./support.ts";
 
-let server: Server;
-let env: Record<string, string>;
-const ok = okWith(() => env);
-
-before(async () => {
-  server = await Server.start();
-  env = server.adminEnv();
-  await simulatedCluster(server, "pool", 2);
-});
-
-after(async () => {
-  await server.stop();
-});
+const { live, ok } = liveServer({ cluster: { name: "pool", nodes: 2 } });
 
 describe("services and containers", () => {
   test("service run --sync streams the action's log, then ls shows it Running (table, --json, -q)", async () => {
@@ -94,38 +82,40 @@ describe("services and containers", () => {
 
   test("container exec through pipes: stdin reaches the command and its exit code is berth's", async () => {
     const piped = await berth(["container", "exec", "hello-1"], {
-      env,
+      env: live.env,
       input: "echo in $HOSTNAME; exit 3\n",
     });
     assert.equal(piped.code, 3, piped.stderr);
     assert.equal(piped.stdout, "in hello-1\n");
-    const args = await berth(["container", "exec", "hello-1", "echo", "a", "b"], { env });
+    const args = await berth(["container", "exec", "hello-1", "echo", "a", "b"], { env: live.env });
     assert.equal(args.code, 0, args.stderr);
     assert.equal(args.stdout, "a b\n");
   });
 
   test("container exec passes every word after the container's name to the command, options included", async () => {
     // Issue 27: `sh -c '…'` failed with "unknown option '-c'" unless written after `--`.
-    const sum = await berth(["container", "exec", "hello-1", "sh", "-c", "echo $((1+1))"], { env });
+    const sum = await berth(["container", "exec", "hello-1", "sh", "-c", "echo $((1+1))"], { env: live.env });
     assert.equal(sum.code, 0, sum.stderr);
     assert.equal(sum.stdout, "2\n");
     // Words berth itself would read as its options reach the command untouched.
     const own = await berth(["container", "exec", "hello-1", "echo", "--json", "--help", "--version", "-t"], {
-      env,
+      env: live.env,
     });
     assert.equal(own.code, 0, own.stderr);
     assert.equal(own.stdout, "--json --help --version -t\n");
     // Exec's own options and berth's global ones go before the name; `--` still works.
     const before = await berth(
       ["--namespace", "admin", "container", "exec", "-T", "hello-2", "sh", "-c", "echo $((6*7)) $HOSTNAME"],
-      { env },
+      { env: live.env },
     );
     assert.equal(before.code, 0, before.stderr);
     assert.equal(before.stdout, "42 hello-2\n");
-    const dashes = await berth(["container", "exec", "hello-1", "--", "sh", "-c", "exit 4"], { env });
+    const dashes = await berth(["container", "exec", "hello-1", "--", "sh", "-c", "exit 4"], {
+      env: live.env,
+    });
     assert.equal(dashes.code, 4, dashes.stderr);
     // One word is a shell command line, as before.
-    const line = await berth(["container", "exec", "hello-1", "echo a; echo b"], { env });
+    const line = await berth(["container", "exec", "hello-1", "echo a; echo b"], { env: live.env });
     assert.equal(line.stdout, "a\nb\n");
   });
 
@@ -174,13 +164,15 @@ describe("services and containers", () => {
     assert.deepEqual([body.stop_signal, body.stop_grace_period], ["SIGQUIT", 90]);
     const set = await ok(["service", "set", "graceful", "--stop-grace-period", "5", "--json"]);
     assert.equal(JSON.parse(set.stdout).stop_grace_period, 5);
-    const bad = await berth(["service", "set", "graceful", "--stop-grace-period", "soon"], { env });
+    const bad = await berth(["service", "set", "graceful", "--stop-grace-period", "soon"], { env: live.env });
     assert.equal(bad.code, 2, bad.stderr);
     assert.match(bad.stderr, /must be a duration such as "10s"/);
   });
 
   test("--sync exits 1 when the action fails, after printing its log", async () => {
-    const r = await berth(["service", "run", "nosuch/image:1", "--name", "broken", "--sync"], { env });
+    const r = await berth(["service", "run", "nosuch/image:1", "--name", "broken", "--sync"], {
+      env: live.env,
+    });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /could not pull nosuch\/image:1/);
     assert.match(r.stderr, /Service Start Failed/);

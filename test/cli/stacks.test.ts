@@ -4,22 +4,10 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { berth, okWith, rows, Server, simulatedCluster, UUID } from "./support.ts";
+import { describe, test } from "node:test";
+import { berth, liveServer, rows, UUID } from "./support.ts";
 
-let server: Server;
-let env: Record<string, string>;
-const ok = okWith(() => env);
-
-before(async () => {
-  server = await Server.start();
-  env = server.adminEnv();
-  await simulatedCluster(server, "pool", 2);
-});
-
-after(async () => {
-  await server.stop();
-});
+const { live, ok } = liveServer({ cluster: { name: "pool", nodes: 2 } });
 
 describe("stacks from stack files", () => {
   const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "berth-cli-")), "My_Shop");
@@ -100,14 +88,14 @@ describe("stacks from stack files", () => {
         "",
       ].join("\n"),
     );
-    const r = await berth(["stack", "create", "-f", "bad.yml"], { env, cwd: dir });
+    const r = await berth(["stack", "create", "-f", "bad.yml"], { env: live.env, cwd: dir });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /\nbad\.yml:5: services\.web\.ports\[1\]: must be a port/);
     assert.match(r.stderr, /\nbad\.yml:6: services\.web\.mem_limit: /);
-    const syntax = await berth(["stack", "up", "-f", "-"], { env, input: "web:\n  image: [\n" });
+    const syntax = await berth(["stack", "up", "-f", "-"], { env: live.env, input: "web:\n  image: [\n" });
     assert.equal(syntax.code, 1);
     assert.match(syntax.stderr, /^berth: <stdin>:3:1: /);
-    const none = await berth(["up"], { env, cwd: os.tmpdir() });
+    const none = await berth(["up"], { env: live.env, cwd: os.tmpdir() });
     assert.equal(none.code, 2);
     assert.match(none.stderr, /no stack file: give -f <file>, or put one of berth\.yml/);
   });

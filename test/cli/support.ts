@@ -236,14 +236,17 @@ export function okWith(env: () => Record<string, string>) {
 
 /**
  * The server of a test file: started before its tests, stopped after them. `live.server` and
- * `live.env` (the administrator's credentials) are set once the file's `before` hook ran; `ok` runs
- * `berth` with that environment and must exit 0.
+ * `live.env` (the administrator's credentials) are set once the file's `before` hook ran, after
+ * `opts.cluster` (simulated nodes) is deployed; `ok` runs `berth` with that environment and must exit 0.
  */
-export function liveServer() {
+export function liveServer(
+  opts: { env?: Record<string, string>; cluster?: { name: string; nodes: number } } = {},
+) {
   const live = { server: undefined as unknown as Server, env: {} as Record<string, string> };
   before(async () => {
-    live.server = await Server.start();
+    live.server = await Server.start(opts.env);
     live.env = live.server.adminEnv();
+    if (opts.cluster) await simulatedCluster(live.server, opts.cluster.name, opts.cluster.nodes);
   });
   after(async () => {
     await live.server?.stop();

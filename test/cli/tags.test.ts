@@ -1,21 +1,9 @@
 // `berth tag` and `berth trigger` against a live server process with simulated nodes.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { berth, okWith, rows, Server, simulatedCluster } from "./support.ts";
+import { describe, test } from "node:test";
+import { berth, liveServer, rows } from "./support.ts";
 
-let server: Server;
-let env: Record<string, string>;
-const ok = okWith(() => env);
-
-before(async () => {
-  server = await Server.start();
-  env = server.adminEnv();
-  await simulatedCluster(server, "pool", 1);
-});
-
-after(async () => {
-  await server.stop();
-});
+const { live, ok } = liveServer({ cluster: { name: "pool", nodes: 1 } });
 
 describe("tags and triggers", () => {
   test("tag add/rm/set/ls on a service and a node cluster", async () => {
@@ -35,7 +23,7 @@ describe("tags and triggers", () => {
       ),
       [["red"], ["red"]],
     );
-    const none = await berth(["tag", "add", "-t", "x", "nosuch"], { env });
+    const none = await berth(["tag", "add", "-t", "x", "nosuch"], { env: live.env });
     assert.equal(none.code, 1);
     assert.match(none.stderr, /no service, node cluster or node is called nosuch/);
   });
