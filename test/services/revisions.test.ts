@@ -8,6 +8,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
+  APP_CHECK,
+  APP_IMAGES,
   call,
   containersOf,
   createService,
@@ -20,17 +22,12 @@ import {
 } from "./sim.ts";
 
 let s: Sim & { users: Record<string, import("../support/harness.ts").Caller> };
-const CHECK = { type: "http", port: 8080, interval: 0.15, timeout: 1, retries: 2 };
 
 before(async () => {
   s = await startSim({
     users: ["bob"],
     env: { BERTH_SERVICE_REVISIONS: "3" },
-    registry: [
-      { ref: "app:1", cmd: ["server"], programs: ["server"], serves: { ports: [8080] } },
-      { ref: "app:2", cmd: ["server"], programs: ["server"], serves: { ports: [8080] } },
-      { ref: "app:sick", cmd: ["server"], programs: ["server"], serves: { ports: [8080], status: 503 } },
-    ],
+    registry: APP_IMAGES,
   });
   await deployCluster(s, { name: "pair", target_num_nodes: 2 });
 });
@@ -57,7 +54,7 @@ describe("revision history", () => {
       image: "app:1",
       name: "history",
       container_envvars: [{ key: "MODE", value: "one" }],
-      health_check: CHECK,
+      health_check: APP_CHECK,
     });
     const second = await patch(svc.resource_uri, { image: "app:2" });
     await patch(svc.resource_uri, { target_num_containers: 3 }); // no definition change: no revision
@@ -121,7 +118,7 @@ describe("rollback", () => {
       image: "app:1",
       name: "undo",
       target_num_containers: 2,
-      health_check: CHECK,
+      health_check: APP_CHECK,
     });
     await operate(s, svc.resource_uri, "start");
     await patch(svc.resource_uri, { image: "app:2" });
@@ -171,7 +168,7 @@ describe("rollback", () => {
     const svc = await createService(s, {
       image: "app:sick",
       name: "relapse",
-      health_check: CHECK,
+      health_check: APP_CHECK,
     });
     await patch(svc.resource_uri, { image: "app:1" });
     await operate(s, svc.resource_uri, "start");

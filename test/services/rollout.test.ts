@@ -9,6 +9,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { LABELS } from "../../src/domain/service.ts";
 import {
+  APP_CHECK,
+  APP_IMAGES,
   call,
   containersOf,
   createService,
@@ -22,15 +24,10 @@ import {
 } from "./sim.ts";
 
 let s: Sim;
-const CHECK = { type: "http", port: 8080, interval: 0.15, timeout: 1, retries: 2 };
 
 before(async () => {
   s = await startSim({
-    registry: [
-      { ref: "app:1", cmd: ["server"], programs: ["server"], serves: { ports: [8080] } },
-      { ref: "app:2", cmd: ["server"], programs: ["server"], serves: { ports: [8080] } },
-      { ref: "app:sick", cmd: ["server"], programs: ["server"], serves: { ports: [8080], status: 503 } },
-    ],
+    registry: APP_IMAGES,
   });
   await deployCluster(s, { name: "pair", target_num_nodes: 2 });
 });
@@ -101,7 +98,7 @@ describe("rolling redeploys", () => {
       image: "app:1",
       name: "web",
       target_num_containers: 4,
-      health_check: CHECK,
+      health_check: APP_CHECK,
       rollout: { order: "start-first", max_surge: 1 },
     });
     assert.deepEqual(svc.rollout, {
@@ -174,7 +171,7 @@ describe("rolling redeploys", () => {
       image: "app:1",
       name: "guarded",
       target_num_containers: 3,
-      health_check: CHECK,
+      health_check: APP_CHECK,
       rollout: { order: "start-first", max_surge: 1 },
     });
     await operate(s, svc.resource_uri, "start");

@@ -119,6 +119,15 @@ export interface Sim {
   close(): Promise<void>;
 }
 
+/** An HTTP app on 8080 in two good versions and one whose answers are 503 (its check fails). */
+export const APP_IMAGES: FakeRegistryImage[] = [
+  { ref: "app:1", cmd: ["server"], programs: ["server"], serves: { ports: [8080] } },
+  { ref: "app:2", cmd: ["server"], programs: ["server"], serves: { ports: [8080] } },
+  { ref: "app:sick", cmd: ["server"], programs: ["server"], serves: { ports: [8080], status: 503 } },
+];
+/** A health check of APP_IMAGES, fast enough for tests. */
+export const APP_CHECK = { type: "http", port: 8080, interval: 0.15, timeout: 1, retries: 2 };
+
 /** A harness with fast reconciles and stops; simulated nodes get recording engines. */
 export async function startSim(
   opts: { registry?: FakeRegistryImage[]; users?: string[]; env?: Record<string, string> } = {},
