@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { FakeEngine } from "../../src/drivers/fake/fake-engine.ts";
-import { inState, simulatedCluster } from "../streams/support.ts";
+import { simulatedCluster } from "../streams/support.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { fakeEngineOf, serviceWithVolume } from "../support/volumes.ts";
 
 let h: Harness;
 let bob: Caller;
@@ -22,27 +22,6 @@ after(() => h.close());
 
 // biome-ignore lint/suspicious/noExplicitAny: the API's JSON.
 type Json = any;
-
-async function serviceWithVolume(name: string, containers: number): Promise<Json> {
-  const made = await call(h, h.admin, "POST", "/api/app/v1/service/", {
-    name,
-    image: "busybox:local",
-    run_command: "sleep 100000",
-    target_num_containers: containers,
-    bindings: [{ container_path: "/data" }],
-  });
-  assert.equal(made.status, 201, made.raw);
-  await call(h, h.admin, "POST", `${made.body.resource_uri}start/`);
-  return inState(h, h.admin, made.body.resource_uri, "Running");
-}
-
-async function engineOf(containerUuid: string) {
-  const row = (await h.store.services.findContainer(containerUuid))!;
-  const node = (await h.store.nodes.findNode(row.node_uuid))!;
-  const engine = h.engines.forNode(node);
-  assert.ok(engine instanceof FakeEngine);
-  return { engine, id: row.engine_id!, number: row.number };
-}
 
 async function finished(actionUri: string): Promise<Json> {
   return waitFor(
@@ -65,10 +44,10 @@ async function backUp(service: Json, body: Record<string, unknown> = {}): Promis
 }
 
 test("a backup of a service's volumes restores into a new service with the same bytes", async () => {
-  const db = await serviceWithVolume("db", 2);
+  const db = await serviceWithVolume(h, "db", 2);
   const bytes = [Buffer.from("first container's data\n"), Buffer.from([0, 1, 2, 255, 254])];
   for (const uri of db.containers as string[]) {
-    const { engine, id, number } = await engineOf(uri.split("/").at(-2)!);
+    const { engine, id, number } = await fakeEngineOf(h, uri.split("/").at(-2)!);
     engine.files.write(id, `/data/file-${number}`, bytes[number - 1]!);
   }
   const b = await backUp(db);
@@ -79,11 +58,13 @@ test("a backup of a service's volumes restores into a new service with the same 
   assert.match(b.action, /^\/api\/audit\/v1\/action\/[0-9a-f-]+\/$/);
 
   // Into a new service of the same namespace with a volume at the same path.
-  const copy = await serviceWithVolume("db-copy", 2);
+  const copy = await serviceWithVolume(h, "db-copy", 2);
   const restore = await call(h, h.admin, "POST", `${b.resource_uri}restore/`, { service: copy.resource_uri });
   assert.equal(restore.status, 202, restore.raw);
   assert.equal((await finished(restore.headers["x-platform-action-uri"] as string)).state, "Success");
-  const copies = await Promise.all((copy.containers as string[]).map((u) => engineOf(u.split("/").at(-2)!)));
+  const copies = await Promise.all(
+    (copy.containers as string[]).map((u) => fakeEngineOf(h, u.split("/").at(-2)!)),
+  );
   copies.sort((x, y) => x.number - y.number);
   // Container by container (by number), the same bytes at the same paths.
   for (const [rank, c] of copies.entries())

@@ -12,12 +12,12 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import S3rver from "s3rver";
-import { FakeEngine } from "../../src/drivers/fake/fake-engine.ts";
 import { SecretBox } from "../../src/identity/secret-box.ts";
 import { admin } from "../../src/ops/admin.ts";
 import { openDatabase } from "../../src/store/db.ts";
-import { inState, simulatedCluster } from "../streams/support.ts";
+import { simulatedCluster } from "../streams/support.ts";
 import { call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
+import { fakeEngineOf, serviceWithVolume } from "../support/volumes.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: the API's JSON.
 type Json = any;
@@ -189,7 +189,7 @@ test("a target's secret is sealed, never answered; a wrong secret fails the back
   assert.equal(list.objects[0].status, "Failed");
 
   // Volume backup to the same target: the action Failed with the reason, no archive left anywhere.
-  const db = await serviceWithVolume("wrongkey", 1);
+  const db = await serviceWithVolume(h, "wrongkey", 1);
   const res = await call(h, h.admin, "POST", `${db.resource_uri}volumebackup/`, { target: "offsite" });
   assert.equal(res.status, 202, res.raw);
   assert.equal(res.body.target, "offsite");
@@ -243,34 +243,13 @@ test("a target's secret is sealed, never answered; a wrong secret fails the back
   assert.equal((await call(h, h.admin, "DELETE", "/api/v1.1/backuptargets/metadata/")).status, 204);
 });
 
-async function serviceWithVolume(name: string, containers: number): Promise<Json> {
-  const made = await call(h, h.admin, "POST", "/api/app/v1/service/", {
-    name,
-    image: "busybox:local",
-    run_command: "sleep 100000",
-    target_num_containers: containers,
-    bindings: [{ container_path: "/data" }],
-  });
-  assert.equal(made.status, 201, made.raw);
-  await call(h, h.admin, "POST", `${made.body.resource_uri}start/`);
-  return inState(h, h.admin, made.body.resource_uri, "Running");
-}
-
-async function engineOf(containerUuid: string) {
-  const row = (await h.store.services.findContainer(containerUuid))!;
-  const node = (await h.store.nodes.findNode(row.node_uuid))!;
-  const engine = h.engines.forNode(node);
-  assert.ok(engine instanceof FakeEngine);
-  return { engine, id: row.engine_id!, number: row.number };
-}
-
 test("a volume backup goes to S3 and restores into a new service; a truncated object is refused before anything is written", async () => {
   assert.equal(
     (await call(h, h.admin, "POST", "/api/v1.1/backuptargets/", target("offsite", SECRET))).status,
     201,
   );
-  const db = await serviceWithVolume("vdb", 1);
-  const c = await engineOf(db.containers[0].split("/").at(-2)!);
+  const db = await serviceWithVolume(h, "vdb", 1);
+  const c = await fakeEngineOf(h, db.containers[0].split("/").at(-2)!);
   const bytes = Buffer.from("volume bytes on S3\n");
   c.engine.files.write(c.id, "/data/file", bytes);
   const res = await call(h, h.admin, "POST", `${db.resource_uri}volumebackup/`, { target: "offsite" });
@@ -283,8 +262,8 @@ test("a volume backup goes to S3 and restores into a new service; a truncated ob
   const object = path.join(s3dir, "berth", "site-a", "volumes", "admin", b.uuid, "1-0.tar._S3rver_object");
   assert.equal(fs.statSync(object).size, b.size_bytes);
 
-  const copy = await serviceWithVolume("vdb-copy", 1);
-  const into = await engineOf(copy.containers[0].split("/").at(-2)!);
+  const copy = await serviceWithVolume(h, "vdb-copy", 1);
+  const into = await fakeEngineOf(h, copy.containers[0].split("/").at(-2)!);
   const restore = await call(h, h.admin, "POST", `${b.resource_uri}restore/`, { service: copy.resource_uri });
   assert.equal(restore.status, 202, restore.raw);
   const ra = await finished(restore.headers["x-platform-action-uri"] as string);
