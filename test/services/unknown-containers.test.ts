@@ -76,6 +76,22 @@ test("an unknown engine container is listed and removed through Berth, with an a
   );
   assert.deepEqual((await call(h, h.admin, "GET", `${nodeUri}unknowncontainer/`)).body.objects, []);
   assert.equal((await call(h, h.admin, "DELETE", `${nodeUri}unknowncontainer/${ghost}/`)).status, 404);
+
+  // An engine that does not answer: a 409 that says so, never a server error.
+  engine.setReachable(false);
+  try {
+    for (const [method, url] of [
+      ["GET", `${nodeUri}unknowncontainer/`],
+      ["DELETE", `${nodeUri}unknowncontainer/${ghost}/`],
+    ] as const) {
+      const down = await call(h, h.admin, method, url);
+      assert.equal(down.status, 409, `${method} ${url}: ${down.raw}`);
+      assert.equal(down.body.code, "node_unreachable");
+      assert.match(down.body.error, /did not answer .*unreachable/);
+    }
+  } finally {
+    engine.setReachable(true);
+  }
 });
 
 test("berth node unknown ls and rm", async () => {

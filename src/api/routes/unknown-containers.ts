@@ -5,6 +5,7 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import { ApiError } from "../../domain/errors.ts";
 import { nodeUri } from "../../domain/uri.ts";
 import type { EngineSource } from "../../nodes/provisioners.ts";
 import {
@@ -57,7 +58,10 @@ export function unknownContainerRoutes(
       },
       async (req) => {
         const node = await nodeOf(req, req.params.uuid);
-        return { objects: (await unknownContainers(store, engines.forNode(node), node)).map(view) };
+        const found = await fromEngine(node.uuid, () =>
+          unknownContainers(store, engines.forNode(node), node),
+        );
+        return { objects: found.map(view) };
       },
     );
   }
@@ -83,12 +87,31 @@ export function unknownContainerRoutes(
       },
       async (req) => {
         const node = await nodeOf(req, req.params.uuid);
-        const removed = await removeUnknown(store, engines.forNode(node), node, req.params.id);
+        const removed = await fromEngine(node.uuid, () =>
+          removeUnknown(store, engines.forNode(node), node, req.params.id),
+        );
         req.audit.namespace = node.namespace;
         req.audit.object = nodeUri(node);
         req.audit.note = `Removed engine container ${removed.id.slice(0, 12)} (${removed.name}, ${removed.state}) from node ${node.uuid}: it carried Berth's labels for container ${removed.container}${removed.service ? ` of service ${removed.service}` : ""}, which Berth does not hold`;
         return view(removed);
       },
+    );
+  }
+}
+
+/**
+ * What the node's engine answers; an engine that does not answer (the node unreachable, a bound
+ * passed) is a 409 that says so, not a server error: the call can be made again once it answers.
+ */
+async function fromEngine<T>(node: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError(
+      "conflict",
+      "node_unreachable",
+      `The engine of node ${node} did not answer (${err instanceof Error ? err.message : String(err)}); try again once the node is Deployed.`,
     );
   }
 }
