@@ -1,5 +1,3 @@
-// Long because a backup and a restore share this class's steps end to end: consistency (pause or
-// pre-command), archives and their checksums, targets (upload, fetch, delete), retention, schedules.
 // Backups of services' volumes (issue 31): each backup and each restore is an action with its
 // log. A backup reads every volume path of every container of the service (its bindings with a
 // container path, `volumes_from` aside) through the engine's archive API (drivers, bounded by
@@ -14,6 +12,8 @@
 // archive's SHA-256 is recorded; a restore first fetches and checks every archive (size and
 // SHA-256) and writes nothing into a container unless all of them are whole. Retention keeps the
 // newest `keep` and, with tiers, the newest of each of the last N days / weeks (domain/retention.ts).
+// Long because a backup and a restore share this class's steps end to end: consistency (pause or
+// pre-command), archives and their checksums, targets (upload, fetch, delete), retention, schedules.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
