@@ -11,7 +11,7 @@
 // Needs root, dockerd, iproute2, iptables, busybox-static, caddy, pebble and openssl. Skipped
 // locally without them; fails under CI=true. Lab range 10.203.0.0/16, bridge berth-rt0.
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
@@ -21,6 +21,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { findExecutable } from "../../src/drivers/local/host-tools.ts";
 import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
+import { selfSignedCertificate } from "../support/certificates.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { type Answer, request, steadyLoad } from "../support/http-load.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
@@ -74,29 +75,14 @@ describe("the router on local nodes", { skip: unavailable }, () => {
 
   before(async () => {
     // The ACME server's own HTTPS certificate (for its lab address and loopback), also its trust anchor.
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=pebble",
-        "-addext",
-        `subjectAltName=IP:${HOST_ADDRESS},IP:127.0.0.1`,
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-keyout",
-        path.join(dir, "pebble.key"),
-        "-out",
-        path.join(dir, "pebble.pem"),
-      ],
-      { stdio: "ignore" },
-    );
+    selfSignedCertificate({
+      commonName: "pebble",
+      subjectAltName: `IP:${HOST_ADDRESS},IP:127.0.0.1`,
+      days: 2,
+      ca: true,
+      keyFile: path.join(dir, "pebble.key"),
+      certFile: path.join(dir, "pebble.pem"),
+    });
     h = await startHarness({
       env: {
         BERTH_LOCAL_LAB_RANGE: LAB_RANGE,

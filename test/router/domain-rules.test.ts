@@ -3,13 +3,13 @@
 // router could send its requests to one of them only), and an uploaded certificate goes when the
 // last domain of its host name goes.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { RouterStore } from "../../src/store/router.ts";
 import { call, createService, deployCluster, type Sim, startSim, waitFor } from "../services/sim.ts";
+import { selfSignedCertificate } from "../support/certificates.ts";
 
 let s: Sim;
 
@@ -82,29 +82,13 @@ describe("domains within a namespace", () => {
   test("an uploaded certificate is removed when the last domain of its host name goes", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-cert-"));
     try {
-      execFileSync(
-        "openssl",
-        [
-          "req",
-          "-x509",
-          "-newkey",
-          "rsa:2048",
-          "-nodes",
-          "-days",
-          "30",
-          "-subj",
-          "/CN=mine.test",
-          "-addext",
-          "subjectAltName=DNS:mine.test",
-          "-keyout",
-          path.join(dir, "key.pem"),
-          "-out",
-          path.join(dir, "cert.pem"),
-        ],
-        { stdio: "ignore" },
-      );
-      const certificate = fs.readFileSync(path.join(dir, "cert.pem"), "utf8");
-      const key = fs.readFileSync(path.join(dir, "key.pem"), "utf8");
+      const { certificate, key } = selfSignedCertificate({
+        commonName: "mine.test",
+        subjectAltName: "DNS:mine.test",
+        days: 30,
+        keyFile: path.join(dir, "key.pem"),
+        certFile: path.join(dir, "cert.pem"),
+      });
       const svc = await createService(s, body("mine", [{ host: "mine.test", tls: "uploaded" }]));
       const put = await call(s.h, s.alice, "PUT", `${svc.resource_uri}certificate/`, {
         host: "mine.test",

@@ -4,7 +4,6 @@
 // drained before their engines stop them, VIRTUAL_HOST under a load balancer, certificate errors
 // and uploads on the service, request figures in the API and /metrics.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -22,6 +21,7 @@ import {
   uuidOf,
   waitFor,
 } from "../services/sim.ts";
+import { selfSignedCertificate } from "../support/certificates.ts";
 
 let s: Sim & { users: Record<string, import("../support/harness.ts").Caller> };
 
@@ -334,29 +334,13 @@ describe("certificates", () => {
   test("an uploaded certificate is checked, sealed at rest and given to the routers", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-cert-"));
     try {
-      execFileSync(
-        "openssl",
-        [
-          "req",
-          "-x509",
-          "-newkey",
-          "rsa:2048",
-          "-nodes",
-          "-days",
-          "30",
-          "-subj",
-          "/CN=own.test",
-          "-addext",
-          "subjectAltName=DNS:own.test",
-          "-keyout",
-          path.join(dir, "key.pem"),
-          "-out",
-          path.join(dir, "cert.pem"),
-        ],
-        { stdio: "ignore" },
-      );
-      const certificate = fs.readFileSync(path.join(dir, "cert.pem"), "utf8");
-      const key = fs.readFileSync(path.join(dir, "key.pem"), "utf8");
+      const { certificate, key } = selfSignedCertificate({
+        commonName: "own.test",
+        subjectAltName: "DNS:own.test",
+        days: 30,
+        keyFile: path.join(dir, "key.pem"),
+        certFile: path.join(dir, "cert.pem"),
+      });
       const svc = await web("own", { domains: [{ host: "own.test", tls: "uploaded" }] });
       const wrongHost = await call(s.h, s.alice, "PUT", `${svc.resource_uri}certificate/`, {
         host: "shop.test",
