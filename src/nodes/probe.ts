@@ -107,6 +107,9 @@ export class NodeProbe {
       if (this.forgoes(node, info, now, opts)) return node;
       return this.o.store.mutate("node", uuid, (n) => {
         if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
+        // Two sweeps (or replicas) that probed at once both saw the old row: the second finds the
+        // first's write and adds neither a write nor an update event of its own.
+        if (this.forgoes(n, info, now, opts)) return undefined;
         return {
           ...engineFields(info, now),
           observed: "reachable" as const,
