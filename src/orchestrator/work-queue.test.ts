@@ -120,10 +120,10 @@ describe("work queue", () => {
     assert.deepEqual(gaveUp, [5]);
     assert.equal(at.length, 5, "tried once, then again after each of four back-offs");
     const gaps = at.slice(1).map((t, i) => t - at[i]!);
-    // Timers are not exact: each gap is at least its delay, and the third is longer than the first.
+    // Timers are late, never early: each gap is at least its doubled (then capped) delay. (An upper
+    // bound, or comparing two gaps, fails on a loaded machine, where any timer can be late.)
     for (const [i, want] of [20, 40, 60, 60].entries())
       assert.ok(gaps[i]! >= want - 2, `gap ${i}: ${gaps[i]}`);
-    assert.ok(gaps[2]! > gaps[0]!);
     assert.equal(q.failuresOf({ uuid: "a" }), 0, "forgotten once dropped");
   });
 

@@ -35,7 +35,7 @@ async function get(uri: string) {
   return res.body;
 }
 
-async function until(uri: string, state: string, timeoutMs = 8000) {
+async function until(uri: string, state: string, timeoutMs = 30_000) {
   return waitFor(
     `${uri} to be ${state}`,
     async () => {

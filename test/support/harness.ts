@@ -166,7 +166,9 @@ export async function call(
 export async function waitFor<T>(
   what: string,
   fn: () => Promise<T | undefined | false>,
-  timeoutMs = 10_000,
+  // Generous: it bounds only a failing wait, and a loaded CI machine (tiers side by side) makes
+  // passing ones slow.
+  timeoutMs = 20_000,
   intervalMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
