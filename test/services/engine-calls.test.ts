@@ -26,6 +26,19 @@ function tally(calls: readonly string[]): Record<string, number> {
   return out;
 }
 
+/**
+ * The tally with its inspections checked apart: a look right after the start and one more once
+ * the container has stayed up the minimum time, which that first look already shows when the
+ * machine is slow (so n to 2n of them, never more).
+ */
+function tallyLooks(calls: readonly string[], n: number): Record<string, number> {
+  const out = tally(calls);
+  const looks = out.inspectContainer ?? 0;
+  assert.ok(looks >= n && looks <= 2 * n, `${looks} inspections of ${n} containers`);
+  delete out.inspectContainer;
+  return out;
+}
+
 describe("the engine calls of a service of 10 containers on 2 nodes", () => {
   let s: Sim;
   let service: { uuid: string; resource_uri: string };
@@ -61,10 +74,9 @@ describe("the engine calls of a service of 10 containers on 2 nodes", () => {
     assert.equal(perNode.size, 2, "the containers are spread over both nodes");
     for (const [node, n] of perNode) {
       assert.ok(n >= 2, `node ${node} runs ${n} containers`);
-      assert.deepEqual(tally(calls.get(node) ?? []), {
+      assert.deepEqual(tallyLooks(calls.get(node) ?? [], n), {
         createContainer: n,
         hasImage: 1,
-        inspectContainer: 2 * n,
         "listContainers io.berth.node": 1,
         startContainer: n,
       });
@@ -85,8 +97,7 @@ describe("the engine calls of a service of 10 containers on 2 nodes", () => {
   test("start again: a start and two inspects per stopped container, no create", async () => {
     const calls = await callsOf("start");
     for (const [node, n] of perNode) {
-      assert.deepEqual(tally(calls.get(node) ?? []), {
-        inspectContainer: 2 * n,
+      assert.deepEqual(tallyLooks(calls.get(node) ?? [], n), {
         "listContainers io.berth.node": 1,
         startContainer: n,
       });
@@ -96,11 +107,10 @@ describe("the engine calls of a service of 10 containers on 2 nodes", () => {
   test("redeploy: the new container made, started and inspected twice, the old one stopped and removed", async () => {
     const calls = await callsOf("redeploy");
     for (const [node, n] of perNode) {
-      assert.deepEqual(tally(calls.get(node) ?? []), {
+      assert.deepEqual(tallyLooks(calls.get(node) ?? [], n), {
         createContainer: n,
         // A redeploy takes the image's current content: asked once per node.
         hasImage: 1,
-        inspectContainer: 2 * n,
         "listContainers io.berth.node": 1,
         removeContainer: n,
         startContainer: n,
