@@ -99,7 +99,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     async close() {
       await close();
       await database.cleanup();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      // Retried: a process of a test's node (a router) may still be writing its last file there.
+      fs.rmSync(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
     },
   });
 }

@@ -28,6 +28,8 @@ export class LocalRouters {
   private readonly routers = new Map<string, CaddyRouter>();
   /** Starts under way, by node (one at a time per node). */
   private readonly starting = new Map<string, Promise<boolean>>();
+  /** Nodes whose router was released: a configuration pushed late starts no new Caddy for them. */
+  private readonly released = new Set<string>();
 
   constructor(
     private readonly o: {
@@ -65,7 +67,10 @@ export class LocalRouters {
 
   /** Stops a node's router (by its recorded process) and removes its files. */
   async release(nodeId: string): Promise<void> {
+    this.released.add(nodeId);
     this.routers.delete(nodeId);
+    // A start under way writes its process record when it is done: wait for it, then stop that.
+    await this.starting.get(nodeId)?.catch(() => undefined);
     const dir = path.join(this.o.dir, shortNodeId(nodeId));
     const record = readRecord(dir);
     if (record && isProcessAlive(record.caddy)) await stopProcess(record.caddy, { graceMs: 5000 });
@@ -74,6 +79,8 @@ export class LocalRouters {
   }
 
   private ensureRunning(nodeId: string, dir: string, adminSocket: string, netns: string): Promise<boolean> {
+    if (this.released.has(nodeId))
+      return Promise.reject(new Error("the node's router was stopped with its node"));
     const record = readRecord(dir);
     if (record && isProcessAlive(record.caddy)) return Promise.resolve(false);
     let p = this.starting.get(nodeId);
