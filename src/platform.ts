@@ -260,6 +260,9 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     statsStepMs: stats.retention.fineStepMs,
     resolveHost: opts.resolveRegistryHost,
   });
+  // A crash loop or a memory share a round recorded is seen after that round, not an alert
+  // interval later.
+  stats.afterRound(() => alerting.notifier.wake());
 
   async function readiness(): Promise<Readiness> {
     const checks: Record<string, string> = { migrations: "ok" };

@@ -5,7 +5,9 @@
 // channel. Due deliveries are then sent: webhooks through the outbound guard (the URL resolved
 // and checked again at every attempt), email through the mail outbox. A failed attempt is retried
 // after a wait that doubles each time, up to the configured attempts; a webhook the guard refuses
-// is not retried. Every attempt's outcome is in the delivery log.
+// is not retried. Every attempt's outcome is in the delivery log. A pass also runs when woken
+// after each stats collection round of this replica (`wake`), so that what a round recorded (a
+// crash loop's restarts, memory above its share) is seen then, not up to an interval later.
 import { randomUUID } from "node:crypto";
 import type { MailMessage, Outbox } from "../accounts/outbox.ts";
 import type { Duties } from "../domain/duties.ts";
@@ -36,7 +38,10 @@ const DELIVERIES_PER_PASS = 100;
 
 export class AlertNotifier {
   private timer: NodeJS.Timeout | undefined;
-  private busy = false;
+  /** The passes under way (one, and the one more a wake asked for), until they end. */
+  private running: Promise<void> | undefined;
+  /** A wake came while a pass ran: one more pass follows it. */
+  private again = false;
 
   constructor(private readonly deps: NotifierDeps) {}
 
@@ -49,20 +54,43 @@ export class AlertNotifier {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.again = false;
   }
 
-  /** One pass (skipped while the last one runs): evaluate the rules, then send what is due. */
-  async tick(): Promise<void> {
-    if (this.busy || !this.deps.duties.leads("alerts")) return;
-    this.busy = true;
-    try {
-      await this.evaluate();
-      await this.deliver();
-    } catch (err) {
-      this.deps.onError(err);
-    } finally {
-      this.busy = false;
-    }
+  /**
+   * Runs a pass now, once started (after a stats round): at once when none runs, else once more
+   * as soon as the one under way ends (a burst of wakes costs one more pass, never a queue).
+   */
+  wake(): void {
+    if (!this.timer) return;
+    if (this.running) this.again = true;
+    else void this.tick();
+  }
+
+  /** One pass (joined while the last one runs): evaluate the rules, then send what is due. */
+  tick(): Promise<void> {
+    this.running ??= this.passes().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /** Resolves once no pass runs (tests that run passes of their own beside woken ones). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async passes(): Promise<void> {
+    do {
+      this.again = false;
+      if (!this.deps.duties.leads("alerts")) return;
+      try {
+        await this.evaluate();
+        await this.deliver();
+      } catch (err) {
+        this.deps.onError(err);
+      }
+    } while (this.again && this.timer);
   }
 
   /** Opens and resolves incidents of every enabled rule. */

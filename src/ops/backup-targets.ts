@@ -10,7 +10,7 @@ import type { SecretBox } from "../identity/secret-box.ts";
 import type { OutboundPolicy } from "../registry/outbound.ts";
 import { type BackupTargetRow, BackupTargetStore } from "../store/backup-targets.ts";
 import type { Kernel } from "../store/types.ts";
-import { type S3Settings, S3Target } from "./s3-target.ts";
+import { type S3Settings, S3Target, TargetError } from "./s3-target.ts";
 
 export interface BackupTargetInput {
   name: string;
@@ -24,6 +24,15 @@ export interface BackupTargetInput {
 }
 
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** The field a failed connection check points at, by the S3 error code the server answered. */
+const CHECKED_FIELD: Record<string, string> = {
+  SignatureDoesNotMatch: "secret_key",
+  InvalidAccessKeyId: "access_key",
+  AccessDenied: "access_key",
+  NoSuchBucket: "bucket",
+  AuthorizationHeaderMalformed: "region",
+};
 
 /** The endpoint as stored (`https://host[:port]`), or a 400 saying what is wrong. */
 function endpointOf(text: string): string {
@@ -104,8 +113,31 @@ export class BackupTargets {
     };
     if (await this.rows().findByName(row.name))
       throw conflict(`backup target ${row.name} already exists`, "name_taken");
+    await this.check(settingsOf(row, input.secret_key));
     await this.rows().insert(row);
     return row;
+  }
+
+  /**
+   * A target is kept only once it answered as backups need (S3Target.check), so that a wrong key
+   * or bucket shows here and not at the first backup: else a 400 naming the field and the reason.
+   */
+  private async check(settings: S3Settings): Promise<void> {
+    const target = new S3Target(settings, this.d.policy);
+    try {
+      await target.check();
+    } catch (err) {
+      if (!(err instanceof TargetError)) throw err;
+      const field = (err.s3Code && CHECKED_FIELD[err.s3Code]) || "endpoint";
+      const problem = err.message.split(" failed: ").at(-1) ?? err.message;
+      throw badRequest(
+        `${err.message}; the target was not added`,
+        [{ field, problem }],
+        "target_check_failed",
+      );
+    } finally {
+      target.close();
+    }
   }
 
   async named(name: string): Promise<BackupTargetRow> {

@@ -35,7 +35,18 @@ export interface S3Object {
 }
 
 /** A target refused or failed a call: one line, naming the target and what to do. */
-export class TargetError extends Error {}
+export class TargetError extends Error {
+  constructor(
+    message: string,
+    /** The S3 error code the server answered (SignatureDoesNotMatch, NoSuchBucket…), if any. */
+    readonly s3Code?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The object a connection check writes and deletes again, below the target's prefix. */
+export const CHECK_KEY = ".berth-check";
 
 const HINTS: Record<string, string> = {
   SignatureDoesNotMatch: "its secret key is wrong",
@@ -118,6 +129,7 @@ export class S3Target {
     const first = (e.message ?? String(err)).split("\n")[0]!;
     return new TargetError(
       `backup target ${this.settings.name} (${this.settings.endpoint}, bucket ${this.settings.bucket}): ${what} failed: ${hint ? `${hint} (${e.code})` : first}`,
+      e.code,
     );
   }
 
@@ -142,6 +154,24 @@ export class S3Target {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Checks that backups can go there: the bucket is listed (the endpoint answers, the keys and
+   * their signature are accepted, the bucket exists), then a small object is written below the
+   * prefix and deleted (the keys may write and delete).
+   */
+  async check(): Promise<void> {
+    await this.bounded("checking the bucket", this.limits.callMs, async () => {
+      const stream = this.client.listObjectsV2(this.settings.bucket, this.root, false);
+      for await (const _ of stream) {
+        stream.destroy();
+        break;
+      }
+      const probe = Buffer.from("written by Berth to check this backup target; safe to delete\n");
+      await this.client.putObject(this.settings.bucket, this.root + CHECK_KEY, probe, probe.length);
+      await this.client.removeObject(this.settings.bucket, this.root + CHECK_KEY);
+    });
   }
 
   /** Uploads a file as `key`; checks the stored object's size. */

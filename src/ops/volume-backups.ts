@@ -3,21 +3,15 @@
 // container path, `volumes_from` aside) through the engine's archive API (drivers, bounded by
 // VOLUME_ARCHIVE), consistent: the container paused while it is read (or a pre-backup command run
 // in it first), into one tar file per container and path under the backups directory (0600).
-// Retention keeps the newest `keep` successful backups of the service. A restore writes each
-// archive into the container of the same rank (by number) of the same or another service that
-// has a volume at that path, paused meanwhile. Schedules back a service up every N hours; one
-// replica claims each due schedule (store/volume-backups.ts claimSchedule).
-// A backup may go to an S3-compatible target (ops/backup-targets.ts): its archives are uploaded
-// as `<prefix>volumes/<namespace>/<backup uuid>/<file>` and the local copies removed. Every
-// archive's SHA-256 is recorded; a restore first fetches and checks every archive (size and
-// SHA-256) and writes nothing into a container unless all of them are whole. Retention keeps the
-// newest `keep` and, with tiers, the newest of each of the last N days / weeks (domain/retention.ts).
-// Long because a backup and a restore share this class's steps end to end: consistency (pause or
-// pre-command), archives and their checksums, targets (upload, fetch, delete), retention, schedules.
-import { createHash } from "node:crypto";
+// A restore writes each archive into the container of the same rank (by number) of the same or
+// another service that has a volume at that path, paused meanwhile. Schedules back a service up
+// every N hours; one replica claims each due schedule (store/volume-backups.ts claimSchedule).
+// Where the archives are kept, locally or on an S3-compatible target, and how a restore fetches
+// and checks them all (size and SHA-256) before writing anything, is ops/volume-archives.ts.
+// Retention keeps the newest `keep` successful backups of the service and, with tiers, the
+// newest of each of the last N days / weeks (domain/retention.ts).
 import fs from "node:fs";
 import path from "node:path";
-import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Type } from "typebox";
 import type { ActionEngine } from "../actions/engine.ts";
@@ -35,7 +29,7 @@ import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { ActionRow, Store } from "../store/store.ts";
 import { type VolumeBackupRow, VolumeBackupStore } from "../store/volume-backups.ts";
 import type { BackupTargets } from "./backup-targets.ts";
-import { type S3Target, TargetError } from "./s3-target.ts";
+import { hashing, VolumeArchives } from "./volume-archives.ts";
 
 export const volumeBackupUri = (b: { namespace: string; uuid: string }) =>
   nsUri("app", b.namespace, "volumebackup", b.uuid);
@@ -89,36 +83,6 @@ export function volumePaths(s: { spec: string }): string[] {
 
 const STEP_MS = 2 * 3_600_000;
 
-/** The key of an archive on a target, below its prefix. */
-const objectKey = (b: { namespace: string; uuid: string }, file: string) =>
-  `volumes/${b.namespace}/${b.uuid}/${file}`;
-
-/** Passes bytes on and hashes them (SHA-256, hex in `digest` once they end). */
-function hashing(): Transform & { digest: string } {
-  const hash = createHash("sha256");
-  const t = new Transform({
-    transform(chunk: Buffer, _e, done) {
-      hash.update(chunk);
-      done(null, chunk);
-    },
-    flush(done) {
-      t.digest = hash.digest("hex");
-      done();
-    },
-  }) as Transform & { digest: string };
-  return t;
-}
-
-function sha256Of(file: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = createHash("sha256");
-    fs.createReadStream(file)
-      .on("data", (c) => hash.update(c))
-      .on("end", () => resolve(hash.digest("hex")))
-      .on("error", reject);
-  });
-}
-
 export class VolumeBackups {
   constructor(
     private readonly d: {
@@ -128,7 +92,12 @@ export class VolumeBackups {
       dir: string;
       targets: BackupTargets;
     },
-  ) {}
+  ) {
+    this.archives = new VolumeArchives({ dir: d.dir, targets: d.targets });
+  }
+
+  /** Where the archives are kept (locally or on a target) and how they are fetched back. */
+  private readonly archives: VolumeArchives;
 
   get targets(): BackupTargets {
     return this.d.targets;
@@ -139,7 +108,7 @@ export class VolumeBackups {
   }
 
   fileOf(b: { uuid: string }, a: { file: string }): string {
-    return path.join(this.d.dir, b.uuid, a.file);
+    return this.archives.fileOf(b, a);
   }
 
   register(actions: ActionEngine): void {
@@ -243,20 +212,7 @@ export class VolumeBackups {
   /** Deletes a backup and its archives (on its target too; a target that refuses: 409, nothing removed). */
   async remove(b: VolumeBackupRow): Promise<void> {
     if (b.state === "In progress") throw conflict(`volume backup ${b.uuid} is in progress`, "invalid_state");
-    if (b.target_uuid) {
-      const t = await this.d.targets.rows().find(b.target_uuid);
-      if (t) {
-        const target = this.d.targets.open(t);
-        try {
-          for (const a of archivesOf(b)) await target.remove(objectKey(b, a.file));
-        } catch (err) {
-          throw conflict((err as Error).message, "target_failed");
-        } finally {
-          target.close();
-        }
-      }
-    }
-    fs.rmSync(path.join(this.d.dir, b.uuid), { recursive: true, force: true });
+    await this.archives.remove(b);
     await this.rows().remove(b.uuid);
   }
 
@@ -307,7 +263,7 @@ export class VolumeBackups {
     const service = await this.d.store.services.findService(b.service_uuid);
     if (!service) throw new Error("the service is gone");
     const paths = volumePaths(service);
-    const dir = path.join(this.d.dir, b.uuid);
+    const dir = this.archives.dirOf(b);
     ensurePrivateDir(dir);
     const archives: VolumeArchive[] = [];
     let size = 0;
@@ -337,10 +293,12 @@ export class VolumeBackups {
           },
         );
       }
-      if (b.target_uuid) await this.upload(ctx, b, dir, archives);
+      if (b.target_uuid) {
+        const name = await this.archives.upload(b, archives);
+        await ctx.log(`Uploaded ${archives.length} archive(s) to backup target ${name}`);
+      }
     } catch (err) {
-      if (b.target_uuid) await this.forget(b, archives);
-      fs.rmSync(dir, { recursive: true, force: true });
+      await this.archives.forget(b, archives);
       const message = err instanceof Error ? err.message : String(err);
       await this.rows().update(b.uuid, { state: "Failed", finished: this.d.clock.now(), error: message });
       throw err;
@@ -353,37 +311,6 @@ export class VolumeBackups {
     });
     await ctx.log(`Volume backup ${b.uuid}: ${archives.length} archive(s), ${size} bytes`);
     if (ctx.params.keep !== null) await this.retain(ctx, service.uuid);
-  }
-
-  /** Uploads the archives to the backup's target, then removes the local copies. */
-  private async upload(
-    ctx: StepContext<unknown>,
-    b: VolumeBackupRow,
-    dir: string,
-    archives: VolumeArchive[],
-  ) {
-    const t = await this.d.targets.rows().find(b.target_uuid!);
-    if (!t) throw new Error("the backup target is gone");
-    const target = this.d.targets.open(t);
-    try {
-      for (const a of archives) await target.put(objectKey(b, a.file), path.join(dir, a.file));
-    } finally {
-      target.close();
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
-    await ctx.log(`Uploaded ${archives.length} archive(s) to backup target ${t.name}`);
-  }
-
-  /** Best effort: a failed backup leaves no objects on its target. */
-  private async forget(b: VolumeBackupRow, archives: VolumeArchive[]): Promise<void> {
-    const t = await this.d.targets.rows().find(b.target_uuid!);
-    if (!t) return;
-    const target = this.d.targets.open(t);
-    try {
-      for (const a of archives) await target.remove(objectKey(b, a.file)).catch(() => undefined);
-    } finally {
-      target.close();
-    }
   }
 
   /** Retention: the newest `keep`, and the newest of each of the last `keep_daily` days / `keep_weekly` weeks. */
@@ -411,38 +338,6 @@ export class VolumeBackups {
     }
   }
 
-  /**
-   * Every archive of the backup as a checked local file (downloaded from its target into
-   * `staging`), or an error naming the first that is not whole: nothing is written before.
-   */
-  private async fetchAll(b: VolumeBackupRow, staging: string): Promise<Map<string, string>> {
-    const files = new Map<string, string>();
-    let target: S3Target | undefined;
-    try {
-      if (b.target_uuid) {
-        const t = await this.d.targets.rows().find(b.target_uuid);
-        if (!t) throw new Error("the backup target holding this backup is gone");
-        target = this.d.targets.open(t);
-        ensurePrivateDir(staging);
-      }
-      for (const a of archivesOf(b)) {
-        const file = target ? path.join(staging, a.file) : this.fileOf(b, a);
-        if (target) await target.download(objectKey(b, a.file), file, a.bytes);
-        else if (!fs.existsSync(file) || fs.statSync(file).size !== a.bytes)
-          throw new Error(`archive ${a.file} of volume backup ${b.uuid} is missing or not ${a.bytes} bytes`);
-        if (a.sha256 && (await sha256Of(file)) !== a.sha256)
-          throw new Error(`archive ${a.file} of volume backup ${b.uuid} is corrupted (its SHA-256 differs)`);
-        files.set(a.file, file);
-      }
-      return files;
-    } catch (err) {
-      if (err instanceof TargetError) throw new Error(err.message);
-      throw err;
-    } finally {
-      target?.close();
-    }
-  }
-
   private async runRestore(ctx: StepContext<RestoreP>): Promise<void> {
     const b = await this.rows().find(ctx.params.backup);
     if (!b) throw new Error("the backup is gone");
@@ -453,7 +348,7 @@ export class VolumeBackups {
     const archives = archivesOf(b);
     const staging = path.join(this.d.dir, `.restore-${ctx.action.uuid}`);
     try {
-      const files = await this.fetchAll(b, staging);
+      const files = await this.archives.fetchAll(b, staging);
       await ctx.log(`Checked ${files.size} archive(s) of volume backup ${b.uuid}: whole`);
       await this.writeAll(ctx, b, target, containers, archives, files);
     } finally {

@@ -19,6 +19,8 @@ export function statsModule(core: Core, parts: { engines: EngineSource; duties: 
     coarseKeepMs: config.stats.coarseKeepMs,
   };
   const reader = new StatsReader({ store, clock, retention, onError: core.onError("stats streams") });
+  /** Told after each round's points are written (the alert pass, which reads them). */
+  const afterRound: Array<() => void> = [];
   const collector = new StatsCollector({
     store,
     engines: parts.engines,
@@ -26,7 +28,10 @@ export function statsModule(core: Core, parts: { engines: EngineSource; duties: 
     duties: parts.duties,
     settings: { ...retention, ...config.stats },
     onError: core.onError("stats collector"),
-    onRound: () => reader.roundWritten(),
+    onRound: () => {
+      reader.roundWritten();
+      for (const listener of afterRound) listener();
+    },
   });
   core.metrics.attachUsage(() =>
     statsOf(store).usageByNamespace(retention.fineStepMs, clock.now() - 3 * retention.fineStepMs),
@@ -37,6 +42,10 @@ export function statsModule(core: Core, parts: { engines: EngineSource; duties: 
     reader,
     retention,
     routes,
+    /** Calls `listener` after each collection round of this replica. */
+    afterRound(listener: () => void): void {
+      afterRound.push(listener);
+    },
     start(): void {
       if (config.stats.intervalMs > 0) collector.start();
     },

@@ -2,6 +2,7 @@
 
 import { inChunks } from "./batches.ts";
 import { containsText, type ListOrder, orderOf } from "./list-search.ts";
+import { clusterFailing, nodeFailing } from "./overview.ts";
 import type { ClusterRow, Kernel, NewRow, NodeRow, Patch } from "./types.ts";
 
 export type { ClusterRow, NodeRow } from "./types.ts";
@@ -23,6 +24,8 @@ export interface ClusterQuery {
   nodeType?: string;
   /** Names containing this text, any case (`name__icontains`). */
   nameContains?: string;
+  /** Only failing clusters (`failing=true`, store/overview.ts), or only the others. */
+  failing?: boolean;
   orderBy?: ListOrder;
   limit: number;
   offset: number;
@@ -41,6 +44,8 @@ export interface NodeQuery {
   engineVersion?: string;
   /** Names containing this text, any case (`name__icontains`). */
   nameContains?: string;
+  /** Only failing nodes (`failing=true`, store/overview.ts), or only the others. */
+  failing?: boolean;
   orderBy?: ListOrder;
   limit: number;
   offset: number;
@@ -159,6 +164,8 @@ export class NodeStore {
     if (q.region !== undefined) base = base.where("region", "=", q.region);
     if (q.nodeType !== undefined) base = base.where("node_type", "=", q.nodeType);
     if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
+    if (q.failing !== undefined)
+      base = base.where((eb) => (q.failing ? clusterFailing(eb) : eb.not(clusterFailing(eb))));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };
@@ -199,6 +206,8 @@ export class NodeStore {
     if (q.engineVersion !== undefined) base = base.where("engine_version", "=", q.engineVersion);
     if (q.nameContains !== undefined)
       base = base.where(containsText(["external_fqdn", "nickname"], q.nameContains));
+    if (q.failing !== undefined)
+      base = base.where((eb) => (q.failing ? nodeFailing(eb) : eb.not(nodeFailing(eb))));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     const rows = await base
       .selectAll()

@@ -1,5 +1,6 @@
 // Queries of stacks.
 import { containsText, type ListOrder, orderOf } from "./list-search.ts";
+import { stackFailing } from "./overview.ts";
 import type { Kernel, StackRow } from "./types.ts";
 
 export type { StackRow } from "./types.ts";
@@ -15,6 +16,8 @@ export interface StackQuery {
   stateNot?: string;
   /** Names containing this text, any case (`name__icontains`). */
   nameContains?: string;
+  /** Only failing stacks (`failing=true`, store/overview.ts), or only the others. */
+  failing?: boolean;
   orderBy?: ListOrder;
   limit: number;
   offset: number;
@@ -68,6 +71,8 @@ export class StackStore {
     if (q.state !== undefined) base = base.where("state", "=", q.state);
     if (q.stateNot !== undefined) base = base.where("state", "!=", q.stateNot);
     if (q.nameContains !== undefined) base = base.where(containsText(["name"], q.nameContains));
+    if (q.failing !== undefined)
+      base = base.where((eb) => (q.failing ? stackFailing(eb) : eb.not(stackFailing(eb))));
     const count = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirst();
     const rows = await base.selectAll().orderBy(orderOf(q.orderBy)).limit(q.limit).offset(q.offset).execute();
     return { rows, total: Number(count?.n ?? 0) };

@@ -11,13 +11,15 @@ import {
   runningService,
   type Sim,
   startSim,
+  until,
+  uuidOf,
   waitFor,
 } from "../services/sim.ts";
 
 let s: Sim;
 
 before(async () => {
-  s = await startSim();
+  s = await startSim({ env: { BERTH_NODE_UNREACHABLE_GRACE_MS: "1" } });
   await deployCluster(s, { name: "pool", target_num_nodes: 1 });
 });
 after(() => s.close());
@@ -105,6 +107,59 @@ describe("overview counts", () => {
     );
 
     const bad = await call(s.h, s.alice, "GET", "/api/app/v1/container/?failing=perhaps");
+    assert.equal(bad.status, 400);
+    assert.equal(typeof bad.body.error, "string");
+  });
+
+  test("stacks, nodes and node clusters: failing=true gives exactly the ones the overview counts failing", async () => {
+    const stack = async (name: string, run_command: string) => {
+      const res = await call(s.h, s.alice, "POST", "/api/app/v1/stack/", {
+        name,
+        services: [{ name: `${name}-app`, image: "busybox:local", run_command }],
+      });
+      assert.equal(res.status, 201, res.raw);
+      assert.equal((await call(s.h, s.alice, "POST", `${res.body.resource_uri}start/`)).status, 202);
+      return res.body as { resource_uri: string };
+    };
+    await stack("calm", "httpd -f -p 80");
+    await stack("broken", 'sh -c "exit 5"');
+    // A second cluster whose one node stops answering: the node fails, and so does its cluster
+    // (whose own state stays Deployed while nodes flap).
+    const flaky = await deployCluster(s, { name: "flaky", target_num_nodes: 1 });
+    const nodeUuid = uuidOf(flaky.nodes[0]);
+    const engine = s.h.engines.forNode((await s.h.store.nodes.findNode(nodeUuid))!) as unknown as {
+      setReachable(v: boolean): void;
+    };
+    engine.setReachable(false);
+    await s.h.health.sweep();
+    await until(s, flaky.nodes[0], "Unreachable");
+
+    const counts = await waitFor("a crashed stack and an unreachable node", async () => {
+      const o = (await call(s.h, s.alice, "GET", "/api/app/v1/overview/")).body;
+      return total(o.stack, (r: Row) => r.reason === "crashed") === 1 ? o : undefined;
+    });
+    assert.equal(
+      total(counts.stack, (r) => r.reason === null),
+      1,
+      "calm",
+    );
+    assert.deepEqual(
+      (counts.node as Row[]).filter((r) => r.reason !== null).map((r) => [r.state, r.reason, r.n]),
+      [["Unreachable", "unreachable", 1]],
+    );
+    assert.deepEqual(
+      (counts.nodecluster as Row[]).filter((r) => r.reason !== null).map((r) => [r.state, r.reason, r.n]),
+      [["Deployed", "unreachable", 1]],
+    );
+
+    const names = async (path: string, pick: (o: Record<string, string>) => string) =>
+      ((await call(s.h, s.alice, "GET", path)).body.objects as Record<string, string>[]).map(pick).sort();
+    assert.deepEqual(await names("/api/app/v1/stack/?failing=true", (o) => o.name!), ["broken"]);
+    assert.deepEqual(await names("/api/app/v1/stack/?failing=false", (o) => o.name!), ["calm"]);
+    assert.deepEqual(await names("/api/infra/v1/node/?failing=true", (o) => o.uuid!), [nodeUuid]);
+    assert.deepEqual(await names("/api/infra/v1/nodecluster/?failing=true", (o) => o.name!), ["flaky"]);
+    assert.deepEqual(await names("/api/infra/v1/nodecluster/?failing=false", (o) => o.name!), ["pool"]);
+    const bad = await call(s.h, s.alice, "GET", "/api/infra/v1/node/?failing=maybe");
     assert.equal(bad.status, 400);
     assert.equal(typeof bad.body.error, "string");
   });

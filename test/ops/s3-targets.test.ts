@@ -2,9 +2,11 @@
 // loopback, which BERTH_BACKUP_TARGET_ALLOW allows explicitly): a control-plane backup uploaded
 // and listed, restored by `berth admin restore --target-file` into an empty data directory
 // (integrity checked, the sealed target secret opened again); a volume backup uploaded, its local
-// copy gone, restored into a new service with the same bytes; a wrong secret key ends the action
-// Failed with the reason; a truncated object is refused before anything is written; a private
-// endpoint not allowed is never contacted; the secret key is never answered nor found in clear.
+// copy gone, restored into a new service with the same bytes; a target is added only once it
+// answered (a wrong secret key, a missing bucket or a private endpoint is a 400 at create); a
+// key changed on the server later ends the backup's action Failed with the reason; a truncated
+// object is refused before anything is written; a private endpoint not allowed is never
+// contacted; the secret key is never answered nor found in clear.
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import fs from "node:fs";
@@ -36,7 +38,7 @@ interface KoaContext {
  * middleware), where S3 itself refuses a wrong secret key with SignatureDoesNotMatch: this
  * middleware, put first, checks the signature as AWS's Signature Version 4 defines it.
  */
-function verifySigV4(secret: string) {
+function verifySigV4(secretOf: () => string) {
   const hmac = (key: Buffer | string, text: string) => createHmac("sha256", key).update(text).digest();
   return async (ctx: KoaContext, next: () => Promise<void>) => {
     const auth = ctx.headers.authorization ?? "";
@@ -71,7 +73,7 @@ function verifySigV4(secret: string) {
       ].join("\n");
       const key = ["s3", "aws4_request"].reduce(
         (k, part) => hmac(k, part),
-        hmac(hmac(`AWS4${secret}`, day!), region!),
+        hmac(hmac(`AWS4${secretOf()}`, day!), region!),
       );
       if (hmac(key, toSign).toString("hex") !== signature) {
         ctx.status = 403;
@@ -88,8 +90,11 @@ const onSqlite = !process.env.BERTH_TEST_DATABASE_URL?.startsWith("postgres");
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-s3-targets-"));
 const passphrase = path.join(dir, "passphrase");
 const s3dir = path.join(dir, "s3");
-const SECRET = "S3RVER"; // s3rver's own pair: S3RVER / S3RVER
+// s3rver knows access key S3RVER and checks no signature; the middleware checks this secret.
+const SECRET = "berth-s3-secret-5e1d";
 const WRONG = "not-the-secret-key-9f2c";
+/** The secret key the server accepts now (a test changes it, as an operator may on the server). */
+let serverSecret = SECRET;
 let server: S3rver;
 let endpoint: string;
 let h: Harness;
@@ -104,7 +109,7 @@ before(async () => {
     directory: s3dir,
     configureBuckets: [{ name: "berth" }],
   });
-  server.middleware.unshift(verifySigV4(SECRET));
+  server.middleware.unshift(verifySigV4(() => serverSecret));
   const { port } = await server.run();
   endpoint = `http://127.0.0.1:${port}`;
   h = await startHarness({
@@ -161,59 +166,97 @@ function filesHolding(root: string, needle: string): string[] {
   return out;
 }
 
-test("a target's secret is sealed, never answered; a wrong secret fails the backup with the reason; private endpoints are refused", async () => {
-  const made = await call(h, h.admin, "POST", "/api/v1.1/backuptargets/", target("offsite", WRONG));
+test("a target is added only once it answers; its secret is sealed, never answered; a key changed later fails the backup with the reason; private endpoints are refused", async () => {
+  // Checked at create: a wrong secret, a missing bucket, a private endpoint not allowed are each a
+  // 400 naming the field and the reason, and nothing is added.
+  for (const [body, field, reason] of [
+    [target("offsite", WRONG), "secret_key", /secret key is wrong \(SignatureDoesNotMatch\)/],
+    [
+      target("offsite", SECRET, { bucket: "no-such-bucket" }),
+      "bucket",
+      /bucket does not exist \(NoSuchBucket\)/,
+    ],
+    [
+      target("metadata", SECRET, { endpoint: "http://169.254.169.254" }),
+      "endpoint",
+      /cloud metadata address; Berth does not contact it unless BERTH_BACKUP_TARGET_ALLOW names it/,
+    ],
+  ] as const) {
+    const r = await call(h, h.admin, "POST", "/api/v1.1/backuptargets/", body);
+    assert.equal(r.status, 400, r.raw);
+    assert.equal(r.body.code, "target_check_failed");
+    assert.match(r.body.error, reason);
+    assert.match(r.body.error, /the target was not added$/);
+    assert.equal(r.body.details[0].field, field);
+    assert.ok(!r.raw.includes(WRONG));
+  }
+  assert.deepEqual((await call(h, h.admin, "GET", "/api/v1.1/backuptargets/")).body.objects, []);
+
+  const made = await call(h, h.admin, "POST", "/api/v1.1/backuptargets/", target("offsite", SECRET));
   assert.equal(made.status, 201, made.raw);
   assert.equal(made.body.secret_key_set, true);
   assert.equal(made.body.prefix, "site-a/");
-  assert.ok(!made.raw.includes(WRONG));
+  assert.ok(!made.raw.includes(SECRET));
+  assert.ok(
+    !fs.existsSync(path.join(s3dir, "berth", "site-a", ".berth-check._S3rver_object")),
+    "check object deleted",
+  );
   const listed = await call(h, h.admin, "GET", "/api/v1.1/backuptargets/");
-  assert.ok(!listed.raw.includes(WRONG));
+  assert.ok(!listed.raw.includes(SECRET));
   const row = (await h.store.db.selectFrom("backup_targets").selectAll().execute())[0]!;
-  assert.ok(!row.sealed_secret.includes(WRONG), "sealed at rest");
+  assert.ok(!row.sealed_secret.includes(SECRET), "sealed at rest");
   const bob = await createUser(h, "bob");
   assert.equal((await call(h, bob, "GET", "/api/v1.1/backuptargets/")).status, 403);
 
-  // Control plane: the scheduled target refuses the keys: 409 with the reason, the action Failed.
-  const refused = await call(h, h.admin, "POST", "/api/v1.1/backups/");
-  assert.equal(refused.status, 409, refused.raw);
-  assert.equal(refused.body.code, "backup_failed");
-  assert.match(refused.body.error, /backup target offsite .*secret key is wrong \(SignatureDoesNotMatch\)/);
-  assert.ok(!refused.raw.includes(WRONG));
-  const a = await finished(refused.headers["x-platform-action-uri"] as string);
-  assert.equal(a.state, "Failed");
-  assert.match(await actionLog(a.resource_uri), /secret key is wrong/);
-  const list = (await call(h, h.admin, "GET", "/api/v1.1/backups/")).body;
-  assert.equal(list.target, "offsite");
-  assert.match(list.error, /secret key is wrong/);
-  assert.equal(list.objects[0].status, "Failed");
-
+  // The server's key changes after the target was added (Berth's copy is now wrong).
+  serverSecret = WRONG;
+  try {
+    // Control plane: the scheduled target refuses the keys: 409 with the reason, the action Failed.
+    const refused = await call(h, h.admin, "POST", "/api/v1.1/backups/");
+    assert.equal(refused.status, 409, refused.raw);
+    assert.equal(refused.body.code, "backup_failed");
+    assert.match(refused.body.error, /backup target offsite .*secret key is wrong \(SignatureDoesNotMatch\)/);
+    assert.ok(!refused.raw.includes(SECRET));
+    const a = await finished(refused.headers["x-platform-action-uri"] as string);
+    assert.equal(a.state, "Failed");
+    assert.match(await actionLog(a.resource_uri), /secret key is wrong/);
+    const list = (await call(h, h.admin, "GET", "/api/v1.1/backups/")).body;
+    assert.equal(list.target, "offsite");
+    assert.match(list.error, /secret key is wrong/);
+    assert.equal(list.objects[0].status, "Failed");
+  } finally {
+    serverSecret = SECRET;
+  }
+  serverSecret = WRONG;
   // Volume backup to the same target: the action Failed with the reason, no archive left anywhere.
   const db = await serviceWithVolume(h, "wrongkey", 1);
-  const res = await call(h, h.admin, "POST", `${db.resource_uri}volumebackup/`, { target: "offsite" });
-  assert.equal(res.status, 202, res.raw);
-  assert.equal(res.body.target, "offsite");
-  const va = await finished(res.headers["x-platform-action-uri"] as string);
-  assert.equal(va.state, "Failed");
-  assert.match(await actionLog(va.resource_uri), /secret key is wrong \(SignatureDoesNotMatch\)/);
-  const vb = (await call(h, h.admin, "GET", res.body.resource_uri)).body;
+  let vb: Json;
+  try {
+    const res = await call(h, h.admin, "POST", `${db.resource_uri}volumebackup/`, { target: "offsite" });
+    assert.equal(res.status, 202, res.raw);
+    assert.equal(res.body.target, "offsite");
+    const va = await finished(res.headers["x-platform-action-uri"] as string);
+    assert.equal(va.state, "Failed");
+    assert.match(await actionLog(va.resource_uri), /secret key is wrong \(SignatureDoesNotMatch\)/);
+    vb = (await call(h, h.admin, "GET", res.body.resource_uri)).body;
+  } finally {
+    serverSecret = SECRET;
+  }
   assert.equal(vb.state, "Failed");
   assert.match(vb.error, /secret key is wrong/);
   assert.ok(!fs.existsSync(path.join(h.dataDir, "volume-backups", vb.uuid)));
 
-  // A private endpoint that BERTH_BACKUP_TARGET_ALLOW does not name is never contacted.
+  // A target whose endpoint now names a private address BERTH_BACKUP_TARGET_ALLOW does not name
+  // (changed in the store after its check) is never contacted at backup time either.
   assert.equal(
-    (
-      await call(
-        h,
-        h.admin,
-        "POST",
-        "/api/v1.1/backuptargets/",
-        target("metadata", SECRET, { endpoint: "http://169.254.169.254" }),
-      )
-    ).status,
+    (await call(h, h.admin, "POST", "/api/v1.1/backuptargets/", target("metadata", SECRET))).status,
     201,
   );
+  await h.store.db
+    .updateTable("backup_targets")
+    .set({ endpoint: "http://169.254.169.254" })
+    .where("name", "=", "metadata")
+    .execute();
   const meta = await call(h, h.admin, "POST", `${db.resource_uri}volumebackup/`, { target: "metadata" });
   const ma = await finished(meta.headers["x-platform-action-uri"] as string);
   assert.equal(ma.state, "Failed");

@@ -33,7 +33,7 @@ before(async () => {
   receiver = new Receiver();
   hook = await receiver.start();
   s = await startStatsSim({
-    users: ["bob", "exiter", "looper", "hogger", "noder", "actor", "certs", "retrier"],
+    users: ["bob", "exiter", "looper", "rounder", "hogger", "noder", "actor", "certs", "retrier"],
     outbox,
     resolveRegistryHost: async (name) => {
       const a = names.get(name);
@@ -60,10 +60,15 @@ async function rule(who: Caller, body: Record<string, unknown>) {
   return res.body;
 }
 
-/** One notifier pass, as the leader runs it at every interval. */
+/**
+ * One notifier pass, as the leader runs it at every interval; a pass a collection round woke
+ * ends first, and one woken meanwhile ends before this returns.
+ */
 async function pass(): Promise<void> {
+  await s.h.alertNotifier.idle();
   await s.h.alertNotifier.evaluate();
   await s.h.alertNotifier.deliver();
+  await s.h.alertNotifier.idle();
 }
 
 async function incidents(who: Caller, alert: { resource_uri: string }) {
@@ -181,6 +186,39 @@ describe("rules", () => {
     assert.match(texts[0]!, /^\[FIRING\] flapping: container flappy-1 restarted 3 times within 5 min/);
     assert.match(texts[1]!, /^\[RESOLVED\] flapping: .*\(after \d+ min\)/);
     assert.ok(texts[0]!.includes(container.resource_uri));
+  });
+
+  test("crash-looping fires after the collection round that follows the restarts, not an alert interval later", async () => {
+    // The harness's alert interval is an hour: only the pass a round wakes can fire it.
+    const who = user("rounder");
+    const { container, engine } = await setUp(who, { name: "looping", autorestart: "ALWAYS" });
+    const alert = await rule(who, {
+      name: "looping",
+      kind: "crash_looping",
+      params: { restarts: 3, window_minutes: 5 },
+      channels: [{ type: "webhook", url: `${hook}/round` }],
+    });
+    for (let i = 1; i <= 3; i++) {
+      engine.engine.exitProcess(engine.id, 1);
+      await waitFor(`restart ${i}`, async () => {
+        const v = await engine.engine.inspectContainer(engine.id);
+        return v?.restartCount === i && v.state === "running";
+      });
+    }
+    await waitFor("the third restart recorded", async () => {
+      const row = await s.h.store.services.findContainer(uuidOf(container.resource_uri));
+      return row?.restart_count === 3;
+    });
+    assert.deepEqual(await incidents(who, alert), [], "no pass ran yet");
+    s.advance(10_000);
+    await s.h.statsCollector.collect();
+    await waitFor("the firing webhook", async () => receiver.of("/round").length === 1);
+    assert.deepEqual(
+      (await incidents(who, alert)).map((i) => i.state),
+      ["firing"],
+    );
+    assert.equal(receiver.of("/round")[0]!.body.event, "firing");
+    await s.h.alertNotifier.idle();
   });
 
   test("memory above a share of its limit for M minutes; email through the outbox", async () => {

@@ -1,7 +1,8 @@
 // Errors that help, in a real Chromium: a refused scale in words next to the Containers field (no
 // notice naming API fields), gone when the number is edited; error notices dismiss themselves and
 // stay on the page they were raised on; a refusal of the cluster form goes with the next edit; the
-// account page's profile, email, key and organization forms say theirs next to the field.
+// account page's profile, email, key and organization forms say theirs next to the field; so do
+// the alert and trigger forms.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ADMIN_PASSWORD, browserSuite, browserUnavailable, openPage, signInAs } from "./browser.ts";
@@ -32,6 +33,42 @@ describe("errors in Chromium", { skip: unavailable }, () => {
     await problem.waitFor({ state: "detached" });
     assert.deepEqual(
       errors.filter((e) => !/status of 400/.test(e)),
+      [],
+    );
+    await context.close();
+  });
+
+  test("the alert and trigger forms: a refusal next to its field, no notice, gone once it is edited", async () => {
+    const svc = await suite.berth.api("POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name: "hooked",
+    });
+    assert.equal(svc.status, 201);
+    const { page, errors, context } = await openPage(suite.browser, suite.berth.url);
+    await signInAs(page, "admin", ADMIN_PASSWORD);
+    await page.goto("/#/alerts");
+    const form = page.getByRole("form", { name: "New alert rule" });
+    await form.getByLabel("Name").fill("down");
+    await form.getByLabel("URL").fill("http://127.0.0.1:9/hook");
+    await form.getByRole("button", { name: "Create alert" }).click();
+    const urlProblem = form.locator('[data-field="channels"] .field-error');
+    await urlProblem.waitFor();
+    assert.match(await urlProblem.innerText(), /loopback/);
+    assert.equal(await page.locator(".notice.error").count(), 0, "no notice");
+    await form.getByLabel("URL").fill("http://hooks.example.test/x");
+    await urlProblem.waitFor({ state: "detached" });
+
+    await page.goto(`/#/services/${svc.body.uuid}`);
+    const trigger = page.getByRole("form", { name: "New trigger" });
+    await trigger.getByLabel("Trigger name").fill("x".repeat(300));
+    await trigger.getByRole("button", { name: "Create trigger" }).click();
+    const nameProblem = trigger.locator('[data-field="name"] .field-error');
+    await nameProblem.waitFor();
+    assert.equal(await page.locator(".notice.error").count(), 0, "no notice");
+    await trigger.getByLabel("Trigger name").fill("deploy");
+    await nameProblem.waitFor({ state: "detached" });
+    assert.deepEqual(
+      errors.filter((e) => !/status of 4\d\d/.test(e)),
       [],
     );
     await context.close();

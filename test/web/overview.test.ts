@@ -80,6 +80,39 @@ describe("live overview in Chromium", { skip: unavailable }, () => {
     await row(page, "up-1").waitFor();
     await page.goto("/#/");
 
+    // A stack whose service crashes is failing too; its line leads to the stacks list filtered
+    // by the API's failing=true (a calm stack, not started, is left out).
+    const stacks: Record<string, string> = {};
+    for (const [name, run_command] of [
+      ["calm", "httpd -f -p 80"],
+      ["wreck", 'sh -c "exit 6"'],
+    ] as const) {
+      const st = await suite.berth.api("POST", "/api/app/v1/stack/", {
+        name,
+        services: [{ name: `${name}-app`, image: "busybox:local", run_command }],
+      });
+      assert.equal(st.status, 201, JSON.stringify(st.body));
+      stacks[name] = st.body.resource_uri;
+      if (name === "wreck") await suite.berth.api("POST", `${st.body.resource_uri}start/`);
+    }
+    const stacksLine = failingNow.locator("li", { hasText: "1 stacks" });
+    await stacksLine.waitFor({ timeout: 30_000 });
+    await stacksLine.getByRole("link", { name: "1 stacks" }).click();
+    await page.getByRole("status").getByText("Only failing ones: a service failing").waitFor();
+    await row(page, "wreck").waitFor();
+    assert.equal(await page.locator("tbody tr").count(), 1, "only the failing stack");
+    // The stacks list hides terminated stacks, as every list does.
+    assert.equal((await suite.berth.api("DELETE", stacks.calm!)).status, 202);
+    await until(
+      "calm Terminated",
+      async () => (await suite.berth.api("GET", stacks.calm!)).body.state === "Terminated",
+    );
+    await page.getByRole("link", { name: "Show all" }).click();
+    await row(page, "wreck").waitFor();
+    await page.getByLabel("Hide terminated").waitFor();
+    assert.equal(await row(page, "calm").count(), 0, "a terminated stack is hidden");
+    await page.goto("/#/");
+
     const failing = await fetch(`${suite.berth.url}/api/app/v1/widget/w9/work/`, {
       method: "POST",
       headers: { authorization: suite.berth.adminAuth },

@@ -12,6 +12,13 @@ import { wsUrl } from "./live.ts";
 import { theme } from "./theme.tsx";
 
 const RANGES = ["15m", "1h", "6h", "24h"] as const;
+/** Each range in seconds: the time axis spans it whatever the number of points. */
+const RANGE_S: Record<(typeof RANGES)[number], number> = {
+  "15m": 900,
+  "1h": 3600,
+  "6h": 21_600,
+  "24h": 86_400,
+};
 const KEEP = 2000;
 const HEIGHT = 140;
 
@@ -65,6 +72,8 @@ function useThemeVersion(): number {
 
 function Chart(props: {
   title: string;
+  /** The range shown, in seconds, ending at the newest point (or now). */
+  spanS: number;
   times: number[];
   lines: Line[];
   format: (n: number) => string;
@@ -76,6 +85,11 @@ function Chart(props: {
   const themeVersion = useThemeVersion();
   const data: uPlot.AlignedData = [times, ...lines.map((l) => l.values)];
   const shape = lines.map((l) => l.label).join("|");
+  // Read by the x scale at each redraw: without it uPlot stretches one point over years.
+  const span = useRef(props.spanS);
+  span.current = props.spanS;
+  const last = useRef<number | undefined>(undefined);
+  last.current = times.at(-1);
 
   // Made again when the theme or the set of lines changes; otherwise only given new data.
   useEffect(() => {
@@ -89,7 +103,17 @@ function Chart(props: {
         height: HEIGHT,
         legend: { show: true, live: false },
         cursor: { drag: { x: false, y: false } },
-        scales: { y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+        scales: {
+          x: {
+            time: true,
+            // The newest point's time (uPlot widens a single point's min and max by itself).
+            range: () => {
+              const end = last.current ?? Date.now() / 1000;
+              return [end - span.current, end];
+            },
+          },
+          y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+        },
         axes: [
           axis,
           {
@@ -204,12 +228,14 @@ export function StatsCharts(props: { path: string }) {
       {error ? <p class="error">{error}</p> : null}
       <Chart
         title="CPU"
+        spanS={RANGE_S[range]}
         times={times}
         format={(n) => `${n.toFixed(1)} %`}
         lines={[{ label: "of a core", values: points.map((p) => p.cpu_percent), colour: "--accent" }]}
       />
       <Chart
         title="Memory"
+        spanS={RANGE_S[range]}
         times={times}
         format={bytes}
         bytes
@@ -220,6 +246,7 @@ export function StatsCharts(props: { path: string }) {
       />
       <Chart
         title="Network"
+        spanS={RANGE_S[range]}
         times={times}
         format={(n) => `${bytes(n)}/s`}
         bytes
@@ -230,6 +257,7 @@ export function StatsCharts(props: { path: string }) {
       />
       <Chart
         title="Block I/O"
+        spanS={RANGE_S[range]}
         times={times}
         format={(n) => `${bytes(n)}/s`}
         bytes

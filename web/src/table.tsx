@@ -192,14 +192,24 @@ export function PagedTable<T extends { resource_uri: string }>(props: {
   );
 }
 
+/** What `failing=true` means on each list page (the API's rule, src/store/overview.ts). */
+const FAILING_MEANS: Record<string, string> = {
+  "/containers": "crashed, or running with a failing health check",
+  "/services": "a container crashed or unhealthy, or partly running",
+  "/stacks": "a service failing, or partly running",
+  "/nodes": "unreachable",
+  "/nodeclusters": "a node unreachable, or partly deployed",
+};
+
 /** A list reached from the overview's "failing now" shows only those, and says so. */
-function FailingOnly() {
+export function FailingOnly() {
   const path = route.value;
   if (!onlyFailing(path)) return null;
+  const page = path.split("?")[0] ?? "";
+  const means = FAILING_MEANS[page];
   return (
     <p class="only-failing" role="status">
-      Only failing ones: crashed, or running with a failing health check.{" "}
-      <a href={`#${path.split("?")[0]}`}>Show all</a>
+      Only failing ones{means ? `: ${means}` : ""}. <a href={`#${page}`}>Show all</a>
     </p>
   );
 }

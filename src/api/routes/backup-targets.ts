@@ -33,6 +33,8 @@ export function backupTargetRoutes(untyped: FastifyInstance, deps: { targets: Ba
       schema: {
         tags,
         summary: "Add an S3-compatible backup target (its secret key is sealed and never shown again)",
+        description:
+          "Berth first checks the target as backups use it: it lists the bucket, writes a small object below the prefix and deletes it. A target that fails is not added: 400 `target_check_failed`, naming the field (secret_key, access_key, bucket, endpoint) and the server's reason.",
         body: BackupTargetCreateBody,
         response: { 201: BackupTargetView },
       },

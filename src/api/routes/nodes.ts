@@ -120,6 +120,11 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: Type.Optional(Type.String()),
             region: Type.Optional(Type.String()),
             node_type: Type.Optional(Type.String()),
+            failing: Type.Optional(
+              Type.Boolean({
+                description: "only clusters that fail (a node unreachable, or partly deployed)",
+              }),
+            ),
           }),
           response: { 200: listSchema(NodeClusterView) },
         },
@@ -140,6 +145,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: q.name,
             region: q.region ? canonicalUri(q.region) : undefined,
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
+            failing: q.failing,
             ...page,
           });
           return envelope(req, page, total, await showClusters(rows, read));
@@ -303,6 +309,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             node_type: Type.Optional(Type.String()),
             region: Type.Optional(Type.String()),
             engine_version: Type.Optional(Type.String()),
+            failing: Type.Optional(Type.Boolean({ description: "only nodes that fail (unreachable)" })),
           }),
           response: { 200: listSchema(NodeView) },
         },
@@ -324,6 +331,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             nodeType: q.node_type ? canonicalUri(q.node_type) : undefined,
             region: q.region ? canonicalUri(q.region) : undefined,
             engineVersion: q.engine_version,
+            failing: q.failing,
             ...page,
           });
           return envelope(req, page, total, await showNodes(rows, read));

@@ -16,7 +16,10 @@ const Counts = Type.Array(
   View({
     state: Type.String(),
     reason: Nullable(
-      Type.String({ description: "why these fail: crashed, unhealthy, partly running; null: they do not" }),
+      Type.String({
+        description:
+          "why these fail: crashed, unhealthy, partly running, unreachable, partly deployed; null: they do not",
+      }),
     ),
     n: Type.Integer({ minimum: 0 }),
   }),
@@ -44,7 +47,7 @@ export function overviewRoutes(untyped: FastifyInstance, deps: { store: Store })
           tags: ["services and containers"],
           summary: "Counts of a namespace's objects by state, and of those failing with the reason",
           description:
-            "A container fails when it crashed (stopped on its own with an error exit code, or restarting) or runs unhealthy; a service when one of its containers does, or it is partly running. The lists' `failing=true` filter gives the same objects.",
+            "A container fails when it crashed (stopped on its own with an error exit code, or restarting) or runs unhealthy; a service when one of its containers does, or it is partly running; a stack when one of its services does, or it is partly running; a node when it is unreachable; a node cluster when one of its nodes is, or it is partly deployed. The lists' `failing=true` filter gives the same objects.",
           params: NsParams,
           response: { 200: OverviewView },
         },

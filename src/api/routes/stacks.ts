@@ -60,6 +60,12 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
             name: Type.Optional(Type.String()),
             state: StateFilter(STACK_STATES, "stacks"),
             state__not: StateNotFilter(STACK_STATES, "stacks"),
+            failing: Type.Optional(
+              Type.Boolean({
+                description:
+                  "only stacks that fail (a service crashed, unhealthy or partly running, or the stack partly running)",
+              }),
+            ),
           }),
           response: { 200: listSchema(StackView) },
         },
@@ -77,6 +83,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
             state: q.state,
             stateNot: q.state__not,
             nameContains: q.name__icontains,
+            failing: q.failing,
             orderBy: q.order_by,
             ...page,
           });

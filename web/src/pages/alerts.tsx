@@ -6,7 +6,19 @@ import type { AlertKind, AlertView } from "../../../src/contract/alert.ts";
 import { call, nsPath, query } from "../api.ts";
 import { type Resource, useList, useObject } from "../live.ts";
 import { Table } from "../table.tsx";
-import { ErrorLine, Field, inputValue, Loading, Op, Page, perform, Select } from "../ui.tsx";
+import {
+  ErrorLine,
+  Field,
+  FormError,
+  inputValue,
+  Loading,
+  Op,
+  Page,
+  ProblemsProvider,
+  Select,
+  submitForm,
+  useFormProblems,
+} from "../ui.tsx";
 
 type Alert = AlertView & Resource;
 interface Row extends Resource {
@@ -59,6 +71,7 @@ export function AlertList() {
   const [channel, setChannel] = useState("webhook");
   const [target, setTarget] = useState("");
   const [params, setParams] = useState<Record<string, string>>({});
+  const problems = useFormProblems();
   const create = async (e: Event) => {
     e.preventDefault();
     const numbers = Object.fromEntries(
@@ -70,8 +83,12 @@ export function AlertList() {
       channel === "email"
         ? { type: "email", to: target }
         : { type: "webhook", url: target, format: channel === "slack" ? "slack" : "json" };
-    const r = await perform("Create alert", () =>
-      call("POST", base, { name, kind, params: numbers, channels: [ch] }),
+    // A refusal shows at its field (a webhook Berth does not contact: at the URL), once.
+    const r = await submitForm(
+      "Create alert",
+      problems,
+      () => call("POST", base, { name, kind, params: numbers, channels: [ch] }),
+      "name",
     );
     if (r) {
       setName("");
@@ -110,39 +127,48 @@ export function AlertList() {
       ) : (
         <Loading />
       )}
-      <form class="inline-form" onSubmit={(e) => void create(e)}>
-        <Field label="Name">
-          <input value={name} required onInput={(e) => setName(inputValue(e))} />
-        </Field>
-        <Field label="When">
-          <Select value={kind} onChange={setKind} options={[...ALERT_KINDS]} />
-        </Field>
-        {(PARAMS[kind] ?? []).map(([key, label]) => (
-          <Field key={key} label={label}>
-            <input
-              type="number"
-              min={1}
-              value={params[key] ?? ""}
-              onInput={(e) => setParams({ ...params, [key]: inputValue(e) })}
+      <ProblemsProvider value={problems}>
+        <form
+          class="inline-form"
+          aria-label="New alert rule"
+          onInput={problems.edited}
+          onChange={problems.edited}
+          onSubmit={(e) => void create(e)}
+        >
+          <Field label="Name" field="name">
+            <input value={name} required onInput={(e) => setName(inputValue(e))} />
+          </Field>
+          <Field label="When" field="kind">
+            <Select value={kind} onChange={setKind} options={[...ALERT_KINDS]} />
+          </Field>
+          {(PARAMS[kind] ?? []).map(([key, label]) => (
+            <Field key={key} label={label} field="params">
+              <input
+                type="number"
+                min={1}
+                value={params[key] ?? ""}
+                onInput={(e) => setParams({ ...params, [key]: inputValue(e) })}
+              />
+            </Field>
+          ))}
+          <Field label="Send to">
+            <Select
+              value={channel}
+              onChange={setChannel}
+              options={[
+                { value: "webhook", label: "Webhook (JSON)" },
+                { value: "slack", label: "Slack-compatible webhook" },
+                { value: "email", label: "Email" },
+              ]}
             />
           </Field>
-        ))}
-        <Field label="Send to">
-          <Select
-            value={channel}
-            onChange={setChannel}
-            options={[
-              { value: "webhook", label: "Webhook (JSON)" },
-              { value: "slack", label: "Slack-compatible webhook" },
-              { value: "email", label: "Email" },
-            ]}
-          />
-        </Field>
-        <Field label={channel === "email" ? "Address" : "URL"}>
-          <input value={target} required onInput={(e) => setTarget(inputValue(e))} />
-        </Field>
-        <button type="submit">Create alert</button>
-      </form>
+          <Field label={channel === "email" ? "Address" : "URL"} field="channels">
+            <input value={target} required onInput={(e) => setTarget(inputValue(e))} />
+          </Field>
+          <button type="submit">Create alert</button>
+          <FormError problems={problems} fields={["name", "kind", "params", "channels"]} />
+        </form>
+      </ProblemsProvider>
     </Page>
   );
 }

@@ -11,7 +11,19 @@ import { type Resource, useList } from "../live.ts";
 import { route, routeQuery } from "../router.ts";
 import { Table } from "../table.tsx";
 import { When } from "../time.tsx";
-import { ErrorLine, Field, inputValue, Op, Page, perform, StateBadge } from "../ui.tsx";
+import {
+  ErrorLine,
+  Field,
+  FormError,
+  inputValue,
+  Op,
+  Page,
+  ProblemsProvider,
+  perform,
+  StateBadge,
+  submitForm,
+  useFormProblems,
+} from "../ui.tsx";
 
 type VolumeBackup = VolumeBackupView & Resource;
 type Target = BackupTarget & Resource;
@@ -182,19 +194,29 @@ function ControlBackups() {
 }
 
 const EMPTY = { name: "", endpoint: "", bucket: "", prefix: "", region: "", access_key: "", secret_key: "" };
+/** The fields the form shows (a problem of another, the region, is said under the form). */
+const TARGET_FIELDS = ["name", "endpoint", "bucket", "prefix", "access_key", "secret_key"] as const;
 
 function Targets() {
   const [data, setData] = useState<Target[] | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [tick, setTick] = useState(0);
   const [form, setForm] = useState(EMPTY);
+  const problems = useFormProblems();
   useEffect(() => {
     get<{ objects: Target[] }>("/api/v1.1/backuptargets/").then((d) => setData(d.objects), setError);
   }, [tick]);
+  // Berth checks the target before adding it: a wrong key or bucket shows at its field.
   const create = async (e: Event) => {
     e.preventDefault();
     const body = Object.fromEntries(Object.entries(form).filter(([, v]) => v !== ""));
-    if (await perform("Add backup target", () => call("POST", "/api/v1.1/backuptargets/", body))) {
+    const added = await submitForm(
+      "Add backup target",
+      problems,
+      () => call("POST", "/api/v1.1/backuptargets/", body),
+      "name",
+    );
+    if (added) {
       setForm(EMPTY);
       setTick((t) => t + 1);
     }
@@ -238,15 +260,23 @@ function Targets() {
           ]}
         />
       )}
-      <form class="inline-form" aria-label="New backup target" onSubmit={(e) => void create(e)}>
-        {input("name", "Name")}
-        {input("endpoint", "Endpoint")}
-        {input("bucket", "Bucket")}
-        {input("prefix", "Prefix")}
-        {input("access_key", "Access key")}
-        {input("secret_key", "Secret key")}
-        <button type="submit">Add target</button>
-      </form>
+      <ProblemsProvider value={problems}>
+        <form
+          class="inline-form"
+          aria-label="New backup target"
+          onInput={problems.edited}
+          onSubmit={(e) => void create(e)}
+        >
+          {input("name", "Name")}
+          {input("endpoint", "Endpoint")}
+          {input("bucket", "Bucket")}
+          {input("prefix", "Prefix")}
+          {input("access_key", "Access key")}
+          {input("secret_key", "Secret key")}
+          <button type="submit">Add target</button>
+          <FormError problems={problems} fields={TARGET_FIELDS} />
+        </form>
+      </ProblemsProvider>
     </section>
   );
 }

@@ -12,10 +12,9 @@ interface Kind {
   sub: "app" | "infra";
   res: string;
   page: string;
-  /** States counted as up, as down, as failing. */
+  /** States counted as up, as down (a failing one counts as failing whatever its state). */
   up: string[];
   down: string[];
-  bad: string[];
 }
 
 const KINDS: Kind[] = [
@@ -26,7 +25,6 @@ const KINDS: Kind[] = [
     page: "nodeclusters",
     up: ["Deployed"],
     down: ["Init", "Empty cluster"],
-    bad: ["Partly deployed"],
   },
   {
     label: "Nodes",
@@ -35,7 +33,6 @@ const KINDS: Kind[] = [
     page: "nodes",
     up: ["Deployed"],
     down: [],
-    bad: ["Unreachable"],
   },
   {
     label: "Stacks",
@@ -44,7 +41,6 @@ const KINDS: Kind[] = [
     page: "stacks",
     up: ["Running"],
     down: ["Stopped", "Not Running"],
-    bad: ["Partly running"],
   },
   {
     label: "Services",
@@ -53,7 +49,6 @@ const KINDS: Kind[] = [
     page: "services",
     up: ["Running"],
     down: ["Stopped", "Not running"],
-    bad: ["Partly running"],
   },
   {
     label: "Containers",
@@ -62,7 +57,6 @@ const KINDS: Kind[] = [
     page: "containers",
     up: ["Running"],
     down: ["Stopped"],
-    bad: [],
   },
 ];
 
@@ -83,13 +77,16 @@ interface Counts {
   reasons: [string, number][];
 }
 
-/** A kind's tile figures: a failing object counts as failing, whatever its state says. */
+/**
+ * A kind's tile figures: a failing object (a reason in the answer, the rule of store/overview.ts
+ * that the lists' `failing=true` applies too) counts as failing, whatever its state says.
+ */
 export function countsOf(k: Kind, rows: CountRow[]): Counts {
   const c: Counts = { total: 0, up: 0, down: 0, bad: 0, reasons: [] };
   const reasons = new Map<string, number>();
   for (const r of rows) {
     c.total += r.n;
-    const reason = r.reason ?? (k.bad.includes(r.state) ? r.state.toLowerCase() : null);
+    const reason = r.reason;
     if (reason !== null) {
       c.bad += r.n;
       reasons.set(reason, (reasons.get(reason) ?? 0) + r.n);
@@ -194,9 +191,9 @@ function Failing({ data }: { data: Answer }) {
   );
 }
 
-/** The list of a kind's failing objects (`failing=true` where the API has it), else its list. */
+/** The list of exactly a kind's failing objects (the API's `failing=true`). */
 function failingHref(k: Kind): string {
-  return k.res === "service" || k.res === "container" ? `#/${k.page}?failing=true` : `#/${k.page}`;
+  return `#/${k.page}?failing=true`;
 }
 
 interface FailedAction {

@@ -3,12 +3,14 @@
 
 import { useState } from "preact/hooks";
 import type { Stack as StackView } from "../../../src/contract/stack.ts";
-import { STACK_OPERATIONS } from "../../../src/domain/stack.ts";
+import { STACK_OPERATIONS, STACK_STATES } from "../../../src/domain/stack.ts";
 import { call, get, nsPath, query } from "../api.ts";
+import { BulkBar, useSelection } from "../bulk.tsx";
 import { type Resource, useList, useObject } from "../live.ts";
 import { ObjectLink } from "../names.tsx";
 import { navigate } from "../router.ts";
-import { PagedTable, SearchBox, Table, useListControls } from "../table.tsx";
+import { PagedTable, SearchBox, StateFilter, Table, useListControls } from "../table.tsx";
+import { HideTerminated, stateNot } from "../terminated.tsx";
 import { When } from "../time.tsx";
 import {
   ErrorLine,
@@ -62,8 +64,13 @@ export async function servicesOfStackFile(text: string): Promise<Record<string, 
 }
 
 export function StackList() {
+  const [state, setState] = useState("");
   const lc = useListControls();
-  const list = useList<Stack>(query(nsPath("app", "stack"), { limit: PAGE, ...lc.params }), ["stack"]);
+  const selection = useSelection();
+  const list = useList<Stack>(
+    query(nsPath("app", "stack"), { limit: PAGE, state, state__not: stateNot(state), ...lc.params }),
+    ["stack"],
+  );
   return (
     <Page
       title="Stacks"
@@ -75,8 +82,24 @@ export function StackList() {
     >
       <div class="filters">
         <SearchBox value={lc.search} onSearch={lc.setSearch} placeholder="shop" />
+        <StateFilter
+          value={state}
+          states={STACK_STATES}
+          onChange={(v) => {
+            setState(v);
+            lc.setOffset(0);
+          }}
+        />
+        <HideTerminated onChange={() => lc.setOffset(0)} />
       </div>
+      <BulkBar
+        selection={selection}
+        stateOf={(u) => list.data?.objects.find((o) => o.resource_uri === u)?.state}
+        table={STACK_OPERATIONS}
+        what="stacks"
+      />
       <PagedTable<Stack>
+        selection={selection}
         list={list}
         offset={lc.offset}
         limit={PAGE}

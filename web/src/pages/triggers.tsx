@@ -5,7 +5,17 @@ import type { Trigger as TriggerView } from "../../../src/contract/trigger.ts";
 import { call, query } from "../api.ts";
 import { type Resource, useList } from "../live.ts";
 import { Table } from "../table.tsx";
-import { ErrorLine, Field, inputValue, Op, perform, Select } from "../ui.tsx";
+import {
+  ErrorLine,
+  Field,
+  FormError,
+  inputValue,
+  Op,
+  ProblemsProvider,
+  Select,
+  submitForm,
+  useFormProblems,
+} from "../ui.tsx";
 
 type Trigger = TriggerView & Resource;
 
@@ -15,10 +25,14 @@ export function Triggers({ serviceUrl }: { serviceUrl: string }) {
   const [operation, setOperation] = useState("REDEPLOY");
   const [created, setCreated] = useState<Trigger | undefined>(undefined);
   const [copied, setCopied] = useState(false);
+  const problems = useFormProblems();
   const create = async (e: Event) => {
     e.preventDefault();
-    const r = await perform("Create trigger", () =>
-      call<Trigger>("POST", `${serviceUrl}trigger/`, { name, operation }),
+    const r = await submitForm(
+      "Create trigger",
+      problems,
+      () => call<Trigger>("POST", `${serviceUrl}trigger/`, { name, operation }),
+      "name",
     );
     if (r) {
       setCreated(r.data as Trigger);
@@ -77,15 +91,24 @@ export function Triggers({ serviceUrl }: { serviceUrl: string }) {
           ]}
         />
       )}
-      <form class="inline-form" onSubmit={(e) => void create(e)}>
-        <Field label="Trigger name">
-          <input value={name} onInput={(e) => setName(inputValue(e))} />
-        </Field>
-        <Field label="Operation">
-          <Select value={operation} onChange={setOperation} options={["REDEPLOY", "SCALEUP"]} />
-        </Field>
-        <button type="submit">Create trigger</button>
-      </form>
+      <ProblemsProvider value={problems}>
+        <form
+          class="inline-form"
+          aria-label="New trigger"
+          onInput={problems.edited}
+          onChange={problems.edited}
+          onSubmit={(e) => void create(e)}
+        >
+          <Field label="Trigger name" field="name">
+            <input value={name} onInput={(e) => setName(inputValue(e))} />
+          </Field>
+          <Field label="Operation" field="operation">
+            <Select value={operation} onChange={setOperation} options={["REDEPLOY", "SCALEUP"]} />
+          </Field>
+          <button type="submit">Create trigger</button>
+          <FormError problems={problems} fields={["name", "operation"]} />
+        </form>
+      </ProblemsProvider>
     </section>
   );
 }

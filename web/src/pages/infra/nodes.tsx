@@ -6,7 +6,7 @@ import { call, nsPath, query } from "../../api.ts";
 import { type Resource, useList, useObject } from "../../live.ts";
 import { ObjectLink } from "../../names.tsx";
 import { StatsPanel } from "../../stats-panel.tsx";
-import { Pager, SearchBox, Table, useListControls } from "../../table.tsx";
+import { FailingOnly, Pager, SearchBox, Table, useListControls } from "../../table.tsx";
 import { HideTerminated, hideTerminated } from "../../terminated.tsx";
 import { When } from "../../time.tsx";
 import {
@@ -37,6 +37,7 @@ export function NodeTable({ filter, search }: { filter: Record<string, string>; 
     return (
       <>
         {box}
+        <FailingOnly />
         <ErrorLine error={list.error} />
       </>
     );
@@ -44,6 +45,7 @@ export function NodeTable({ filter, search }: { filter: Record<string, string>; 
   return (
     <>
       {box}
+      <FailingOnly />
       <Table<Node>
         order={lc.order}
         label="Nodes"
