@@ -213,9 +213,9 @@ export class ContainerRuntime {
     });
     const now = this.d.clock.now();
     const recorded = commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
-    // The node's next container starts while this record waits for its batch (the old containers
-    // of a redeploy are removed only once the new one is recorded running: the slot is kept).
-    if (staleLeft.length === 0) opts.engineDone();
+    // The node's next container starts while this record waits for its batch, its readiness and
+    // (a redeploy's) the removal of its old container: the engine's work on it is done.
+    opts.engineDone();
     const row = await recorded;
     if (view && row && this.d.readiness) {
       const ready = { ...this.d.readiness, clock: this.d.clock, log: opts.log };
@@ -338,8 +338,9 @@ export class ContainerRuntime {
     opts: GenerationOptions & {
       listings: BatchListings;
       /**
-       * Called once a container this call made has been started and no older one is left to
-       * remove: what remains is a look at it (a read), so the node's next container may start.
+       * Called once a container this call made has been started: what remains is a look at it,
+       * the wait for it to count as started (reads), and the removal of the older ones it
+       * replaced, none of which holds the node's next container back.
        */
       started?: () => void;
     },
@@ -360,7 +361,7 @@ export class ContainerRuntime {
         ),
         engine.startContainer(made.id),
       ]);
-      if (staleLeft.length === 0) opts.started?.();
+      opts.started?.();
       [, view] = await Promise.all([log(`Started ${c.name}`), engine.inspectContainer(made.id)]);
       if (!view) throw new Error(`container ${c.name} vanished right after it was started`);
     }
