@@ -81,6 +81,8 @@ export function redeployMany(
       c.uuid,
       (r) => (r.state === "Terminated" ? undefined : redeployPatch(opts, now)),
       c,
+      // The node's slot is taken: its engine work waits for this write, not for a batch to fill.
+      { urgent: true },
     );
     if (!moved || moved.state === "Terminated") return;
     await runAndRecord(rt, moved, node, commit, {
