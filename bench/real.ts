@@ -11,11 +11,35 @@
 // Real engines run one at a time on this machine: the benchmark takes /tmp/berth-real.lock
 // through flock(1).
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import Dockerode from "dockerode";
 import { dockerdUnavailable, startPrivateDockerd, TEST_IMAGE } from "../test/support/dockerd.ts";
 import { api, must, SERVICE_BODY, startBerth } from "./support.ts";
 
 const PARALLEL = 4;
+
+/** One side's figures for one operation. */
+interface Cost {
+  ms: number;
+  /** CPU this process spent (Berth's, or raw dockerode's client). */
+  cpuMs: number;
+  /** CPU the engine's daemons spent (dockerd and its containerd). */
+  engineCpuMs: number;
+}
+
+/** User and system CPU of a process (its own and its waited-for children's) in ms, from /proc. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Fields 14-17 of stat(5): utime, stime, cutime, cstime; f[0] is field 3.
+    const ticks = [11, 12, 13, 14].reduce((n, i) => n + Number(f[i]), 0);
+    return (ticks * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
 const ROUNDS = 5;
 /** Berth's minimum up time for a container without a health check (its default). */
 const MIN_UP_MS = 3000;
@@ -61,10 +85,23 @@ export async function runRealDeploy(
         }),
       );
     };
-    const timed = async (fn: () => Promise<void>) => {
+    const containerdPid = Number(
+      fs.readFileSync(path.join(engine.dir, "exec/containerd/containerd.pid"), "utf8").trim() || 0,
+    );
+    /** CPU time of the engine's daemons (dockerd and its containerd) so far, in ms. */
+    const engineCpuMs = () => cpuMsOf(engine.pid) + (containerdPid ? cpuMsOf(containerdPid) : 0);
+    /** Wall-clock time of `fn`, with the CPU this process and the engine's daemons spent meanwhile. */
+    const timed = async (fn: () => Promise<void>): Promise<Cost> => {
       const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
+      const engine0 = engineCpuMs();
       await fn();
-      return performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
+      return {
+        ms: performance.now() - t0,
+        cpuMs: (cpu.user + cpu.system) / 1000,
+        engineCpuMs: engineCpuMs() - engine0,
+      };
     };
     /** Engine calls Berth has made so far, by operation (its metrics: every call through a node's engine client). */
     const engineCalls = async (): Promise<Map<string, number>> => {
@@ -151,7 +188,7 @@ export async function runRealDeploy(
           }
         }),
       );
-    const berthRound = async (round: number): Promise<Record<Op, number>> => {
+    const berthRound = async (round: number): Promise<Record<Op, Cost>> => {
       const s = await must(
         api<{ uuid: string }>(
           b,
@@ -168,7 +205,7 @@ export async function runRealDeploy(
         "create",
       );
       const uri = `/api/app/v1/service/${s.uuid}/`;
-      const out = {} as Record<Op, number>;
+      const out = {} as Record<Op, Cost>;
       const steps: [Op, "POST" | "DELETE", string][] = [
         ["start", "POST", `${uri}start/`],
         // Each container replaced by a new one of the same definition: its old one removed first
@@ -185,7 +222,7 @@ export async function runRealDeploy(
       }
       return out;
     };
-    const rawRound = async (round: number): Promise<Record<Op, number>> => {
+    const rawRound = async (round: number): Promise<Record<Op, Cost>> => {
       const ids: string[] = [];
       const make = async (i: number, volumesFrom?: string) => {
         const c = await docker.createContainer({
@@ -237,7 +274,7 @@ export async function runRealDeploy(
       return { start, redeployFresh, redeployReuse, stop, terminate };
     };
     // Rounds alternate which side goes first, so that neither always meets a warmer engine.
-    const rounds: { berth: Record<Op, number>; raw: Record<Op, number> }[] = [];
+    const rounds: { berth: Record<Op, Cost>; raw: Record<Op, Cost> }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       if (round % 2 === 0) {
         const berth = await berthRound(round);
@@ -273,11 +310,16 @@ export async function runRealDeploy(
       terminate: "removeContainer 1",
     };
     for (const op of OPS) {
-      const berth = median(rounds.map((r) => r.berth[op]));
-      const raw = median(rounds.map((r) => r.raw[op]));
-      const each = rounds.map((r) => `${(r.berth[op] / r.raw[op]).toFixed(2)}×`).join(", ");
+      const berth = median(rounds.map((r) => r.berth[op].ms));
+      const raw = median(rounds.map((r) => r.raw[op].ms));
+      const each = rounds.map((r) => `${(r.berth[op].ms / r.raw[op].ms).toFixed(2)}×`).join(", ");
+      const cpu = (side: "berth" | "raw", k: "cpuMs" | "engineCpuMs") =>
+        median(rounds.map((r) => r[side][op][k])).toFixed(0);
       out(
         `  Berth ${what[op][0]}: ${berth.toFixed(0)} ms; raw dockerode ${what[op][1]}: ${raw.toFixed(0)} ms → ${(berth / raw).toFixed(2)}× raw (rounds: ${each})`,
+      );
+      out(
+        `  CPU (median ms): Berth's process ${cpu("berth", "cpuMs")}, its engine ${cpu("berth", "engineCpuMs")}; raw dockerode's process ${cpu("raw", "cpuMs")}, its engine ${cpu("raw", "engineCpuMs")}`,
       );
       out(`  Berth engine calls per container (${op}, last round): ${calls[op]}; raw: ${rawCalls[op]}`);
     }
