@@ -2,16 +2,47 @@
 // (test/support/dockerd.ts: its own bridge, nothing leaves the machine) attached as a node; a
 // service of N containers started through the API until its action ends, and N containers made
 // and started with dockerode directly, as many at a time as Berth runs per action; then both
-// redeployed (raw: each removed, made and started again) and stopped. Five rounds, each side going first in turn; medians are printed (single rounds on this
-// 2-core machine ranged from 0.73× to 1.43×: three were too few for a stable median). Real engines
-// run one at a time on this machine: the benchmark takes /tmp/berth-real.lock through flock(1).
+// redeployed without volumes (raw: each removed, made and started again), with volumes (raw: each
+// stopped, a new one made with its volumes and started, the old removed), stopped and removed.
+// Berth's start counts a container once it has stayed up for its minimum time (done means
+// healthy), so the raw side confirms the same: each container it started is looked at once that
+// time has passed (the wait holds none of the engine slots). Five rounds, each side going first in
+// turn; medians are printed (single rounds on this 2-core machine ranged from 0.73× to 1.43×).
+// Real engines run one at a time on this machine: the benchmark takes /tmp/berth-real.lock
+// through flock(1).
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import Dockerode from "dockerode";
 import { dockerdUnavailable, startPrivateDockerd, TEST_IMAGE } from "../test/support/dockerd.ts";
 import { api, must, SERVICE_BODY, startBerth } from "./support.ts";
 
 const PARALLEL = 4;
+
+/** One side's figures for one operation. */
+interface Cost {
+  ms: number;
+  /** CPU this process spent (Berth's, or raw dockerode's client). */
+  cpuMs: number;
+  /** CPU the engine's daemons spent (dockerd and its containerd). */
+  engineCpuMs: number;
+}
+
+/** User and system CPU of a process (its own and its waited-for children's) in ms, from /proc. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Fields 14-17 of stat(5): utime, stime, cutime, cstime; f[0] is field 3.
+    const ticks = [11, 12, 13, 14].reduce((n, i) => n + Number(f[i]), 0);
+    return (ticks * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
 const ROUNDS = 5;
+/** Berth's minimum up time for a container without a health check (its default). */
+const MIN_UP_MS = 3000;
 
 export async function runRealDeploy(
   opts: { containers: number },
@@ -35,7 +66,10 @@ export async function runRealDeploy(
     return;
   }
   const engine = await startPrivateDockerd();
-  const b = await startBerth({ start: true, env: { BERTH_CONTAINER_STOP_TIMEOUT_S: "1" } });
+  const b = await startBerth({
+    start: true,
+    env: { BERTH_CONTAINER_STOP_TIMEOUT_S: "1", BERTH_START_MIN_UP_MS: String(MIN_UP_MS) },
+  });
   try {
     await must(
       api(b, "POST", "/api/infra/v1/node/", { engine_url: `unix://${engine.socketPath}` }),
@@ -51,10 +85,23 @@ export async function runRealDeploy(
         }),
       );
     };
-    const timed = async (fn: () => Promise<void>) => {
+    const containerdPid = Number(
+      fs.readFileSync(path.join(engine.dir, "exec/containerd/containerd.pid"), "utf8").trim() || 0,
+    );
+    /** CPU time of the engine's daemons (dockerd and its containerd) so far, in ms. */
+    const engineCpuMs = () => cpuMsOf(engine.pid) + (containerdPid ? cpuMsOf(containerdPid) : 0);
+    /** Wall-clock time of `fn`, with the CPU this process and the engine's daemons spent meanwhile. */
+    const timed = async (fn: () => Promise<void>): Promise<Cost> => {
       const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
+      const engine0 = engineCpuMs();
       await fn();
-      return performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
+      return {
+        ms: performance.now() - t0,
+        cpuMs: (cpu.user + cpu.system) / 1000,
+        engineCpuMs: engineCpuMs() - engine0,
+      };
     };
     /** Engine calls Berth has made so far, by operation (its metrics: every call through a node's engine client). */
     const engineCalls = async (): Promise<Map<string, number>> => {
@@ -78,7 +125,15 @@ export async function runRealDeploy(
         .map(([op, n]) => `${op} ${Number(n.toFixed(2))}`);
       return [value, per.join(", ")];
     };
-    const calls = { start: "", redeploy: "", stop: "" };
+    type Op = "start" | "redeployFresh" | "redeployReuse" | "stop" | "terminate";
+    const OPS: Op[] = ["start", "redeployFresh", "redeployReuse", "stop", "terminate"];
+    const calls: Record<Op, string> = {
+      start: "",
+      redeployFresh: "",
+      redeployReuse: "",
+      stop: "",
+      terminate: "",
+    };
     /**
      * The state an action ends in, read when the store announces a change of actions (not by
      * polling: a poll loop would cost CPU the engine, on the same 2 cores, needs while Berth works).
@@ -117,7 +172,23 @@ export async function runRealDeploy(
         });
         void check();
       });
-    const berthRound = async (round: number) => {
+    /** Calls the operation and waits for its action to end Success; answers the time and engine calls. */
+    const operation = (method: "POST" | "DELETE", url: string, what: string) =>
+      callsDuring(() =>
+        timed(async () => {
+          const r = await api(b, method, url);
+          if (r.status !== 202) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+          const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
+          const state = await actionEnd(action);
+          if (state !== "Success") {
+            const log = (await b.platform.store.actions.actionLogTail(action, 5))
+              .map((l) => l.line)
+              .join(" | ");
+            throw new Error(`the ${what} action ended ${state}: ${log}`);
+          }
+        }),
+      );
+    const berthRound = async (round: number): Promise<Record<Op, Cost>> => {
       const s = await must(
         api<{ uuid: string }>(
           b,
@@ -133,75 +204,77 @@ export async function runRealDeploy(
         ),
         "create",
       );
-      let state = "";
-      const [start, startCalls] = await callsDuring(() =>
-        timed(async () => {
-          const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/start/`);
-          const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
-          state = await actionEnd(action);
-          if (state !== "Success") {
-            const log = (await b.platform.store.actions.actionLogTail(action, 5))
-              .map((l) => l.line)
-              .join(" | ");
-            throw new Error(`the start action ended ${state}: ${log}`);
-          }
-        }),
-      );
-      // A redeploy (no volumes): each container replaced by a new one of the same definition.
-      const [redeploy, redeployCalls] = await callsDuring(() =>
-        timed(async () => {
-          const r = await api(b, "POST", `/api/app/v1/service/${s.uuid}/redeploy/`);
-          const action = String(r.headers["x-platform-action-uri"]).split("/").filter(Boolean).at(-1)!;
-          state = await actionEnd(action);
-          if (state !== "Success") throw new Error(`the redeploy action ended ${state}`);
-        }),
-      );
-      const [stop, stopCalls] = await callsDuring(() =>
-        timed(async () => {
-          await must(api(b, "POST", `/api/app/v1/service/${s.uuid}/stop/`), "stop");
-          await b.platform.actions.idle(120_000);
-        }),
-      );
-      calls.start = startCalls;
-      calls.redeploy = redeployCalls;
-      calls.stop = stopCalls;
-      await must(api(b, "DELETE", `/api/app/v1/service/${s.uuid}/`), "terminate");
-      await b.platform.actions.idle(120_000);
-      return { start, redeploy, stop };
+      const uri = `/api/app/v1/service/${s.uuid}/`;
+      const out = {} as Record<Op, Cost>;
+      const steps: [Op, "POST" | "DELETE", string][] = [
+        ["start", "POST", `${uri}start/`],
+        // Each container replaced by a new one of the same definition: its old one removed first
+        // (reuse_volumes=false), or stopped to lend its volumes and removed once the new one counts.
+        ["redeployFresh", "POST", `${uri}redeploy/?reuse_volumes=false`],
+        ["redeployReuse", "POST", `${uri}redeploy/`],
+        ["stop", "POST", `${uri}stop/`],
+        ["terminate", "DELETE", uri],
+      ];
+      for (const [op, method, url] of steps) {
+        const [ms, used] = await operation(method, url, op);
+        out[op] = ms;
+        calls[op] = used;
+      }
+      return out;
     };
-    const rawRound = async (round: number) => {
+    const rawRound = async (round: number): Promise<Record<Op, Cost>> => {
       const ids: string[] = [];
-      const start = await timed(() =>
-        parallel(async (i) => {
-          const c = await docker.createContainer({
-            Image: TEST_IMAGE,
-            Cmd: ["sleep", "100000"],
-            name: `raw-${round}-${i}`,
-          });
-          await c.start();
-          ids.push(c.id);
-        }),
-      );
-      // Raw redeploy: each container removed, then made and started again, as many at a time.
-      const redeploy = await timed(() =>
-        parallel(async (i) => {
-          await docker.getContainer(ids[i]!).remove({ force: true });
-          const c = await docker.createContainer({
-            Image: TEST_IMAGE,
-            Cmd: ["sleep", "100000"],
-            name: `raw-${round}-${i}`,
-          });
-          await c.start();
-          ids[i] = c.id;
-        }),
-      );
+      const make = async (i: number, volumesFrom?: string) => {
+        const c = await docker.createContainer({
+          Image: TEST_IMAGE,
+          Cmd: ["sleep", "100000"],
+          name: `raw-${round}-${i}-${Date.now()}`,
+          ...(volumesFrom ? { HostConfig: { VolumesFrom: [volumesFrom] } } : {}),
+        });
+        await c.start();
+        ids[i] = c.id;
+        return c.id;
+      };
+      // What Berth promises of a start (done means healthy): each container still runs MIN_UP_MS
+      // after its start. The wait holds no engine slot; the look after it is one inspect.
+      const confirmed: Promise<void>[] = [];
+      const confirm = (id: string, then?: () => Promise<void>) => {
+        confirmed.push(
+          (async () => {
+            await new Promise((r) => setTimeout(r, MIN_UP_MS));
+            const v = await docker.getContainer(id).inspect();
+            if (!v.State.Running) throw new Error(`raw container ${id} did not stay up`);
+            await then?.();
+          })(),
+        );
+      };
+      const withConfirm = (work: (i: number) => Promise<void>) =>
+        timed(async () => {
+          confirmed.length = 0;
+          await parallel(work);
+          await Promise.all(confirmed);
+        });
+      const start = await withConfirm(async (i) => confirm(await make(i)));
+      // Without volumes: each container removed, then made and started again.
+      const redeployFresh = await withConfirm(async (i) => {
+        await docker.getContainer(ids[i]!).remove({ force: true });
+        confirm(await make(i));
+      });
+      // With volumes: each container stopped, a new one made with its volumes and started, the old
+      // one removed once the new one stayed up.
+      const redeployReuse = await withConfirm(async (i) => {
+        const old = ids[i]!;
+        await docker.getContainer(old).stop({ t: 1 });
+        confirm(await make(i, old), () => docker.getContainer(old).remove({ force: true }));
+      });
       const stop = await timed(() => parallel((i) => docker.getContainer(ids[i]!).stop({ t: 1 })));
-      await Promise.all(ids.map((id) => docker.getContainer(id).remove({ force: true })));
-      return { start, redeploy, stop };
+      const terminate = await timed(() =>
+        parallel((i) => docker.getContainer(ids[i]!).remove({ force: true })),
+      );
+      return { start, redeployFresh, redeployReuse, stop, terminate };
     };
     // Rounds alternate which side goes first, so that neither always meets a warmer engine.
-    type Times = { start: number; redeploy: number; stop: number };
-    const rounds: { berth: Times; raw: Times }[] = [];
+    const rounds: { berth: Record<Op, Cost>; raw: Record<Op, Cost> }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       if (round % 2 === 0) {
         const berth = await berthRound(round);
@@ -213,24 +286,40 @@ export async function runRealDeploy(
     }
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     out(
-      `real deploy: ${opts.containers} containers on one private dockerd, ${PARALLEL} at a time, median of ${ROUNDS} alternating rounds`,
+      `real deploy: ${opts.containers} containers on one private dockerd, ${PARALLEL} at a time, median of ${ROUNDS} alternating rounds; a start counts once up ${MIN_UP_MS} ms on both sides`,
     );
-    const what = {
-      start: ["start until the action ended (Success)", "create+start"],
-      redeploy: ["redeploy until the action ended", "remove+create+start"],
+    const what: Record<Op, readonly [string, string]> = {
+      start: ["start until the action ended (Success)", "create+start, up after the minimum"],
+      redeployFresh: [
+        "redeploy without volumes (reuse_volumes=false)",
+        "remove+create+start, up after the minimum",
+      ],
+      redeployReuse: [
+        "redeploy with volumes (default)",
+        "stop+create(VolumesFrom)+start, up after the minimum, remove",
+      ],
       stop: ["stop", "stop"],
-    } as const;
-    const rawCalls = {
-      start: "createContainer 1, startContainer 1",
-      redeploy: "removeContainer 1, createContainer 1, startContainer 1",
-      stop: "stopContainer 1",
+      terminate: ["terminate", "remove"],
     };
-    for (const op of ["start", "redeploy", "stop"] as const) {
-      const berth = median(rounds.map((r) => r.berth[op]));
-      const raw = median(rounds.map((r) => r.raw[op]));
-      const each = rounds.map((r) => `${(r.berth[op] / r.raw[op]).toFixed(2)}×`).join(", ");
+    const rawCalls: Record<Op, string> = {
+      start: "createContainer 1, startContainer 1, inspectContainer 1",
+      redeployFresh: "removeContainer 1, createContainer 1, startContainer 1, inspectContainer 1",
+      redeployReuse:
+        "stopContainer 1, createContainer 1, startContainer 1, inspectContainer 1, removeContainer 1",
+      stop: "stopContainer 1",
+      terminate: "removeContainer 1",
+    };
+    for (const op of OPS) {
+      const berth = median(rounds.map((r) => r.berth[op].ms));
+      const raw = median(rounds.map((r) => r.raw[op].ms));
+      const each = rounds.map((r) => `${(r.berth[op].ms / r.raw[op].ms).toFixed(2)}×`).join(", ");
+      const cpu = (side: "berth" | "raw", k: "cpuMs" | "engineCpuMs") =>
+        median(rounds.map((r) => r[side][op][k])).toFixed(0);
       out(
         `  Berth ${what[op][0]}: ${berth.toFixed(0)} ms; raw dockerode ${what[op][1]}: ${raw.toFixed(0)} ms → ${(berth / raw).toFixed(2)}× raw (rounds: ${each})`,
+      );
+      out(
+        `  CPU (median ms): Berth's process ${cpu("berth", "cpuMs")}, its engine ${cpu("berth", "engineCpuMs")}; raw dockerode's process ${cpu("raw", "cpuMs")}, its engine ${cpu("raw", "engineCpuMs")}`,
       );
       out(`  Berth engine calls per container (${op}, last round): ${calls[op]}; raw: ${rawCalls[op]}`);
     }

@@ -2,7 +2,8 @@
 // reconciler's observations), read with one label-filtered listing per node and batch instead of
 // one listing per record: a deploy of N containers on a node then costs the engine one listing,
 // not N. Why a listing taken before a record's turn is still safe is said where it is used
-// (ContainerRuntime: create by a name of the record's generation, removal left to the orphan sweep).
+// (generation-start.ts: create by a name of the record's generation; stop-records.ts: removal left to
+// the orphan sweep).
 import { addTo } from "../domain/collections.ts";
 import { LABELS } from "../domain/service.ts";
 import type { ContainerSummary, Engine } from "../drivers/engine.ts";

@@ -53,7 +53,7 @@ export function byGeneration(
  * The engine's name of a record's container in one generation: its base name (see
  * engineContainerName) and the generation's first 12 hex digits. During a redeploy the old
  * container keeps its own name beside the new one; within a generation the name is the engine's
- * guard against a second container (ContainerRuntime.createOnce).
+ * guard against a second container (generation-start.ts, createOnce).
  */
 export function engineName(base: string, generation: string): string {
   return `${base}-${generation

@@ -30,14 +30,22 @@ interface Parked {
 /**
  * Group commit of record patches: each caller parks its patch and waits; a batch is written (one
  * `write`: `ServiceStore.patchContainers`, one transaction) as soon as every item in flight is
- * parked, when it holds RECORD_BATCH_MAX, or RECORD_DELAY_MS after its first patch. Items in
- * flight are counted through `hooks` (eachPerNode tells when each starts and ends), over every
- * operation that shares this instance.
+ * parked, when it holds RECORD_BATCH_MAX, or RECORD_DELAY_MS after its first patch. A patch that
+ * holds engine work back (`urgent`: a redeploy's move to its new generation, taken while its node's
+ * slot waits) is written in the next turn when no batch is being written, or as soon as the one
+ * being written is done, with whatever else is parked then. Items in flight are counted through
+ * `hooks` (eachPerNode tells when each starts and ends), over every operation that shares this
+ * instance.
  */
 export class RecordBatches {
   private batch: Parked[] = [];
   private uuids = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  private soon: NodeJS.Immediate | undefined;
+  /** The batch holds an urgent patch. */
+  private urgent = false;
+  /** Batches being written. */
+  private writing = 0;
   private parked = 0;
   private running = 0;
   readonly hooks: PerNodeHooks = {
@@ -54,12 +62,14 @@ export class RecordBatches {
 
   /**
    * Patches the record in the next batch; answers the record as it is after the batch. `known`:
-   * the record as the caller last saw it (read again only if it moved since).
+   * the record as the caller last saw it (read again only if it moved since). `urgent`: engine work
+   * waits for this patch (see the class).
    */
   record(
     uuid: string,
     fn: (r: ContainerRow) => ContainerPatch | undefined,
     known?: ContainerRow,
+    opts: { urgent?: boolean } = {},
   ): Promise<ContainerRow | undefined> {
     // Two patches of one record never share a batch: the first is written before the second reads it.
     if (this.uuids.has(uuid)) this.flush();
@@ -67,6 +77,7 @@ export class RecordBatches {
     return new Promise<ContainerRow | undefined>((done, fail) => {
       this.batch.push({ uuid, fn, known, done, fail });
       this.uuids.add(uuid);
+      if (opts.urgent) this.urgent = true;
       this.maybeFlush();
     }).finally(() => {
       this.parked -= 1;
@@ -76,26 +87,37 @@ export class RecordBatches {
   private maybeFlush(): void {
     if (this.batch.length === 0) return;
     if (this.batch.length >= RECORD_BATCH_MAX || this.parked >= this.running) this.flush();
+    // Patches parked in this turn join an urgent one; while a batch is written, the next gathers.
+    else if (this.urgent && this.writing === 0) this.soon ??= setImmediate(() => this.flush());
     else this.timer ??= setTimeout(() => this.flush(), RECORD_DELAY_MS);
   }
 
   private flush(): void {
     if (this.timer) clearTimeout(this.timer);
+    if (this.soon) clearImmediate(this.soon);
     this.timer = undefined;
+    this.soon = undefined;
+    this.urgent = false;
     const items = this.batch;
     this.batch = [];
     this.uuids = new Set();
     if (items.length === 0) return;
     const fns = new Map(items.map((i) => [i.uuid, i.fn]));
     const known = new Map(items.flatMap((i) => (i.known ? [[i.uuid, i.known] as const] : [])));
-    this.write([...fns.keys()], (r) => fns.get(r.uuid)?.(r), known).then(
-      (written) => {
-        for (const w of items) w.done(written.get(w.uuid));
-      },
-      (err: unknown) => {
-        for (const w of items) w.fail(err);
-      },
-    );
+    this.writing += 1;
+    this.write([...fns.keys()], (r) => fns.get(r.uuid)?.(r), known)
+      .finally(() => {
+        this.writing -= 1;
+        if (this.urgent) this.maybeFlush();
+      })
+      .then(
+        (written) => {
+          for (const w of items) w.done(written.get(w.uuid));
+        },
+        (err: unknown) => {
+          for (const w of items) w.fail(err);
+        },
+      );
   }
 }
 

@@ -84,6 +84,59 @@ describe("redeploying a service of many containers", () => {
     assert.ok(onEngines.every((x) => x.running));
   });
 
+  test("a node's next container is replaced while the ones before it wait to count as started and for their old containers to go", async () => {
+    const svc = await runningService(s, { name: "relay", target_num_containers: 24 });
+    const before = await rowsOf(svc.uuid);
+    const perNode = [...s.engines.keys()].map((node) => before.filter((c) => c.node_uuid === node).length);
+    assert.ok(
+      perNode.some((n) => n > PER_NODE),
+      `a node holds more containers than it works on at once: ${perNode}`,
+    );
+    // Every removal of an old engine container waits until the test lets it go.
+    let letGo = () => {};
+    const gate = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    const restore = [...s.engines.values()].map((e) => {
+      const original = e.removeContainer;
+      e.removeContainer = async (id, opts) => {
+        await gate;
+        return original.call(e, id, opts);
+      };
+      return () => {
+        e.removeContainer = original;
+      };
+    });
+    const made = () => [...s.engines.values()].reduce((n, e) => n + e.created.length, 0);
+    const madeBefore = made();
+    let res: Awaited<ReturnType<typeof call>>;
+    try {
+      res = await call(s.h, s.alice, "POST", `${svc.resource_uri}redeploy/`);
+      assert.equal(res.status, 202, res.raw);
+      // Every record gets its new engine container, running, while no old one has gone yet: the
+      // slot of a node is the engine's work, not the wait that follows it.
+      await waitFor(
+        "every new engine container running while the old ones wait to be removed",
+        async () => {
+          if (made() - madeBefore < before.length) return undefined;
+          const running = (await engineContainersOfService(s, svc.resource_uri)).filter((x) => x.running);
+          return running.length === before.length || undefined;
+        },
+        20_000,
+      );
+      const during = (await call(s.h, s.alice, "GET", res.headers["x-platform-action-uri"] as string)).body;
+      assert.equal(during.state, "In progress", "the redeploy ends only once its old containers are gone");
+    } finally {
+      letGo();
+      for (const r of restore) r();
+    }
+    const a = await finished(s, res);
+    assert.equal(a.state, "Success", a.log.join("\n"));
+    const rows = await rowsOf(svc.uuid);
+    const onEngines = await engineContainersOfService(s, svc.resource_uri);
+    assert.deepEqual(onEngines.map((x) => x.id).sort(), rows.map((c) => c.engine_id).sort());
+  });
+
   test("sequential_deployment redeploys one container after the other", async () => {
     const svc = await runningService(s, {
       name: "inline",
