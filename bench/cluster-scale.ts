@@ -270,8 +270,8 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       if (r.status !== 202) throw new Error(`terminate: ${r.status} ${JSON.stringify(r.body)}`);
       ends.push(startAction(r));
     });
-    // Terminating gets as long as placing may take (it is measured, not skipped).
-    const states = await drained(b, ends, performance.now() + opts.budgetMs, out);
+    // Terminating gets a quarter of the budget, 5 minutes at least (what ended is measured).
+    const states = await drained(b, ends, performance.now() + Math.max(300_000, opts.budgetMs / 4), out);
     const seconds = (performance.now() - t1) / 1000;
     await sleep(1000);
     const after = memory();
