@@ -1,19 +1,24 @@
 // `npm run bench -- scale [--quick]` (issue 34, item 5): Kubernetes' thresholds — 5,000 nodes and
 // 150,000 containers (--quick: 500 and 15,000) — on simulated nodes (fake engines in this process,
-// without delay). The containers are placed in two steps, a tenth then the rest, started by
+// without delay). The containers are placed in steps (a tenth, a fifth, 40 %, 70 %, all), started by
 // services of 100 containers from 10 clients; each step prints its placement rate, memory and the
 // latency of three GETs (one service, a page of the container list, a page of the node list) while
 // idle (the first, cold, answer and then 10 connections for a while, p99 and max) next to a bare
 // Fastify serving the same bodies, and the GETs' p99 and max while the step placed. The tenth is
 // the baseline of the whole: at ten times the size, a GET should cost the same.
+// Each step also prints the CPU of an idle server for 10 s, and the heap's composition (V8's spaces
+// and the collections reachable from the platform, bench/census.ts). The steps share a time budget
+// (--budget minutes): on a shared machine the run reaches as far as it can and says so.
 // Memory is measured after a full collection: heap and RSS per container, and after terminating
 // everything (what history holds). The simulated engines' share of the heap is measured apart (the
 // same containers in fake engines alone), so that Berth's own per-container cost is printed too.
+import os from "node:os";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import v8 from "node:v8";
 import vm from "node:vm";
 import type { ContainerSpec } from "../src/drivers/engine.ts";
 import { FakeEngine } from "../src/drivers/fake/index.ts";
+import { census, censusLines, heapSpaces } from "./census.ts";
 import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
 import {
   ADMIN_AUTH,
@@ -32,9 +37,19 @@ export interface ScaleOptions {
   nodes: number;
   containers: number;
   durationMs: number;
-  /** Most time spent waiting for one step's actions. */
-  capMs: number;
+  /**
+   * Most time the placement steps may take in all: a step that would start past it is not
+   * started, and a step's wait for its actions ends there (what ran is measured and terminated).
+   */
+  budgetMs: number;
 }
+
+/** The steps' sizes as shares of the whole: a tenth (the baseline), then doubling to all. */
+const STEPS = [0.1, 0.2, 0.4, 0.7, 1];
+/** How often a step's wait prints where it stands. */
+const PROGRESS_MS = 60_000;
+/** Idle CPU is measured over this long, with nothing asked of the server. */
+const IDLE_CPU_MS = 10_000;
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc") as () => void;
@@ -60,9 +75,31 @@ async function fromClients<T>(items: T[], call: (item: T) => Promise<void>): Pro
   );
 }
 
-/** Waits for every action to end; answers their end states (or fewer when the cap is reached). */
-async function drained(b: Bench, actions: string[], capMs: number): Promise<string[]> {
-  const until = performance.now() + capMs;
+/** Containers Running in the namespace. */
+async function runningCount(b: Bench): Promise<number> {
+  return (
+    await b.platform.store.services.listContainers({
+      namespace: "admin",
+      state: "Running",
+      limit: 1,
+      offset: 0,
+    })
+  ).total;
+}
+
+/**
+ * Waits for every action to end; answers their end states (or fewer when `until` is reached).
+ * Prints where it stands every PROGRESS_MS.
+ */
+async function drained(
+  b: Bench,
+  actions: string[],
+  until: number,
+  progress?: (line: string) => void,
+): Promise<string[]> {
+  const started = performance.now();
+  const cpu0 = process.cpuUsage();
+  let told = started;
   for (;;) {
     const states: string[] = [];
     for (let i = 0; i < actions.length; i += 1000) {
@@ -74,9 +111,22 @@ async function drained(b: Bench, actions: string[], capMs: number): Promise<stri
       for (const r of rows) if (["Success", "Failed", "Canceled"].includes(r.state)) states.push(r.state);
     }
     if (states.length === actions.length || performance.now() > until) return states;
+    if (progress && performance.now() - told >= PROGRESS_MS) {
+      told = performance.now();
+      const cpu = process.cpuUsage(cpu0);
+      progress(
+        `      … ${((told - started) / 1000).toFixed(0)} s: ${states.length} of ${actions.length} actions ended, ${await runningCount(b)} containers Running, CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s, heap ${(process.memoryUsage().heapUsed / 1024 / 1024).toFixed(0)} MB, load ${loadText()}`,
+      );
+    }
     await sleep(250);
   }
 }
+
+const loadText = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 
 const outcome = (states: string[], total: number) => {
   const counts = new Map<string, number>();
@@ -151,13 +201,23 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       "container list (limit 100)": "/api/app/v1/container/?limit=100",
       "node list (limit 100)": `/api/infra/v1/node/?limit=100`,
     };
-    const tenth = Math.max(1, Math.round(count / 10));
+    const budgetEnd = performance.now() + opts.budgetMs;
     let placed = 0;
-    for (const step of [services.slice(0, tenth), services.slice(tenth)]) {
-      const containers =
-        Math.min(opts.containers, (placed + step.length) * PER_SERVICE) - placed * PER_SERVICE;
-      placed += step.length;
-      const running = Math.min(opts.containers, placed * PER_SERVICE);
+    let ran = 0;
+    for (const share of STEPS) {
+      const upTo = Math.max(1, Math.round(count * share));
+      if (upTo <= placed) continue;
+      if (performance.now() > budgetEnd) {
+        out(
+          `  (the budget of ${(opts.budgetMs / 60_000).toFixed(0)} minutes is spent: no step past ${ran} containers)`,
+        );
+        break;
+      }
+      const step = services.slice(placed, upTo);
+      const containers = Math.min(opts.containers, upTo * PER_SERVICE) - placed * PER_SERVICE;
+      placed = upTo;
+      const target = Math.min(opts.containers, placed * PER_SERVICE);
+      out(`  step to ${target} containers (+${containers}, ${step.length} services started):`);
       const poll = pollWhile(b.base, Object.values(paths));
       const loop = monitorEventLoopDelay({ resolution: 10 });
       loop.enable();
@@ -169,7 +229,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
         if (r.status !== 202) throw new Error(`start: ${r.status} ${JSON.stringify(r.body)}`);
         actions.push(startAction(r));
       });
-      const states = await drained(b, actions, opts.capMs);
+      const states = await drained(b, actions, budgetEnd, out);
       const seconds = (performance.now() - started) / 1000;
       const cpu = process.cpuUsage(cpu0);
       // CPU time of this process (Berth and the simulated engines): far less disturbed than the
@@ -177,13 +237,18 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       const cpuS = (cpu.user + cpu.system) / 1e6;
       const polled = await poll.stop();
       loop.disable();
+      const before = ran;
+      ran = await runningCount(b);
       const m = memory();
+      const done = states.length === actions.length;
       out(
-        `  step to ${running} containers: +${containers} placed in ${seconds.toFixed(1)} s, ${Math.round(containers / seconds)} placements/s (${outcome(states, actions.length)}); CPU ${cpuS.toFixed(1)} s, ${Math.round(containers / cpuS)} placements per CPU second`,
+        `    ${done ? "all Running" : `${ran} Running at the budget's end`} after ${seconds.toFixed(1)} s: +${ran - before} placed, ${Math.round((ran - before) / seconds)} placements/s (${outcome(states, actions.length)}); CPU ${cpuS.toFixed(1)} s, ${Math.round((ran - before) / cpuS)} placements per CPU second; load ${loadText()}`,
       );
       out(
-        `    memory: ${mb(m)}; over the nodes alone ${perContainer(m.heap - withNodes.heap, running)} heap, ${perContainer(m.rss - withNodes.rss, running)} RSS per container`,
+        `    memory: ${mb(m)}; over the nodes alone ${perContainer(m.heap - withNodes.heap, ran)} heap, ${perContainer(m.rss - withNodes.rss, ran)} RSS per container; heap spaces (MB): ${heapSpaces()}`,
       );
+      out(`    heap composition: collections reachable from the platform (entries):`);
+      for (const line of censusLines(census(b.platform, { minSize: ran / 2 }), ran, 10)) out(`      ${line}`);
       out(
         `    while placing (every 100 ms; event loop delay p99 ${fmtMs(loop.percentile(99) / 1e6)} ms, max ${fmtMs(loop.max / 1e6)} ms):`,
       );
@@ -194,6 +259,8 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
         );
       }
       await idleGets(b, paths, opts.durationMs, out);
+      await idleCpu(b, out);
+      if (!done) break;
     }
     const before = memory();
     const t1 = performance.now();
@@ -203,16 +270,19 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       if (r.status !== 202) throw new Error(`terminate: ${r.status} ${JSON.stringify(r.body)}`);
       ends.push(startAction(r));
     });
-    const states = await drained(b, ends, opts.capMs);
+    // Terminating gets a quarter of the budget, 5 minutes at least (what ended is measured).
+    const states = await drained(b, ends, performance.now() + Math.max(300_000, opts.budgetMs / 4), out);
     const seconds = (performance.now() - t1) / 1000;
     await sleep(1000);
     const after = memory();
     out(
-      `  terminated all in ${seconds.toFixed(1)} s (${Math.round(opts.containers / seconds)} containers/s; ${outcome(states, ends.length)})`,
+      `  terminated all (${ran} containers) in ${seconds.toFixed(1)} s (${Math.round(ran / seconds)} containers/s; ${outcome(states, ends.length)})`,
     );
     out(
-      `    memory: ${mb(after)} (${mb(before)} before); held over the nodes alone: ${perContainer(after.heap - withNodes.heap, opts.containers)} heap, ${perContainer(after.rss - withNodes.rss, opts.containers)} RSS per container ever run`,
+      `    memory: ${mb(after)} (${mb(before)} before); held over the nodes alone: ${perContainer(after.heap - withNodes.heap, ran)} heap, ${perContainer(after.rss - withNodes.rss, ran)} RSS per container ever run`,
     );
+    out(`    heap composition once terminated (entries):`);
+    for (const line of censusLines(census(b.platform, { minSize: ran / 10 }), ran, 8)) out(`      ${line}`);
     const spec = sampled();
     if (!spec) return;
     const fake = await fakeShare(spec, Math.min(opts.containers, 20_000), Math.min(opts.nodes, 1000));
@@ -222,6 +292,22 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
   } finally {
     await b.close();
   }
+}
+
+/** The process's CPU while nothing is asked of it (periodic passes, watchers, stats rounds). */
+async function idleCpu(b: Bench, out: (line: string) => void): Promise<void> {
+  const cpu0 = process.cpuUsage();
+  const statements0 = b.platform.db.statements.count;
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const t0 = performance.now();
+  await sleep(IDLE_CPU_MS);
+  const seconds = (performance.now() - t0) / 1000;
+  loop.disable();
+  const cpu = process.cpuUsage(cpu0);
+  out(
+    `    idle for ${seconds.toFixed(0)} s: CPU ${(((cpu.user + cpu.system) / 1e6 / seconds) * 100).toFixed(0)}% of a core, ${((b.platform.db.statements.count - statements0) / seconds).toFixed(0)} SQL statements/s, event loop delay max ${fmtMs(loop.max / 1e6)} ms`,
+  );
 }
 
 /** The first (cold) answer of each GET, then each at 10 connections next to a bare Fastify. */
@@ -235,8 +321,21 @@ async function idleGets(
   const cold: number[] = [];
   for (const path of Object.values(paths)) {
     const t = performance.now();
-    const res = await fetch(`${b.base}${path}`, { headers: { authorization: ADMIN_AUTH } });
-    bodies[path.split("?")[0]!] = await res.json();
+    // A connection the server dropped during a long stall (seen at 60,000 containers on a loaded
+    // machine) is tried once more on a new one, and counted in the first answer's time.
+    let body: unknown;
+    for (let attempt = 0; body === undefined; attempt++) {
+      try {
+        const res = await fetch(`${b.base}${path}`, { headers: { authorization: ADMIN_AUTH } });
+        body = await res.json();
+      } catch (err) {
+        if (attempt > 0) {
+          out(`    idle GETs skipped: ${path} failed twice (${String(err)})`);
+          return;
+        }
+      }
+    }
+    bodies[path.split("?")[0]!] = body;
     cold.push(performance.now() - t);
   }
   const bare = await startBare(bodies);

@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import v8 from "node:v8";
 import vm from "node:vm";
+import { census, censusLines, heapSpaces } from "./census.ts";
 import { api, type Bench, must, SERVICE_BODY, seedNodes, sleep, startBerth } from "./support.ts";
 
 export interface MemoryOptions {
@@ -108,10 +109,14 @@ export async function runMemory(opts: MemoryOptions, out: (line: string) => void
     for (const uri of services) await waitState(b, uri, "Running", 600_000);
     await sleep(500);
     const running = heapMb();
+    const spacesRunning = heapSpaces();
+    const runningCensus = census(b.platform, { minSize: opts.containers / 2 });
     await Promise.all(services.map((uri) => must(api(b, "DELETE", uri), "terminate")));
     for (const uri of services) await waitState(b, uri, "Terminated", 600_000);
     await sleep(1000);
     const terminated = heapMb();
+    const spacesTerminated = heapSpaces();
+    const terminatedCensus = census(b.platform, { minSize: opts.containers / 4 });
     const after = composition();
 
     const perContainer = (mb: number) => ((mb * 1024) / opts.containers).toFixed(1);
@@ -133,6 +138,11 @@ export async function runMemory(opts: MemoryOptions, out: (line: string) => void
       .filter((g) => g.bytes > 0)
       .sort((x, y) => y.bytes - x.bytes)
       .slice(0, 12);
+    out(`  heap spaces (MB) running: ${spacesRunning}; terminated: ${spacesTerminated}`);
+    out("  collections reachable from the platform while running (entries):");
+    for (const line of censusLines(runningCensus, opts.containers)) out(`    ${line}`);
+    out("  and once terminated:");
+    for (const line of censusLines(terminatedCensus, opts.containers)) out(`    ${line}`);
     out("  held after termination, by constructor (growth since idle):");
     for (const g of grown) {
       out(

@@ -5,6 +5,10 @@
 // tenth). `--quick` shortens the runs. `rollout` is simulated nodes; `rollout-real` the same redeploys on real
 // engines (`local` nodes, root and dockerd and caddy, else one line saying why) behind Berth's router under HTTP
 // load: a baseline without a redeploy, a start-first redeploy and an automatic rollback (bench/rollout-real.ts).
+// `scale --budget M`: minutes the placement steps may take in all (40, --quick 10); the steps past
+// it are not run, and what ran is measured and terminated.
+// `placement --replicas N`: the same placement through N replica processes on one PostgreSQL
+// (BERTH_TEST_PG_URL; 30,000 containers onto 1,000 nodes, --quick 3,000 onto 100).
 // `writes`: PATCH throughput with 1,000 events subscribers against none (--subscribers N).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
 import os from "node:os";
@@ -14,6 +18,7 @@ import { runScale } from "./cluster-scale.ts";
 import { type FanoutOptions, formatFanout, runEventsFanout } from "./events-fanout.ts";
 import { runMemory } from "./memory.ts";
 import { runPlacement } from "./placement.ts";
+import { runReplicaPlacement } from "./placement-replicas.ts";
 import { runRealDeploy } from "./real.ts";
 import { runReplicas } from "./replicas.ts";
 import { runRollout } from "./rollout.ts";
@@ -31,6 +36,8 @@ const { values, positionals } = parseArgs({
     events: { type: "string" },
     rate: { type: "string" },
     batch: { type: "string" },
+    replicas: { type: "string" },
+    budget: { type: "string" },
   },
 });
 
@@ -47,12 +54,22 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 const benches: Record<string, () => Promise<void>> = {
   api: () => runApi({ durationMs: quick ? 1500 : 3000, connections: [1, 10, 100] }, out),
   placement: () =>
-    runPlacement(
-      quick
-        ? { nodes: 100, services: 10, perService: 100, capMs: 60_000 }
-        : { nodes: 1000, services: 100, perService: 100, capMs: 240_000 },
-      out,
-    ),
+    values.replicas === undefined
+      ? runPlacement(
+          quick
+            ? { nodes: 100, services: 10, perService: 100, capMs: 60_000 }
+            : { nodes: 1000, services: 100, perService: 100, capMs: 240_000 },
+          out,
+        )
+      : runReplicaPlacement(
+          {
+            replicas: Math.min(5, positive("replicas", values.replicas, 1)),
+            ...(quick
+              ? { nodes: 100, services: 30, perService: 100, capMs: 300_000 }
+              : { nodes: 1000, services: 300, perService: 100, capMs: 900_000 }),
+          },
+          out,
+        ),
   large: () =>
     runLargeNamespace(
       quick
@@ -63,8 +80,18 @@ const benches: Record<string, () => Promise<void>> = {
   scale: () =>
     runScale(
       quick
-        ? { nodes: 500, containers: 15_000, durationMs: 1500, capMs: 300_000 }
-        : { nodes: 5000, containers: 150_000, durationMs: 3000, capMs: 900_000 },
+        ? {
+            nodes: 500,
+            containers: 15_000,
+            durationMs: 1500,
+            budgetMs: positive("budget", values.budget, 10) * 60_000,
+          }
+        : {
+            nodes: 5000,
+            containers: 150_000,
+            durationMs: 3000,
+            budgetMs: positive("budget", values.budget, 40) * 60_000,
+          },
       out,
     ),
   tenants: () => runTenants({ services: quick ? 200 : 1000, durationMs: quick ? 3000 : 5000 }, out),

@@ -17,6 +17,7 @@ import { randomUUID } from "node:crypto";
 import type { Engine } from "../drivers/engine.ts";
 import type { SimulatedContainerState, SyncedFakeEngine } from "../drivers/fake/synced.ts";
 import {
+  type RefusedClaim,
   type SimulatedContainerRecord,
   type SimulatedContainerWrite,
   SimulatedEngineStore,
@@ -190,11 +191,18 @@ export class SimulatedEngines {
         const fresh = FRESH.has(prop);
         return async (...args: unknown[]) => {
           await before(fresh);
+          let result: unknown;
           try {
-            return await value.apply(target, args);
+            result = await value.apply(target, args);
           } finally {
             if (fresh) await this.flush();
           }
+          // Another replica's container took the host port it asked for meanwhile (write()).
+          if (prop === "startContainer") {
+            const refused = copy.fake.takeRefusal(String(args[0]));
+            if (refused) throw refused;
+          }
+          return result;
         };
       },
     });
@@ -226,15 +234,37 @@ export class SimulatedEngines {
     const taken = [...this.dirty];
     this.dirty.clear();
     const rows: SimulatedContainerWrite[] = [];
+    const copyOf = new Map<string, Copy>();
+    const row = (copy: Copy, id: string): SimulatedContainerWrite => ({
+      engineId: id,
+      nodeUuid: copy.node,
+      origin: this.origin,
+      container: copy.fake.exportContainer(id),
+      claims: copy.fake.claimsOf(id),
+    });
     for (const [copy, ids] of taken) {
       for (const id of ids) {
-        const container = copy.fake.exportContainer(id);
-        rows.push({ engineId: id, nodeUuid: copy.node, origin: this.origin, container });
+        rows.push(row(copy, id));
+        copyOf.set(id, copy);
       }
     }
+    // A container of another replica took a value this one handed out meanwhile: the container
+    // here chooses again, within the same write.
+    const reclaim = (refused: readonly RefusedClaim[]): SimulatedContainerWrite[] => {
+      const byContainer = new Map<string, RefusedClaim[]>();
+      for (const r of refused) byContainer.set(r.engineId, [...(byContainer.get(r.engineId) ?? []), r]);
+      const again: SimulatedContainerWrite[] = [];
+      for (const [id, lost] of byContainer) {
+        const copy = copyOf.get(id);
+        if (!copy) continue;
+        copy.fake.reclaim(id, lost);
+        again.push(row(copy, id));
+      }
+      return again;
+    };
     let seq: number;
     try {
-      seq = await this.section.write(rows);
+      seq = await this.section.write(rows, reclaim);
     } catch (err) {
       // Written again with the next change (or the next call's write).
       for (const [copy, ids] of taken) for (const id of ids) this.changed(copy, id);

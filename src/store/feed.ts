@@ -27,7 +27,7 @@ export type { FeedRows, FeedType, Written } from "./types.ts";
 export type FeedAction = "create" | "update" | "delete";
 export type NewChange = Omit<ChangeTable, "revision">;
 
-/** Parents remembered per container: a container's service, stack, node and cluster never change. */
+/** Services' and nodes' parts remembered (a service's stack and a node's cluster never change). */
 const PARENTS_CACHE_MAX = 100_000;
 
 /** Remembers `value`; a map at its bound is emptied first (what it held is read again when needed). */
@@ -77,7 +77,6 @@ function actionOf(w: Written<FeedType>): FeedAction {
 
 /** One per root store, shared by its transactions (the parents cache outlives them). */
 export class ChangeFeed {
-  private readonly parents = new Map<string, string>();
   private readonly serviceParts = new Map<string, string[]>();
   private readonly nodeParts = new Map<string, string[]>();
 
@@ -103,16 +102,6 @@ export class ChangeFeed {
       for (const w of entries) changes.push(this.entryOf(type, w, datetime));
     }
     await tx.appendChanges(changes);
-    this.forgetTerminated(type, written);
-  }
-
-  /**
-   * The parents of containers that were just terminated are forgotten: memory follows what runs,
-   * not history (issue 34). (A service's or node's part stays: one per service or node, bounded.)
-   */
-  private forgetTerminated(type: FeedType, written: readonly Written<FeedType>[]): void {
-    if (type !== "container") return;
-    for (const w of written) if (w.row.state === "Terminated") this.parents.delete(w.row.uuid);
   }
 
   /**
@@ -163,40 +152,38 @@ export class ChangeFeed {
   }
 
   /**
-   * Parents of each container (JSON), remembered per container. A new container's are made from
-   * its service's part (service, stack) and its node's part (node, cluster), each remembered per
-   * service and per node: a service's stack and a node's cluster are set when they are created
-   * and never change, so a burst of new containers reads neither table once both are known.
+   * Parents of each container (JSON), made from its service's part (service, stack) and its
+   * node's part (node, cluster), each remembered per service and per node: a service's stack and a
+   * node's cluster are set when they are created and never change, so a burst of new containers
+   * reads neither table once both are known. Nothing is remembered per container (issue 34: at
+   * 150,000 containers a per-container cache held ~300 bytes each for what two lookups rebuild).
    */
   private async containerParents(tx: Kernel, rows: readonly ContainerRow[]): Promise<string[]> {
-    const missing = rows.filter((c) => !this.parents.has(c.uuid));
-    const found = new Map<string, string>();
-    if (missing.length) {
-      const services = await this.partsOf(
-        this.serviceParts,
-        missing.map((c) => c.service_uuid),
-        async (uuids) =>
-          (await new ServiceStore(tx).servicesByUuid(uuids)).map((s) => [s.uuid, serviceParts(s)]),
-      );
-      const nodes = await this.partsOf(
-        this.nodeParts,
-        missing.map((c) => c.node_uuid),
-        async (uuids) => (await new NodeStore(tx).nodesByUuid(uuids)).map((n) => [n.uuid, nodeParts(n)]),
-      );
-      for (const c of missing) {
-        const service = services.get(c.service_uuid);
-        const node = nodes.get(c.node_uuid);
-        const parents = service ?? [serviceUri({ namespace: c.namespace, uuid: c.service_uuid })];
-        const json = JSON.stringify(node ? [...parents, ...node] : parents);
-        found.set(c.uuid, json);
-        // Only complete answers are kept (a service or node not visible yet would be missing).
-        if (service && node && c.state !== "Terminated") remember(this.parents, c.uuid, json);
-      }
-    }
-    return rows.map((c) => this.parents.get(c.uuid) ?? found.get(c.uuid)!);
+    if (rows.length === 0) return [];
+    const services = await this.partsOf(
+      this.serviceParts,
+      rows.map((c) => c.service_uuid),
+      async (uuids) =>
+        (await new ServiceStore(tx).servicesByUuid(uuids)).map((s) => [s.uuid, serviceParts(s)]),
+    );
+    const nodes = await this.partsOf(
+      this.nodeParts,
+      rows.map((c) => c.node_uuid),
+      async (uuids) => (await new NodeStore(tx).nodesByUuid(uuids)).map((n) => [n.uuid, nodeParts(n)]),
+    );
+    return rows.map((c) => {
+      const parents = services.get(c.service_uuid) ?? [
+        serviceUri({ namespace: c.namespace, uuid: c.service_uuid }),
+      ];
+      const node = nodes.get(c.node_uuid);
+      return JSON.stringify(node ? [...parents, ...node] : parents);
+    });
   }
 
-  /** The parts of `uuids` (services' or nodes'), those not remembered read together and remembered. */
+  /**
+   * The parts of `uuids` (services' or nodes'), those not remembered read together and remembered
+   * (one per service or node, PARENTS_CACHE_MAX at most).
+   */
   private async partsOf(
     known: Map<string, string[]>,
     uuids: readonly string[],

@@ -891,6 +891,25 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable("containers").addColumn("health_output", "text").execute();
       },
     },
+    "0036_sim_claims": {
+      async up(db: AnyDb) {
+        // The private addresses and published host ports that simulated nodes' containers hold,
+        // one row per node and value (store/simulated.ts): two replicas starting containers on
+        // one node at once cannot both hand out the same one (the primary key refuses the second).
+        await db.schema
+          .createTable("simulated_claims")
+          .addColumn("node_uuid", "text", (c) => c.notNull())
+          .addColumn("claim", "text", (c) => c.notNull())
+          .addColumn("engine_id", "text", (c) => c.notNull())
+          .addPrimaryKeyConstraint("simulated_claims_pk", ["node_uuid", "claim"])
+          .execute();
+        await db.schema
+          .createIndex("simulated_claims_engine")
+          .on("simulated_claims")
+          .column("engine_id")
+          .execute();
+      },
+    },
   };
 }
 

@@ -433,6 +433,16 @@ export interface SimulatedContainerTable {
   data: string;
 }
 
+/**
+ * An address or host port a simulated node's container holds (migration 0036): `claim` is
+ * `ip/<address>` or `<protocol>/<host port>`; one holder per node and value.
+ */
+export interface SimulatedClaimTable {
+  node_uuid: string;
+  claim: string;
+  engine_id: string;
+}
+
 export interface SimulatedClockTable {
   id: number;
   seq: number;
@@ -524,6 +534,7 @@ export interface Database {
   control_facts: ControlFactTable;
   simulated_containers: SimulatedContainerTable;
   simulated_clock: SimulatedClockTable;
+  simulated_claims: SimulatedClaimTable;
   volume_backups: VolumeBackupTable;
   volume_backup_schedules: VolumeBackupScheduleTable;
   backup_targets: BackupTargetTable;

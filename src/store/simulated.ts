@@ -21,16 +21,40 @@ export interface SimulatedContainerWrite {
   origin: string;
   /** Absent: the engine removed it. */
   container: object | undefined;
+  /** What it holds on its node: `ip/<address>`, `<protocol>/<host port>` (none once stopped). */
+  claims: readonly string[];
 }
+
+/** A value a written container holds that another container of its node holds already. */
+export interface RefusedClaim {
+  engineId: string;
+  nodeUuid: string;
+  claim: string;
+  /** The container that holds it. */
+  holder: string;
+}
+
+/**
+ * Asked, within the write, about the containers whose claims were refused: answers their rows
+ * again as their engine left them after choosing other values (or failing their start).
+ */
+export type Reclaim = (refused: readonly RefusedClaim[]) => SimulatedContainerWrite[];
 
 /** Rows per statement of a write (PostgreSQL's and SQLite's parameter limits stay far off). */
 const ROWS_PER_STATEMENT = 200;
+/** Times a write asks its engines to choose again before it keeps what they hold. */
+const RECLAIM_ROUNDS = 4;
 
 export class SimulatedEngineStore {
   constructor(private readonly s: Kernel) {}
 
-  /** Stores what engines changed, in one transaction; answers the seq they were written under. */
-  async write(rows: readonly SimulatedContainerWrite[]): Promise<number> {
+  /**
+   * Stores what engines changed, in one transaction; answers the seq they were written under.
+   * Each container's claims are taken with it: a value another container of the node holds is
+   * refused (the primary key), and `reclaim` gives the container's row again once its engine
+   * chose anew. Writers take the clock row's lock first, so they claim one after another.
+   */
+  async write(rows: readonly SimulatedContainerWrite[], reclaim?: Reclaim): Promise<number> {
     return this.s.transaction(async (tx) => {
       const clock = await tx.db
         .insertInto("simulated_clock")
@@ -39,8 +63,17 @@ export class SimulatedEngineStore {
         .returning("seq")
         .executeTakeFirstOrThrow();
       const seq = Number(clock.seq);
-      for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) {
-        const values = rows.slice(at, at + ROWS_PER_STATEMENT).map((r) => ({
+      const latest = new Map(rows.map((r) => [r.engineId, r]));
+      let claiming: readonly SimulatedContainerWrite[] = rows;
+      for (let round = 0; claiming.length > 0; round++) {
+        const refused = await takeClaims(tx.db, claiming);
+        if (refused.length === 0 || !reclaim || round === RECLAIM_ROUNDS) break;
+        claiming = reclaim(refused);
+        for (const r of claiming) latest.set(r.engineId, r);
+      }
+      const written = [...latest.values()];
+      for (let at = 0; at < written.length; at += ROWS_PER_STATEMENT) {
+        const values = written.slice(at, at + ROWS_PER_STATEMENT).map((r) => ({
           engine_id: r.engineId,
           node_uuid: r.nodeUuid,
           seq,
@@ -98,7 +131,21 @@ export class SimulatedEngineStore {
 
   /** Forgets a node's engine (its simulated instance was terminated). */
   async dropNode(nodeUuid: string): Promise<void> {
-    await this.s.db.deleteFrom("simulated_containers").where("node_uuid", "=", nodeUuid).execute();
+    await this.s.transaction(async (tx) => {
+      await tx.db.deleteFrom("simulated_containers").where("node_uuid", "=", nodeUuid).execute();
+      await tx.db.deleteFrom("simulated_claims").where("node_uuid", "=", nodeUuid).execute();
+    });
+  }
+
+  /** The claims of a node's containers (tests; the rows are a write's, in claim order). */
+  async claimsOf(nodeUuid: string): Promise<{ claim: string; engineId: string }[]> {
+    const rows = await this.s.db
+      .selectFrom("simulated_claims")
+      .select(["claim", "engine_id"])
+      .where("node_uuid", "=", nodeUuid)
+      .orderBy("claim")
+      .execute();
+    return rows.map((r) => ({ claim: r.claim, engineId: r.engine_id }));
   }
 
   /** Forgets removed containers written at or before `seq` (every replica has read past it). */
@@ -109,6 +156,55 @@ export class SimulatedEngineStore {
       .where("seq", "<=", seq)
       .execute();
   }
+}
+
+/**
+ * Gives up what the containers held and takes what they hold now; answers the values another
+ * container holds already (those stay its own).
+ */
+async function takeClaims(
+  db: Kernel["db"],
+  rows: readonly SimulatedContainerWrite[],
+): Promise<RefusedClaim[]> {
+  const ids = rows.map((r) => r.engineId);
+  for (let at = 0; at < ids.length; at += ROWS_PER_STATEMENT * 2)
+    await db
+      .deleteFrom("simulated_claims")
+      .where("engine_id", "in", ids.slice(at, at + ROWS_PER_STATEMENT * 2))
+      .execute();
+  // In one order for every writer (they are serialized by the clock row anyway).
+  const wanted = rows
+    .flatMap((r) => r.claims.map((claim) => ({ node_uuid: r.nodeUuid, claim, engine_id: r.engineId })))
+    .sort((x, y) =>
+      x.node_uuid === y.node_uuid ? (x.claim < y.claim ? -1 : 1) : x.node_uuid < y.node_uuid ? -1 : 1,
+    );
+  const refused: RefusedClaim[] = [];
+  for (let at = 0; at < wanted.length; at += ROWS_PER_STATEMENT) {
+    const batch = wanted.slice(at, at + ROWS_PER_STATEMENT);
+    const taken = await db
+      .insertInto("simulated_claims")
+      .values(batch)
+      .onConflict((oc) => oc.columns(["node_uuid", "claim"]).doNothing())
+      .returning(["node_uuid", "claim"])
+      .execute();
+    if (taken.length === batch.length) continue;
+    const ours = new Set(taken.map((t) => `${t.node_uuid} ${t.claim}`));
+    const lost = batch.filter((w) => !ours.has(`${w.node_uuid} ${w.claim}`));
+    const holders = await db
+      .selectFrom("simulated_claims")
+      .select(["node_uuid", "claim", "engine_id"])
+      .where("node_uuid", "in", [...new Set(lost.map((l) => l.node_uuid))])
+      .where("claim", "in", [...new Set(lost.map((l) => l.claim))])
+      .execute();
+    const holderOf = new Map(holders.map((h) => [`${h.node_uuid} ${h.claim}`, h.engine_id]));
+    for (const l of lost) {
+      const holder = holderOf.get(`${l.node_uuid} ${l.claim}`);
+      // Two containers of one write may want one value: the first in the batch took it.
+      if (holder && holder !== l.engine_id)
+        refused.push({ engineId: l.engine_id, nodeUuid: l.node_uuid, claim: l.claim, holder });
+    }
+  }
+  return refused;
 }
 
 function record(r: {

@@ -70,7 +70,7 @@ export class FakeEngine implements Engine {
   protected readonly network: FakeNetwork;
   protected readonly processes: FakeProcesses;
   private readonly info_: EngineInfo;
-  private readonly now: () => number;
+  protected readonly now: () => number;
   private readonly maxLogLines: number;
   protected readonly stats = new FakeStats(
     () => this.info_,

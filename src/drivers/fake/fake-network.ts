@@ -98,6 +98,23 @@ export class FakeNetwork {
     }
   }
 
+  /** What the container holds: `ip/<address>` and `<protocol>/<host port>` (drivers/fake/synced.ts). */
+  claimsOf(container: FakeContainer): string[] {
+    const claims = container.ipAddress ? [`ip/${container.ipAddress}`] : [];
+    for (const [key, hostPort] of Object.entries(container.ports))
+      if (hostPort !== undefined) claims.push(`${key.split("/")[1] ?? "tcp"}/${hostPort}`);
+    return claims;
+  }
+
+  /** Holds a value (as claimsOf writes it) for a container of another copy of this engine. */
+  reserve(claim: string, holder: string): void {
+    const [kind, value] = claim.split("/") as [string, string];
+    if (kind === "ip") {
+      const offset = ipToNumber(value) - this.subnet.base;
+      if (offset >= 0 && offset < this.subnet.size) this.usedAddresses.add(offset);
+    } else this.usedPorts.set(claim, holder);
+  }
+
   release(container: FakeContainer): void {
     if (container.ipAddress) this.usedAddresses.delete(ipToNumber(container.ipAddress) - this.subnet.base);
     for (const [key, holder] of this.usedPorts) if (holder === container.id) this.usedPorts.delete(key);

@@ -61,6 +61,8 @@ export class SyncedFakeEngine extends FakeEngine {
   /** Lines printed by each container in all (the logs keep only the last ones). */
   private readonly logTotals = new Map<string, number>();
   private applying = false;
+  /** Starts refused after all by reclaim, until their start call answers. */
+  private readonly refusals = new Map<string, unknown>();
 
   constructor(options: FakeEngineOptions = {}) {
     super({ ...options, maxLogLines: Math.min(options.maxLogLines ?? SHARED_LOG_LINES, SHARED_LOG_LINES) });
@@ -75,6 +77,51 @@ export class SyncedFakeEngine extends FakeEngine {
 
   containerIds(): string[] {
     return [...this.containers.keys()];
+  }
+
+  /** What the container holds on its node (its address and host ports), as the store claims them. */
+  claimsOf(id: string): string[] {
+    const c = this.containers.get(id);
+    if (!c) this.refusals.delete(id);
+    return c ? this.network.claimsOf(c) : [];
+  }
+
+  /**
+   * Another copy's container holds values this one gave the container (both started on the node
+   * at once): they are the other's from now on, and the container gets others, as if it had been
+   * given them at its start. A host port it asked for by number is not for it then: its start
+   * fails as Docker's does (the start call answers the error, `takeRefusal`).
+   */
+  reclaim(id: string, taken: readonly { claim: string; holder: string }[]): void {
+    const c = this.containers.get(id);
+    if (!c) return;
+    this.network.release(c);
+    for (const t of taken) this.network.reserve(t.claim, t.holder);
+    if (c.state !== "running" && c.state !== "paused") return;
+    try {
+      c.ports = this.network.allocatePorts(c);
+      c.ipAddress = this.network.allocateAddress();
+    } catch (err) {
+      this.network.release(c);
+      this.quiet(c);
+      if (c.restartTimer) clearTimeout(c.restartTimer);
+      c.restartTimer = undefined;
+      c.state = "exited";
+      c.exitCode = 128;
+      c.error = err instanceof Error ? err.message : String(err);
+      c.finishedAt = this.now();
+      for (const follower of c.followers) follower.end();
+      c.followers.clear();
+      this.refusals.set(id, err);
+      this.eventLog.emit(c, "die", { exitCode: 128 });
+    }
+  }
+
+  /** Why the container's last start was refused after all (reclaim), once. */
+  takeRefusal(id: string): unknown {
+    const err = this.refusals.get(id);
+    this.refusals.delete(id);
+    return err;
   }
 
   /** The container as stored, or undefined once it is removed. */

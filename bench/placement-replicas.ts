@@ -1,0 +1,165 @@
+// `npm run bench -- placement --replicas N [--quick]` (issue 34, item 4): the placement bench with
+// N Berth replicas (real server processes) on one PostgreSQL (BERTH_TEST_PG_URL, a database of
+// its own per run, dropped at the end). Simulated nodes are written into the store; services of
+// 100 containers are created and started through the replicas in turn, from 10 clients; each
+// replica's workers take start actions and its plan applier places, and the simulated engines are
+// kept equal through the store. Printed: placements per second from the first start call until
+// every action ended, the actions' outcomes, the CPU time of each replica process (from /proc,
+// far less disturbed by the machine's other work than the elapsed time), and the load average.
+import fs from "node:fs";
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+import {
+  api,
+  cleanup,
+  type FreshDatabase,
+  freshPgDatabase,
+  type Replica,
+  startReplica,
+} from "../test/replicas/support.ts";
+import { fakeEngineNodeRow } from "../test/support/rows.ts";
+import { AWS_TYPE, SERVICE_BODY, sleep } from "./support.ts";
+
+export interface ReplicaPlacementOptions {
+  replicas: number;
+  nodes: number;
+  services: number;
+  perService: number;
+  capMs: number;
+}
+
+const CLIENTS = 10;
+
+/** User and system CPU seconds a process has used (Linux /proc). */
+function cpuSeconds(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of the whole line (11 and 12 after the name).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+
+async function fromClients<T>(items: T[], call: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await call(items[i]!, i);
+      }
+    }),
+  );
+}
+
+export async function runReplicaPlacement(
+  opts: ReplicaPlacementOptions,
+  out: (line: string) => void,
+): Promise<void> {
+  if (!process.env.BERTH_TEST_PG_URL?.startsWith("postgres")) {
+    out("placement --replicas: skipped (set BERTH_TEST_PG_URL to a PostgreSQL server, as .ci/run does)");
+    return;
+  }
+  let db: FreshDatabase | undefined;
+  const replicas: Replica[] = [];
+  try {
+    db = await freshPgDatabase("berth_place");
+    const env = {
+      BERTH_DATABASE_URL: db.url,
+      BERTH_LOG_LEVEL: "warn",
+      BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
+      BERTH_RECONCILE_INTERVAL_MS: "15000",
+    };
+    const names = ["A", "B", "C", "D", "E"].slice(0, opts.replicas);
+    // The first migrates the empty database; the others start together on it.
+    replicas.push(await startReplica(names[0]!, env));
+    replicas.push(...(await Promise.all(names.slice(1).map((n) => startReplica(n, env)))));
+    const store = db.store;
+    const now = Date.now();
+    for (let start = 0; start < opts.nodes; start += 500) {
+      await store.transaction(async (tx) => {
+        for (let i = start; i < Math.min(opts.nodes, start + 500); i++)
+          await tx.nodes.insertNode(
+            fakeEngineNodeRow("admin", now, {
+              node_type: AWS_TYPE,
+              public_ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+              slot: i,
+              tags: JSON.stringify(["bench"]),
+            }),
+          );
+      });
+    }
+    // Every node watched (its watcher's lease taken by one replica) before the placement starts.
+    const watchedBy = Date.now() + 120_000;
+    while ((await store.replicas.listLeases("node:")).length < opts.nodes && Date.now() < watchedBy)
+      await sleep(250);
+    const services: string[] = [];
+    await fromClients(
+      Array.from({ length: opts.services }, (_, i) => i),
+      async (i) => {
+        const r = replicas[i % replicas.length]!;
+        const res = await api(
+          r,
+          "POST",
+          "/api/app/v1/service/",
+          SERVICE_BODY(`place-${i}`, { target_num_containers: opts.perService }),
+        );
+        if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+        services[i] = res.body.uuid as string;
+      },
+    );
+    const total = opts.services * opts.perService;
+    const cpu0 = replicas.map((r) => cpuSeconds(r.proc.pid));
+    const load0 = load();
+    const t0 = performance.now();
+    const actions: string[] = [];
+    await fromClients(services, async (uuid, i) => {
+      const r = replicas[i % replicas.length]!;
+      const res = await api(r, "POST", `/api/app/v1/service/${uuid}/start/`);
+      if (res.status !== 202) throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}`);
+      actions.push(String(res.headers.get("x-platform-action-uri")).split("/").filter(Boolean).at(-1)!);
+    });
+    const answeredMs = performance.now() - t0;
+    let ended: string[] = [];
+    for (;;) {
+      const rows = await store.db
+        .selectFrom("actions")
+        .select("state")
+        .where("uuid", "in", actions)
+        .execute();
+      ended = rows.filter((a) => ["Success", "Failed", "Canceled"].includes(a.state)).map((a) => a.state);
+      if (ended.length === actions.length || performance.now() - t0 > opts.capMs) break;
+      await sleep(200);
+    }
+    const elapsedS = (performance.now() - t0) / 1000;
+    const cpu = replicas.map((r, i) => cpuSeconds(r.proc.pid) - cpu0[i]!);
+    const running = (
+      await store.services.listContainers({ namespace: "admin", state: "Running", limit: 1, offset: 0 })
+    ).total;
+    const counts = new Map<string, number>();
+    for (const state of ended) counts.set(state, (counts.get(state) ?? 0) + 1);
+    const outcome = [...counts].map(([state, n]) => `${n} ${state}`).join(", ");
+    const cpuTotal = cpu.reduce((a, b) => a + b, 0);
+    out(
+      `placement on PostgreSQL, ${opts.replicas} replica${opts.replicas > 1 ? "s" : ""} (processes): ${total} containers (${opts.services} services × ${opts.perService}) onto ${opts.nodes} simulated nodes, started through the replicas in turn from ${CLIENTS} clients`,
+    );
+    out(
+      `  ${running} Running after ${elapsedS.toFixed(1)} s: ${Math.round(running / elapsedS)} placements/s; start calls answered in ${answeredMs.toFixed(0)} ms; actions: ${outcome || "none ended"}${ended.length < actions.length ? ` (cap of ${opts.capMs / 1000} s reached, ${actions.length - ended.length} still running)` : ""}`,
+    );
+    out(
+      `  replicas' CPU ${cpuTotal.toFixed(1)} s (${cpu.map((c, i) => `${replicas[i]!.name} ${c.toFixed(1)} s`).join(", ")}): ${Math.round(running / Math.max(cpuTotal, 0.01))} placements per replica CPU second; load ${load0} before, ${load()} after`,
+    );
+  } finally {
+    for (const r of replicas) cleanup(r);
+    await db?.drop();
+  }
+}
