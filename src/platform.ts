@@ -225,7 +225,11 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     makeFakeEngine: opts.makeFakeEngine,
   });
   const registry = registryModule(core, { actions, replicas, resolveRegistryHost: opts.resolveRegistryHost });
-  const routing = routerModule(core, { local: nodes.local, duties: replicas.duties });
+  const routing = routerModule(core, {
+    local: nodes.local,
+    duties: replicas.duties,
+    tunnels: nodes.tunnels,
+  });
   const services = orchestratorModule(core, {
     drain: (rows) => routing.router.drain(rows),
     hold: (rows) => routing.router.hold(rows),

@@ -19,7 +19,7 @@ import { RouterStore } from "../store/router.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
 import type { Drains } from "./drains.ts";
 
-/** Which router serves a node (undefined: the node has none, e.g. an agent node for now). */
+/** Which router serves a node (undefined: the node has none here, e.g. an agent node whose tunnel another replica holds). */
 export interface RouterSource {
   forNode(node: NodeRow): Router | undefined;
   /** A node was terminated: its router's process and files go. */
@@ -39,6 +39,11 @@ export interface RouterControllerDeps {
    * the replica that drains waits for them before its engine stops the container.
    */
   ownsNode?(nodeUuid: string): boolean;
+  /**
+   * Whether this replica holds the node's agent tunnel: an agent node's router is reached only
+   * through it, so that replica configures it whichever replica owns the node.
+   */
+  attachedHere?(nodeUuid: string): boolean;
   intervalMs: number;
   now(): number;
   onError(err: unknown): void;
@@ -131,6 +136,12 @@ export class RouterController extends Controller<NodeKey> {
     for (const ns of namespaces) this.current.delete(ns);
     for (const ns of namespaces) await this.queueNamespace(ns, true);
     await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  /** A node's agent connected (again): its router may have started over, so it is configured again. */
+  reconnected(nodeUuid: string): void {
+    this.appliedHash.delete(nodeUuid);
+    this.add({ node: nodeUuid });
   }
 
   /** Resolves when the feed follower and the queue are idle (tests). */
@@ -286,7 +297,7 @@ export class RouterController extends Controller<NodeKey> {
     const pushed = this.pushed.delete(nodeUuid);
     const queued = this.queuedRows.get(nodeUuid);
     this.queuedRows.delete(nodeUuid);
-    if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid)) return;
+    if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid) && !this.d.attachedHere?.(nodeUuid)) return;
     const node = queued ?? (await this.d.store.nodes.findNode(nodeUuid));
     if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);
@@ -299,8 +310,13 @@ export class RouterController extends Controller<NodeKey> {
       this.appliedHash.set(nodeUuid, hash);
       this.d.onApplied?.(nodeUuid, routes);
     }
-    if (config.routes.some((r) => r.tls !== "off"))
-      await this.recordCertificates(node.namespace, await router.certificates());
+    const tlsHosts = new Set(config.routes.filter((r) => r.tls !== "off").map((r) => r.host));
+    // Only the namespace's own host names are believed (an agent's router answers for its node).
+    if (tlsHosts.size > 0)
+      await this.recordCertificates(
+        node.namespace,
+        (await router.certificates()).filter((c) => tlsHosts.has(c.host)),
+      );
   }
 
   /** The build's configuration and its hash, made once per build (configs). */

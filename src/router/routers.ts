@@ -1,5 +1,5 @@
 // The router capability (issue 30): which router serves a node (a fake one on simulated
-// nodes, Caddy in a local node's namespace), the controller that configures them from the change
+// nodes, Caddy in a local node's namespace, Caddy run by the agent on an agent node), the controller that configures them from the change
 // feed, drains, request figures (API and /metrics). module.ts assembles it for platform.ts.
 import { Gauge, type Registry } from "prom-client";
 import type { RouterSettings } from "../config/router.ts";
@@ -20,6 +20,15 @@ export interface RouterModuleDeps {
   localRouter?(node: NodeRow): Router | undefined;
   /** A local node was terminated: its router's files go. */
   releaseLocal?(nodeUuid: string): Promise<void>;
+  /**
+   * The router of an agent node, driven through its agent's tunnel, when the agent is connected to
+   * this replica and runs one (drivers/router/agent-router.ts).
+   */
+  agentRouter?(node: NodeRow): Router | undefined;
+  /** Whether this replica holds the node's agent tunnel (it alone can configure that router). */
+  agentHere?(nodeUuid: string): boolean;
+  /** An agent node was terminated: what Berth kept of its router goes (the agent removes Caddy). */
+  releaseAgent?(nodeUuid: string): void;
   onError(err: unknown): void;
   /** Whether this replica configures the node's router (duties.ownsNode); undefined: every node. */
   ownsNode?(nodeUuid: string): boolean;
@@ -57,6 +66,7 @@ export class RouterModule implements RouterSource {
       open: d.open,
       drains: () => this.drains,
       ownsNode: d.ownsNode,
+      attachedHere: d.agentHere,
       intervalMs: d.settings.intervalMs,
       now: () => Date.now(),
       onError: d.onError,
@@ -83,11 +93,13 @@ export class RouterModule implements RouterSource {
       return fake;
     }
     if (node.provider === "local") return this.d.localRouter?.(node);
+    if (node.engine_url.startsWith("tunnel://")) return this.d.agentRouter?.(node);
     return undefined;
   }
 
   async released(nodeUuid: string): Promise<void> {
     this.fakes.delete(nodeUuid);
+    this.d.releaseAgent?.(nodeUuid);
     await this.d.releaseLocal?.(nodeUuid);
   }
 
