@@ -7,6 +7,7 @@
 import { WebSocket } from "ws";
 import { DockerEngine } from "../drivers/docker/docker-engine.ts";
 import type { Engine } from "../drivers/engine.ts";
+import type { Router } from "../drivers/router/router.ts";
 import { forwardToEngineSocket } from "../drivers/tunnel/forwarder.ts";
 import { AGENT_FEATURES_HEADER } from "../drivers/tunnel/hub.ts";
 import type { TunnelMux } from "../drivers/tunnel/mux.ts";
@@ -35,6 +36,8 @@ export interface AgentOptions {
   silenceMs?: number;
   /** Runs no router on this host (something else serves :80 and :443). */
   noRouter?: boolean;
+  /** A router driver in place of Caddy (tests). */
+  router?: Router;
 }
 
 export type AgentExit =
@@ -64,7 +67,9 @@ export class BerthAgent {
 
   constructor(private readonly o: AgentOptions) {
     this.engine = new DockerEngine({ endpoint: { socketPath: o.socketPath } });
-    this.router = o.noRouter ? undefined : new AgentRouterService({ stateDir: o.stateDir, log: o.log });
+    this.router = o.noRouter
+      ? undefined
+      : new AgentRouterService({ stateDir: o.stateDir, log: o.log, router: o.router });
   }
 
   private get base(): string {

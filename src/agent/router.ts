@@ -4,34 +4,49 @@
 // addresses; its admin API is a unix socket in the agent's state directory, and
 // `net.ipv4.tcp_migrate_req` is set here so a configuration load resets no queued connection.
 // Berth drives it through the tunnel (streams to the target `router`, drivers/router/agent-router.ts
-// has the calls); the ACME account and certificates stay in this directory.
+// has the calls); the ACME account and certificates stay in this directory. The host is the
+// user's: Caddy runs only while the node's namespace has routes, so a host whose namespace serves
+// no domain keeps its ports 80 and 443 free.
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import type { Duplex } from "node:stream";
 import type { AgentRouterConfig } from "../drivers/router/agent-router.ts";
 import { CaddyProcess, MAX_SOCKET_PATH } from "../drivers/router/caddy-process.ts";
-import type { RouterConfig } from "../drivers/router/router.ts";
+import type { Router, RouterConfig } from "../drivers/router/router.ts";
 
 /** The largest configuration Berth sends (uploaded certificates included). */
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 
+export interface AgentRouterServiceOptions {
+  stateDir: string;
+  log(line: string): void;
+  /** A router driver in place of Caddy (tests: a fake router, no ports taken). */
+  router?: Router;
+}
+
 export class AgentRouterService {
-  private readonly caddy: CaddyProcess;
+  private readonly caddy: CaddyProcess | undefined;
+  private readonly router: Router;
   private readonly server: http.Server;
+  /** Whether Berth gave a configuration since this agent started, and whether it had routes. */
   private applied = false;
+  private serving = false;
   private readonly dir: string;
 
-  constructor(o: { stateDir: string; log(line: string): void }) {
+  constructor(o: AgentRouterServiceOptions) {
     this.dir = path.join(o.stateDir, "router");
     const socket = path.join(this.dir, "admin.sock");
-    this.caddy = new CaddyProcess({
-      dir: this.dir,
-      adminSocket: socket.length <= MAX_SOCKET_PATH ? socket : "/run/berth-agent-router.sock",
-      // Certificates are probed where clients get them: this host's :443.
-      address: "127.0.0.1",
-      label: "the agent's router",
-    });
+    this.caddy = o.router
+      ? undefined
+      : new CaddyProcess({
+          dir: this.dir,
+          adminSocket: socket.length <= MAX_SOCKET_PATH ? socket : "/run/berth-agent-router.sock",
+          // Certificates are probed where clients get them: this host's :443.
+          address: "127.0.0.1",
+          label: "the agent's router",
+        });
+    this.router = o.router ?? this.caddy!.router;
     this.server = http.createServer((req, res) => {
       this.handle(req).then(
         (answer) => send(res, 200, answer ?? {}),
@@ -51,17 +66,17 @@ export class AgentRouterService {
   /** Stops Caddy and removes its files (the node was terminated). */
   async remove(): Promise<void> {
     this.applied = false;
-    await this.caddy.remove();
+    this.serving = false;
+    await (this.caddy ? this.caddy.remove() : this.router.remove?.());
   }
 
   private async handle(req: http.IncomingMessage): Promise<unknown> {
     const route = `${req.method} ${req.url}`;
-    const router = this.caddy.router;
     switch (route) {
       case "POST /ensure": {
         // An agent started again holds no configuration even when Caddy kept running.
-        const restarted = (await router.restarted()) || !this.applied;
-        return { restarted };
+        if (!this.applied) return { restarted: true };
+        return { restarted: this.serving && ((await this.router.restarted?.()) ?? false) };
       }
       case "POST /apply": {
         const body = JSON.parse(await readBody(req)) as AgentRouterConfig;
@@ -70,14 +85,20 @@ export class AgentRouterService {
           certificates: body.certificates,
           acme: { directory: body.acme.directory, email: body.acme.email, caRootFile: this.caRoot(body) },
         };
-        await router.apply(config);
+        if (config.routes.length === 0 && this.caddy) {
+          // Nothing to serve: the host's ports are left free (the ACME state stays for later).
+          await this.caddy.stop();
+        } else {
+          await this.router.apply(config);
+        }
         this.applied = true;
+        this.serving = config.routes.length > 0;
         return {};
       }
       case "GET /certificates":
-        return router.certificates();
+        return this.serving ? this.router.certificates() : [];
       case "GET /counters":
-        return router.counters();
+        return this.router.counters();
       default:
         throw new Error(`no such call: ${route}`);
     }

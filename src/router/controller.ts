@@ -254,6 +254,7 @@ export class RouterController extends Controller<NodeKey> {
       private_ip: c.private_ip,
       generation: c.generation,
       health: c.health,
+      node_uuid: c.node_uuid ?? undefined,
     }));
     const drains = await this.d.drains()?.state(namespace);
     const out = buildRoutes({

@@ -9,6 +9,9 @@
 // The ACME state (accounts, certificates) stays on the node; uploaded certificates and keys cross
 // only this channel. The agent is not trusted: every answer is bounded (ROUTER_BOUNDS) and
 // checked, and only host names and routes of the configuration Berth gave it are believed.
+// No network joins an agent's host to other nodes: its router is given only the upstreams that
+// run on its own node (a route with none there answers 502 saying so), never an address that on
+// this host could be someone else's container.
 import fs from "node:fs";
 import http from "node:http";
 import type { Duplex } from "node:stream";
@@ -54,7 +57,10 @@ export class AgentRouter implements Router {
 
   async apply(config: RouterConfig): Promise<void> {
     const body: AgentRouterConfig = {
-      routes: config.routes,
+      routes: config.routes.map((r) => ({
+        ...r,
+        upstreams: r.upstreams.filter((u) => u.node === this.o.node),
+      })),
       certificates: config.certificates,
       acme: {
         directory: config.acme.directory,
@@ -134,7 +140,9 @@ export class AgentRouter implements Router {
             size += c.length;
             if (size > ROUTER_BOUNDS.answerBytes) {
               req.destroy(
-                new Error(`the router of agent node ${this.o.node} answered over ${ROUTER_BOUNDS.answerBytes} bytes`),
+                new Error(
+                  `the router of agent node ${this.o.node} answered over ${ROUTER_BOUNDS.answerBytes} bytes`,
+                ),
               );
               return;
             }
@@ -164,7 +172,9 @@ export class AgentRouter implements Router {
       );
       req.on("timeout", () =>
         req.destroy(
-          new Error(`the router of agent node ${this.o.node} did not answer within ${ROUTER_BOUNDS.callMs} ms`),
+          new Error(
+            `the router of agent node ${this.o.node} did not answer within ${ROUTER_BOUNDS.callMs} ms`,
+          ),
         ),
       );
       req.on("error", reject);

@@ -62,10 +62,15 @@ export class CaddyProcess {
     return this.starting;
   }
 
-  /** Stops Caddy (by its recorded process) and removes its files. */
-  async remove(): Promise<void> {
+  /** Stops Caddy (by its recorded process), keeping its files (ACME account, certificates). */
+  async stop(): Promise<void> {
     const record = readRecord(this.o.dir);
     if (record && isProcessAlive(record.caddy)) await stopProcess(record.caddy, { graceMs: 5000 });
+  }
+
+  /** Stops Caddy (by its recorded process) and removes its files. */
+  async remove(): Promise<void> {
+    await this.stop();
     fs.rmSync(this.o.dir, { recursive: true, force: true });
     fs.rmSync(this.o.adminSocket, { force: true });
   }
