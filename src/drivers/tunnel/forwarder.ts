@@ -18,7 +18,11 @@ export function forwardToEngineSocket(
       if (target !== "") {
         const take = Object.hasOwn(targets, target) ? targets[target] : undefined;
         if (take) take(stream);
-        else stream.destroy(new Error(`this agent offers no ${target.replace(/[^\x20-\x7e]/g, "?")}`));
+        else {
+          // The reason crosses in the RESET frame; nobody here listens for the error.
+          stream.on("error", () => {});
+          stream.destroy(new Error(`this agent offers no ${target.replace(/[^\x20-\x7e]/g, "?")}`));
+        }
         return;
       }
       const engine = net.connect(socketPath);
