@@ -7,6 +7,7 @@
 // states the router reports (an error is written with an event on each service serving the host).
 // A periodic pass queues every node again (certificate renewals and errors, a router restarted).
 import { createHash } from "node:crypto";
+import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
 import { lastSegment } from "../domain/uri.ts";
 import type { AcmeSettings, CertificateStatus, Router, RouterConfig } from "../drivers/router/router.ts";
@@ -316,7 +317,10 @@ export class RouterController extends Controller<NodeKey> {
     if (tlsHosts.size > 0)
       await this.recordCertificates(
         node.namespace,
-        (await router.certificates()).filter((c) => tlsHosts.has(c.host)),
+        withAcmeProblems(
+          config,
+          (await router.certificates()).filter((c) => tlsHosts.has(c.host)),
+        ),
       );
   }
 
@@ -396,6 +400,20 @@ export class RouterController extends Controller<NodeKey> {
   private servesVirtualHost(namespace: string, service: string, host: string): boolean {
     return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
   }
+}
+
+/** A host the ACME server cannot issue for (a wildcard) is an error, whatever the router says of it. */
+function withAcmeProblems(config: RouterConfig, statuses: CertificateStatus[]): CertificateStatus[] {
+  const problems = new Map<string, string>();
+  for (const r of config.routes) {
+    const problem = r.tls === "acme" ? acmeProblem(r.host) : undefined;
+    if (problem) problems.set(r.host, problem);
+  }
+  if (problems.size === 0) return statuses;
+  const out = statuses.filter((s) => !problems.has(s.host));
+  for (const [host, error] of problems)
+    out.push({ host, state: "error", issuer: "", expiresAt: null, error });
+  return out;
 }
 
 /** Expiries read a minute apart are the same certificate's (a probe's clock is not the issuer's). */
