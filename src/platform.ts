@@ -264,6 +264,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     statsStepMs: stats.retention.fineStepMs,
     resolveHost: opts.resolveRegistryHost,
   });
+  // The router's certificates are the source of `certificate_expiring` alerts.
+  alerting.conditions.register("certificate_expiring", (rule, now) =>
+    routing.router.expiringCertificates(rule, now),
+  );
 
   async function readiness(): Promise<Readiness> {
     const checks: Record<string, string> = { migrations: "ok" };

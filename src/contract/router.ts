@@ -6,7 +6,10 @@ import { Nullable, Time, Uri, View } from "./common.ts";
 export const CertificateView = View(
   {
     host: Type.String(),
-    state: Type.String({ description: "pending, issued, error or uploaded" }),
+    state: Type.String({
+      description:
+        "pending, issued, error, uploaded, or expiring (issued but within 14 days of its expiry: the router's renewal, due 30 days before, has not happened; error says the last renewal error when one is known)",
+    }),
     issuer: Type.String(),
     expires: Time,
     error: Nullable(Type.String({ description: "why it could not be obtained (the ACME server's words)" })),

@@ -10,7 +10,13 @@ import { createHash } from "node:crypto";
 import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
 import { lastSegment } from "../domain/uri.ts";
-import type { AcmeSettings, CertificateStatus, Router, RouterConfig } from "../drivers/router/router.ts";
+import {
+  type AcmeSettings,
+  type CertificateStatus,
+  RENEWAL_OVERDUE_MS,
+  type Router,
+  type RouterConfig,
+} from "../drivers/router/router.ts";
 import type { NodeKey } from "../orchestrator/controllers/context.ts";
 import { Controller } from "../orchestrator/controllers/controller.ts";
 import { decodeSpec, specOf } from "../store/codec.ts";
@@ -363,7 +369,8 @@ export class RouterController extends Controller<NodeKey> {
       (await this.routerStore.certificatesOf(statuses.map((s) => s.host))).map((c) => [c.host, c]),
     );
     const services = await this.d.store.services.liveServices({ namespace });
-    for (const st of statuses) {
+    for (const reported of statuses) {
+      const st = overdue(reported, this.d.now());
       const cur = known.get(st.host);
       if (cur?.state === "uploaded" || st.state === "uploaded") continue;
       if (
@@ -400,6 +407,19 @@ export class RouterController extends Controller<NodeKey> {
   private servesVirtualHost(namespace: string, service: string, host: string): boolean {
     return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
   }
+}
+
+/** An issued certificate whose renewal is overdue (RENEWAL_OVERDUE_MS) is shown as expiring, saying when. */
+function overdue(st: CertificateStatus, now: number): CertificateStatus {
+  if (st.state !== "issued" || st.expiresAt === null || st.expiresAt - now > RENEWAL_OVERDUE_MS) return st;
+  const when = new Date(st.expiresAt).toISOString();
+  return {
+    ...st,
+    state: "expiring",
+    error:
+      st.error ??
+      `the certificate expires at ${when} and the router has not renewed it (renewal is due 30 days before expiry): check that the ACME server reaches this host name on ports 80 and 443`,
+  };
 }
 
 /** A host the ACME server cannot issue for (a wildcard) is an error, whatever the router says of it. */

@@ -4,9 +4,12 @@
 import { Gauge, type Registry } from "prom-client";
 import type { RouterSettings } from "../config/router.ts";
 import type { RoutesOutput } from "../domain/router-config.ts";
+import { serviceUri } from "../domain/uri.ts";
 import { FakeRouter } from "../drivers/router/fake-router.ts";
 import { LATENCY_BUCKETS, type RouteCounters, type Router } from "../drivers/router/router.ts";
+import { specOf } from "../store/codec.ts";
 import type { NodeRow } from "../store/nodes.ts";
+import { RouterStore } from "../store/router.ts";
 import type { ContainerRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import { RouterController, type RouterSource } from "./controller.ts";
@@ -121,6 +124,32 @@ export class RouterModule implements RouterSource {
 
   stop(): void {
     this.controller.stop();
+  }
+
+  /**
+   * The `certificate_expiring` alert kind's source (alerts/conditions.ts): each certificate of the
+   * namespace (ACME or uploaded) expiring within `days`, on each service serving its host name.
+   */
+  async expiringCertificates(
+    rule: { namespace: string; params: { days?: number } },
+    now: number,
+  ): Promise<{ subject: string; summary: string }[]> {
+    const before = now + (rule.params.days ?? 14) * 86_400_000;
+    const soon = (await new RouterStore(this.d.store).certificatesOfNamespace(rule.namespace)).filter(
+      (c) => c.expires_at !== null && c.expires_at <= before,
+    );
+    if (soon.length === 0) return [];
+    const services = await this.d.store.services.liveServices({ namespace: rule.namespace });
+    const out: { subject: string; summary: string }[] = [];
+    for (const c of soon) {
+      const when = new Date(c.expires_at!).toISOString();
+      for (const s of services.filter((x) => (specOf(x).domains ?? []).some((d) => d.host === c.host)))
+        out.push({
+          subject: serviceUri(s),
+          summary: `the certificate of ${c.host} (${c.state}) ${c.expires_at! <= now ? "expired" : "expires"} at ${when}`,
+        });
+    }
+    return out;
   }
 
   /** The routes of a namespace now (built again, so what the API shows is current). */

@@ -33,7 +33,7 @@ export interface AgentRouterConfig extends Omit<RouterConfig, "acme"> {
 
 /** Bytes of the ACME root file sent to the agent at most. */
 const MAX_ROOT_BYTES = 256 * 1024;
-const STATES: readonly CertificateState[] = ["pending", "issued", "error", "uploaded"];
+const STATES: readonly CertificateState[] = ["pending", "issued", "error", "uploaded", "expiring"];
 
 export class AgentRouter implements Router {
   private current: RouterConfig | undefined;
