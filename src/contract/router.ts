@@ -43,7 +43,17 @@ export const RouteView = View(
     sticky: Type.Boolean(),
     weight: Type.Integer(),
     source: Type.String({ description: "domains, or virtual_host (VIRTUAL_HOST under a load balancer)" }),
-    upstreams: Type.Array(View({ container: Uri, name: Type.String(), address: Type.String() })),
+    upstreams: Type.Array(
+      View({
+        container: Uri,
+        name: Type.String(),
+        address: Type.String(),
+        held: Type.Boolean({
+          description:
+            "an old container kept routed while its replacement is not ready (a start-first redeploy, or a rollout paused after a failure); at most 30 minutes",
+        }),
+      }),
+    ),
     problem: Nullable(Type.String({ description: "why the route is not served" })),
     requests_total: Type.Integer(),
     requests_per_second: Type.Number(),

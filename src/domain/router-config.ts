@@ -49,6 +49,11 @@ export interface Upstream {
   address: string;
   /** The node the container runs on ("" when not known). */
   node: string;
+  /**
+   * Kept routed while its record moved to a new generation (a start-first redeploy, or a rollout
+   * paused after a failure), at most 30 minutes (router/drains.ts HELD_FOR_MS).
+   */
+  held: boolean;
 }
 
 export interface Route {
@@ -196,6 +201,7 @@ export function buildRoutes(input: RoutesInput): RoutesOutput {
           name: c.name,
           address: `${c.private_ip}:${port}`,
           node: c.node_uuid ?? "",
+          held: !now.has(drainKey(c)),
         }));
       routes.push({
         id: `${s.uuid}|${d.host}|${d.path}`,

@@ -108,6 +108,7 @@ export function routerRoutes(untyped: FastifyInstance, deps: Deps): void {
             container: containerUri({ namespace: s.namespace, uuid: u.container }),
             name: u.name,
             address: u.address,
+            held: u.held,
           })),
           problem: (r.tls === "acme" ? acmeProblem(r.host) : undefined) ?? (null as string | null),
           ...router.figures(r.id, counters.get(r.id)),
