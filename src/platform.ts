@@ -225,7 +225,11 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     makeFakeEngine: opts.makeFakeEngine,
   });
   const registry = registryModule(core, { actions, replicas, resolveRegistryHost: opts.resolveRegistryHost });
-  const routing = routerModule(core, { local: nodes.local, duties: replicas.duties });
+  const routing = routerModule(core, {
+    local: nodes.local,
+    duties: replicas.duties,
+    tunnels: nodes.tunnels,
+  });
   const services = orchestratorModule(core, {
     drain: (rows) => routing.router.drain(rows),
     hold: (rows) => routing.router.hold(rows),
@@ -263,6 +267,10 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
   // A crash loop or a memory share a round recorded is seen after that round, not an alert
   // interval later.
   stats.afterRound(() => alerting.notifier.wake());
+  // The router's certificates are the source of `certificate_expiring` alerts.
+  alerting.conditions.register("certificate_expiring", (rule, now) =>
+    routing.router.expiringCertificates(rule, now),
+  );
 
   async function readiness(): Promise<Readiness> {
     const checks: Record<string, string> = { migrations: "ok" };

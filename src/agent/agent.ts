@@ -1,16 +1,21 @@
 // The Berth agent: registers this host's Docker engine as a node (once, with a token), then keeps
 // an outbound WebSocket to Berth through which Berth drives the engine; the engine needs no open
 // port and no certificates. It reaches only the local engine socket. When Berth terminates the
-// node, it removes Berth's containers from the engine and exits.
+// node, it removes Berth's containers from the engine and exits. Unless told not to, it also runs
+// the node's router (Caddy, router.ts), which Berth configures through the same tunnel.
 
 import { WebSocket } from "ws";
 import { DockerEngine } from "../drivers/docker/docker-engine.ts";
 import type { Engine } from "../drivers/engine.ts";
+import type { Router } from "../drivers/router/router.ts";
 import { forwardToEngineSocket } from "../drivers/tunnel/forwarder.ts";
+import { AGENT_FEATURES_HEADER } from "../drivers/tunnel/hub.ts";
 import type { TunnelMux } from "../drivers/tunnel/mux.ts";
 import { type AgentIdentity, forgetIdentity, loadIdentity, saveIdentity } from "./identity.ts";
+import { AgentRouterService } from "./router.ts";
 
-export const AGENT_VERSION = "1";
+/** 2: offers the router (a stream target named in OPEN frames, announced in the handshake). */
+export const AGENT_VERSION = "2";
 const BERTH_LABEL_PREFIX = "io.berth.";
 
 export interface AgentOptions {
@@ -29,6 +34,10 @@ export interface AgentOptions {
   maxBackoffMs?: number;
   /** A tunnel silent for this long (no ping from Berth) is dropped and reconnected. */
   silenceMs?: number;
+  /** Runs no router on this host (something else serves :80 and :443). */
+  noRouter?: boolean;
+  /** A router driver in place of Caddy (tests). */
+  router?: Router;
 }
 
 export type AgentExit =
@@ -54,9 +63,13 @@ export class BerthAgent {
   private ws: WebSocket | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
+  private readonly router: AgentRouterService | undefined;
 
   constructor(private readonly o: AgentOptions) {
     this.engine = new DockerEngine({ endpoint: { socketPath: o.socketPath } });
+    this.router = o.noRouter
+      ? undefined
+      : new AgentRouterService({ stateDir: o.stateDir, log: o.log, router: o.router });
   }
 
   private get base(): string {
@@ -165,6 +178,7 @@ export class BerthAgent {
         headers: {
           authorization: `Bearer ${identity.node_key}`,
           "user-agent": `berth-agent/${AGENT_VERSION}`,
+          ...(this.router ? { [AGENT_FEATURES_HEADER]: "router" } : {}),
         },
         maxPayload: 1024 * 1024,
         handshakeTimeout: 15_000,
@@ -228,6 +242,7 @@ export class BerthAgent {
             },
           },
           this.o.socketPath,
+          this.router ? { router: (stream) => this.router?.take(stream) } : {},
         );
       });
       ws.on("ping", () => {
@@ -281,6 +296,7 @@ export class BerthAgent {
         errors.push(`container ${c.id.slice(0, 12)}: ${(err as Error).message}`);
       }
     }
+    await this.router?.remove().catch((err: Error) => errors.push(`the router: ${err.message}`));
     this.o.log(
       `removed ${removed} container(s) Berth had started${errors.length ? `; ${errors.join("; ")}` : ""}`,
     );

@@ -54,6 +54,7 @@ export async function main(
     socketPath,
     nickname: values.nickname,
     tags: values.tag,
+    noRouter: values["no-router"],
     log,
   });
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => agent.stop());
@@ -65,7 +66,16 @@ export async function main(
         unitDir: values["systemd-dir"] ?? "/etc/systemd/system",
         node: process.execPath,
         script,
-        args: [...(o.scriptArgs ?? []), "--url", url, "--state-dir", stateDir, "--docker-socket", socketPath],
+        args: [
+          ...(o.scriptArgs ?? []),
+          "--url",
+          url,
+          "--state-dir",
+          stateDir,
+          "--docker-socket",
+          socketPath,
+          ...(values["no-router"] ? ["--no-router"] : []),
+        ],
         log,
       });
       if (started) return 0;

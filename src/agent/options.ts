@@ -34,6 +34,10 @@ export const AGENT_OPTIONS = {
   },
   nickname: { type: "string", value: "<name>", description: "the node's nickname in Berth" },
   tag: { type: "string", multiple: true, value: "<name>", description: "a node tag (repeatable)" },
+  "no-router": {
+    type: "boolean",
+    description: "run no router (Caddy) here: something else serves ports 80 and 443",
+  },
   "install-systemd": {
     type: "boolean",
     description: "write berth-agent.service and enable it (the service runs without the token)",

@@ -6,7 +6,10 @@ import { Nullable, Time, Uri, View } from "./common.ts";
 export const CertificateView = View(
   {
     host: Type.String(),
-    state: Type.String({ description: "pending, issued, error or uploaded" }),
+    state: Type.String({
+      description:
+        "pending, issued, error, uploaded, or expiring (issued but within 14 days of its expiry: the router's renewal, due 30 days before, has not happened; error says the last renewal error when one is known)",
+    }),
     issuer: Type.String(),
     expires: Time,
     error: Nullable(Type.String({ description: "why it could not be obtained (the ACME server's words)" })),
@@ -40,7 +43,17 @@ export const RouteView = View(
     sticky: Type.Boolean(),
     weight: Type.Integer(),
     source: Type.String({ description: "domains, or virtual_host (VIRTUAL_HOST under a load balancer)" }),
-    upstreams: Type.Array(View({ container: Uri, name: Type.String(), address: Type.String() })),
+    upstreams: Type.Array(
+      View({
+        container: Uri,
+        name: Type.String(),
+        address: Type.String(),
+        held: Type.Boolean({
+          description:
+            "an old container kept routed while its replacement is not ready (a start-first redeploy, or a rollout paused after a failure); at most 30 minutes",
+        }),
+      }),
+    ),
     problem: Nullable(Type.String({ description: "why the route is not served" })),
     requests_total: Type.Integer(),
     requests_per_second: Type.Number(),

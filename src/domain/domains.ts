@@ -55,6 +55,17 @@ export function isHostName(host: string): boolean {
   return host.length <= 253 && HOST_RE.test(host);
 }
 
+/**
+ * Why a host name cannot get a certificate from the ACME server, when it cannot: a wildcard is
+ * issued only against a DNS-01 challenge (RFC 8555 §7.1.3: a TXT record in the zone), and the
+ * routers answer HTTP-01 and TLS-ALPN-01 only. Shown on the definition (400), on a route and as
+ * the host's certificate error (VIRTUAL_HOST), never left pending.
+ */
+export function acmeProblem(host: string): string | undefined {
+  if (!host.startsWith("*.")) return undefined;
+  return `${host} is a wildcard: an ACME server issues wildcard certificates only against a DNS-01 challenge, which Berth's routers do not answer (they answer HTTP-01 and TLS-ALPN-01). Upload a certificate for it (tls: uploaded), or set tls to off`;
+}
+
 /** Checks and completes the domains of a body; problems are named `domains[i].<field>`. */
 export function parseDomains(
   input: readonly DomainInput[] | undefined,
@@ -70,6 +81,8 @@ export function parseDomains(
     if (!PATH_RE.test(path) || path.includes("//"))
       add(field("path"), "must be a path prefix starting with '/', such as /api");
     const tls = d.tls ?? "acme";
+    const wildcard = tls === "acme" ? acmeProblem(host) : undefined;
+    if (wildcard) add(field("tls"), wildcard);
     const redirect = d.redirect_https ?? tls !== "off";
     if (redirect && tls === "off")
       add(

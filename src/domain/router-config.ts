@@ -38,6 +38,8 @@ export interface RouterContainer {
   private_ip: string;
   generation: string;
   health: RouteHealth;
+  /** The node it runs on (an agent node's router reaches only its own node's containers). */
+  node_uuid?: string;
 }
 
 export interface Upstream {
@@ -45,6 +47,13 @@ export interface Upstream {
   name: string;
   /** `<private ip>:<port>`. */
   address: string;
+  /** The node the container runs on ("" when not known). */
+  node: string;
+  /**
+   * Kept routed while its record moved to a new generation (a start-first redeploy, or a rollout
+   * paused after a failure), at most 30 minutes (router/drains.ts HELD_FOR_MS).
+   */
+  held: boolean;
 }
 
 export interface Route {
@@ -187,7 +196,13 @@ export function buildRoutes(input: RoutesInput): RoutesOutput {
           (a, b) =>
             a.name.localeCompare(b.name, "en", { numeric: true }) || a.generation.localeCompare(b.generation),
         )
-        .map((c) => ({ container: c.uuid, name: c.name, address: `${c.private_ip}:${port}` }));
+        .map((c) => ({
+          container: c.uuid,
+          name: c.name,
+          address: `${c.private_ip}:${port}`,
+          node: c.node_uuid ?? "",
+          held: !now.has(drainKey(c)),
+        }));
       routes.push({
         id: `${s.uuid}|${d.host}|${d.path}`,
         namespace: s.namespace,

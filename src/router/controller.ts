@@ -7,9 +7,16 @@
 // states the router reports (an error is written with an event on each service serving the host).
 // A periodic pass queues every node again (certificate renewals and errors, a router restarted).
 import { createHash } from "node:crypto";
+import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
 import { lastSegment } from "../domain/uri.ts";
-import type { AcmeSettings, CertificateStatus, Router, RouterConfig } from "../drivers/router/router.ts";
+import {
+  type AcmeSettings,
+  type CertificateStatus,
+  RENEWAL_OVERDUE_MS,
+  type Router,
+  type RouterConfig,
+} from "../drivers/router/router.ts";
 import type { NodeKey } from "../orchestrator/controllers/context.ts";
 import { Controller } from "../orchestrator/controllers/controller.ts";
 import { decodeSpec, specOf } from "../store/codec.ts";
@@ -19,7 +26,7 @@ import { RouterStore } from "../store/router.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
 import type { Drains } from "./drains.ts";
 
-/** Which router serves a node (undefined: the node has none, e.g. an agent node for now). */
+/** Which router serves a node (undefined: the node has none here, e.g. an agent node whose tunnel another replica holds). */
 export interface RouterSource {
   forNode(node: NodeRow): Router | undefined;
   /** A node was terminated: its router's process and files go. */
@@ -39,6 +46,11 @@ export interface RouterControllerDeps {
    * the replica that drains waits for them before its engine stops the container.
    */
   ownsNode?(nodeUuid: string): boolean;
+  /**
+   * Whether this replica holds the node's agent tunnel: an agent node's router is reached only
+   * through it, so that replica configures it whichever replica owns the node.
+   */
+  attachedHere?(nodeUuid: string): boolean;
   intervalMs: number;
   now(): number;
   onError(err: unknown): void;
@@ -131,6 +143,12 @@ export class RouterController extends Controller<NodeKey> {
     for (const ns of namespaces) this.current.delete(ns);
     for (const ns of namespaces) await this.queueNamespace(ns, true);
     await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  /** A node's agent connected (again): its router may have started over, so it is configured again. */
+  reconnected(nodeUuid: string): void {
+    this.appliedHash.delete(nodeUuid);
+    this.add({ node: nodeUuid });
   }
 
   /** Resolves when the feed follower and the queue are idle (tests). */
@@ -243,6 +261,7 @@ export class RouterController extends Controller<NodeKey> {
       private_ip: c.private_ip,
       generation: c.generation,
       health: c.health,
+      node_uuid: c.node_uuid ?? undefined,
     }));
     const drains = await this.d.drains()?.state(namespace);
     const out = buildRoutes({
@@ -286,7 +305,7 @@ export class RouterController extends Controller<NodeKey> {
     const pushed = this.pushed.delete(nodeUuid);
     const queued = this.queuedRows.get(nodeUuid);
     this.queuedRows.delete(nodeUuid);
-    if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid)) return;
+    if (!pushed && this.d.ownsNode && !this.d.ownsNode(nodeUuid) && !this.d.attachedHere?.(nodeUuid)) return;
     const node = queued ?? (await this.d.store.nodes.findNode(nodeUuid));
     if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);
@@ -299,8 +318,16 @@ export class RouterController extends Controller<NodeKey> {
       this.appliedHash.set(nodeUuid, hash);
       this.d.onApplied?.(nodeUuid, routes);
     }
-    if (config.routes.some((r) => r.tls !== "off"))
-      await this.recordCertificates(node.namespace, await router.certificates());
+    const tlsHosts = new Set(config.routes.filter((r) => r.tls !== "off").map((r) => r.host));
+    // Only the namespace's own host names are believed (an agent's router answers for its node).
+    if (tlsHosts.size > 0)
+      await this.recordCertificates(
+        node.namespace,
+        withAcmeProblems(
+          config,
+          (await router.certificates()).filter((c) => tlsHosts.has(c.host)),
+        ),
+      );
   }
 
   /** The build's configuration and its hash, made once per build (configs). */
@@ -342,7 +369,8 @@ export class RouterController extends Controller<NodeKey> {
       (await this.routerStore.certificatesOf(statuses.map((s) => s.host))).map((c) => [c.host, c]),
     );
     const services = await this.d.store.services.liveServices({ namespace });
-    for (const st of statuses) {
+    for (const reported of statuses) {
+      const st = overdue(reported, this.d.now());
       const cur = known.get(st.host);
       if (cur?.state === "uploaded" || st.state === "uploaded") continue;
       if (
@@ -379,6 +407,33 @@ export class RouterController extends Controller<NodeKey> {
   private servesVirtualHost(namespace: string, service: string, host: string): boolean {
     return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
   }
+}
+
+/** An issued certificate whose renewal is overdue (RENEWAL_OVERDUE_MS) is shown as expiring, saying when. */
+function overdue(st: CertificateStatus, now: number): CertificateStatus {
+  if (st.state !== "issued" || st.expiresAt === null || st.expiresAt - now > RENEWAL_OVERDUE_MS) return st;
+  const when = new Date(st.expiresAt).toISOString();
+  return {
+    ...st,
+    state: "expiring",
+    error:
+      st.error ??
+      `the certificate expires at ${when} and the router has not renewed it (renewal is due 30 days before expiry): check that the ACME server reaches this host name on ports 80 and 443`,
+  };
+}
+
+/** A host the ACME server cannot issue for (a wildcard) is an error, whatever the router says of it. */
+function withAcmeProblems(config: RouterConfig, statuses: CertificateStatus[]): CertificateStatus[] {
+  const problems = new Map<string, string>();
+  for (const r of config.routes) {
+    const problem = r.tls === "acme" ? acmeProblem(r.host) : undefined;
+    if (problem) problems.set(r.host, problem);
+  }
+  if (problems.size === 0) return statuses;
+  const out = statuses.filter((s) => !problems.has(s.host));
+  for (const [host, error] of problems)
+    out.push({ host, state: "error", issuer: "", expiresAt: null, error });
+  return out;
 }
 
 /** Expiries read a minute apart are the same certificate's (a probe's clock is not the issuer's). */

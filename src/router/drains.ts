@@ -108,6 +108,7 @@ export class Drains {
         private_ip: c.private_ip,
         generation: c.generation,
         health: c.health,
+        node_uuid: c.node_uuid ?? undefined,
       };
       held.push({ ...drainRow(c, until), kind: "hold", container: JSON.stringify(routed) });
     }

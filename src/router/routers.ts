@@ -1,12 +1,15 @@
 // The router capability (issue 30): which router serves a node (a fake one on simulated
-// nodes, Caddy in a local node's namespace), the controller that configures them from the change
+// nodes, Caddy in a local node's namespace, Caddy run by the agent on an agent node), the controller that configures them from the change
 // feed, drains, request figures (API and /metrics). module.ts assembles it for platform.ts.
 import { Gauge, type Registry } from "prom-client";
 import type { RouterSettings } from "../config/router.ts";
 import type { RoutesOutput } from "../domain/router-config.ts";
+import { serviceUri } from "../domain/uri.ts";
 import { FakeRouter } from "../drivers/router/fake-router.ts";
 import { LATENCY_BUCKETS, type RouteCounters, type Router } from "../drivers/router/router.ts";
+import { specOf } from "../store/codec.ts";
 import type { NodeRow } from "../store/nodes.ts";
+import { RouterStore } from "../store/router.ts";
 import type { ContainerRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 import { RouterController, type RouterSource } from "./controller.ts";
@@ -20,6 +23,15 @@ export interface RouterModuleDeps {
   localRouter?(node: NodeRow): Router | undefined;
   /** A local node was terminated: its router's files go. */
   releaseLocal?(nodeUuid: string): Promise<void>;
+  /**
+   * The router of an agent node, driven through its agent's tunnel, when the agent is connected to
+   * this replica and runs one (drivers/router/agent-router.ts).
+   */
+  agentRouter?(node: NodeRow): Router | undefined;
+  /** Whether this replica holds the node's agent tunnel (it alone can configure that router). */
+  agentHere?(nodeUuid: string): boolean;
+  /** An agent node was terminated: what Berth kept of its router goes (the agent removes Caddy). */
+  releaseAgent?(nodeUuid: string): void;
   onError(err: unknown): void;
   /** Whether this replica configures the node's router (duties.ownsNode); undefined: every node. */
   ownsNode?(nodeUuid: string): boolean;
@@ -57,6 +69,7 @@ export class RouterModule implements RouterSource {
       open: d.open,
       drains: () => this.drains,
       ownsNode: d.ownsNode,
+      attachedHere: d.agentHere,
       intervalMs: d.settings.intervalMs,
       now: () => Date.now(),
       onError: d.onError,
@@ -83,11 +96,13 @@ export class RouterModule implements RouterSource {
       return fake;
     }
     if (node.provider === "local") return this.d.localRouter?.(node);
+    if (node.engine_url.startsWith("tunnel://")) return this.d.agentRouter?.(node);
     return undefined;
   }
 
   async released(nodeUuid: string): Promise<void> {
     this.fakes.delete(nodeUuid);
+    this.d.releaseAgent?.(nodeUuid);
     await this.d.releaseLocal?.(nodeUuid);
   }
 
@@ -109,6 +124,32 @@ export class RouterModule implements RouterSource {
 
   stop(): void {
     this.controller.stop();
+  }
+
+  /**
+   * The `certificate_expiring` alert kind's source (alerts/conditions.ts): each certificate of the
+   * namespace (ACME or uploaded) expiring within `days`, on each service serving its host name.
+   */
+  async expiringCertificates(
+    rule: { namespace: string; params: { days?: number } },
+    now: number,
+  ): Promise<{ subject: string; summary: string }[]> {
+    const before = now + (rule.params.days ?? 14) * 86_400_000;
+    const soon = (await new RouterStore(this.d.store).certificatesOfNamespace(rule.namespace)).filter(
+      (c) => c.expires_at !== null && c.expires_at <= before,
+    );
+    if (soon.length === 0) return [];
+    const services = await this.d.store.services.liveServices({ namespace: rule.namespace });
+    const out: { subject: string; summary: string }[] = [];
+    for (const c of soon) {
+      const when = new Date(c.expires_at!).toISOString();
+      for (const s of services.filter((x) => (specOf(x).domains ?? []).some((d) => d.host === c.host)))
+        out.push({
+          subject: serviceUri(s),
+          summary: `the certificate of ${c.host} (${c.state}) ${c.expires_at! <= now ? "expired" : "expires"} at ${when}`,
+        });
+    }
+    return out;
   }
 
   /** The routes of a namespace now (built again, so what the API shows is current). */

@@ -200,6 +200,29 @@ describe("the tunnel", () => {
     const { httpAgent } = pair(path.join(dir, "missing.sock"));
     await assert.rejects(request(httpAgent, { path: "/_ping" }), /closed the stream|ENOENT|socket hang up/);
   });
+
+  test("a stream may name another target the agent offers (its router); one it does not offer is reset", async () => {
+    let agent: TunnelMux;
+    const berth = new TunnelMux(
+      { send: (f) => setImmediate(() => agent.receive(f)), close: () => {} },
+      { role: "opener" },
+    );
+    const router = http.createServer((_req, res) => res.end("router here"));
+    agent = forwardToEngineSocket(
+      { send: (f) => setImmediate(() => berth.receive(f)), close: () => {} },
+      socketPath,
+      { router: (stream) => router.emit("connection", stream) },
+    );
+    const to = (target: string) => new TunnelHttpAgent(() => berth.open(target));
+    assert.equal((await request(to("router"), { path: "/" })).body.toString(), "router here");
+    assert.equal(
+      (await request(to(""), { path: "/slow/1" })).body.toString(),
+      "slept 1",
+      "the engine as before",
+    );
+    await assert.rejects(request(to("shell"), { path: "/" }), /offers no shell/);
+    assert.equal(berth.closed, false, "an unknown target ends its stream, not the tunnel");
+  });
 });
 
 describe("a far end that breaks the rules closes the tunnel, and only the tunnel", () => {

@@ -75,6 +75,7 @@ describe("output and completion", () => {
       "--help",
       "--install-systemd",
       "--nickname",
+      "--no-router",
       "--state-dir",
       "--systemd-dir",
       "--tag",

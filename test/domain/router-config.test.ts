@@ -105,7 +105,7 @@ describe("claims and overlaps", () => {
             domains: [
               domain("app.test"),
               domain("app.test", { path: "/api/" }),
-              domain("*.app.test", { weight: 1 }),
+              domain("*.app.test", { weight: 1, tls: "uploaded" }),
             ],
           } as RouterService["spec"],
         }),

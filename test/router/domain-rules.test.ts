@@ -120,3 +120,43 @@ describe("domains within a namespace", () => {
     }
   });
 });
+
+describe("wildcard host names", () => {
+  test("a wildcard that would need an ACME certificate is refused saying why; one under VIRTUAL_HOST shows the error", async () => {
+    const refused = await call(
+      s.h,
+      s.alice,
+      "POST",
+      "/api/app/v1/service/",
+      body("wild", [{ host: "*.wild.test" }]),
+    );
+    assert.equal(refused.status, 400, refused.raw);
+    assert.equal(refused.body.details[0].field, "domains[0].tls");
+    assert.match(refused.body.details[0].problem, /DNS-01/);
+    const plain = await createService(s, body("wild", [{ host: "*.wild.test", tls: "off" }]));
+    assert.equal(plain.domains[0].tls, "off");
+
+    // Historical VIRTUAL_HOST under a load balancer: https://*.… is routed, and its certificate
+    // is an error on the host and the route at once, never pending (no ACME order is placed).
+    const app = await createService(s, {
+      ...body("legacy-wild", []),
+      container_envvars: [{ key: "VIRTUAL_HOST", value: "https://*.lb.test" }],
+    });
+    await createService(s, {
+      image: "dockercloud/haproxy",
+      name: "lb",
+      linked_to_service: [{ to_service: app.resource_uri, name: "legacy" }],
+    });
+    const routes = await waitFor("the wildcard's route", async () => {
+      const r = await call(s.h, s.alice, "GET", `${app.resource_uri}routes/`);
+      return r.body.objects.length > 0 ? r.body.objects : undefined;
+    });
+    assert.equal(routes[0].host, "*.lb.test");
+    assert.match(routes[0].problem, /only against a DNS-01 challenge/);
+    const cert = await waitFor("the wildcard's certificate error", async () => {
+      const [c] = await new RouterStore(s.h.store).certificatesOf(["*.lb.test"]);
+      return c?.state === "error" ? c : undefined;
+    });
+    assert.match(String(cert.error), /Upload a certificate for it \(tls: uploaded\), or set tls to off/);
+  });
+});

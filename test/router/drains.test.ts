@@ -87,9 +87,21 @@ describe("a start-first redeploy", () => {
       during.every((n) => n >= 2),
       `upstreams in each configuration during the redeploy: ${during.join(", ")} (never fewer than 2)`,
     );
+    // The old containers were marked held while kept (what a rollout paused after a failure shows).
+    const heldSeen = [...s.h.router.fakes].some(([node, router]) =>
+      router.applied
+        .slice(seen.get(node) ?? 0)
+        .some((c) => c.routes.some((r) => r.host === "front.test" && r.upstreams.some((u) => u.held))),
+    );
+    assert.ok(heldSeen, "an old container was routed as held during the redeploy");
     const routes = (await call(s.h, s.alice, "GET", `${svc.resource_uri}routes/`)).body.objects;
     const now = routes[0].upstreams.map((u: { address: string }) => u.address.split(":")[0]).sort();
     assert.equal(now.length, 2, "only the new containers stay");
+    assert.deepEqual(
+      routes[0].upstreams.map((u: { held: boolean }) => u.held),
+      [false, false],
+      "none is held once the redeploy ended",
+    );
     assert.notDeepEqual(now, old, "the old containers left");
   });
 });

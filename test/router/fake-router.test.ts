@@ -406,3 +406,45 @@ describe("request figures", () => {
     assert.match(metrics.body, /berth_route_requests_total\{[^}]*host="stats\.test"[^}]*\} 10/);
   });
 });
+
+describe("certificates due for renewal", () => {
+  test("a certificate the router has not renewed in time shows as expiring, and a certificate_expiring alert fires on its service", async () => {
+    const router = await aliceRouter();
+    // What a router whose renewals keep failing reports: the certificate it holds, 10 days from its end.
+    router.lifetimeMs = 10 * 86_400_000;
+    try {
+      const svc = await web("renew", { domains: [{ host: "renew.test" }] });
+      const shown = await waitFor("the certificate shown expiring", async () => {
+        const v = (await call(s.h, s.alice, "GET", svc.resource_uri)).body;
+        return v.domains[0].certificate?.state === "expiring" ? v.domains[0].certificate : undefined;
+      });
+      assert.match(shown.error, /the router has not renewed it/);
+      assert.ok(Date.parse(shown.expires) - Date.now() < 11 * 86_400_000);
+      const rule = await call(s.h, s.alice, "POST", "/api/app/v1/alert/", {
+        name: "certificates",
+        kind: "certificate_expiring",
+        params: { days: 14 },
+        channels: [{ type: "email", to: "alice@example.test" }],
+      });
+      assert.equal(rule.status, 201, rule.raw);
+      await s.h.alertNotifier.evaluate();
+      const incidents = (await call(s.h, s.alice, "GET", `${rule.body.resource_uri}incidents/`)).body.objects;
+      // (The fake router's shorter lifetime is every host's of alice's: her other services' too.)
+      const mine = incidents.find((i: { subject: string }) => i.subject === svc.resource_uri);
+      assert.ok(mine, JSON.stringify(incidents));
+      assert.match(mine.summary, /the certificate of renew\.test \(expiring\) expires at /);
+
+      // Renewed (a certificate good for 90 days again): issued, and the incident resolves.
+      router.lifetimeMs = 90 * 86_400_000;
+      await waitFor("the certificate shown issued again", async () => {
+        const v = (await call(s.h, s.alice, "GET", svc.resource_uri)).body;
+        return v.domains[0].certificate?.state === "issued" ? true : undefined;
+      });
+      await s.h.alertNotifier.evaluate();
+      const after = (await call(s.h, s.alice, "GET", `${rule.body.resource_uri}incidents/`)).body.objects;
+      assert.deepEqual(new Set(after.map((i: { state: string }) => i.state)), new Set(["resolved"]));
+    } finally {
+      router.lifetimeMs = 90 * 86_400_000;
+    }
+  });
+});

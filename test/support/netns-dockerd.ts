@@ -47,12 +47,21 @@ export interface NetnsDockerd {
   stop(): Promise<void>;
 }
 
-export async function startNetnsDockerd(): Promise<NetnsDockerd> {
+export interface NetnsDockerdOptions {
+  /** The link's /24 as three octets ("10.241.1"); a free 172.31.x by default. */
+  prefix?: string;
+  /** The engine's own bridge inside the namespace (`--bip`); 172.30.<x>.1/24 by default. */
+  bip?: string;
+  /** The host's end of the link. */
+  hostLink?: string;
+}
+
+export async function startNetnsDockerd(o: NetnsDockerdOptions = {}): Promise<NetnsDockerd> {
   const reason = netnsDockerdUnavailable();
   if (reason) throw new Error(reason);
   const hex = randomBytes(3).toString("hex");
   const netns = `bagt-${hex}`;
-  const hostLink = `bah-${hex}`;
+  const hostLink = o.hostLink ?? `bah-${hex}`;
   const peerLink = `bag-${hex}`;
   const dir = await mkdtemp(join(tmpdir(), "berth-nsd-"));
   const undo: Array<() => Promise<unknown>> = [];
@@ -63,7 +72,7 @@ export async function startNetnsDockerd(): Promise<NetnsDockerd> {
   };
   try {
     undo.push(() => rm(dir, { recursive: true, force: true }));
-    const prefix = await pickSubnet();
+    const prefix = o.prefix ?? (await pickSubnet());
     const subnet = `${prefix}.0/24`;
     // Guard first: an address of this /24 that no interface holds is refused here, never routed out.
     await ip(["route", "add", "unreachable", subnet, "metric", "4242"]);
@@ -105,7 +114,7 @@ export async function startNetnsDockerd(): Promise<NetnsDockerd> {
       "--host",
       `unix://${socketPath}`,
       "--bip",
-      `172.30.${Number(prefix.split(".")[2])}.1/24`,
+      o.bip ?? `172.30.${Number(prefix.split(".")[2])}.1/24`,
       "--iptables=false",
       "--ip-forward=false",
       "--ip-masq=false",

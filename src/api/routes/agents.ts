@@ -14,7 +14,7 @@ import type { NodeRow } from "../../store/nodes.ts";
 
 /** Where an accepted tunnel goes: the tunnel hub of src/drivers/tunnel (the API holds no driver). */
 export interface TunnelAcceptor {
-  attach(nodeUuid: string, ws: WebSocket, remoteAddress: string, now: number): unknown;
+  attach(nodeUuid: string, ws: WebSocket, remoteAddress: string, now: number, features: string[]): unknown;
 }
 
 interface Deps {
@@ -148,7 +148,13 @@ export function agentRoutes(untyped: FastifyInstance, deps: Deps): void {
         ws.close(1011, "not authenticated");
         return;
       }
-      hub.attach(node.uuid, ws, req.ip, deps.clock.now());
+      // What the agent offers besides its engine (`router`, agents of version 2); older agents say nothing.
+      const offered = `${req.headers["x-berth-agent-features"] ?? ""}`.slice(0, 200);
+      const features = offered
+        .split(",")
+        .map((f) => f.trim())
+        .filter(Boolean);
+      hub.attach(node.uuid, ws, req.ip, deps.clock.now(), features);
     },
   });
 }

@@ -12,7 +12,7 @@ import {
   HostClaimView,
   RouteList,
 } from "../../contract/router.ts";
-import { isHostName } from "../../domain/domains.ts";
+import { acmeProblem, isHostName } from "../../domain/domains.ts";
 import { conflict, invalidField, notFound } from "../../domain/errors.ts";
 import { restTime } from "../../domain/time.ts";
 import { containerUri, serviceUri } from "../../domain/uri.ts";
@@ -108,8 +108,9 @@ export function routerRoutes(untyped: FastifyInstance, deps: Deps): void {
             container: containerUri({ namespace: s.namespace, uuid: u.container }),
             name: u.name,
             address: u.address,
+            held: u.held,
           })),
-          problem: null as string | null,
+          problem: (r.tls === "acme" ? acmeProblem(r.host) : undefined) ?? (null as string | null),
           ...router.figures(r.id, counters.get(r.id)),
         }));
         for (const p of built.problems.filter((x) => x.service === s.uuid)) {

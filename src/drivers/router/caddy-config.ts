@@ -6,6 +6,7 @@
 // and TLS-ALPN-01 on :443 itself. A route without an upstream answers 502 saying so, never a
 // fallback. Requests are retried on another upstream for a short while when one refuses
 // (try_duration), and every request is logged to the access log (request figures).
+import { acmeProblem } from "../../domain/domains.ts";
 import type { Route } from "../../domain/router-config.ts";
 import type { RouterConfig } from "./router.ts";
 
@@ -69,7 +70,11 @@ export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<str
   const plain = config.routes.filter((r) => r.tls === "off" || !r.redirect_https);
   const redirects = config.routes.filter((r) => r.tls !== "off" && r.redirect_https);
   const uploaded = new Set(config.certificates.map((c) => c.host));
-  const acmeHosts = [...new Set(secure.filter((r) => r.tls === "acme").map((r) => r.host))];
+  // A wildcard cannot be issued by HTTP-01 or TLS-ALPN-01: never ordered (the ACME server would
+  // refuse every retry); its handshake fails and its error is on the service (domains.ts acmeProblem).
+  const acmeHosts = [
+    ...new Set(secure.filter((r) => r.tls === "acme" && !acmeProblem(r.host)).map((r) => r.host)),
+  ];
   const logs = { default_logger_name: ACCESS_LOGGER };
   const servers: Record<string, unknown> = {
     http: {
@@ -87,7 +92,14 @@ export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<str
     servers.https = {
       listen: [":443"],
       routes: secure.map((r) => route(r, proxy(r))),
-      automatic_https: { disable_redirects: true, skip_certificates: [...uploaded] },
+      // Caddy would order what no policy covers from its default (public) issuers: never.
+      automatic_https: {
+        disable_redirects: true,
+        skip_certificates: [
+          ...uploaded,
+          ...new Set(secure.filter((r) => r.tls === "acme" && acmeProblem(r.host)).map((r) => r.host)),
+        ],
+      },
       // No default certificate: a host name without its own fails the handshake (no silent fallback).
       tls_connection_policies: [{}],
       logs,

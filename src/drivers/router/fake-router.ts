@@ -34,6 +34,8 @@ export class FakeRouter implements Router {
   /** Hosts whose ACME order fails, and the error the ACME server gives. */
   readonly failingOrders = new Map<string, string>();
   private readonly counts = new Map<string, RouteCounters>();
+  /** How long a certificate it issues is valid (90 days, as Let's Encrypt's; tests shorten it to see renewals due). */
+  lifetimeMs = 90 * 86_400_000;
   /** When each host's certificate was issued (it keeps its expiry until the host leaves). */
   private readonly issued = new Map<string, number>();
   private turn = 0;
@@ -63,7 +65,7 @@ export class FakeRouter implements Router {
         host,
         state: "issued",
         issuer: "fake ACME",
-        expiresAt: this.issued.get(host)! + 90 * 86_400_000,
+        expiresAt: this.issued.get(host)! + this.lifetimeMs,
         error: null,
       };
     });

@@ -29,7 +29,14 @@ export interface RouterConfig {
   acme: AcmeSettings;
 }
 
-export type CertificateState = "pending" | "issued" | "error" | "uploaded";
+/**
+ * `expiring`: issued, but within RENEWAL_OVERDUE_MS of its expiry, so the router's renewal (a third
+ * of its lifetime before, Caddy's rule) has been failing for weeks; Berth says so (router/controller.ts).
+ */
+export type CertificateState = "pending" | "issued" | "error" | "uploaded" | "expiring";
+
+/** An ACME certificate this close to its expiry was not renewed when it should have been. */
+export const RENEWAL_OVERDUE_MS = 14 * 86_400_000;
 
 export interface CertificateStatus {
   host: string;

@@ -10,6 +10,11 @@ import { connectionError, TunnelMux } from "./mux.ts";
 /** Control messages are small JSON text frames; anything larger is a protocol error. */
 const MAX_CONTROL_BYTES = 4096;
 
+/** What an agent may offer besides its engine (a stream target each). */
+export const AGENT_FEATURES: readonly string[] = ["router"];
+/** The handshake header in which an agent names what it offers, comma-separated. */
+export const AGENT_FEATURES_HEADER = "x-berth-agent-features";
+
 /** What the agent may say outside streams. */
 export type AgentMessage = { type: "terminated"; removed: number; errors: string[] };
 
@@ -40,6 +45,8 @@ export interface TunnelSession {
   /** The address Berth sees the agent connect from. */
   remoteAddress: string;
   connectedAt: number;
+  /** What the agent offers besides its engine (`router`), as its handshake said; empty for older agents. */
+  features: ReadonlySet<string>;
   mux: TunnelMux;
   /** Sends a control message to the agent. */
   send(message: { type: "terminate" }): void;
@@ -91,11 +98,25 @@ export class TunnelHub {
     return this.sessions.get(nodeUuid);
   }
 
-  /** A new stream to the node's engine; fails at once (as unreachable) when no agent is connected. */
-  openStream(nodeUuid: string): Duplex {
+  /**
+   * A new stream to the node's engine, or to another target its agent offers (`router`); fails at
+   * once (as unreachable) when no agent is connected, or when it does not offer the target (an
+   * older agent would take the target's name for a broken rule).
+   */
+  openStream(nodeUuid: string, target = ""): Duplex {
     const s = this.sessions.get(nodeUuid);
     if (!s) throw connectionError(`the agent of node ${nodeUuid} is not connected`, "ECONNREFUSED");
-    return s.mux.open();
+    if (target && !s.features.has(target))
+      throw connectionError(
+        `the agent of node ${nodeUuid} offers no ${target}: upgrade it (berth-agent version 2)`,
+        "ECONNREFUSED",
+      );
+    return s.mux.open(target);
+  }
+
+  /** Whether the node's agent is connected here and offers the target. */
+  offers(nodeUuid: string, target: string): boolean {
+    return this.sessions.get(nodeUuid)?.features.has(target) ?? false;
   }
 
   /** The engine client of a node, through whichever tunnel the node has at the time of each call. */
@@ -112,8 +133,17 @@ export class TunnelHub {
     return engine;
   }
 
-  /** Takes an accepted WebSocket as the node's tunnel; a previous tunnel of the node is closed. */
-  attach(nodeUuid: string, ws: WebSocket, remoteAddress: string, now: number): TunnelSession {
+  /**
+   * Takes an accepted WebSocket as the node's tunnel; a previous tunnel of the node is closed.
+   * `features`: what the agent's handshake said it offers (`x-berth-agent-features`).
+   */
+  attach(
+    nodeUuid: string,
+    ws: WebSocket,
+    remoteAddress: string,
+    now: number,
+    features: readonly string[] = [],
+  ): TunnelSession {
     this.sessions.get(nodeUuid)?.close("replaced by a new connection of the agent");
     const mux = new TunnelMux(
       {
@@ -135,6 +165,7 @@ export class TunnelHub {
       nodeUuid,
       remoteAddress,
       connectedAt: now,
+      features: new Set(features.filter((f) => AGENT_FEATURES.includes(f))),
       mux,
       send: (message) => {
         if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));

@@ -4,7 +4,9 @@
 // sends is checked: a frame that breaks the rules ends the whole tunnel, never Berth's process.
 //
 // Binary message = one frame: [type u8][stream id u32 BE][payload]
-//   OPEN   (opener → acceptor) a new stream; no payload (the target is fixed by the acceptor)
+//   OPEN   (opener → acceptor) a new stream; no payload: the agent's engine. A payload names
+//          another target the acceptor offers (`router`, agents of version 2, which say so in
+//          the tunnel's handshake: an older agent takes a payload for a broken rule)
 //   DATA   bytes; at most MAX_DATA_BYTES, never beyond the window the receiver granted
 //   WINDOW payload u32 BE: the receiver may be sent that many more bytes
 //   END    the sender sends no more data on this stream (half-close)
@@ -20,6 +22,8 @@ export const STREAM_WINDOW_BYTES = 256 * 1024;
 /** Streams open at once over one tunnel. */
 export const MAX_STREAMS = 256;
 const MAX_REASON_BYTES = 200;
+/** Longest target name an OPEN frame may carry. */
+const MAX_TARGET_BYTES = 32;
 
 /** One side of the message transport (a WebSocket carrying binary messages). */
 export interface MessageTransport {
@@ -213,7 +217,13 @@ export class TunnelMux {
 
   constructor(
     private readonly transport: MessageTransport,
-    private readonly opts: { role: "opener" } | { role: "acceptor"; onStream(stream: TunnelStream): void },
+    private readonly opts:
+      | { role: "opener" }
+      | {
+          role: "acceptor";
+          /** A stream Berth opened, to `target` ("" for the engine; the acceptor resets what it does not offer). */
+          onStream(stream: TunnelStream, target: string): void;
+        },
   ) {}
 
   /** Why the tunnel was closed, once it is. */
@@ -229,9 +239,11 @@ export class TunnelMux {
     return this.streams.size;
   }
 
-  /** A new stream to the acceptor's fixed target. */
-  open(): TunnelStream {
+  /** A new stream to one of the acceptor's targets: its engine (""), or another it offers. */
+  open(target = ""): TunnelStream {
     if (this.opts.role !== "opener") throw new Error("only the opener starts streams");
+    const name = Buffer.from(target, "utf8");
+    if (name.length > MAX_TARGET_BYTES) throw new Error(`target name over ${MAX_TARGET_BYTES} bytes`);
     if (this.closedReason) throw connectionError(this.closedReason, "ECONNREFUSED");
     if (this.streams.size >= MAX_STREAMS)
       throw connectionError(`the tunnel already carries ${MAX_STREAMS} streams`, "ECONNREFUSED");
@@ -239,7 +251,7 @@ export class TunnelMux {
     this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
     const s = new TunnelStream(this, id);
     this.streams.set(id, s);
-    this.sendFrame(FRAME.OPEN, id);
+    this.sendFrame(FRAME.OPEN, id, name);
     return s;
   }
 
@@ -271,7 +283,7 @@ export class TunnelMux {
     if (id === 0) throw new TunnelProtocolError("stream id 0");
     if (type === FRAME.OPEN) {
       if (this.opts.role !== "acceptor") throw new TunnelProtocolError("the agent may not open streams");
-      if (payload.length) throw new TunnelProtocolError("open frame with a payload");
+      if (payload.length > MAX_TARGET_BYTES) throw new TunnelProtocolError("open frame with a long payload");
       if (this.streams.has(id)) throw new TunnelProtocolError(`stream ${id} opened twice`);
       const s = new TunnelStream(this, id);
       if (this.streams.size >= MAX_STREAMS) {
@@ -279,7 +291,7 @@ export class TunnelMux {
         return;
       }
       this.streams.set(id, s);
-      this.opts.onStream(s);
+      this.opts.onStream(s, payload.toString("utf8"));
       return;
     }
     if (type === FRAME.DATA && payload.length > MAX_DATA_BYTES)
