@@ -1,10 +1,13 @@
 // The events subscribers of bench/writes-fanout.ts, in a process of their own (forked), so that
 // their CPU is theirs and the server's CPU figures are the server's. Each of `subscribers` raw TCP
-// sockets upgrades to the events stream and parses only frame headers and each text frame's
-// `datetime` (the delay from the write to its arrival): a full WebSocket client per socket would
-// cost this process more than the server's fan-out, and on a 2-core machine that CPU would be
-// taken from the server it measures. Messages: → {kind:"ready"} once all are open; ← {expected}
-// (deliveries to wait for) or "report"; → {kind:"done", delivered, closes, closeCodes, histogram, cpuMs}.
+// sockets upgrades to the events stream and parses only frame headers, and every tenth socket each
+// text frame's `datetime` too (the delay from the write to its arrival; a pass writes the sockets
+// in the order they joined, so every tenth samples early and late ones alike): a full WebSocket
+// client per socket, or a date parsed per delivery, would cost this process more than the server's
+// fan-out, and on a 2-core machine that CPU would be taken from the server it measures.
+// Messages: → {kind:"ready"} once all are open; ← "mark" (CPU counted from now), {expected}
+// (deliveries to wait for) or "report"; → {kind:"done", delivered, closes, closeCodes, histogram
+// (of the sampled deliveries), sampled, cpuMs}.
 import net from "node:net";
 
 const { port, path, auth, subscribers } = JSON.parse(process.env.BERTH_SUBSCRIBERS_OPTIONS ?? "{}");
@@ -23,7 +26,8 @@ let open = 0;
 let closes = 0;
 const closeCodes = {};
 let finished = false;
-const cpu0 = process.cpuUsage();
+let sampled = 0;
+let cpu0 = process.cpuUsage();
 
 function finish() {
   if (finished) return;
@@ -36,6 +40,7 @@ function finish() {
       closes,
       closeCodes,
       histogram: Array.from(histogram),
+      sampled,
       cpuMs: (cpu.user + cpu.system) / 1000,
     },
     () => process.exit(0),
@@ -43,7 +48,7 @@ function finish() {
 }
 
 /** Parses the frames in `buf` from `at`; answers where the first incomplete frame starts. */
-function frames(buf, now, socket) {
+function frames(buf, now, socket, timed) {
   let at = 0;
   for (;;) {
     if (buf.length - at < 2) return at;
@@ -62,10 +67,11 @@ function frames(buf, now, socket) {
     const end = offset + length;
     if (buf.length < end) return at;
     if (opcode === 1) {
-      const d = buf.indexOf(DATETIME, offset);
+      const d = timed ? buf.indexOf(DATETIME, offset) : -1;
       if (d >= 0 && d < end) {
         const sent = Date.parse(buf.toString("latin1", d + DATETIME.length, d + DATETIME.length + 24));
         histogram[Math.min(60000, Math.max(0, now - sent))]++;
+        sampled++;
       }
       delivered++;
     } else if (opcode === 9) {
@@ -80,6 +86,7 @@ function frames(buf, now, socket) {
 }
 
 for (let i = 0; i < subscribers; i++) {
+  const timed = i % 10 === 0;
   const socket = net.connect({ host: "127.0.0.1", port, noDelay: true });
   let upgraded = false;
   let rest = null;
@@ -106,7 +113,7 @@ for (let i = 0; i < subscribers; i++) {
       buf = buf.subarray(end + 4);
       if (++open === subscribers) process.send({ kind: "ready" });
     }
-    const used = frames(buf, Date.now(), socket);
+    const used = frames(buf, timed ? Date.now() : 0, socket, timed);
     if (used < buf.length) rest = Buffer.from(buf.subarray(used));
     if (delivered >= expected) finish();
   });
@@ -114,6 +121,10 @@ for (let i = 0; i < subscribers; i++) {
 
 process.on("message", (m) => {
   if (m === "report") return finish();
+  if (m === "mark") {
+    cpu0 = process.cpuUsage();
+    return;
+  }
   expected = m.expected;
   if (delivered >= expected) finish();
 });

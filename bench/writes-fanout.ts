@@ -14,6 +14,7 @@
 
 import { type ChildProcess, fork } from "node:child_process";
 import fs from "node:fs";
+import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -27,12 +28,51 @@ import { formatLoop, type LoopFigures, threadCpuMs, watchLoop } from "./loop-mon
 
 export interface WritesFanoutOptions {
   subscribers: number;
+  /** Rounds with subscribers (each between two without). */
+  rounds: number;
   connections: number;
   durationMs: number;
 }
 
 const API_KEY = "bench-admin-key-0123456789abcdef";
 const AUTH = `Basic ${Buffer.from(`admin:${API_KEY}`).toString("base64")}`;
+
+/**
+ * With BERTH_BENCH_CPU_PROFILE=<prefix>: a CPU profile of each round (<prefix>-<round>.cpuprofile)
+ * and the statements that round ran, by time spent in them.
+ */
+async function profileRound(
+  platform: Awaited<ReturnType<typeof assemblePlatform>>,
+  prefix: string | undefined,
+  round: string,
+  out: (line: string) => void,
+): Promise<(() => Promise<void>) | undefined> {
+  if (!prefix) return undefined;
+  const bySql = new Map<string, { n: number; ms: number }>();
+  const counter = platform.db.statements;
+  const record = counter.record.bind(counter);
+  counter.record = (event) => {
+    record(event);
+    const key = event.query.sql.slice(0, 90);
+    const t = bySql.get(key) ?? { n: 0, ms: 0 };
+    t.n += 1;
+    t.ms += event.queryDurationMillis;
+    bySql.set(key, t);
+  };
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+  return async () => {
+    const { profile } = await session.post("Profiler.stop");
+    fs.writeFileSync(`${prefix}-${round}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+    counter.record = record;
+    out(`    CPU profile written to ${prefix}-${round}.cpuprofile; statements by count:`);
+    for (const [sql, t] of [...bySql].sort((x, y) => y[1].n - x[1].n).slice(0, 12))
+      out(`      ${String(t.n).padStart(6)}× ${t.ms.toFixed(0).padStart(5)} ms  ${sql}`);
+  };
+}
 
 function percentile(histogram: Uint32Array, total: number, p: number): number {
   const rank = Math.ceil(total * p);
@@ -129,7 +169,8 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
       threadCpuMsPerRequest: number;
       cpuMsPerRequest: number;
     }
-    const measured = async (): Promise<Measured> => {
+    const measured = async (round: string): Promise<Measured> => {
+      const profiled = await profileRound(platform, process.env.BERTH_BENCH_CPU_PROFILE, round, out);
       const watch = watchLoop();
       const elu = performance.eventLoopUtilization();
       const cpu = process.cpuUsage();
@@ -138,6 +179,7 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
       const used = performance.eventLoopUtilization(elu);
       const spent = process.cpuUsage(cpu);
       const threadSpent = threadCpuMs() - threadCpu;
+      await profiled?.();
       // The warm-up's requests count in the statements and CPU too (a few hundred ms of them).
       const n = Math.max(1, r.requests);
       return {
@@ -155,106 +197,137 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
       formatLoop(m.loop),
     ];
 
-    const dialect = database.env.BERTH_DATABASE_URL ? "PostgreSQL" : "SQLite";
-    out(
-      `writes while the events stream fans out (${dialect}): PATCH at ${opts.connections} connections, ${opts.durationMs / 1000} s each; rounds: none, ${opts.subscribers} subscribers, none`,
-    );
-    const alone = await measured();
-    out(`  no subscriber:      ${formatLoad(alone.r)}`);
-    for (const line of figures(alone)) out(`    ${line}`);
-
-    const child = fork(fileURLToPath(new URL("./subscribers-worker.mjs", import.meta.url)), {
-      env: {
-        ...process.env,
-        BERTH_SUBSCRIBERS_OPTIONS: JSON.stringify({
-          port: address.port,
-          path: "/api/audit/v1/events/",
-          auth: AUTH,
-          subscribers: opts.subscribers,
-        }),
-      },
-      execArgv: [],
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
-    subscribers = child;
     type Report = {
       kind: "done";
       delivered: number;
       closes: number;
       closeCodes: Record<string, number>;
       histogram: number[];
+      sampled: number;
       cpuMs: number;
     };
-    const done = new Promise<Report>((resolve, reject) => {
-      child.on("message", (m: { kind: string; message?: string }) => {
-        if (m.kind === "error") reject(new Error(m.message));
-        if (m.kind === "done") resolve(m as Report);
+    /** A round with the subscribers open: they connect before it and leave after it. */
+    const fannedRound = async (round: string) => {
+      const child = fork(fileURLToPath(new URL("./subscribers-worker.mjs", import.meta.url)), {
+        env: {
+          ...process.env,
+          BERTH_SUBSCRIBERS_OPTIONS: JSON.stringify({
+            port: address.port,
+            path: "/api/audit/v1/events/",
+            auth: AUTH,
+            subscribers: opts.subscribers,
+          }),
+        },
+        execArgv: [],
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
       });
-      child.once("error", reject);
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.on("message", (m: { kind: string }) => m.kind === "ready" && resolve());
-      child.once("error", reject);
-      child.once("exit", (code) => reject(new Error(`the subscribers exited (${code}) before opening`)));
-    });
-    const from = await platform.store.latestRevision();
-    const totals0 = { ...fanOutTotals };
-    const fanned = await measured();
-    const fan = Object.fromEntries(
-      Object.entries(fanOutTotals).map(([k, v]) => [k, v - totals0[k as keyof typeof totals0]]),
-    ) as typeof fanOutTotals;
-    const to = await platform.store.latestRevision();
-    let events = 0;
-    for (let at = from; at < to; ) {
-      const page = await platform.store.changesSince(at, 1000);
-      if (page.length === 0) break;
-      events += page.filter((c) => c.namespace === "admin").length;
-      at = Number(page.at(-1)!.revision);
+      subscribers = child;
+      const done = new Promise<Report>((resolve, reject) => {
+        child.on("message", (m: { kind: string; message?: string }) => {
+          if (m.kind === "error") reject(new Error(m.message));
+          if (m.kind === "done") resolve(m as Report);
+        });
+        child.once("error", reject);
+      });
+      await new Promise<void>((resolve, reject) => {
+        child.on("message", (m: { kind: string }) => m.kind === "ready" && resolve());
+        child.once("error", reject);
+        child.once("exit", (code) => reject(new Error(`the subscribers exited (${code}) before opening`)));
+      });
+      child.send("mark");
+      const from = await platform.store.latestRevision();
+      const totals0 = { ...fanOutTotals };
+      const m = await measured(round);
+      const fan = Object.fromEntries(
+        Object.entries(fanOutTotals).map(([k, v]) => [k, v - totals0[k as keyof typeof totals0]]),
+      ) as typeof fanOutTotals;
+      const to = await platform.store.latestRevision();
+      let events = 0;
+      for (let at = from; at < to; ) {
+        const page = await platform.store.changesSince(at, 1000);
+        if (page.length === 0) break;
+        events += page.filter((c) => c.namespace === "admin").length;
+        at = Number(page.at(-1)!.revision);
+      }
+      const expected = events * opts.subscribers;
+      child.send({ expected });
+      const timer = setTimeout(() => child.send("report"), 30_000);
+      const report = await done;
+      clearTimeout(timer);
+      await new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill();
+      });
+      subscribers = undefined;
+      while (platform.app.websocketServer.clients.size > 0) await new Promise((r) => setTimeout(r, 20));
+      return { m, fan, events, expected, report };
+    };
+
+    const dialect = database.env.BERTH_DATABASE_URL ? "PostgreSQL" : "SQLite";
+    out(
+      `writes while the events stream fans out (${dialect}): PATCH at ${opts.connections} connections, ${opts.durationMs / 1000} s a round; ` +
+        `rounds without subscribers and with ${opts.subscribers}, alternating (the machine's load drifts: medians compared)`,
+    );
+    const alone: Measured[] = [];
+    const fanned: Awaited<ReturnType<typeof fannedRound>>[] = [];
+    const aloneRound = async (i: number) => {
+      const m = await measured(`alone-${i}`);
+      alone.push(m);
+      out(`  no subscriber:     ${formatLoad(m.r)}`);
+      for (const line of figures(m)) out(`    ${line}`);
+    };
+    await aloneRound(0);
+    for (let i = 0; i < opts.rounds; i++) {
+      const f = await fannedRound(`fanned-${i}`);
+      fanned.push(f);
+      out(`  ${opts.subscribers} subscribers: ${formatLoad(f.m.r)}`);
+      for (const line of figures(f.m)) out(`    ${line}`);
+      out(
+        `    fan-out: ${f.fan.passes} passes (${f.fan.slices} slices, ${f.fan.writes} socket writes, ${f.fan.events} events queued per shape), ` +
+          `${fmtMs(f.fan.cpuMs)} ms CPU = ${fmtMs((f.fan.cpuMs / Math.max(1, f.fan.writes)) * 1000)} µs per socket write, ${((f.fan.cpuMs / f.m.loop.cpuMs) * 100).toFixed(0)} % of the main thread's CPU; ` +
+          `the subscribers' own process ${fmtMs(f.report.cpuMs / Math.max(1, f.m.r.requests))} ms CPU per PATCH`,
+      );
+      await aloneRound(i + 1);
     }
-    const expected = events * opts.subscribers;
-    child.send({ expected });
-    const timer = setTimeout(() => child.send("report"), 30_000);
-    const report = await done;
-    clearTimeout(timer);
-    out(`  ${opts.subscribers} subscribers: ${formatLoad(fanned.r)}`);
-    for (const line of figures(fanned)) out(`    ${line}`);
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = sorted.length >> 1;
+      return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    };
+    const rpsAlone = median(alone.map((m) => m.r.rps));
+    const rpsFanned = median(fanned.map((f) => f.m.r.rps));
+    const cpuAlone = median(alone.map((m) => m.threadCpuMsPerRequest));
+    const cpuFanned = median(fanned.map((f) => f.m.threadCpuMsPerRequest));
     out(
-      `    fan-out: ${fan.passes} passes (${fan.slices} slices, ${fan.writes} socket writes, ${fan.events} events queued per shape), ` +
-        `${fmtMs(fan.cpuMs)} ms CPU = ${fmtMs((fan.cpuMs / Math.max(1, fan.writes)) * 1000)} µs per socket write, ${((fan.cpuMs / fanned.loop.cpuMs) * 100).toFixed(0)} % of the main thread's CPU`,
+      `  throughput with subscribers (medians): ${rpsFanned} vs ${rpsAlone} req/s = ${((rpsFanned / Math.max(1, rpsAlone)) * 100).toFixed(0)} % of without (target ≥ 80 %); ` +
+        `main-thread CPU per PATCH ${fmtMs(cpuFanned)} vs ${fmtMs(cpuAlone)} ms: ${((cpuAlone / cpuFanned) * 100).toFixed(0)} % if the server had a core of its own`,
     );
     out(
-      `    the subscribers' own process: ${fmtMs(report.cpuMs / Math.max(1, fanned.r.requests))} ms CPU per PATCH (not the server's)`,
+      `  max request latency: ${fmtMs(Math.max(...alone.map((m) => m.r.latencyMs.max)))} ms without, ${fmtMs(Math.max(...fanned.map((f) => f.m.r.latencyMs.max)))} ms with; ` +
+        `longest turn ${fmtMs(Math.max(...alone.map((m) => m.loop.longestTurnCpuMs)))} / ${fmtMs(Math.max(...fanned.map((f) => f.m.loop.longestTurnCpuMs)))} ms CPU`,
     );
-    // The same writes again without subscribers: the machine's load drifts during a run, so the
-    // ratio is taken against the mean of the rounds before and after.
-    await new Promise<void>((resolve) => {
-      child.once("exit", () => resolve());
-      child.kill();
-    });
-    subscribers = undefined;
-    while (platform.app.websocketServer.clients.size > 0) await new Promise((r) => setTimeout(r, 20));
-    const again = await measured();
-    out(`  no subscriber again: ${formatLoad(again.r)}`);
-    for (const line of figures(again)) out(`    ${line}`);
-    const base0 = (alone.r.rps + again.r.rps) / 2;
-    const ratio = fanned.r.rps / Math.max(1, base0);
-    const cpuAlone = (alone.threadCpuMsPerRequest + again.threadCpuMsPerRequest) / 2;
+    const expected = fanned.reduce((n, f) => n + f.expected, 0);
+    const delivered = fanned.reduce((n, f) => n + f.report.delivered, 0);
+    const closes = fanned.reduce((n, f) => n + f.report.closes, 0);
+    const codes = new Map<string, number>();
+    for (const f of fanned)
+      for (const [code, n] of Object.entries(f.report.closeCodes))
+        codes.set(code, (codes.get(code) ?? 0) + n);
     out(
-      `  throughput with subscribers: ${(ratio * 100).toFixed(0)} % of without (target ≥ 80 %); ` +
-        `main-thread CPU per PATCH ${fmtMs(fanned.threadCpuMsPerRequest)} vs ${fmtMs(cpuAlone)} ms: ` +
-        `${((cpuAlone / fanned.threadCpuMsPerRequest) * 100).toFixed(0)} % if the server's core were its own`,
+      `  events: ${fanned.map((f) => f.events).join(" + ")} committed × ${opts.subscribers} = ${expected} deliveries; ${delivered} arrived, ` +
+        `${Math.max(0, expected - delivered)} lost, ${closes} subscribers closed${codes.size ? ` (${[...codes].map(([c, n]) => `${n}× ${c}`).join(", ")})` : ""}`,
     );
-    const codes = Object.entries(report.closeCodes)
-      .map(([code, n]) => `${n}× ${code}`)
-      .join(", ");
+    const sampled = fanned.reduce((n, f) => n + f.report.sampled, 0);
+    const histogram = new Uint32Array(60001);
+    for (const f of fanned) {
+      f.report.histogram.forEach((n, ms) => {
+        histogram[ms]! += n;
+      });
+    }
     out(
-      `  events: ${events} committed × ${opts.subscribers} = ${expected} deliveries; ${report.delivered} arrived, ` +
-        `${Math.max(0, expected - report.delivered)} lost, ${report.closes} subscribers closed${codes ? ` (${codes})` : ""}`,
-    );
-    const histogram = Uint32Array.from(report.histogram);
-    out(
-      `  delivery delay: p50 ${percentile(histogram, report.delivered, 0.5)} ms, ` +
-        `p99 ${percentile(histogram, report.delivered, 0.99)} ms, max ${percentile(histogram, report.delivered, 1)} ms (target p99 < 100 ms)`,
+      `  delivery delay (every 10th subscriber's ${sampled} deliveries): p50 ${percentile(histogram, sampled, 0.5)} ms, ` +
+        `p99 ${percentile(histogram, sampled, 0.99)} ms, max ${percentile(histogram, sampled, 1)} ms (target p99 < 100 ms)`,
     );
   } finally {
     subscribers?.kill();

@@ -30,10 +30,8 @@ const SLICE_SOCKETS = 250;
 const SLICE_CHECK = 25;
 /** The share of the main thread's CPU time passes may take while events keep coming. */
 const CPU_SHARE = 0.15;
-/** Below this utilization since the last pass, the loop had time to spare: the next starts now. */
-const IDLE_UTILIZATION = 0.5;
-/** How often a pass held back by the CPU share looks whether the loop has gone idle. */
-const IDLE_CHECK_MS = 5;
+/** The longest a pass held back by the CPU share waits before it looks again. */
+const MAX_CHECK_MS = 20;
 /** The longest a queued event waits for a pass, however long the last one took. */
 const MAX_WAIT_MS = 1000;
 /** Bytes of one chunk: a member is written a chunk at a time, its bound checked before each. */
@@ -81,8 +79,8 @@ export class FanOut {
   private lastEnd = 0;
   /** CPU time the last pass took (ms). */
   private lastCpuMs = 0;
-  /** The loop's utilization counters when the last pass ended. */
-  private lastLoop: EventLoopUtilization | undefined;
+  /** The process's CPU time and the loop's counters when the last pass ended. */
+  private restSince: { cpuMs: number; loop: EventLoopUtilization } | undefined;
 
   constructor(private readonly feed: EventFeed) {}
 
@@ -164,29 +162,27 @@ export class FanOut {
   }
 
   /**
-   * Starts the next pass when the fan-out's CPU share allows it, or earlier as soon as the loop
-   * has been idle for most of the time since the last pass (nothing was waiting for the CPU it
-   * would take).
+   * Starts the next pass once the loop has spent, since the last one, (1 / CPU_SHARE − 1) times
+   * the CPU time that pass took on other work or idle: time the thread actually had, so a pass
+   * takes at most CPU_SHARE of the loop when requests keep it busy, and starts within
+   * milliseconds when it is idle (idle time is nobody's). Never later than MAX_WAIT_MS.
    */
   private schedule(): void {
     if (this.running || this.timer) return;
-    const due = this.lastEnd + Math.min(MAX_WAIT_MS, this.lastCpuMs * (1 / CPU_SHARE - 1));
-    const wait = due - performance.now();
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined;
-        if (performance.now() >= due || this.loopWasIdle()) void this.pass();
-        else this.schedule();
-      },
-      wait <= 0 ? 0 : Math.min(wait, IDLE_CHECK_MS),
-    );
-  }
-
-  private loopWasIdle(): boolean {
-    return (
-      this.lastLoop !== undefined &&
-      performance.eventLoopUtilization(this.lastLoop).utilization < IDLE_UTILIZATION
-    );
+    const needed = this.lastCpuMs * (1 / CPU_SHARE - 1);
+    const since = this.restSince;
+    const check = () => {
+      this.timer = undefined;
+      const others = since
+        ? cpuNowMs() - since.cpuMs + performance.eventLoopUtilization(since.loop).idle
+        : needed;
+      if (others >= needed || performance.now() - this.lastEnd >= MAX_WAIT_MS) {
+        void this.pass();
+        return;
+      }
+      this.timer = setTimeout(check, Math.min(MAX_CHECK_MS, Math.max(1, needed - others)));
+    };
+    this.timer = setTimeout(check, 0);
   }
 
   private async pass(): Promise<void> {
@@ -222,7 +218,7 @@ export class FanOut {
       fanOutTotals.cpuMs += cpuMs;
       this.running = false;
       this.lastEnd = performance.now();
-      this.lastLoop = performance.eventLoopUtilization();
+      this.restSince = { cpuMs: cpuNowMs(), loop: performance.eventLoopUtilization() };
       this.lastCpuMs = cpuMs;
       if (this.pending.size > 0) this.schedule();
     }
