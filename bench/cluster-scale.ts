@@ -6,15 +6,18 @@
 // idle (the first, cold, answer and then 10 connections for a while, p99 and max) next to a bare
 // Fastify serving the same bodies, and the GETs' p99 and max while the step placed. The tenth is
 // the baseline of the whole: at ten times the size, a GET should cost the same.
-// Memory is measured after a full collection: heap and RSS per container, and after terminating
+// After each step, a quiet while (only Berth's periodic work) prints the loop's longest stalls and
+// what ran in them (bench/stall-profile.ts). Memory is measured after a full collection: heap and RSS per container, and after terminating
 // everything (what history holds). The simulated engines' share of the heap is measured apart (the
 // same containers in fake engines alone), so that Berth's own per-container cost is printed too.
-import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import { performance } from "node:perf_hooks";
 import v8 from "node:v8";
 import vm from "node:vm";
 import type { ContainerSpec } from "../src/drivers/engine.ts";
 import { FakeEngine } from "../src/drivers/fake/index.ts";
 import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
+import { formatLoop, type LoopFigures, watchLoop } from "./loop-monitor.ts";
+import { formatStalls, profileStalls } from "./stall-profile.ts";
 import {
   ADMIN_AUTH,
   api,
@@ -159,8 +162,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       placed += step.length;
       const running = Math.min(opts.containers, placed * PER_SERVICE);
       const poll = pollWhile(b.base, Object.values(paths));
-      const loop = monitorEventLoopDelay({ resolution: 10 });
-      loop.enable();
+      const loop = watchLoop();
       const started = performance.now();
       const cpu0 = process.cpuUsage();
       const actions: string[] = [];
@@ -176,7 +178,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       // elapsed time when other work on the machine holds the cores.
       const cpuS = (cpu.user + cpu.system) / 1e6;
       const polled = await poll.stop();
-      loop.disable();
+      const stalls = loop.stop();
       const m = memory();
       out(
         `  step to ${running} containers: +${containers} placed in ${seconds.toFixed(1)} s, ${Math.round(containers / seconds)} placements/s (${outcome(states, actions.length)}); CPU ${cpuS.toFixed(1)} s, ${Math.round(containers / cpuS)} placements per CPU second`,
@@ -184,9 +186,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       out(
         `    memory: ${mb(m)}; over the nodes alone ${perContainer(m.heap - withNodes.heap, running)} heap, ${perContainer(m.rss - withNodes.rss, running)} RSS per container`,
       );
-      out(
-        `    while placing (every 100 ms; event loop delay p99 ${fmtMs(loop.percentile(99) / 1e6)} ms, max ${fmtMs(loop.max / 1e6)} ms):`,
-      );
+      out(`    while placing (GETs every 100 ms; ${formatLoop(stalls)}):`);
       for (const [i, label] of Object.keys(paths).entries()) {
         const l = polled[i]!;
         out(
@@ -194,6 +194,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
         );
       }
       await idleGets(b, paths, opts.durationMs, out);
+      await quiet(opts.durationMs * 2, out);
     }
     const before = memory();
     const t1 = performance.now();
@@ -224,6 +225,19 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
   }
 }
 
+/**
+ * Nothing asked of Berth for a while: only its periodic work runs (controllers' passes, probes, stats
+ * rounds, the simulated engines). Prints the loop's stalls and what the longest of them ran.
+ */
+async function quiet(ms: number, out: (line: string) => void): Promise<void> {
+  const loop = watchLoop();
+  const profile = await profileStalls();
+  await sleep(ms);
+  const stalls = await profile.stop(20);
+  out(`    quiet for ${(ms / 1000).toFixed(0)} s: ${formatLoop(loop.stop())}`);
+  for (const line of formatStalls(stalls, 3)) out(`      busy ${line}`);
+}
+
 /** The first (cold) answer of each GET, then each at 10 connections next to a bare Fastify. */
 async function idleGets(
   b: Bench,
@@ -240,9 +254,9 @@ async function idleGets(
     cold.push(performance.now() - t);
   }
   const bare = await startBare(bodies);
-  const loop = monitorEventLoopDelay({ resolution: 10 });
-  loop.enable();
+  const loop = watchLoop();
   const lines: string[] = [];
+  let stalls: LoopFigures;
   try {
     for (const [i, [label, path]] of Object.entries(paths).entries()) {
       const load = { connections: 10, durationMs, headers: { authorization: ADMIN_AUTH } };
@@ -253,12 +267,10 @@ async function idleGets(
       );
     }
   } finally {
-    loop.disable();
+    stalls = loop.stop();
     await bare.app.close();
   }
-  out(
-    `    idle, 10 connections (event loop delay max ${fmtMs(loop.max / 1e6)} ms; the bare server shares the process):`,
-  );
+  out(`    idle, 10 connections (the bare server shares the process; ${formatLoop(stalls)}):`);
   for (const line of lines) out(line);
 }
 
