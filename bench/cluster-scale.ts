@@ -230,12 +230,14 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
  * rounds, the simulated engines). Prints the loop's stalls and what the longest of them ran.
  */
 async function quiet(ms: number, out: (line: string) => void): Promise<void> {
-  const loop = watchLoop();
+  // The profiler's own start and stop hold the loop: outside the watch.
   const profile = await profileStalls();
+  const loop = watchLoop(3);
   await sleep(ms);
-  const stalls = await profile.stop(20);
-  out(`    quiet for ${(ms / 1000).toFixed(0)} s: ${formatLoop(loop.stop())}`);
-  for (const line of formatStalls(stalls, 3)) out(`      busy ${line}`);
+  const figures = loop.stop();
+  const stalls = await profile.stop(figures.turns);
+  out(`    quiet for ${(ms / 1000).toFixed(0)} s: ${formatLoop(figures)}`);
+  for (const line of formatStalls(stalls, 3)) out(`      turn of ${line}`);
 }
 
 /** The first (cold) answer of each GET, then each at 10 connections next to a bare Fastify. */

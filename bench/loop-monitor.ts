@@ -21,6 +21,16 @@ export interface LoopFigures {
   /** The main thread's CPU over the whole watch (ms), and how long the watch lasted (ms). */
   cpuMs: number;
   wallMs: number;
+  /** The longest turns by CPU time (at most `keep` of watchLoop), with when they began and ended. */
+  turns: Turn[];
+}
+
+/** One gap between timer turns: when (process.hrtime, in µs), its wall and CPU time (ms). */
+export interface Turn {
+  startUs: number;
+  endUs: number;
+  wallMs: number;
+  cpuMs: number;
 }
 
 /** The main thread's CPU time in ms (or the process's where the thread's cannot be read). */
@@ -47,8 +57,8 @@ const threadClock: () => number = (() => {
   }
 })();
 
-/** Starts watching the loop; `stop()` ends the watch and answers its figures. */
-export function watchLoop(): { stop(): LoopFigures } {
+/** Starts watching the loop; `stop()` ends the watch and answers its figures (and its `keep` longest turns). */
+export function watchLoop(keep = 0): { stop(): LoopFigures } {
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   const startWall = performance.now();
@@ -57,11 +67,23 @@ export function watchLoop(): { stop(): LoopFigures } {
   let lastCpu = startCpu;
   let longestWall = 0;
   let longestCpu = 0;
+  let lastUs = Number(process.hrtime.bigint() / 1000n);
+  const turns: Turn[] = [];
   const tick = () => {
     const wall = performance.now();
     const cpu = threadClock();
     longestWall = Math.max(longestWall, wall - lastWall);
     longestCpu = Math.max(longestCpu, cpu - lastCpu);
+    if (keep > 0) {
+      const us = Number(process.hrtime.bigint() / 1000n);
+      const turn = { startUs: lastUs, endUs: us, wallMs: wall - lastWall, cpuMs: cpu - lastCpu };
+      if (turns.length < keep || turn.cpuMs > turns.at(-1)!.cpuMs) {
+        turns.push(turn);
+        turns.sort((a, b) => b.cpuMs - a.cpuMs);
+        if (turns.length > keep) turns.pop();
+      }
+      lastUs = us;
+    }
     lastWall = wall;
     lastCpu = cpu;
   };
@@ -78,6 +100,7 @@ export function watchLoop(): { stop(): LoopFigures } {
         longestTurnCpuMs: longestCpu,
         cpuMs: threadClock() - startCpu,
         wallMs: performance.now() - startWall,
+        turns,
       };
     },
   };
