@@ -54,7 +54,7 @@ const NODES_PER_READ = 50;
  * (With a start of the slice per lane, each lane resumed in the same check phase ran a slice of its
  * own: 16 lanes held the loop for 16 slices, 180 ms at 15,000 simulated containers.)
  */
-export function turnPacer(turnMs = TURN_MS): () => Promise<void> | undefined {
+function turnPacer(turnMs = TURN_MS): () => Promise<void> | undefined {
   let started = performance.now();
   let waiting: Promise<void> | undefined;
   return () => {

@@ -13,11 +13,10 @@
 //   however few events it carries: with few subscribers passes follow each other within
 //   milliseconds, with thousands they carry more events each, and the writes that produced the
 //   events keep at least 1 − CPU_SHARE of the loop. CPU time, not wall time, so a loaded machine
-//   (the thread waiting for a core) does not make the fan-out take a larger share. When the loop
-//   has been idle for most of the time since the last pass, nothing waits for the CPU a pass
-//   would take, and the next one starts at once;
+//   (the thread waiting for a core) does not make the fan-out take a larger share. Time the loop
+//   spent idle counts as others' (nothing waited for it), so an idle server serves at once;
 // - a member whose socket holds more than its bound unsent is dropped (1008, CONTRACT §8), with a
-//   reason that says how to resume (`since` = the revision of the last event it received).
+//   reason that names the revision to resume from with `since` (sockets.ts, dropSlow).
 import { type EventLoopUtilization, performance } from "node:perf_hooks";
 import type { WebSocket } from "ws";
 import type { EventFeed, FeedEvent } from "./feed.ts";

@@ -2,9 +2,10 @@
 // store's commit notifications (this process's, and other replicas' through PostgreSQL
 // LISTEN/NOTIFY), reads each change once (store/follow.ts) and fans it out to its listeners: events
 // subscribers and log followers. Commits that come faster than one per READ_EVERY_MS share a read
-// (a write makes two or three commits; reading after each would cost the writes more than the
-// fan-out itself, and subscribers are served in passes anyway). It polls only as a fallback: every `pollMs` while other replicas' commits are not
-// announced, rarely (a safety net) while they are. The database is never polled once per subscriber.
+// (a write makes two or three commits, and reading after each cost the writes about as much as
+// the fan-out itself; subscribers are served in passes anyway). It polls only as a fallback: every
+// `pollMs` while other replicas' commits are not announced, rarely (a safety net) while they are.
+// The database is never polled once per subscriber.
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { eventTime } from "../../domain/time.ts";
