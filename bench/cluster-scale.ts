@@ -6,7 +6,8 @@
 // idle (the first, cold, answer and then 10 connections for a while, p99 and max) next to a bare
 // Fastify serving the same bodies, and the GETs' p99 and max while the step placed. The tenth is
 // the baseline of the whole: at ten times the size, a GET should cost the same.
-// Each step also prints the CPU of an idle server for 10 s, and the heap's composition (V8's spaces
+// After each step, a quiet while (only Berth's periodic work) prints the loop's longest stalls and
+// what ran in them (bench/stall-profile.ts). Each step also prints the CPU of an idle server for 10 s, and the heap's composition (V8's spaces
 // and the collections reachable from the platform, bench/census.ts). The steps share a time budget
 // (--budget minutes): on a shared machine the run reaches as far as it can and says so.
 // Memory is measured after a full collection: heap and RSS per container, and after terminating
@@ -20,6 +21,8 @@ import type { ContainerSpec } from "../src/drivers/engine.ts";
 import { FakeEngine } from "../src/drivers/fake/index.ts";
 import { census, censusLines, heapSpaces } from "./census.ts";
 import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
+import { formatLoop, type LoopFigures, watchLoop } from "./loop-monitor.ts";
+import { formatStalls, profileStalls } from "./stall-profile.ts";
 import {
   ADMIN_AUTH,
   api,
@@ -219,8 +222,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       const target = Math.min(opts.containers, placed * PER_SERVICE);
       out(`  step to ${target} containers (+${containers}, ${step.length} services started):`);
       const poll = pollWhile(b.base, Object.values(paths));
-      const loop = monitorEventLoopDelay({ resolution: 10 });
-      loop.enable();
+      const loop = watchLoop();
       const started = performance.now();
       const cpu0 = process.cpuUsage();
       const actions: string[] = [];
@@ -236,7 +238,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       // elapsed time when other work on the machine holds the cores.
       const cpuS = (cpu.user + cpu.system) / 1e6;
       const polled = await poll.stop();
-      loop.disable();
+      const stalls = loop.stop();
       const before = ran;
       ran = await runningCount(b);
       const m = memory();
@@ -249,9 +251,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       );
       out(`    heap composition: collections reachable from the platform (entries):`);
       for (const line of censusLines(census(b.platform, { minSize: ran / 2 }), ran, 10)) out(`      ${line}`);
-      out(
-        `    while placing (every 100 ms; event loop delay p99 ${fmtMs(loop.percentile(99) / 1e6)} ms, max ${fmtMs(loop.max / 1e6)} ms):`,
-      );
+      out(`    while placing (GETs every 100 ms; ${formatLoop(stalls)}):`);
       for (const [i, label] of Object.keys(paths).entries()) {
         const l = polled[i]!;
         out(
@@ -260,6 +260,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       }
       await idleGets(b, paths, opts.durationMs, out);
       await idleCpu(b, out);
+      await quiet(opts.durationMs * 2, out);
       if (!done) break;
     }
     const before = memory();
@@ -310,6 +311,21 @@ async function idleCpu(b: Bench, out: (line: string) => void): Promise<void> {
   );
 }
 
+/**
+ * Nothing asked of Berth for a while: only its periodic work runs (controllers' passes, probes, stats
+ * rounds, the simulated engines). Prints the loop's stalls and what the longest of them ran.
+ */
+async function quiet(ms: number, out: (line: string) => void): Promise<void> {
+  // The profiler's own start and stop hold the loop: outside the watch.
+  const profile = await profileStalls();
+  const loop = watchLoop(3);
+  await sleep(ms);
+  const figures = loop.stop();
+  const stalls = await profile.stop(figures.turns);
+  out(`    quiet for ${(ms / 1000).toFixed(0)} s: ${formatLoop(figures)}`);
+  for (const line of formatStalls(stalls, 3)) out(`      turn of ${line}`);
+}
+
 /** The first (cold) answer of each GET, then each at 10 connections next to a bare Fastify. */
 async function idleGets(
   b: Bench,
@@ -339,9 +355,9 @@ async function idleGets(
     cold.push(performance.now() - t);
   }
   const bare = await startBare(bodies);
-  const loop = monitorEventLoopDelay({ resolution: 10 });
-  loop.enable();
+  const loop = watchLoop();
   const lines: string[] = [];
+  let stalls: LoopFigures;
   try {
     for (const [i, [label, path]] of Object.entries(paths).entries()) {
       const load = { connections: 10, durationMs, headers: { authorization: ADMIN_AUTH } };
@@ -352,12 +368,10 @@ async function idleGets(
       );
     }
   } finally {
-    loop.disable();
+    stalls = loop.stop();
     await bare.app.close();
   }
-  out(
-    `    idle, 10 connections (event loop delay max ${fmtMs(loop.max / 1e6)} ms; the bare server shares the process):`,
-  );
+  out(`    idle, 10 connections (the bare server shares the process; ${formatLoop(stalls)}):`);
   for (const line of lines) out(line);
 }
 

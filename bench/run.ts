@@ -117,6 +117,7 @@ const benches: Record<string, () => Promise<void>> = {
     runWritesFanout(
       {
         subscribers: positive("subscribers", values.subscribers, 1000),
+        rounds: 2,
         connections: 10,
         durationMs: quick ? 3000 : 6000,
       },

@@ -1,28 +1,35 @@
 // Benchmark (not a test): writes while the events stream fans out (issue 34, items 1, 3 and 6). A
 // platform on SQLite (or on PostgreSQL, in a schema of its own, with BERTH_BENCH_DATABASE_URL)
 // takes PATCHes of 10 services from 10 keep-alive connections (bench/load.ts, a process of its
-// own), first with no events subscriber, then with `subscribers` subscribers of the namespace
-// (every event type, as the dashboard subscribes) opened by a worker thread. Reported: PATCH
-// throughput and latency in both phases and their ratio (target ≥ 80 %); per PATCH, the event
-// loop's busy time (eventLoopUtilization: wall time, so it grows with the machine's load), the
-// process's CPU time (the subscribers' worker included in the second phase) and the statements
-// and transactions run (a write's own and what it set off, warm-up included); the event loop's
-// longest block; the events the subscribers missed (target 0: what was committed meanwhile ×
-// subscribers, against what arrived) and the delay from an event's `datetime` to its arrival
-// (target p99 < 100 ms).
+// own) in three rounds: no events subscriber, `subscribers` subscribers of the namespace (every
+// event type, as the dashboard subscribes; bench/subscribers-worker.mjs, a process of its own),
+// none again. Reported: PATCH throughput and latency (p50, p99, max) in each round and the ratio
+// against the mean of the rounds without (target ≥ 80 %); per PATCH, the event loop's busy time
+// (eventLoopUtilization: wall time, so it grows with the machine's load), the main thread's and
+// the process's CPU time (the subscribers' own is printed apart) and the statements and
+// transactions run (a write's own and what it set off, warm-up included); the event loop's longest
+// delay and longest turn in wall and CPU time (bench/loop-monitor.ts); the events the subscribers
+// missed (target 0: what was committed meanwhile × subscribers, against what arrived) and the
+// delay from an event's `datetime` to its arrival (target p99 < 100 ms).
+
+import { type ChildProcess, fork } from "node:child_process";
 import fs from "node:fs";
-import { createRequire } from "node:module";
+import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
-import { monitorEventLoopDelay, performance } from "node:perf_hooks";
-import { Worker } from "node:worker_threads";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { fanOutTotals } from "../src/api/streams/fanout.ts";
 import { loadConfig } from "../src/config/index.ts";
 import { assemblePlatform } from "../src/platform.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { fmtMs, formatLoad, type LoadResult, runLoad } from "./load.ts";
+import { formatLoop, type LoopFigures, threadCpuMs, watchLoop } from "./loop-monitor.ts";
 
 export interface WritesFanoutOptions {
   subscribers: number;
+  /** Rounds with subscribers (each between two without). */
+  rounds: number;
   connections: number;
   durationMs: number;
 }
@@ -30,43 +37,42 @@ export interface WritesFanoutOptions {
 const API_KEY = "bench-admin-key-0123456789abcdef";
 const AUTH = `Basic ${Buffer.from(`admin:${API_KEY}`).toString("base64")}`;
 
-// The subscribers, as CommonJS in a worker: they count every frame and its delay; told how many
-// to expect once the writes are done, they report when all arrived (or when asked).
-const CLIENTS = `
-const { parentPort, workerData } = require("node:worker_threads");
-const WebSocket = require(workerData.wsPath);
-const { url, auth, subscribers } = workerData;
-const histogram = new Uint32Array(60001);
-const DATETIME = Buffer.from('"datetime":"');
-let delivered = 0;
-let expected = Infinity;
-let open = 0;
-let closes = 0;
-for (let i = 0; i < subscribers; i++) {
-  const ws = new WebSocket(url, { headers: { authorization: auth } });
-  ws.on("open", () => { if (++open === subscribers) parentPort.postMessage({ kind: "ready" }); });
-  ws.on("error", (err) => parentPort.postMessage({ kind: "error", message: String(err) }));
-  ws.on("close", () => { closes++; });
-  // Only the event's datetime is read (parsing whole frames would make the clients the bottleneck).
-  ws.on("message", (data) => {
-    const at = data.indexOf(DATETIME) + DATETIME.length;
-    const sent = Date.parse(data.toString("latin1", at, at + 24));
-    histogram[Math.min(60000, Math.max(0, Date.now() - sent))]++;
-    if (++delivered >= expected) finish();
-  });
+/**
+ * With BERTH_BENCH_CPU_PROFILE=<prefix>: a CPU profile of each round (<prefix>-<round>.cpuprofile)
+ * and the statements that round ran, by time spent in them.
+ */
+async function profileRound(
+  platform: Awaited<ReturnType<typeof assemblePlatform>>,
+  prefix: string | undefined,
+  round: string,
+  out: (line: string) => void,
+): Promise<(() => Promise<void>) | undefined> {
+  if (!prefix) return undefined;
+  const bySql = new Map<string, { n: number; ms: number }>();
+  const counter = platform.db.statements;
+  const record = counter.record.bind(counter);
+  counter.record = (event) => {
+    record(event);
+    const key = event.query.sql.slice(0, 90);
+    const t = bySql.get(key) ?? { n: 0, ms: 0 };
+    t.n += 1;
+    t.ms += event.queryDurationMillis;
+    bySql.set(key, t);
+  };
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+  return async () => {
+    const { profile } = await session.post("Profiler.stop");
+    fs.writeFileSync(`${prefix}-${round}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+    counter.record = record;
+    out(`    CPU profile written to ${prefix}-${round}.cpuprofile; statements by count:`);
+    for (const [sql, t] of [...bySql].sort((x, y) => y[1].n - x[1].n).slice(0, 12))
+      out(`      ${String(t.n).padStart(6)}× ${t.ms.toFixed(0).padStart(5)} ms  ${sql}`);
+  };
 }
-let finished = false;
-function finish() {
-  if (finished) return;
-  finished = true;
-  parentPort.postMessage({ kind: "done", delivered, closes, histogram });
-}
-parentPort.on("message", (m) => {
-  if (m === "report") return finish();
-  expected = m.expected;
-  if (delivered >= expected) finish();
-});
-`;
 
 function percentile(histogram: Uint32Array, total: number, p: number): number {
   const rank = Math.ceil(total * p);
@@ -113,7 +119,7 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
       ...database.env,
     }),
   );
-  let worker: Worker | undefined;
+  let subscribers: ChildProcess | undefined;
   try {
     await platform.identity.bootstrapAdmin({
       username: "admin",
@@ -151,99 +157,180 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
         durationMs: opts.durationMs,
         requests,
       });
-    // The event loop's longest block, and its busy time per request (eventLoopUtilization: the
-    // time the loop ran callbacks, whatever they were: a write's own work and what it set off).
-    const loop = monitorEventLoopDelay({ resolution: 10 });
+    // Per request: the event loop's busy time (eventLoopUtilization: the time the loop ran
+    // callbacks, whatever they were: a write's own work and what it set off), the main thread's
+    // CPU (what machine load does not inflate) and the process's; the loop's longest stall.
     interface Measured {
       r: LoadResult;
-      maxBlockMs: number;
+      loop: LoopFigures;
       loopMsPerRequest: number;
       statementsPerRequest: number;
       transactionsPerRequest: number;
+      threadCpuMsPerRequest: number;
       cpuMsPerRequest: number;
     }
-    const measured = async (): Promise<Measured> => {
-      loop.reset();
-      loop.enable();
+    const measured = async (round: string): Promise<Measured> => {
+      const profiled = await profileRound(platform, process.env.BERTH_BENCH_CPU_PROFILE, round, out);
+      const watch = watchLoop();
       const elu = performance.eventLoopUtilization();
       const cpu = process.cpuUsage();
+      const threadCpu = threadCpuMs();
       const { result: r, statements, transactions } = await platform.db.statements.during(load);
       const used = performance.eventLoopUtilization(elu);
       const spent = process.cpuUsage(cpu);
-      loop.disable();
-      // The warm-up's requests count in the statements too (a few hundred ms of them).
+      const threadSpent = threadCpuMs() - threadCpu;
+      await profiled?.();
+      // The warm-up's requests count in the statements and CPU too (a few hundred ms of them).
       const n = Math.max(1, r.requests);
       return {
         r,
-        maxBlockMs: loop.max / 1e6,
+        loop: watch.stop(),
         loopMsPerRequest: used.active / n,
         statementsPerRequest: statements / n,
         transactionsPerRequest: transactions / n,
+        threadCpuMsPerRequest: threadSpent / n,
         cpuMsPerRequest: (spent.user + spent.system) / 1000 / n,
       };
     };
-    const loopFigures = (m: Measured) =>
-      `event loop ${fmtMs(m.loopMsPerRequest)} ms per PATCH (target < 1 ms; CPU ${fmtMs(m.cpuMsPerRequest)} ms), max block ${fmtMs(m.maxBlockMs)} ms (target < 50 ms); ${m.statementsPerRequest.toFixed(1)} statements, ${m.transactionsPerRequest.toFixed(1)} transactions per PATCH`;
+    const figures = (m: Measured) => [
+      `per PATCH: event loop ${fmtMs(m.loopMsPerRequest)} ms (target < 1 ms), CPU ${fmtMs(m.threadCpuMsPerRequest)} ms main thread / ${fmtMs(m.cpuMsPerRequest)} ms process; ${m.statementsPerRequest.toFixed(1)} statements, ${m.transactionsPerRequest.toFixed(1)} transactions`,
+      formatLoop(m.loop),
+    ];
 
-    const alone = await measured();
+    type Report = {
+      kind: "done";
+      delivered: number;
+      closes: number;
+      closeCodes: Record<string, number>;
+      histogram: number[];
+      sampled: number;
+      cpuMs: number;
+    };
+    /** A round with the subscribers open: they connect before it and leave after it. */
+    const fannedRound = async (round: string) => {
+      const child = fork(fileURLToPath(new URL("./subscribers-worker.mjs", import.meta.url)), {
+        env: {
+          ...process.env,
+          BERTH_SUBSCRIBERS_OPTIONS: JSON.stringify({
+            port: address.port,
+            path: "/api/audit/v1/events/",
+            auth: AUTH,
+            subscribers: opts.subscribers,
+          }),
+        },
+        execArgv: [],
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      });
+      subscribers = child;
+      const done = new Promise<Report>((resolve, reject) => {
+        child.on("message", (m: { kind: string; message?: string }) => {
+          if (m.kind === "error") reject(new Error(m.message));
+          if (m.kind === "done") resolve(m as Report);
+        });
+        child.once("error", reject);
+      });
+      await new Promise<void>((resolve, reject) => {
+        child.on("message", (m: { kind: string }) => m.kind === "ready" && resolve());
+        child.once("error", reject);
+        child.once("exit", (code) => reject(new Error(`the subscribers exited (${code}) before opening`)));
+      });
+      child.send("mark");
+      const from = await platform.store.latestRevision();
+      const totals0 = { ...fanOutTotals };
+      const m = await measured(round);
+      const fan = Object.fromEntries(
+        Object.entries(fanOutTotals).map(([k, v]) => [k, v - totals0[k as keyof typeof totals0]]),
+      ) as typeof fanOutTotals;
+      const to = await platform.store.latestRevision();
+      let events = 0;
+      for (let at = from; at < to; ) {
+        const page = await platform.store.changesSince(at, 1000);
+        if (page.length === 0) break;
+        events += page.filter((c) => c.namespace === "admin").length;
+        at = Number(page.at(-1)!.revision);
+      }
+      const expected = events * opts.subscribers;
+      child.send({ expected });
+      const timer = setTimeout(() => child.send("report"), 30_000);
+      const report = await done;
+      clearTimeout(timer);
+      await new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill();
+      });
+      subscribers = undefined;
+      while (platform.app.websocketServer.clients.size > 0) await new Promise((r) => setTimeout(r, 20));
+      return { m, fan, events, expected, report };
+    };
+
     const dialect = database.env.BERTH_DATABASE_URL ? "PostgreSQL" : "SQLite";
     out(
-      `writes while the events stream fans out (${dialect}): PATCH at ${opts.connections} connections, ${opts.durationMs / 1000} s each`,
+      `writes while the events stream fans out (${dialect}): PATCH at ${opts.connections} connections, ${opts.durationMs / 1000} s a round; ` +
+        `rounds without subscribers and with ${opts.subscribers}, alternating (the machine's load drifts: medians compared)`,
     );
-    out(`  no subscriber:      ${formatLoad(alone.r)}`);
-    out(`    ${loopFigures(alone)}`);
-
-    const w = new Worker(CLIENTS, {
-      eval: true,
-      workerData: {
-        wsPath: createRequire(import.meta.url).resolve("ws"),
-        url: `ws://127.0.0.1:${address.port}/api/audit/v1/events/`,
-        auth: AUTH,
-        subscribers: opts.subscribers,
-      },
-    });
-    worker = w;
-    type Report = { kind: "done"; delivered: number; closes: number; histogram: Uint32Array };
-    const done = new Promise<Report>((resolve, reject) => {
-      w.on("message", (m: { kind: string; message?: string }) => {
-        if (m.kind === "error") reject(new Error(m.message));
-        if (m.kind === "done") resolve(m as Report);
-      });
-      w.on("error", reject);
-    });
-    await new Promise<void>((resolve, reject) => {
-      w.on("message", (m: { kind: string }) => m.kind === "ready" && resolve());
-      w.on("error", reject);
-    });
-    const from = await platform.store.latestRevision();
-    const fanned = await measured();
-    const to = await platform.store.latestRevision();
-    let events = 0;
-    for (let at = from; at < to; ) {
-      const page = await platform.store.changesSince(at, 1000);
-      if (page.length === 0) break;
-      events += page.filter((c) => c.namespace === "admin").length;
-      at = Number(page.at(-1)!.revision);
+    const alone: Measured[] = [];
+    const fanned: Awaited<ReturnType<typeof fannedRound>>[] = [];
+    const aloneRound = async (i: number) => {
+      const m = await measured(`alone-${i}`);
+      alone.push(m);
+      out(`  no subscriber:     ${formatLoad(m.r)}`);
+      for (const line of figures(m)) out(`    ${line}`);
+    };
+    await aloneRound(0);
+    for (let i = 0; i < opts.rounds; i++) {
+      const f = await fannedRound(`fanned-${i}`);
+      fanned.push(f);
+      out(`  ${opts.subscribers} subscribers: ${formatLoad(f.m.r)}`);
+      for (const line of figures(f.m)) out(`    ${line}`);
+      out(
+        `    fan-out: ${f.fan.passes} passes (${f.fan.slices} slices, ${f.fan.writes} socket writes, ${f.fan.events} events queued per shape), ` +
+          `${fmtMs(f.fan.cpuMs)} ms CPU = ${fmtMs((f.fan.cpuMs / Math.max(1, f.fan.writes)) * 1000)} µs per socket write, ${((f.fan.cpuMs / f.m.loop.cpuMs) * 100).toFixed(0)} % of the main thread's CPU; ` +
+          `the subscribers' own process ${fmtMs(f.report.cpuMs / Math.max(1, f.m.r.requests))} ms CPU per PATCH`,
+      );
+      await aloneRound(i + 1);
     }
-    const expected = events * opts.subscribers;
-    w.postMessage({ expected });
-    const timer = setTimeout(() => w.postMessage("report"), 30_000);
-    const report = await done;
-    clearTimeout(timer);
-    const ratio = fanned.r.rps / Math.max(1, alone.r.rps);
-    out(`  ${opts.subscribers} subscribers: ${formatLoad(fanned.r)}`);
-    out(`    ${loopFigures(fanned)}`);
-    out(`  throughput with subscribers: ${(ratio * 100).toFixed(0)} % of without (target ≥ 80 %)`);
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = sorted.length >> 1;
+      return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    };
+    const rpsAlone = median(alone.map((m) => m.r.rps));
+    const rpsFanned = median(fanned.map((f) => f.m.r.rps));
+    const cpuAlone = median(alone.map((m) => m.threadCpuMsPerRequest));
+    const cpuFanned = median(fanned.map((f) => f.m.threadCpuMsPerRequest));
     out(
-      `  events: ${events} committed × ${opts.subscribers} = ${expected} deliveries; ${report.delivered} arrived, ` +
-        `${Math.max(0, expected - report.delivered)} lost, ${report.closes} subscribers closed`,
+      `  throughput with subscribers (medians): ${rpsFanned} vs ${rpsAlone} req/s = ${((rpsFanned / Math.max(1, rpsAlone)) * 100).toFixed(0)} % of without (target ≥ 80 %); ` +
+        `main-thread CPU per PATCH ${fmtMs(cpuFanned)} vs ${fmtMs(cpuAlone)} ms: ${((cpuAlone / cpuFanned) * 100).toFixed(0)} % if the server had a core of its own`,
     );
     out(
-      `  delivery delay: p50 ${percentile(report.histogram, report.delivered, 0.5)} ms, ` +
-        `p99 ${percentile(report.histogram, report.delivered, 0.99)} ms, max ${percentile(report.histogram, report.delivered, 1)} ms (target p99 < 100 ms)`,
+      `  max request latency: ${fmtMs(Math.max(...alone.map((m) => m.r.latencyMs.max)))} ms without, ${fmtMs(Math.max(...fanned.map((f) => f.m.r.latencyMs.max)))} ms with; ` +
+        `longest turn ${fmtMs(Math.max(...alone.map((m) => m.loop.longestTurnCpuMs)))} / ${fmtMs(Math.max(...fanned.map((f) => f.m.loop.longestTurnCpuMs)))} ms CPU`,
+    );
+    const expected = fanned.reduce((n, f) => n + f.expected, 0);
+    const delivered = fanned.reduce((n, f) => n + f.report.delivered, 0);
+    const closes = fanned.reduce((n, f) => n + f.report.closes, 0);
+    const codes = new Map<string, number>();
+    for (const f of fanned)
+      for (const [code, n] of Object.entries(f.report.closeCodes))
+        codes.set(code, (codes.get(code) ?? 0) + n);
+    out(
+      `  events: ${fanned.map((f) => f.events).join(" + ")} committed × ${opts.subscribers} = ${expected} deliveries; ${delivered} arrived, ` +
+        `${Math.max(0, expected - delivered)} lost, ${closes} subscribers closed${codes.size ? ` (${[...codes].map(([c, n]) => `${n}× ${c}`).join(", ")})` : ""}`,
+    );
+    const sampled = fanned.reduce((n, f) => n + f.report.sampled, 0);
+    const histogram = new Uint32Array(60001);
+    for (const f of fanned) {
+      f.report.histogram.forEach((n, ms) => {
+        histogram[ms]! += n;
+      });
+    }
+    out(
+      `  delivery delay (every 10th subscriber's ${sampled} deliveries): p50 ${percentile(histogram, sampled, 0.5)} ms, ` +
+        `p99 ${percentile(histogram, sampled, 0.99)} ms, max ${percentile(histogram, sampled, 1)} ms (target p99 < 100 ms)`,
     );
   } finally {
-    await worker?.terminate();
+    subscribers?.kill();
     await platform.close();
     await database.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -105,6 +105,11 @@ function shapeOf(namespaces: ReadonlySet<string>, f: EventFilter): string {
 class EventSubscriber implements FanOutMember {
   /** Revision of the last change this subscriber has been served (or skipped as not its own). */
   cursor = 0;
+  /**
+   * Revision of the last event written to its socket (where it started, before any): what a
+   * subscriber dropped as too slow is told to resume from.
+   */
+  private sent = 0;
   /** False while it catches up from `since` out of the database; the fan-out's groups join after. */
   private live = false;
   private dropped = false;
@@ -144,6 +149,7 @@ class EventSubscriber implements FanOutMember {
     const raw = rawSocket(this.ws);
     if (raw) raw.write(bytes);
     else for (const event of events) this.ws.send(event.frame(), { binary: false });
+    this.sent = events.at(-1)?.revision ?? this.sent;
     return this.checkBound();
   }
 
@@ -161,6 +167,7 @@ class EventSubscriber implements FanOutMember {
     if (this.dropped || !isOpen(this.ws)) return;
     this.held ??= corked(this.ws);
     this.ws.send(event.frame(), { binary: false });
+    this.sent = event.revision;
     if (!this.held) this.checkBound();
   }
 
@@ -177,13 +184,14 @@ class EventSubscriber implements FanOutMember {
     if (this.ws.bufferedAmount <= this.maxBufferedBytes) return true;
     this.dropped = true;
     this.fanout.leave(this);
-    dropSlow(this.ws, this.maxBufferedBytes);
+    dropSlow(this.ws, this.maxBufferedBytes, this.sent);
     return false;
   }
 
   /** Joins the live feed now: the next change it offers is the first one sent. */
   startLive(feed: EventFeed): void {
     this.cursor = feed.position;
+    this.sent = this.cursor;
     this.goLive();
   }
 
@@ -200,6 +208,7 @@ class EventSubscriber implements FanOutMember {
    */
   async catchUp(store: Store, feed: EventFeed, since: number): Promise<void> {
     this.cursor = since;
+    this.sent = since;
     while (isOpen(this.ws) && !this.dropped) {
       if (this.cursor >= feed.position) {
         this.goLive();
@@ -278,8 +287,9 @@ export function eventRoutes(app: FastifyInstance, ctx: StreamContext): void {
     description:
       "One JSON text frame per change: {type, action, parents, resource_uri, state, uuid, datetime, revision}. " +
       "Without a namespace in the path: every namespace the caller may read (its own and its organizations'). " +
-      "A subscriber that lets more than BERTH_STREAM_MAX_BUFFERED_BYTES pile up is closed with 1008; " +
-      "it resumes without a gap by reconnecting with since=<revision of the last event it received>.",
+      "A subscriber that lets more than BERTH_STREAM_MAX_BUFFERED_BYTES pile up is closed with 1008 and a reason " +
+      "naming the revision to resume from (`resume with since=<revision>`, that of the last event written before the close frame); " +
+      "it resumes without a gap by reconnecting with that since, or the revision of the last event it received.",
     // Without a namespace it reads every namespace of the caller, so it resolves its own.
     access: "caller",
     params: Type.Object({ namespace: Type.Optional(Type.String()) }),

@@ -5,23 +5,45 @@
 // - each event's WebSocket frame (header and JSON) is built once, and a group's queued events are
 //   joined once into chunks every member is sent, so a pass costs one write per socket and chunk,
 //   however many events it carries and however many sockets share the shape;
-// - a pass yields to the event loop every SLICE_MS, and the next one waits in proportion to how
-//   long the last one took, so fan-out takes at most about a sixth of the loop and requests keep
-//   being answered while thousands of subscribers are served;
+// - a pass serves at most SLICE_SOCKETS sockets or SLICE_CPU_MS of CPU time per turn of the event
+//   loop, then yields (setImmediate), so requests are answered between its slices;
+// - passes are paced by the CPU time they take: after a pass, the next waits until the fan-out's
+//   share of the main thread's CPU is back under CPU_SHARE. A socket write is a system call
+//   (about 15 µs on loopback, whatever its size), so a pass over 1,000 sockets costs some 15 ms
+//   however few events it carries: with few subscribers passes follow each other within
+//   milliseconds, with thousands they carry more events each, and the writes that produced the
+//   events keep at least 1 − CPU_SHARE of the loop. CPU time, not wall time, so a loaded machine
+//   (the thread waiting for a core) does not make the fan-out take a larger share. Time the loop
+//   spent idle counts as others' (nothing waited for it), so an idle server serves at once;
 // - a member whose socket holds more than its bound unsent is dropped (1008, CONTRACT §8), with a
-//   reason that says how to resume (`since` = the revision of the last event it received).
+//   reason that names the revision to resume from with `since` (sockets.ts, dropSlow).
+import { type EventLoopUtilization, performance } from "node:perf_hooks";
 import type { WebSocket } from "ws";
 import type { EventFeed, FeedEvent } from "./feed.ts";
 import { isOpen } from "./sockets.ts";
 
-/** The longest a pass keeps the event loop before it yields. */
-const SLICE_MS = 5;
-/** A pass waits at least this many times its own last duration after the previous one. */
-const REST_FACTOR = 5;
-/** The longest a queued event waits for a pass. */
-const MAX_WAIT_MS = 60;
+/** The most CPU time a slice of a pass takes before it yields (checked every SLICE_CHECK sockets). */
+const SLICE_CPU_MS = 8;
+/** The most sockets a slice of a pass writes to before it yields. */
+const SLICE_SOCKETS = 250;
+const SLICE_CHECK = 25;
+/** The share of the main thread's CPU time passes may take while events keep coming. */
+const CPU_SHARE = 0.15;
+/** The longest a pass held back by the CPU share waits before it looks again. */
+const MAX_CHECK_MS = 20;
+/** The longest a queued event waits for a pass, however long the last one took. */
+const MAX_WAIT_MS = 1000;
 /** Bytes of one chunk: a member is written a chunk at a time, its bound checked before each. */
 const CHUNK_BYTES = 256 * 1024;
+
+/** What every fan-out of this process has done (benchmarks print it; nothing decides by it). */
+export const fanOutTotals = { passes: 0, slices: 0, writes: 0, events: 0, cpuMs: 0 };
+
+/** CPU time of this process in ms (user and system; the main thread's, as long as no other works). */
+function cpuNowMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
 
 /** One socket of a group. */
 export interface FanOutMember {
@@ -54,7 +76,10 @@ export class FanOut {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private lastEnd = 0;
-  private lastBusy = 0;
+  /** CPU time the last pass took (ms). */
+  private lastCpuMs = 0;
+  /** The process's CPU time and the loop's counters when the last pass ended. */
+  private restSince: { cpuMs: number; loop: EventLoopUtilization } | undefined;
 
   constructor(private readonly feed: EventFeed) {}
 
@@ -135,43 +160,65 @@ export class FanOut {
     if (this.pending.size > 0) this.schedule();
   }
 
+  /**
+   * Starts the next pass once the loop has spent, since the last one, (1 / CPU_SHARE − 1) times
+   * the CPU time that pass took on other work or idle: time the thread actually had, so a pass
+   * takes at most CPU_SHARE of the loop when requests keep it busy, and starts within
+   * milliseconds when it is idle (idle time is nobody's). Never later than MAX_WAIT_MS.
+   */
   private schedule(): void {
     if (this.running || this.timer) return;
-    const rest = this.lastEnd + this.lastBusy * REST_FACTOR - performance.now();
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined;
+    const needed = this.lastCpuMs * (1 / CPU_SHARE - 1);
+    const since = this.restSince;
+    const check = () => {
+      this.timer = undefined;
+      const others = since
+        ? cpuNowMs() - since.cpuMs + performance.eventLoopUtilization(since.loop).idle
+        : needed;
+      if (others >= needed || performance.now() - this.lastEnd >= MAX_WAIT_MS) {
         void this.pass();
-      },
-      Math.min(MAX_WAIT_MS, Math.max(0, rest)),
-    );
+        return;
+      }
+      this.timer = setTimeout(check, Math.min(MAX_CHECK_MS, Math.max(1, needed - others)));
+    };
+    this.timer = setTimeout(check, 0);
   }
 
   private async pass(): Promise<void> {
     this.running = true;
-    const started = performance.now();
-    let busy = 0;
-    let sliceStart = started;
+    fanOutTotals.passes += 1;
+    let cpuMs = 0;
+    let sliceCpu = cpuNowMs();
+    let served = 0;
     try {
       const groups = [...this.pending];
       this.pending.clear();
       for (const group of groups) {
-        const chunks = chunksOf(group.queued.splice(0));
+        const events = group.queued.splice(0);
+        fanOutTotals.events += events.length;
+        const chunks = chunksOf(events);
         for (const member of [...group.members]) {
           if (!group.members.has(member)) continue;
           for (const chunk of chunks) if (!serve(member, chunk)) break;
-          if (performance.now() - sliceStart >= SLICE_MS) {
-            busy += performance.now() - sliceStart;
-            await new Promise((resolve) => setImmediate(resolve));
-            sliceStart = performance.now();
-          }
+          served += 1;
+          if (served % SLICE_CHECK !== 0) continue;
+          const used = cpuNowMs() - sliceCpu;
+          if (served < SLICE_SOCKETS && used < SLICE_CPU_MS) continue;
+          cpuMs += used;
+          fanOutTotals.slices += 1;
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceCpu = cpuNowMs();
+          served = 0;
         }
       }
-      busy += performance.now() - sliceStart;
     } finally {
+      cpuMs += cpuNowMs() - sliceCpu;
+      fanOutTotals.slices += 1;
+      fanOutTotals.cpuMs += cpuMs;
       this.running = false;
       this.lastEnd = performance.now();
-      this.lastBusy = Math.min(busy, this.lastEnd - started);
+      this.restSince = { cpuMs: cpuNowMs(), loop: performance.eventLoopUtilization() };
+      this.lastCpuMs = cpuMs;
       if (this.pending.size > 0) this.schedule();
     }
   }
@@ -181,6 +228,7 @@ export class FanOut {
 function serve(member: FanOutMember, chunk: Chunk): boolean {
   const last = chunk.events.at(-1)!.revision;
   if (last <= member.cursor) return true;
+  fanOutTotals.writes += 1;
   if (chunk.events[0]!.revision > member.cursor) {
     const ok = member.write(chunk.bytes, chunk.events);
     member.cursor = last;

@@ -1,9 +1,13 @@
 // The one reader of the store's change feed for every stream of this process. It wakes on the
 // store's commit notifications (this process's, and other replicas' through PostgreSQL
 // LISTEN/NOTIFY), reads each change once (store/follow.ts) and fans it out to its listeners: events
-// subscribers and log followers. It polls only as a fallback: every `pollMs` while other replicas' commits are not
-// announced, rarely (a safety net) while they are. The database is never polled once per subscriber.
+// subscribers and log followers. Commits that come faster than one per READ_EVERY_MS share a read
+// (a write makes two or three commits, and reading after each cost the writes about as much as
+// the fan-out itself; subscribers are served in passes anyway). It polls only as a fallback: every
+// `pollMs` while other replicas' commits are not announced, rarely (a safety net) while they are.
+// The database is never polled once per subscriber.
 import { createHash } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { eventTime } from "../../domain/time.ts";
 import { uriKey } from "../../domain/uri.ts";
 import { FOLLOW_PAGE, type Follower, follow } from "../../store/follow.ts";
@@ -11,6 +15,9 @@ import type { ChangeRow, Store } from "../../store/store.ts";
 
 /** Changes read per query; a reader far behind catches up in pages of this size. */
 export const FEED_PAGE = FOLLOW_PAGE;
+
+/** While commits keep coming, the feed is read at most once per this many ms. */
+const READ_EVERY_MS = 10;
 
 export { uriKey };
 
@@ -108,6 +115,9 @@ export class EventFeed {
   private readonly pageListeners = new Map<FeedListener, PageListener>();
   private pos = 0;
   private follower: Follower | undefined;
+  private unwatch: (() => void) | undefined;
+  private readTimer: NodeJS.Timeout | undefined;
+  private lastReadAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly opts: EventFeedOptions) {}
 
@@ -139,12 +149,30 @@ export class EventFeed {
       announced: this.opts.announced,
       onError: this.opts.onError,
       onPage: (rows) => this.offer(rows),
+      // Commits wake it through `soon`, which lets the commits of one moment share a read.
+      wakesOn: () => false,
     });
+    this.unwatch = this.opts.store.onChange(() => this.soon());
+  }
+
+  /** Reads at the next turn, or READ_EVERY_MS after the last read when that was more recent. */
+  private soon(): void {
+    if (this.readTimer || !this.follower) return;
+    const wait = Math.max(0, this.lastReadAt + READ_EVERY_MS - performance.now());
+    this.readTimer = setTimeout(() => {
+      this.readTimer = undefined;
+      this.lastReadAt = performance.now();
+      this.follower?.wake();
+    }, wait);
   }
 
   /** Stops reading; a later listener starts again from the revision current then. */
   stop(): void {
     this.pos = this.position;
+    this.unwatch?.();
+    this.unwatch = undefined;
+    clearTimeout(this.readTimer);
+    this.readTimer = undefined;
     this.follower?.stop();
     this.follower = undefined;
   }

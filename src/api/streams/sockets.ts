@@ -110,13 +110,15 @@ export function closeSocket(ws: WebSocket, code: number, reason: string): void {
 /**
  * Closes a subscriber that let too much pile up (1008, CONTRACT §8). Its close frame queues behind
  * the data it does not read, so it is cut off if it has not gone a few seconds later. Nothing is
- * lost to it: the reason says to reconnect with `since` = the revision of the last event received.
+ * lost to it: the reason names the revision to resume from (`since`), that of the last event
+ * written to it before the close frame, so a client that reads up to the close frame resumes with
+ * exactly that, and one cut off earlier with the revision of the last event it received.
  */
-export function dropSlow(ws: WebSocket, maxBufferedBytes: number): void {
+export function dropSlow(ws: WebSocket, maxBufferedBytes: number, resumeSince: number): void {
   closeSocket(
     ws,
     CLOSE.policy,
-    `too slow: over ${maxBufferedBytes} bytes unsent; resume with since=<revision of the last event received>`,
+    `too slow: over ${maxBufferedBytes} bytes unsent; resume with since=${resumeSince} (or the revision of the last event received)`,
   );
   setTimeout(() => {
     if (ws.readyState !== WebSocket.CLOSED) ws.terminate();
