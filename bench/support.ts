@@ -10,6 +10,7 @@ import path from "node:path";
 import Fastify, { type FastifyInstance } from "fastify";
 import { loadConfig } from "../src/config/index.ts";
 import { assemblePlatform, type Platform } from "../src/platform.ts";
+import { openDatabase } from "../src/store/db.ts";
 import type { NodeRow } from "../src/store/nodes.ts";
 import { newContainerRow } from "../src/store/services.ts";
 import { fakeEngineNodeRow } from "../test/support/rows.ts";
@@ -29,15 +30,14 @@ export async function startBerth(
   opts: { env?: Record<string, string>; start?: boolean } = {},
 ): Promise<Bench> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-bench-"));
+  const database = await benchSchema();
   const platform = await assemblePlatform(
     loadConfig({
       BERTH_DATA_DIR: dataDir,
       BERTH_LOG_LEVEL: "warn",
       BERTH_AUTO_ATTACH_ENGINE: "false",
       BERTH_NODE_HEALTH_INTERVAL_MS: "3600000",
-      ...(process.env.BERTH_BENCH_DATABASE_URL
-        ? { BERTH_DATABASE_URL: process.env.BERTH_BENCH_DATABASE_URL }
-        : {}),
+      ...database.env,
       ...opts.env,
     }),
   );
@@ -55,7 +55,32 @@ export async function startBerth(
     base: `http://127.0.0.1:${address.port}`,
     async close() {
       await platform.close();
+      await database.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * On the PostgreSQL server named by BERTH_BENCH_DATABASE_URL, a schema of the run's own (dropped
+ * on close): a run never finds an earlier run's services (a second run's seeding failed with
+ * 409 name_taken) nor leaves its own.
+ */
+async function benchSchema(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  const pg = process.env.BERTH_BENCH_DATABASE_URL;
+  if (!pg?.startsWith("postgres")) return { env: {}, drop: async () => {} };
+  const schema = `bench_${process.pid}_${randomUUID().slice(0, 8)}`;
+  const admin = openDatabase(pg);
+  await admin.kysely.schema.createSchema(schema).execute();
+  await admin.close();
+  const url = new URL(pg);
+  url.searchParams.set("options", `-c search_path=${schema}`);
+  return {
+    env: { BERTH_DATABASE_URL: url.toString() },
+    async drop() {
+      const a = openDatabase(pg);
+      await a.kysely.schema.dropSchema(schema).cascade().execute();
+      await a.close();
     },
   };
 }

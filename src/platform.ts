@@ -166,6 +166,7 @@ async function openAtStart(config: Config): Promise<Db> {
   try {
     db = openDatabase(config.databaseUrl);
     await migrateToLatest(db.kysely, db.dialect);
+    db.prepareStatements();
     return db;
   } catch (error) {
     await db?.close().catch(() => undefined);

@@ -28,6 +28,17 @@ const POLL_BACKOFF_MAX = 8;
  */
 const DEFAULT_CONCURRENCY = 32;
 
+/** A synchronous call's action: what the call did, recorded as it ends. */
+export interface SyncCall {
+  uuid: string;
+  namespace: string;
+  object: string;
+  name: string;
+  meta: CallMeta;
+  state: "Success" | "Failed";
+  logLine?: string;
+}
+
 export class ActionEngine {
   private readonly kinds = new Map<string, ActionKind<never>>();
   private readonly paramChecks = new Map<string, BodyCheck<unknown>>();
@@ -97,44 +108,52 @@ export class ActionEngine {
 
   // ---- recording -----------------------------------------------------------------------------
 
-  /** Records a synchronous call, already finished. */
-  async recordSync(input: {
-    uuid: string;
-    namespace: string;
-    object: string;
-    name: string;
-    meta: CallMeta;
-    state: "Success" | "Failed";
-    logLine?: string;
-  }): Promise<ActionRow> {
+  /** Records a synchronous call, already finished (in a transaction of its own). */
+  async recordSync(input: SyncCall): Promise<ActionRow> {
+    return this.store.transaction((tx) => this.recordSyncIn(tx, input));
+  }
+
+  /**
+   * Records a synchronous call, already finished, in the caller's transaction: a call that writes
+   * records its action with its write, so the action commits (or rolls back) with it.
+   */
+  async recordSyncIn(tx: Store, input: SyncCall): Promise<ActionRow> {
     const now = this.opts.clock.now();
-    return this.store
-      .transaction(async (tx) => {
-        const row = await tx.actions.insertAction({
-          uuid: input.uuid,
-          namespace: input.namespace,
-          object: input.object,
-          action: input.name,
-          kind: null,
-          params: null,
-          method: input.meta.method,
-          path: input.meta.path,
-          user: input.meta.user,
-          user_agent: input.meta.userAgent,
-          ip: input.meta.ip,
-          location: "",
-          start_date: now,
-          end_date: now,
-          state: input.state,
-          is_user_action: input.meta.isUserAction === false ? 0 : 1,
-        });
-        if (input.logLine) await tx.actions.appendActionLog(row.uuid, now, input.logLine);
-        return row;
-      })
-      .then((row) => {
-        this.opts.onEnded?.("call", row.state, 0);
-        return row;
-      });
+    const row = await tx.actions.insertAction({
+      uuid: input.uuid,
+      namespace: input.namespace,
+      object: input.object,
+      action: input.name,
+      kind: null,
+      params: null,
+      method: input.meta.method,
+      path: input.meta.path,
+      user: input.meta.user,
+      user_agent: input.meta.userAgent,
+      ip: input.meta.ip,
+      location: "",
+      start_date: now,
+      end_date: now,
+      state: input.state,
+      is_user_action: input.meta.isUserAction === false ? 0 : 1,
+    });
+    if (input.logLine) await tx.actions.appendActionLog(row.uuid, now, input.logLine);
+    tx.whenCommitted(() => this.opts.onEnded?.("call", row.state, 0));
+    return row;
+  }
+
+  /**
+   * Marks a synchronous call recorded as a success with its write (recordSyncIn) as failed: what
+   * the call did after its write's commit failed, and its answer is an error.
+   */
+  async failRecordedCall(uuid: string, logLine: string): Promise<void> {
+    const now = this.opts.clock.now();
+    await this.store.retrying(async (tx) => {
+      const a = await tx.actions.findAction(uuid);
+      if (!a || a.state === "Failed") return;
+      await tx.actions.updateAction(a, { state: "Failed", end_date: now });
+      await tx.actions.appendActionLog(uuid, now, logLine);
+    });
   }
 
   /**
@@ -144,7 +163,18 @@ export class ActionEngine {
    */
   async enqueue<P>(
     tx: Store,
-    input: { uuid?: string; kind: string; params: P; namespace: string; object: string; meta: CallMeta },
+    input: {
+      uuid?: string;
+      kind: string;
+      params: P;
+      namespace: string;
+      object: string;
+      meta: CallMeta;
+      /** The object as the caller just read it (the kind's `prepare` may start from it). */
+      read?: unknown;
+      /** Told the object as the kind's `prepare` wrote it. */
+      prepared?: (object: unknown) => void;
+    },
   ): Promise<ActionRow> {
     const kind = this.kinds.get(input.kind) as ActionKind<P> | undefined;
     if (!kind) throw new Error(`unknown action kind ${input.kind}`);
@@ -152,7 +182,8 @@ export class ActionEngine {
     const wrong = this.paramProblem(kind.kind, input.params);
     if (wrong) throw new Error(wrong);
     const row = await tx.transaction(async (t) => {
-      await kind.prepare?.(t, input.params, input.object);
+      const written = await kind.prepare?.(t, input.params, input.object, input.read);
+      if (written !== undefined) input.prepared?.(written);
       const busy = await t.actions.busyOn(input.object);
       const now = this.opts.clock.now();
       // The replica that accepted the request runs it (its log and engine connections are here):

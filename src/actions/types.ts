@@ -42,8 +42,10 @@ export interface ActionKind<P = unknown> {
   /**
    * Checks that the operation is allowed now and moves the object to its transitional state.
    * Runs in the transaction that records the action (API call and retry alike); throwing refuses the call.
+   * `read`: the object as the caller just read it, when it did (a kind may start from it rather than
+   * read it again: its write checks the version). Answers the object as written, when it has one.
    */
-  prepare?(tx: Store, params: P, object: string): Promise<void>;
+  prepare?(tx: Store, params: P, object: string, read?: unknown): Promise<unknown>;
   steps: Step<P>[];
   /** Leaves the object in a truthful state once the action ended, whatever the outcome. */
   finish?(ctx: StepContext<P>, outcome: Outcome): Promise<void>;

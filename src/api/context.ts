@@ -12,6 +12,8 @@ export interface AuditNote {
   name?: string;
   /** Set when the handler recorded the action itself (asynchronous operations, retry). */
   recorded?: boolean;
+  /** Set when the action was recorded as a success with the call's write (recorder.ts, recordWithWrite). */
+  recordedAsSuccess?: boolean;
   failure?: string;
   /** A line for the log of a call that succeeded (what a health check found, for one). */
   note?: string;

@@ -35,13 +35,26 @@ export function ownObject<T extends { namespace: string }>(
 export async function enqueueOperation(
   req: FastifyRequest,
   deps: { store: Store; actions: ActionEngine },
-  op: { kind: string; params: unknown; namespace: string; object: string },
+  op: {
+    kind: string;
+    params: unknown;
+    namespace: string;
+    object: string;
+    /** The object as the route just read it: the first attempt starts from it. */
+    read?: unknown;
+    /** Told the object as the kind's prepare wrote it (what the answer shows). */
+    prepared?: (object: unknown) => void;
+  },
 ): Promise<ActionRow> {
   // The kind's prepare checks and moves the object's state under its version: when another
-  // writer (a settling action, the reconciler) changed the object meanwhile, it is decided again.
-  const a = await deps.store.retrying((tx) =>
-    deps.actions.enqueue(tx, { uuid: req.actionUuid, ...op, meta: callMeta(req) }),
-  );
+  // writer (a settling action, the reconciler) changed the object meanwhile, it is decided again,
+  // from a fresh read.
+  let read = op.read;
+  const a = await deps.store.retrying((tx) => {
+    const known = read;
+    read = undefined;
+    return deps.actions.enqueue(tx, { uuid: req.actionUuid, ...op, read: known, meta: callMeta(req) });
+  });
   req.audit.recorded = true;
   return a;
 }
@@ -91,8 +104,8 @@ export function operationRoutes<T extends { uuid: string; namespace: string }>(
     /** The object of the path (`ownObject`): 404 when the caller's namespace does not hold it. */
     find(req: FastifyRequest, uuid: string): Promise<T>;
     uri(t: T): string;
-    /** The object as it reads after the call. */
-    view(t: T): Promise<unknown>;
+    /** The object as it reads after the call (`written`: t is the row as the operation wrote it). */
+    view(t: T, written: boolean): Promise<unknown>;
     /** Schema of the object's answer (202). */
     response?: TSchema;
     /**
@@ -116,8 +129,18 @@ export function operationRoutes<T extends { uuid: string; namespace: string }>(
     access: "namespace" as const,
   });
   const enqueue = async (req: FastifyRequest, t: T, kind: string, params: Record<string, unknown>) => {
-    await enqueueOperation(req, opts, { kind, params, namespace: t.namespace, object: opts.uri(t) });
-    return opts.view(t);
+    let written: T | undefined;
+    await enqueueOperation(req, opts, {
+      kind,
+      params,
+      namespace: t.namespace,
+      object: opts.uri(t),
+      read: t,
+      prepared: (o) => {
+        written = o as T;
+      },
+    });
+    return opts.view(written ?? t, written !== undefined);
   };
   for (const { op, kind, summary } of opts.operations) {
     const dryRun = opts.dryRun?.operations.includes(op) ? opts.dryRun : undefined;

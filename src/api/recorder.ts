@@ -3,9 +3,10 @@
 // handlers can write the action under that uuid and every response carries the headers.
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { ActionEngine } from "../actions/engine.ts";
+import type { ActionEngine, SyncCall } from "../actions/engine.ts";
 import { actionUri } from "../domain/uri.ts";
 import type { IdentityService } from "../identity/service.ts";
+import type { Store } from "../store/store.ts";
 import { parseBasic } from "./auth.ts";
 import { ACTION_URI_HEADERS } from "./compat.ts";
 import { areaOf } from "./context.ts";
@@ -17,6 +18,47 @@ export function callMeta(request: FastifyRequest) {
     user: request.principal?.user.username ?? "",
     userAgent: request.headers["user-agent"] ?? "",
     ip: request.ip,
+  };
+}
+
+/** The call's action as the recorder writes it, in the state the call ended in. */
+function callAction(
+  request: FastifyRequest,
+  state: SyncCall["state"],
+  logLine: string | undefined,
+): SyncCall {
+  const principal = request.principal!;
+  const path = request.url.split("?")[0]!.replace(/\/{2,}/g, "/");
+  return {
+    uuid: request.actionUuid!,
+    namespace: request.audit.namespace ?? principal.namespaceLimit ?? principal.user.username,
+    object: request.audit.object ?? path.replace(/\/?$/, "/"),
+    name: request.audit.name ?? request.routeOptions.config?.action ?? "API Call",
+    meta: callMeta(request),
+    state,
+    logLine,
+  };
+}
+
+/**
+ * The call's action, to record in the transaction of the write the call makes (one commit for
+ * both): a handler passes it to the write, which runs it in its transaction once the write has
+ * succeeded. The action is recorded as a success, and the recorder writes none after the answer;
+ * a write that fails rolls it back with itself, and the recorder then records the failure as for
+ * any call. Should the call fail after that commit, the recorded action is marked failed.
+ * Undefined when the call records no action.
+ */
+export function recordWithWrite(
+  request: FastifyRequest,
+  actions: ActionEngine,
+): ((tx: Store) => Promise<void>) | undefined {
+  if (!request.actionUuid || !request.principal || request.audit.recorded) return undefined;
+  return async (tx) => {
+    await actions.recordSyncIn(tx, callAction(request, "Success", request.audit.note));
+    tx.whenCommitted(() => {
+      request.audit.recorded = true;
+      request.audit.recordedAsSuccess = true;
+    });
   };
 }
 
@@ -32,22 +74,21 @@ export function installRecorder(app: FastifyInstance, actions: ActionEngine): vo
   });
 
   app.addHook("onSend", async (request, reply, payload) => {
-    if (!request.actionUuid || request.audit.recorded || !request.principal) return payload;
+    if (!request.actionUuid || !request.principal) return payload;
     const failed = reply.statusCode >= 400;
-    const path = request.url.split("?")[0]!.replace(/\/{2,}/g, "/");
+    const failure = `${reply.statusCode}: ${request.audit.failure ?? "request refused"}`;
     try {
-      await actions.recordSync({
-        uuid: request.actionUuid,
-        namespace:
-          request.audit.namespace ?? request.principal.namespaceLimit ?? request.principal.user.username,
-        object: request.audit.object ?? path.replace(/\/?$/, "/"),
-        name: request.audit.name ?? request.routeOptions.config?.action ?? "API Call",
-        meta: callMeta(request),
-        state: failed ? "Failed" : "Success",
-        logLine: failed
-          ? `${reply.statusCode}: ${request.audit.failure ?? "request refused"}`
-          : request.audit.note,
-      });
+      if (request.audit.recorded) {
+        // Recorded with the call's write (recordWithWrite), and what followed failed.
+        if (failed && request.audit.recordedAsSuccess) {
+          request.audit.recordedAsSuccess = false;
+          await actions.failRecordedCall(request.actionUuid, failure);
+        }
+        return payload;
+      }
+      await actions.recordSync(
+        callAction(request, failed ? "Failed" : "Success", failed ? failure : request.audit.note),
+      );
       request.audit.recorded = true;
     } catch (err) {
       request.log.error({ err }, "could not record the action of this call");

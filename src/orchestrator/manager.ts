@@ -38,6 +38,8 @@ export interface ManagerDeps {
 export interface DefinitionCause {
   cause?: string;
   actionUuid?: string;
+  /** Records the call's action in the write's transaction (api/recorder.ts, recordWithWrite). */
+  record?: (tx: Store) => Promise<void>;
 }
 
 const live = (c: ContainerRow) => c.state !== "Terminated";
@@ -92,6 +94,8 @@ export class ServiceManager {
       tx?: Store;
       /** The call's action (the revision's `action`). */
       actionUuid?: string;
+      /** Records the call's action in the insert's transaction, once the service's URI is known. */
+      record?: (tx: Store, row: ServiceRow) => Promise<void>;
     } = {},
   ) {
     const store = opts.tx ?? this.store;
@@ -133,6 +137,7 @@ export class ServiceManager {
         created: now,
       });
       await this.recordRevision(tx, row, { cause: "create", actionUuid: opts.actionUuid });
+      await opts.record?.(tx, row);
       return row;
     });
   }
@@ -373,6 +378,7 @@ export class ServiceManager {
               now: this.d.clock.now(),
               written: true,
             });
+          await cause.record?.(tx);
         },
       },
     );

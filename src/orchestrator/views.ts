@@ -117,8 +117,11 @@ export class Views {
     const missingDeps = rows
       .flatMap((_, i) => (out[i] === undefined ? deps[i]!.linked : []))
       .filter((uuid) => services.has(uuid));
-    // The services they link to are read with them, in the same statement.
-    const withContainers = [...new Set([...missing.map((s) => s.uuid), ...missingDeps])];
+    // The services they link to are read with them, in the same statement; a service without a
+    // live container among the versions just read has none to read (its view's key says so).
+    const withContainers = [...new Set([...missing.map((s) => s.uuid), ...missingDeps])].filter((uuid) =>
+      versions.has(uuid),
+    );
     const data = await readViewData(store, {
       withContainers,
       targetsOf: withContainers,

@@ -71,6 +71,12 @@ export interface Db {
   kysely: Kysely<Database>;
   dialect: Dialect;
   statements: StatementCounter;
+  /**
+   * From now on, PostgreSQL prepares each statement text once per connection (named statements):
+   * called once the schema is migrated, as a prepared `select *` must not outlive a change of its
+   * table's columns. Nothing to do on SQLite, whose connections keep their prepared statements.
+   */
+  prepareStatements(): void;
   close(): Promise<void>;
 }
 
@@ -125,6 +131,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
       kysely,
       dialect: "sqlite",
       statements,
+      prepareStatements: () => undefined,
       close: async () => {
         await checkpointer?.close();
         // Keeps the query planner's statistics fresh for the next start (cheap: it samples).
@@ -143,9 +150,66 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Db {
   // opens a new one. Without a listener the error would end the process.
   pool.on("error", () => undefined);
   // The same for a connection in use when the server goes away: its query fails with the error.
-  pool.on("connect", (client) => client.on("error", () => undefined));
+  const named = new NamedStatements();
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+    named.install(client);
+  });
   const kysely = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }), log });
-  return { kysely, dialect: "postgres", statements, close: () => kysely.destroy() };
+  return {
+    kysely,
+    dialect: "postgres",
+    statements,
+    prepareStatements: () => {
+      named.enabled = true;
+    },
+    close: () => kysely.destroy(),
+  };
+}
+
+/** Statement texts given a name at most (each connection holds the plan of every name it ran). */
+const NAMED_TEXTS_MAX = 1000;
+/** Names of statement texts, shared by every pool of the process (a text always has one name). */
+const statementNames = new Map<string, string>();
+
+/**
+ * Named prepared statements on PostgreSQL: Kysely sends every statement with its text, which the
+ * server parses and plans each time; a statement with parameters sent under a name is parsed
+ * once per connection, then only bound and executed (pg keeps which names each connection has
+ * parsed). The same few texts make up nearly every request, so a bounded number of them is named;
+ * the rest, and statements without parameters (begin, commit), go as before.
+ */
+class NamedStatements {
+  enabled = false;
+
+  install(client: pg.PoolClient): void {
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    let off = false;
+    const patched = (...args: unknown[]) => {
+      const [text, values] = args;
+      if (off || !this.enabled || typeof text !== "string" || !Array.isArray(values) || values.length === 0)
+        return query(...args);
+      const name = nameOf(text);
+      if (name === undefined) return query(...args);
+      return query({ name, text, values }).catch((err: unknown) => {
+        // A plan whose result columns changed (0A000: a table was altered since, as a restore
+        // may): this connection sends its statements unnamed from now on.
+        if ((err as { code?: string })?.code === "0A000") off = true;
+        throw err;
+      });
+    };
+    client.query = patched as typeof client.query;
+  }
+}
+
+function nameOf(text: string): string | undefined {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= NAMED_TEXTS_MAX) return undefined;
+    name = `berth_${statementNames.size + 1}`;
+    statementNames.set(text, name);
+  }
+  return name;
 }
 
 /** WAL size from which the checkpointer's thread copies it into the database file. */

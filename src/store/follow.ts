@@ -53,6 +53,8 @@ export function follow(store: Store, opts: FollowOptions): Follower {
   let position: number | undefined = opts.from;
   let stopped = false;
   let reading: Promise<void> | undefined;
+  /** Whether the read under way has asked for its page: a commit told before that is in it. */
+  let asked = false;
   let again = false;
   let lastReadAt = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -79,6 +81,7 @@ export function follow(store: Store, opts: FollowOptions): Follower {
     await startup;
     lastReadAt = Date.now();
     while (!stopped && position !== undefined) {
+      asked = true;
       const rows = await store.changesSince(position, pageSize, opts.types);
       if (stopped || rows.length === 0) return;
       await opts.onPage(rows);
@@ -91,9 +94,12 @@ export function follow(store: Store, opts: FollowOptions): Follower {
   const wake = (): void => {
     if (stopped) return;
     if (reading) {
-      again = true;
+      // A commit told before the read asked for its page is in that page (one commit of several
+      // types tells each of them, one after another): only a later one needs a read of its own.
+      if (asked) again = true;
       return;
     }
+    asked = false;
     reading = read()
       .catch((err: unknown) => opts.onError?.(err))
       .finally(() => {

@@ -387,6 +387,11 @@ export class Store implements Kernel {
     await this.transaction((tx) => this.shared.feed.touched(tx, rows));
   }
 
+  /** Runs cb once this store's transaction commits (at once outside a transaction); never on a rollback. */
+  whenCommitted(cb: () => void): void {
+    this.committed(cb);
+  }
+
   private committed(cb: () => void): void {
     if (this.inTransaction) this.afterCommit.push(cb);
     else cb();

@@ -12,8 +12,8 @@ import { type Caller, call, createUser, type Harness, quiesce, startHarness } fr
 
 /** Bounds per dialect (PostgreSQL adds the feed lock's statement, and the quota's namespace lock). */
 const BOUNDS = {
-  sqlite: { patch: 15, start: 13 },
-  postgres: { patch: 18, start: 14 },
+  sqlite: { patch: 10, start: 10 },
+  postgres: { patch: 12, start: 11 },
 };
 
 describe("statements per write", () => {
@@ -112,9 +112,63 @@ describe("statements per write", () => {
       small.start.statements,
       "a start costs the same in a larger namespace",
     );
-    // The write and the call's action record; the operation's action commits with the state it set.
-    assert.equal(small.patch.transactions, 2);
+    // The call's action commits with the write, as the operation's action commits with the state it set.
+    assert.equal(small.patch.transactions, 1);
     assert.equal(small.start.transactions, 1);
+    const [tx] = transactions(small.patch.queries);
+    assert.ok(tx?.some((q) => q.startsWith('update "services"')));
+    assert.ok(
+      tx?.some((q) => q.startsWith('insert into "actions"')),
+      `the call's action is written in the write's transaction:\n${tx?.join("\n")}`,
+    );
+  });
+
+  test("a PATCH's action commits with its write; a PATCH refused in its transaction leaves one Failed action", async () => {
+    const ports = [{ protocol: "tcp", inner_port: 8080 }];
+    const shop = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name: "shop",
+      container_ports: ports,
+      domains: [{ host: "shop.test" }],
+    });
+    assert.equal(shop.status, 201, shop.raw);
+    const uri = await newService("copy");
+    const { result: ok, queries } = await h.db.statements.queriesDuring(() =>
+      call(h, alice, "PATCH", uri, { container_ports: ports, nickname: "fine" }),
+    );
+    assert.equal(ok.status, 200, ok.raw);
+    const written = transactions(queries);
+    assert.equal(written.length, 1, "one commit for the write and its action");
+    assert.ok(written[0]!.some((q) => q.startsWith('insert into "actions"')));
+    // Refused after its row was written, inside its transaction: nothing of it stays but the action.
+    const refused = await call(h, alice, "PATCH", uri, {
+      nickname: "taken",
+      domains: [{ host: "shop.test" }],
+    });
+    assert.equal(refused.status, 409, refused.raw);
+    assert.equal(refused.body.code, "domain_taken");
+    const service = await call(h, alice, "GET", uri);
+    assert.equal(service.body.nickname, "fine");
+    for (const [res, state] of [
+      [ok, "Success"],
+      [refused, "Failed"],
+    ] as const) {
+      const uuid = String(res.headers["x-dockercloud-action-uri"] ?? "")
+        .split("/")
+        .at(-2)!;
+      const rows = (await h.store.actions.listActions({ namespaces: ["alice"], uuid, limit: 10, offset: 0 }))
+        .rows;
+      assert.equal(rows.length, 1, `one action for the call: ${JSON.stringify(rows)}`);
+      assert.equal(rows[0]!.state, state);
+      assert.equal(rows[0]!.object, uri.replace("/api/app/v1/", "/api/app/v1/alice/"));
+      const log = await h.store.actions.actionLogTail(uuid, 10);
+      if (state === "Failed")
+        assert.ok(
+          log.some((l) => l.line.startsWith("409: ")),
+          JSON.stringify(log),
+        );
+      else assert.equal(log.length, 0);
+    }
   });
 
   test("every transaction writes its change-feed entries last, in one statement, under the feed lock on PostgreSQL", async () => {

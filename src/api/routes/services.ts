@@ -24,6 +24,7 @@ import { contractValidator } from "../input.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
+import { recordWithWrite } from "../recorder.ts";
 import { nsPaths } from "../routing.ts";
 
 interface Deps {
@@ -121,7 +122,14 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       },
       async (req, reply) => {
         const ns = namespaceOf(req);
-        const s = await services.create(ns, principalOf(req), req.body, { actionUuid: req.actionUuid });
+        const record = recordWithWrite(req, actions);
+        const s = await services.create(ns, principalOf(req), req.body, {
+          actionUuid: req.actionUuid,
+          record: (tx, row) => {
+            req.audit.object = serviceUri(row);
+            return record?.(tx) ?? Promise.resolve();
+          },
+        });
         req.audit.object = serviceUri(s);
         return reply.status(201).send(await views.serviceView(s));
       },
@@ -157,7 +165,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
         const s = await serviceOf(req, req.params.uuid);
         // The caller's principal: adding role global makes the service's PLATFORM_AUTH key from it.
         return views.serviceView(
-          await services.update(s, req.body, principalOf(req), { actionUuid: req.actionUuid }),
+          await services.update(s, req.body, principalOf(req), {
+            actionUuid: req.actionUuid,
+            record: recordWithWrite(req, actions),
+          }),
         );
       },
     );
@@ -247,7 +258,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     actions,
     find: serviceOf,
     uri: (s) => serviceUri(s),
-    view: async (s) => views.serviceView((await store.services.findService(s.uuid))!),
+    view: async (s, written) => views.serviceView(written ? s : (await store.services.findService(s.uuid))!),
     response: ServiceView,
     dryRun: {
       operations: ["start", "scale"],

@@ -146,8 +146,9 @@ export class ServiceKinds {
       kind,
       name,
       params: ServiceActionParams,
-      prepare: async (tx, { service, new_nodes }) => {
-        const s = await tx.services.findService(service);
+      prepare: async (tx, { service, new_nodes }, _object, read) => {
+        const known = read as ServiceRow | undefined;
+        const s = known?.uuid === service ? known : await tx.services.findService(service);
         if (!s) throw notFound("service");
         assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, operation);
         if (operation === "scale" && specOf(s).deployment_strategy === "EVERY_NODE" && !new_nodes) {
@@ -156,7 +157,7 @@ export class ServiceKinds {
             "every_node",
           );
         }
-        await beginOperation(tx, s, transitional);
+        return beginOperation(tx, s, transitional);
       },
       steps: [
         {
