@@ -6,6 +6,10 @@
 // differs from the one it last took, then records the certificate
 // states the router reports (an error is written with an event on each service serving the host).
 // A periodic pass queues every node again (certificate renewals and errors, a router restarted).
+// Drains written by another replica reach no feed here: before a build is handed to a router, the
+// namespace's drains are read again (once per build, not per node) and a build that read older
+// ones is made again, so a build begun before another replica's drain never routes the drained
+// container back after that replica's push (test/router/drain-race.test.ts).
 import { createHash } from "node:crypto";
 import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
@@ -24,7 +28,7 @@ import { type Follower, follow } from "../store/follow.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import { RouterStore } from "../store/router.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
-import type { Drains } from "./drains.ts";
+import { type Drains, drainsRevision } from "./drains.ts";
 
 /** Which router serves a node (undefined: the node has none here, e.g. an agent node whose tunnel another replica holds). */
 export interface RouterSource {
@@ -91,6 +95,13 @@ export class RouterController extends Controller<NodeKey> {
    * without domains edited) queues none of its nodes, however many it has.
    */
   private readonly queuedHash = new Map<string, string>();
+  /** The revision of the drains each build read (drains.ts drainsRevision). */
+  private readonly drainsRead = new WeakMap<RoutesOutput, string>();
+  /**
+   * Each build as checked against the drains now, once before its first hand-over to a router:
+   * itself, or the build made again when the drains moved since it read them.
+   */
+  private readonly checked = new WeakMap<RoutesOutput, Promise<RoutesOutput>>();
 
   constructor(private readonly d: RouterControllerDeps) {
     // Changes gather briefly: a burst (a scale, a redeploy) is one configuration swap, not one each.
@@ -271,6 +282,7 @@ export class RouterController extends Controller<NodeKey> {
       draining: drains?.draining ?? new Set(),
       held: drains?.held ?? [],
     });
+    if (drains) this.drainsRead.set(out, drainsRevision(drains));
     this.built.set(namespace, out);
     return out;
   }
@@ -311,8 +323,12 @@ export class RouterController extends Controller<NodeKey> {
     const router = this.d.routers.forNode(node);
     if (!router) return;
     if (await router.restarted?.()) this.appliedHash.delete(nodeUuid);
-    const routes = await this.routesFor(node.namespace);
-    const { config, hash } = await this.configFor(node.namespace, routes);
+    let routes = await this.routesFor(node.namespace);
+    let { config, hash } = await this.configFor(node.namespace, routes);
+    if (this.appliedHash.get(nodeUuid) !== hash) {
+      routes = await this.drainsChecked(node.namespace, routes);
+      ({ config, hash } = await this.configFor(node.namespace, routes));
+    }
     if (this.appliedHash.get(nodeUuid) !== hash) {
       await router.apply(config);
       this.appliedHash.set(nodeUuid, hash);
@@ -328,6 +344,37 @@ export class RouterController extends Controller<NodeKey> {
           (await router.certificates()).filter((c) => tlsHosts.has(c.host)),
         ),
       );
+  }
+
+  /**
+   * The build, or the namespace's routes built again when its drains moved since the build read
+   * them (another replica drained, held or released meanwhile): one drains read per build.
+   */
+  private drainsChecked(namespace: string, routes: RoutesOutput): Promise<RoutesOutput> {
+    const read = this.drainsRead.get(routes);
+    const drains = this.d.drains();
+    if (read === undefined || !drains) return Promise.resolve(routes);
+    let checked = this.checked.get(routes);
+    if (!checked) {
+      checked = (async () => {
+        if (drainsRevision(await drains.state(namespace)) === read) return routes;
+        // Built after whatever the namespace's nodes share now began: it replaces that.
+        const again = this.build(namespace);
+        this.current.set(namespace, again);
+        again.catch(() => {
+          if (this.current.get(namespace) === again) this.current.delete(namespace);
+        });
+        const rebuilt = await again;
+        // Its drains were read after this check: checking it again would read the same.
+        this.checked.set(rebuilt, Promise.resolve(rebuilt));
+        return rebuilt;
+      })();
+      this.checked.set(routes, checked);
+      checked.catch(() => {
+        if (this.checked.get(routes) === checked) this.checked.delete(routes);
+      });
+    }
+    return checked;
   }
 
   /** The build's configuration and its hash, made once per build (configs). */

@@ -50,6 +50,18 @@ export interface DrainState {
   held: RouterContainer[];
 }
 
+/**
+ * A revision of a namespace's drains and holds: two reads give the same one only when nothing was
+ * drained, held or released between them (the controller compares the one its build read with
+ * the current one before handing a router that build).
+ */
+export function drainsRevision(state: DrainState): string {
+  return JSON.stringify([
+    [...state.draining].sort(),
+    state.held.map((c) => `${c.uuid}/${c.generation}`).sort(),
+  ]);
+}
+
 export class Drains {
   private readonly rows: RouterStore;
 
