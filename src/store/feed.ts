@@ -8,9 +8,10 @@ import { offeredAddress } from "../domain/links.ts";
 import type { Clock } from "../domain/time.ts";
 import { actionUri, clusterUri, containerUri, nodeUri, serviceUri, stackUri } from "../domain/uri.ts";
 import { specOf } from "./codec.ts";
+import { ContainerReads } from "./container-reads.ts";
 import { NodeStore } from "./nodes.ts";
 import type { ChangeTable } from "./schema.ts";
-import { ServiceStore } from "./services.ts";
+import { ServiceRows } from "./service-rows.ts";
 import type {
   ActionRow,
   ContainerRow,
@@ -164,7 +165,7 @@ export class ChangeFeed {
       this.serviceParts,
       rows.map((c) => c.service_uuid),
       async (uuids) =>
-        (await new ServiceStore(tx).servicesByUuid(uuids)).map((s) => [s.uuid, serviceParts(s)]),
+        (await new ServiceRows(tx).servicesByUuid(uuids)).map((s) => [s.uuid, serviceParts(s)]),
     );
     const nodes = await this.partsOf(
       this.nodeParts,
@@ -224,16 +225,16 @@ export class ChangeFeed {
     if (moved.length === 0) return [];
     const targets = [...new Set(moved.map((m) => m.row.service_uuid))];
     const clients = new Set(
-      (await new ServiceStore(tx).linksTo(targets))
+      (await new ServiceRows(tx).linksTo(targets))
         .filter((l) => moved.some((m) => m.row.service_uuid === l.to_uuid && m.row.namespace === l.namespace))
         .map((l) => l.from_uuid),
     );
-    for (const s of await new ServiceStore(tx).servicesByUuid(targets)) {
+    for (const s of await new ServiceRows(tx).servicesByUuid(targets)) {
       if (specOf(s).sequential_deployment) clients.add(s.uuid);
     }
     if (clients.size === 0) return [];
     const self = new Set(moved.map((m) => m.row.uuid));
-    const rows = (await new ServiceStore(tx).containersOfServices([...clients])).filter(
+    const rows = (await new ContainerReads(tx).containersOfServices([...clients])).filter(
       (c) => !self.has(c.uuid),
     );
     const parents = await this.containerParents(tx, rows);

@@ -23,3 +23,6 @@ export function orderOf(order: ListOrder | undefined, nameColumn = "name"): RawB
     ? sql`${sql.ref("id")} ${dir}`
     : sql`${sql.ref(column)} ${dir}, ${sql.ref("id")} desc`;
 }
+
+/** A LIKE pattern of the values starting with `prefix` (a uuid prefix), its wildcards dropped. */
+export const prefixLike = (prefix: string) => `${prefix.replace(/[%_\\]/g, "")}%`;

@@ -3,7 +3,7 @@
 // guard (no plan places there again, and a plan that read its generation is stale at commit).
 import { specLinks } from "./codec.ts";
 import { PlacementGuardStore } from "./placement-guards.ts";
-import { ServiceStore } from "./services.ts";
+import { ServiceRows } from "./service-rows.ts";
 import type { FeedRows, FeedType, Kernel, Patch, ServiceRow } from "./types.ts";
 
 export async function withUpdatedRow<K extends FeedType>(
@@ -14,7 +14,7 @@ export async function withUpdatedRow<K extends FeedType>(
   patch: Patch<K>,
 ): Promise<void> {
   if (type === "service" && "spec" in patch && linksMoved(before as ServiceRow, row as ServiceRow))
-    await new ServiceStore(tx).indexLinks(row.uuid, (row as unknown as ServiceRow).spec);
+    await new ServiceRows(tx).indexLinks(row.uuid, (row as unknown as ServiceRow).spec);
   if (type === "node" && "state" in row && row.state === "Terminated" && before.state !== row.state)
     await new PlacementGuardStore(tx).forget(row.uuid);
 }
