@@ -164,7 +164,7 @@ export interface Platform {
 async function openAtStart(config: Config): Promise<Db> {
   let db: Db | undefined;
   try {
-    db = openDatabase(config.databaseUrl);
+    db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
     await migrateToLatest(db.kysely, db.dialect);
     db.prepareStatements();
     return db;

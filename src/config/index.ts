@@ -17,6 +17,8 @@ export interface Config {
   databaseUrl: string;
   /** Which variable chose the database, named when it cannot be opened at start. */
   databaseOrigin: { variable: "BERTH_DATABASE_URL" | "BERTH_DATA_DIR"; set: boolean };
+  /** PostgreSQL connections in the pool (BERTH_DATABASE_POOL, 1 to 1000; SQLite ignores it). */
+  databasePoolSize: number;
   publicUrl: string;
   /** The built dashboard (web/build.ts) served at `/`. */
   webDir: string;
@@ -186,6 +188,14 @@ function parsePositiveInt(name: string, value: string | undefined, fallback: num
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0)
     throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function parsePoolSize(value: string | undefined): number {
+  if (value === undefined || value === "") return 10;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 1000)
+    throw new ConfigError(`BERTH_DATABASE_POOL must be a whole number from 1 to 1000, got "${value}"`);
   return n;
 }
 
@@ -384,6 +394,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseOrigin: env.BERTH_DATABASE_URL
       ? { variable: "BERTH_DATABASE_URL", set: true }
       : { variable: "BERTH_DATA_DIR", set: env.BERTH_DATA_DIR !== undefined },
+    databasePoolSize: parsePoolSize(env.BERTH_DATABASE_POOL),
     publicUrl,
     webDir: path.resolve(env.BERTH_WEB_DIR || path.join(import.meta.dirname, "../../web/dist")),
     admin,

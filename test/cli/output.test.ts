@@ -63,6 +63,8 @@ describe("output and completion", () => {
     ]);
     assert.ok(complete("berth --json container ex").includes("exec"));
     assert.ok(complete("berth service redeploy --n").includes("--not-reuse-volumes"));
+    for (const noun of ["node", "nodecluster", "stack", "service", "container"])
+      assert.deepEqual(complete(`berth ${noun} ls --fa`), ["--failing"], noun);
     // The newer commands: bring your own node, the agent's own options, admin.
     assert.ok(["byo", "token"].every((w) => complete("berth node ").includes(w)));
     assert.deepEqual(

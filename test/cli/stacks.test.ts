@@ -5,6 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { waitFor } from "../support/harness.ts";
 import { berth, liveServer, rows, UUID } from "./support.ts";
 
 const { live, ok } = liveServer({ cluster: { name: "pool", nodes: 2 } });
@@ -72,6 +73,30 @@ describe("stacks from stack files", () => {
     await ok(["stack", "redeploy", "piped", "--not-reuse-volumes", "--sync"]);
     await ok(["stack", "terminate", "piped", "--sync"]);
     assert.doesNotMatch((await ok(["stack", "ls"])).stdout, /\npiped /);
+  });
+
+  test("ls --failing (issue 33): a crashed stack, its service and container; no node or cluster of a sound pool", async () => {
+    const up = (name: string, command: string) =>
+      ok(["stack", "up", "-f", "-", "-n", name], {
+        input: JSON.stringify({ [name]: { image: "busybox:local", command } }),
+      });
+    await up("calm", "sleep 100000");
+    await up("broken", 'sh -c "exit 5"');
+    const names = async (args: string[]) => rows((await ok(args)).stdout).map((r) => r[0]);
+    const failing = await waitFor("the broken stack to fail", async () => {
+      const listed = await names(["stack", "ls", "--failing"]);
+      return listed.length > 0 ? listed : undefined;
+    });
+    assert.deepEqual(failing, ["broken"]);
+    assert.ok((await names(["stack", "ls"])).includes("calm"));
+    assert.deepEqual(await names(["service", "ls", "--failing"]), ["broken"]);
+    assert.deepEqual(await names(["container", "ls", "--failing"]), ["broken-1"]);
+    assert.ok((await names(["container", "ls"])).includes("calm-1"));
+    // The pool's nodes answer: listed, but none failing (the filter reaches the server).
+    assert.equal((await ok(["node", "ls", "-q"])).stdout.trim().split("\n").length, 2);
+    assert.equal((await ok(["node", "ls", "--failing", "-q"])).stdout, "");
+    assert.deepEqual(await names(["nodecluster", "ls"]), ["pool"]);
+    assert.equal((await ok(["nodecluster", "ls", "--failing", "-q"])).stdout, "");
   });
 
   test("a refused stack file names the file and line of each problem; a YAML error its line and column", async () => {

@@ -28,6 +28,14 @@ export function choice(name: string, values: readonly string[]) {
 export const syncOption = () =>
   new Option("--sync", "wait for the action to end, streaming its log (non-zero exit unless it succeeds)");
 export const quietOption = () => new Option("-q, --quiet", "print only uuids");
+/** `ls --failing`: the list's `failing=true` filter (why each kind counts as failing, in `why`). */
+/** The options of a list with `-s`, `-a` and `--failing`. */
+export interface ListOptions {
+  status?: string;
+  all?: boolean;
+  failing?: boolean;
+}
+export const failingOption = (why: string) => new Option("--failing", `only those that fail: ${why}`);
 
 /** `verb <identifier...>` on one kind, one request per object; prints each uuid (or JSON). */
 export function bulk<T extends Named>(

@@ -7,7 +7,17 @@ import type { Ctx } from "../context.ts";
 import { ago, type Column, lastSegment, short } from "../output.ts";
 import { KINDS, resolve } from "../resolve.ts";
 import { execIn, printLogs } from "../streams.ts";
-import { bulk, inspect, operation, quietOption, syncOption, terminate, wholeNumber } from "./common.ts";
+import {
+  bulk,
+  failingOption,
+  inspect,
+  type ListOptions,
+  operation,
+  quietOption,
+  syncOption,
+  terminate,
+  wholeNumber,
+} from "./common.ts";
 
 const ports = (c: Container) =>
   (c.container_ports ?? [])
@@ -43,9 +53,10 @@ export function registerContainer(program: Command, ctx: (cmd: Command) => Ctx):
     .option("--service <service>", "only containers of this service")
     .option("--node <node>", "only containers on this node")
     .option("-a, --all", "include terminated containers")
-    .action(async (o: { status?: string; service?: string; node?: string; all?: boolean }, cmd: Command) => {
+    .addOption(failingOption("crashed, or running unhealthy"))
+    .action(async (o: ListOptions & { service?: string; node?: string }, cmd: Command) => {
       const c = ctx(cmd);
-      const query: Query = { state: o.status };
+      const query: Query = { state: o.status, failing: o.failing || undefined };
       if (o.service) query.service = (await resolve(c.client, KINDS.service, o.service)).resource_uri;
       if (o.node) query.node = (await resolve(c.client, KINDS.node, o.node)).resource_uri;
       const objects = (

@@ -11,7 +11,16 @@ import { usageError } from "../errors.ts";
 import { ago, type Column, lastSegment, short, str } from "../output.ts";
 import { KINDS, resolve } from "../resolve.ts";
 import { registerNodeTokens } from "./byo.ts";
-import { bulk, collect, inspect, quietOption, syncOption, wholeNumber } from "./common.ts";
+import {
+  bulk,
+  collect,
+  failingOption,
+  inspect,
+  type ListOptions,
+  quietOption,
+  syncOption,
+  wholeNumber,
+} from "./common.ts";
 import { registerUnknownContainers } from "./unknown-containers.ts";
 
 export const CLUSTER_COLUMNS: Column<NodeCluster>[] = [
@@ -58,10 +67,10 @@ function catalogueUri<K extends keyof typeof CATALOGUE>(
 async function listLive<T extends { state: string }>(
   c: Ctx,
   path: string,
-  o: { status?: string; all?: boolean },
+  o: ListOptions,
   query: Query = {},
 ) {
-  return (await c.client.all<T>(path, { ...query, state: o.status })).filter(
+  return (await c.client.all<T>(path, { ...query, state: o.status, failing: o.failing || undefined })).filter(
     (x) => o.all || o.status === "Terminated" || x.state !== "Terminated",
   );
 }
@@ -78,7 +87,8 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
     .addOption(quietOption())
     .option("-s, --status <state>", "only clusters in this state")
     .option("-a, --all", "include terminated clusters")
-    .action(async (o: { status?: string; all?: boolean }, cmd: Command) => {
+    .addOption(failingOption("a node unreachable, or partly deployed"))
+    .action(async (o: ListOptions, cmd: Command) => {
       const c = ctx(cmd);
       const objects = await listLive<NodeCluster>(c, clusters(c), o);
       c.out.list(objects, CLUSTER_COLUMNS);
@@ -255,7 +265,8 @@ export function registerInfra(program: Command, ctx: (cmd: Command) => Ctx): voi
     .option("-s, --status <state>", "only nodes in this state")
     .option("--cluster <cluster>", "only nodes of this node cluster")
     .option("-a, --all", "include terminated nodes")
-    .action(async (o: { status?: string; cluster?: string; all?: boolean }, cmd: Command) => {
+    .addOption(failingOption("unreachable"))
+    .action(async (o: ListOptions & { cluster?: string }, cmd: Command) => {
       const c = ctx(cmd);
       const query: Query = {};
       if (o.cluster) query.node_cluster = (await resolve(c.client, cluster, o.cluster)).resource_uri;

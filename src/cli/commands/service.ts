@@ -25,7 +25,9 @@ import {
   bulk,
   choice,
   collect,
+  failingOption,
   inspect,
+  type ListOptions,
   operation,
   quietOption,
   serviceUri,
@@ -328,9 +330,10 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
     .option("-s, --status <state>", "only services in this state (e.g. Running)")
     .option("--stack <stack>", "only services of this stack")
     .option("-a, --all", "include terminated services")
-    .action(async (o: { status?: string; stack?: string; all?: boolean }, cmd: Command) => {
+    .addOption(failingOption("a container crashed or unhealthy, or partly running"))
+    .action(async (o: ListOptions & { stack?: string }, cmd: Command) => {
       const c = ctx(cmd);
-      const query: Query = { state: o.status };
+      const query: Query = { state: o.status, failing: o.failing || undefined };
       if (o.stack) query.stack = (await resolve(c.client, KINDS.stack, o.stack)).resource_uri;
       const objects = (await c.client.all<ListedService>(base(c), query)).filter(
         (s) => o.all || o.status === "Terminated" || s.state !== "Terminated",
@@ -338,11 +341,8 @@ export function registerService(program: Command, ctx: (cmd: Command) => Ctx): v
       const stacks = new Map<string, string>();
       for (const s of objects) {
         if (s.stack && !stacks.has(s.stack)) {
-          try {
-            stacks.set(s.stack, (await c.client.get<Stack>(s.stack)).name);
-          } catch {
-            stacks.set(s.stack, lastSegment(s.stack).slice(0, 8));
-          }
+          const found = await c.client.get<Stack>(s.stack).catch(() => undefined);
+          stacks.set(s.stack, found?.name ?? lastSegment(s.stack).slice(0, 8));
         }
         s.stack_name = s.stack ? stacks.get(s.stack) : "";
       }

@@ -9,7 +9,7 @@ import { CliError } from "../errors.ts";
 import { ago, type Column, short } from "../output.ts";
 import { KINDS, resolve } from "../resolve.ts";
 import { explain, readStackFile, type StackFile } from "../stackfile.ts";
-import { bulk, inspect, operation, quietOption, syncOption, terminate } from "./common.ts";
+import { bulk, failingOption, inspect, operation, quietOption, syncOption, terminate } from "./common.ts";
 
 export const STACK_COLUMNS: Column<Stack>[] = [
   { header: "NAME", value: (s) => s.name },
@@ -85,9 +85,13 @@ export function registerStack(program: Command, ctx: (cmd: Command) => Ctx): voi
     .description("list stacks")
     .addOption(quietOption())
     .option("-a, --all", "include terminated stacks")
-    .action(async (o: { all?: boolean }, cmd: Command) => {
+    .addOption(failingOption("a service crashed, unhealthy or partly running, or the stack partly running"))
+    .action(async (o: { all?: boolean; failing?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const objects = (await c.client.all<Stack>(base(c))).filter((s) => o.all || s.state !== "Terminated");
+      const query = { failing: o.failing || undefined };
+      const objects = (await c.client.all<Stack>(base(c), query)).filter(
+        (s) => o.all || s.state !== "Terminated",
+      );
       c.out.list(objects, STACK_COLUMNS);
     });
 
