@@ -235,6 +235,7 @@ export async function assemblePlatform(config: Config, opts: PlatformOptions = {
     drain: (rows) => routing.router.drain(rows),
     hold: (rows) => routing.router.hold(rows),
     release: (rows) => routing.router.release(rows),
+    pause: (uuids) => routing.router.pause(uuids),
     actions,
     relations,
     identity,

@@ -16,6 +16,11 @@ export interface RouterSettings {
   drainGraceMs: number;
   /** Longest wait for the routers when draining (BERTH_ROUTER_DRAIN_TIMEOUT_MS). */
   drainTimeoutMs: number;
+  /**
+   * Longest a running start-first rollout keeps an old container routed (BERTH_ROUTER_HOLD_MAX_MS,
+   * 30 minutes by default): a safety cap for a rollout that died. A paused rollout's holds have no limit.
+   */
+  holdMaxMs: number;
 }
 
 export const LETS_ENCRYPT = "https://acme-v02.api.letsencrypt.org/directory";
@@ -39,5 +44,6 @@ export function parseRouterSettings(env: Record<string, string | undefined>): Ro
     intervalMs: int("BERTH_ROUTER_INTERVAL_MS", env.BERTH_ROUTER_INTERVAL_MS, 15_000, 100),
     drainGraceMs: int("BERTH_ROUTER_DRAIN_GRACE_MS", env.BERTH_ROUTER_DRAIN_GRACE_MS, 1000, 0),
     drainTimeoutMs: int("BERTH_ROUTER_DRAIN_TIMEOUT_MS", env.BERTH_ROUTER_DRAIN_TIMEOUT_MS, 10_000, 0),
+    holdMaxMs: int("BERTH_ROUTER_HOLD_MAX_MS", env.BERTH_ROUTER_HOLD_MAX_MS, 30 * 60_000, 1000),
   };
 }

@@ -50,7 +50,7 @@ export const RouteView = View(
         address: Type.String(),
         held: Type.Boolean({
           description:
-            "an old container kept routed while its replacement is not ready (a start-first redeploy, or a rollout paused after a failure); at most 30 minutes",
+            "an old container kept routed while its replacement is not ready (a start-first redeploy, for at most BERTH_ROUTER_HOLD_MAX_MS, or a rollout paused after a failure, for as long as it is paused)",
         }),
       }),
     ),

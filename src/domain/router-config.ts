@@ -51,7 +51,7 @@ export interface Upstream {
   node: string;
   /**
    * Kept routed while its record moved to a new generation (a start-first redeploy, or a rollout
-   * paused after a failure), at most 30 minutes (router/drains.ts HELD_FOR_MS).
+   * paused after a failure, while it is paused; router/drains.ts).
    */
   held: boolean;
 }

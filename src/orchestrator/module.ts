@@ -39,6 +39,8 @@ export function orchestratorModule(
     /** Keeps a start-first redeploy's old containers routed until their replacements are ready. */
     hold?(rows: readonly ContainerRow[]): Promise<void>;
     release?(rows: readonly ContainerRow[]): Promise<void>;
+    /** A paused rollout's holds stay routed while it is paused (router/drains.ts pause). */
+    pause?(containerUuids: readonly string[]): Promise<void>;
   },
 ) {
   const { config, store, clock, box, onError, answers } = core;
@@ -56,6 +58,7 @@ export function orchestratorModule(
     drain: parts.drain,
     hold: parts.hold,
     release: parts.release,
+    pause: parts.pause,
     readiness: { minUpMs: config.startMinUpMs, maxWaitMs: config.startMaxWaitMs },
   });
   const orchestrator = new Orchestrator({

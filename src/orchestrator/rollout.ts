@@ -85,6 +85,9 @@ export async function rollingRedeploy(d: RolloutDeps, run: RolloutRun): Promise<
       if (strategy.failure_action === "continue") {
         failures.push(reason);
       } else if (strategy.failure_action === "pause") {
+        // The old containers still held keep serving while the rollout is paused; a redeploy,
+        // a rollback, a stop or a terminate of the service releases them (router/drains.ts).
+        await d.runtime.pauseHolds(moved.map((c) => c.uuid));
         throw new RolloutStopped(
           `${reason}; the rollout is paused after ${moved.length} of ${rows.length} container(s): the others keep their definition`,
         );

@@ -38,6 +38,8 @@ export interface RuntimeDeps {
    */
   hold?(rows: readonly ContainerRow[]): Promise<void>;
   release?(rows: readonly ContainerRow[]): Promise<void>;
+  /** The records' holds belong to a paused rollout now: routed, without a time limit, while it is paused. */
+  pause?(containerUuids: readonly string[]): Promise<void>;
   /** When a started container counts as started (readiness.ts); undefined: once its engine says it runs. */
   readiness?: { minUpMs: number; maxWaitMs: number };
 }

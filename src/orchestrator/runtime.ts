@@ -43,6 +43,11 @@ export class ContainerRuntime {
     return redeployMany(this.rt, rows, opts);
   }
 
+  /** The records' rollout paused after a failure: their old containers stay routed while it is paused (router/drains.ts). */
+  async pauseHolds(containerUuids: readonly string[]): Promise<void> {
+    await this.d.pause?.(containerUuids);
+  }
+
   /** Stops the records' engine containers (a service's stop; see stop-records.ts). */
   ensureStoppedMany(rows: ContainerRow[], opts: { limits: Limits; log: Log }): Promise<Error[]> {
     return ensureStoppedMany(this.rt, rows, opts);

@@ -10,15 +10,27 @@
 // its old engine container keeps serving, routed as it was, until the new one is ready; then the
 // runtime releases it, which drains it like any leaving container before it is stopped. So a
 // start-first redeploy never takes a container out of the routes before its replacement serves.
+//
+// A hold follows its rollout (issues 29 and 30): while the rollout runs, a hold lasts at most
+// BERTH_ROUTER_HOLD_MAX_MS (a safety cap for a rollout that died); a rollout paused after a failure
+// turns its holds into paused ones, kept routed with no time limit for as long as it is paused.
+// What ends the pause releases them at once: a redeploy (the resumed rollout, a manual rollback)
+// takes the record's holds over and releases them once its replacement is ready; a stop, a scale
+// down or a terminate drains them. The router controller's periodic pass (sweep) releases any hold
+// that outlived its record (gone, or no longer meant to run) or, still running-kind, its action
+// (none holds the service any more), so a hold never outlives its rollout after a crash either.
 import { drainKey, type RouterContainer } from "../domain/router-config.ts";
+import { held as actionHolds, serviceObjects } from "../orchestrator/controllers/context.ts";
 import { type DrainRow, RouterStore } from "../store/router.ts";
 import type { ContainerRow } from "../store/services.ts";
 import type { Store } from "../store/store.ts";
 
 /** How long a drained engine container stays out of the routes (it is gone long before). */
 const DRAINED_FOR_MS = 10 * 60_000;
-/** How long a held engine container stays routed at most (a rollout paused after a failure keeps it running). */
-const HELD_FOR_MS = 30 * 60_000;
+/** The `until` of a paused hold: it lasts as long as its rollout is paused (released explicitly or by sweep). */
+const PAUSED_UNTIL = Number.MAX_SAFE_INTEGER;
+/** A running-kind hold no action holds the service of is left alone this long (its action may be resuming). */
+const ORPHANED_HOLD_GRACE_MS = 60_000;
 
 export interface DrainsDeps {
   store: Store;
@@ -31,7 +43,12 @@ export interface DrainsDeps {
   timeoutMs: number;
   /** Whether a namespace has routes at all (no router to wait for otherwise). */
   routes(namespace: string): Promise<boolean>;
+  /** Longest a hold of a running rollout stays routed (BERTH_ROUTER_HOLD_MAX_MS); paused holds have no limit. */
+  holdMaxMs?: number;
 }
+
+/** BERTH_ROUTER_HOLD_MAX_MS's default (config/router.ts). */
+const HOLD_MAX_MS = 30 * 60_000;
 
 /** Whether a container row is routed now (so worth holding): the routes' own rule, without drains. */
 function serving(c: ContainerRow): boolean {
@@ -75,7 +92,7 @@ export class Drains {
     return {
       draining: new Set(rows.filter((r) => r.kind === "drain").map((r) => r.key)),
       held: rows
-        .filter((r) => r.kind === "hold" && r.container)
+        .filter((r) => (r.kind === "hold" || r.kind === "paused") && r.container)
         .map((r) => JSON.parse(r.container!) as RouterContainer),
     };
   }
@@ -106,7 +123,7 @@ export class Drains {
    * generation (a start-first redeploy), until release(). A container not routed now is not held.
    */
   async hold(rows: readonly ContainerRow[]): Promise<void> {
-    const until = this.d.now() + HELD_FOR_MS;
+    const until = this.d.now() + (this.d.holdMaxMs ?? HOLD_MAX_MS);
     const held: DrainRow[] = [];
     for (const c of rows) {
       if (!c.engine_id || !serving(c) || !(await this.d.routes(c.namespace))) continue;
@@ -137,6 +154,50 @@ export class Drains {
       this.d.now() + DRAINED_FOR_MS,
     );
     if (released.length > 0) await this.pushAndWait(new Set(released.map((r) => r.namespace)));
+  }
+
+  /**
+   * The rollout of the records paused after a failure: their holds stay routed, without a time
+   * limit, until what ends the pause releases them (a redeploy, a stop, a terminate; see above).
+   */
+  async pause(containerUuids: readonly string[]): Promise<void> {
+    await this.rows.pauseHolds(containerUuids, PAUSED_UNTIL);
+  }
+
+  /**
+   * Releases (drains) the holds that outlived what they were for: their record is gone or no
+   * longer meant to run, or (a running rollout's hold, not a paused one) no action holds the
+   * service any more. Run by the router controller's periodic pass; answers how many it released.
+   */
+  async sweep(): Promise<number> {
+    const now = this.d.now();
+    const holds = (await this.rows.drainsOf(undefined, now)).filter(
+      (r) => r.kind === "hold" || r.kind === "paused",
+    );
+    if (holds.length === 0) return 0;
+    const records = new Map(
+      (await this.d.store.services.containersByUuid([...new Set(holds.map((h) => h.container_uuid))])).map(
+        (c) => [c.uuid, c],
+      ),
+    );
+    const services = new Map(
+      (await this.d.store.services.servicesByUuid([...new Set([...records.values()].map((c) => c.service_uuid))])).map(
+        (x) => [x.uuid, x],
+      ),
+    );
+    const gone = new Set<string>();
+    for (const h of holds) {
+      const c = records.get(h.container_uuid);
+      if (!c || c.destroyed_at !== null || c.desired !== "running") gone.add(h.container_uuid);
+      else if (h.kind === "hold" && now - (Number(h.until) - (this.d.holdMaxMs ?? HOLD_MAX_MS)) >= ORPHANED_HOLD_GRACE_MS) {
+        const s = services.get(c.service_uuid);
+        if (!s || !(await actionHolds(this.d.store, serviceObjects(s)))) gone.add(h.container_uuid);
+      }
+    }
+    if (gone.size === 0) return 0;
+    const released = await this.rows.releaseHolds([...gone], now + DRAINED_FOR_MS);
+    if (released.length > 0) await this.pushAndWait(new Set(released.map((r) => r.namespace)));
+    return released.length;
   }
 
   private async pushAndWait(namespaces: ReadonlySet<string>): Promise<void> {

@@ -82,6 +82,7 @@ export class RouterModule implements RouterSource {
         (this.controller.routesOf(ns) ?? (await this.controller.build(ns))).routes.length > 0,
       graceMs: d.settings.drainGraceMs,
       timeoutMs: d.settings.drainTimeoutMs,
+      holdMaxMs: d.settings.holdMaxMs,
     });
   }
 
@@ -116,6 +117,10 @@ export class RouterModule implements RouterSource {
 
   release(rows: readonly ContainerRow[]): Promise<void> {
     return this.drains.release(rows);
+  }
+
+  pause(containerUuids: readonly string[]): Promise<void> {
+    return this.drains.pause(containerUuids);
   }
 
   start(): void {

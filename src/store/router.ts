@@ -167,13 +167,24 @@ export class RouterStore {
     return q.orderBy("key").execute();
   }
 
-  /** The held rows of the records, turned into drains (their replacements are ready); answers them. */
+  /** The records' holds become paused ones (a rollout paused after a failure), lasting until `until`. */
+  async pauseHolds(containerUuids: readonly string[], until: number): Promise<void> {
+    if (containerUuids.length === 0) return;
+    await this.s.db
+      .updateTable("router_drains")
+      .set({ kind: "paused", until })
+      .where("kind", "=", "hold")
+      .where("container_uuid", "in", [...containerUuids])
+      .execute();
+  }
+
+  /** The held rows of the records (running or paused holds), turned into drains (their replacements are ready); answers them. */
   async releaseHolds(containerUuids: readonly string[], until: number): Promise<DrainRow[]> {
     if (containerUuids.length === 0) return [];
     const held = await this.s.db
       .selectFrom("router_drains")
       .selectAll()
-      .where("kind", "=", "hold")
+      .where("kind", "in", ["hold", "paused"])
       .where("container_uuid", "in", [...containerUuids])
       .execute();
     if (held.length === 0) return [];

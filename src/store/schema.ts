@@ -487,7 +487,10 @@ export interface RouterDrainTable {
   key: string;
   namespace: string;
   container_uuid: string;
-  /** drain: out of the routes; hold: routed as `container` says while its record moves to a new generation. */
+  /**
+   * drain: out of the routes; hold: routed as `container` says while its record moves to a new
+   * generation; paused: a hold of a rollout paused after a failure (kept while it is paused).
+   */
   kind: string;
   /** JSON of the held container as it was routed (domain/router-config.ts RouterContainer); null for a drain. */
   container: string | null;
