@@ -181,15 +181,20 @@ export class Drains {
       ),
     );
     const services = new Map(
-      (await this.d.store.services.servicesByUuid([...new Set([...records.values()].map((c) => c.service_uuid))])).map(
-        (x) => [x.uuid, x],
-      ),
+      (
+        await this.d.store.services.servicesByUuid([
+          ...new Set([...records.values()].map((c) => c.service_uuid)),
+        ])
+      ).map((x) => [x.uuid, x]),
     );
     const gone = new Set<string>();
     for (const h of holds) {
       const c = records.get(h.container_uuid);
       if (!c || c.destroyed_at !== null || c.desired !== "running") gone.add(h.container_uuid);
-      else if (h.kind === "hold" && now - (Number(h.until) - (this.d.holdMaxMs ?? HOLD_MAX_MS)) >= ORPHANED_HOLD_GRACE_MS) {
+      else if (
+        h.kind === "hold" &&
+        now - (Number(h.until) - (this.d.holdMaxMs ?? HOLD_MAX_MS)) >= ORPHANED_HOLD_GRACE_MS
+      ) {
         const s = services.get(c.service_uuid);
         if (!s || !(await actionHolds(this.d.store, serviceObjects(s)))) gone.add(h.container_uuid);
       }

@@ -100,7 +100,9 @@ async function paused(name: string, host: string) {
   return { svc, held: during[0]! };
 }
 
-const drainsOf = () => s.h.router.drains as unknown as { d: { now(): number } } & Drains;
+const drainsOf = (): Drains => s.h.router.drains;
+/** The drains' clock (what their rows' times are read against). */
+const drainsClock = () => (s.h.router.drains as unknown as { d: { now(): number } }).d;
 
 describe("a rollout paused after a failure", () => {
   test("keeps its old container routed and held while paused, past the running cap; a redeploy resumes it and releases the hold", async () => {
@@ -108,8 +110,9 @@ describe("a rollout paused after a failure", () => {
     // An hour later the rollout is still paused: the old container is still routed (before, a
     // hold lasted 30 minutes whatever the rollout's state).
     const drains = drainsOf();
-    const realNow = drains.d.now;
-    drains.d.now = () => Date.now() + 60 * 60_000;
+    const clock = drainsClock();
+    const realNow = clock.now;
+    clock.now = () => Date.now() + 60 * 60_000;
     try {
       const later = await upstreams(svc.resource_uri);
       assert.deepEqual(
@@ -121,7 +124,7 @@ describe("a rollout paused after a failure", () => {
         "an hour later the paused rollout's old container is still routed and held",
       );
     } finally {
-      drains.d.now = realNow;
+      clock.now = realNow;
     }
 
     // Resumed with a fixed image: the hold is released, its container no longer routed nor running.
