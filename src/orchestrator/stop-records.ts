@@ -6,7 +6,7 @@ import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow } from "../store/services.ts";
 import { BatchListings } from "./batch-listings.ts";
 import { removedPatch, stepDonePatch } from "./container-patches.ts";
-import { byGeneration, removeAll, stopListed } from "./engine-containers.ts";
+import { byGeneration, removeAll, stopGracefully, stopListed } from "./engine-containers.ts";
 import type { Log } from "./log.ts";
 import type { Limits } from "./per-node.ts";
 import { eachWithCommit } from "./record-batches.ts";
@@ -26,10 +26,16 @@ export async function ensureStoppedMany(
   return eachWithCommit(rt.d.store, rt.commit, rows, opts.limits, async (c, node, commit, engineDone) => {
     if (!node) throw new Error("the node of the container no longer exists");
     const engine = rt.d.engines.forNode(node);
-    const { current } = byGeneration(c, await listings.of(c, engine));
+    const { current, stale, staleRunning } = byGeneration(c, await listings.of(c, engine));
     const view = current
       ? await stopListed(c, engine, current, { log: opts.log, defaultTimeoutS: rt.stopTimeoutS })
       : undefined;
+    // An older engine container still running (the old one a paused start-first rollout held,
+    // drained above) stops with its record.
+    for (const id of stale.filter((x) => staleRunning.has(x)))
+      await stopGracefully(c, engine, id, { log: opts.log, defaultTimeoutS: rt.stopTimeoutS }).catch(
+        () => {},
+      );
     const now = rt.d.clock.now();
     const recorded = commit.record(c.uuid, (r) => stepDonePatch(c, r, view, now), c);
     engineDone();

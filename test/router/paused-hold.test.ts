@@ -151,6 +151,7 @@ describe("a rollout paused after a failure", () => {
     assert.deepEqual(await upstreams(svc.resource_uri), [], "nothing routed, nothing held");
     const held = (await drainsOf().state("alice")).held.filter((c) => c.service_uuid === svc.uuid);
     assert.deepEqual(held, [], "no hold left");
+    assert.deepEqual(await runningOf(svc.uuid), [], "the old container stopped with its record");
   });
 
   test("a hold that outlived its rollout (its record no longer meant to run) is released by the periodic pass", async () => {
