@@ -65,8 +65,6 @@ export interface RouterControllerDeps {
 export class RouterController extends Controller<NodeKey> {
   private feed: Follower | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** The periodic pass's sweep of holds (drains.ts sweep) under way. */
-  private sweeping: Promise<unknown> | undefined;
   /** The hash of the configuration each node's router last took. */
   private readonly appliedHash = new Map<string, string>();
   /** The routes last built per namespace (views, drains, metrics). */
@@ -184,15 +182,11 @@ export class RouterController extends Controller<NodeKey> {
     } catch (err) {
       this.d.onError(err);
     }
-    // Holds that outlived their rollout (a crash between a pause's end and its release) go now.
-    const drains = this.d.drains();
-    if (drains && !this.sweeping)
-      this.sweeping = drains
-        .sweep()
-        .catch((err) => this.d.onError(err))
-        .finally(() => {
-          this.sweeping = undefined;
-        });
+    // Holds that outlived their rollout (a crash before their release) go now (drains.ts sweep).
+    void this.d
+      .drains()
+      ?.sweep()
+      .catch((err) => this.d.onError(err));
   }
 
   private async queueNamespace(namespace: string, pushed = false): Promise<void> {

@@ -81,6 +81,7 @@ export function drainsRevision(state: DrainState): string {
 
 export class Drains {
   private readonly rows: RouterStore;
+  private sweeping: Promise<number> | undefined;
 
   constructor(private readonly d: DrainsDeps) {
     this.rows = new RouterStore(d.store);
@@ -169,7 +170,15 @@ export class Drains {
    * longer meant to run, or (a running rollout's hold, not a paused one) no action holds the
    * service any more. Run by the router controller's periodic pass; answers how many it released.
    */
-  async sweep(): Promise<number> {
+  sweep(): Promise<number> {
+    // One at a time: a pass that comes while one releases (and waits for the routers) shares it.
+    this.sweeping ??= this.sweepOnce().finally(() => {
+      this.sweeping = undefined;
+    });
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<number> {
     const now = this.d.now();
     const holds = (await this.rows.drainsOf(undefined, now)).filter(
       (r) => r.kind === "hold" || r.kind === "paused",
