@@ -11,6 +11,7 @@
 // ones is made again, so a build begun before another replica's drain never routes the drained
 // container back after that replica's push (test/router/drain-race.test.ts).
 import { createHash } from "node:crypto";
+import { DEFAULT_RENEWAL_WINDOW_RATIO } from "../config/router.ts";
 import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
 import { lastSegment } from "../domain/uri.ts";
@@ -67,6 +68,8 @@ export class RouterController extends Controller<NodeKey> {
   private timer: NodeJS.Timeout | undefined;
   /** The hash of the configuration each node's router last took. */
   private readonly appliedHash = new Map<string, string>();
+  /** The serial each node's router last served for each host name (`<node> <host>`): renewals. */
+  private readonly serials = new Map<string, string>();
   /** The routes last built per namespace (views, drains, metrics). */
   private readonly built = new Map<string, RoutesOutput>();
   private readonly routerStore: RouterStore;
@@ -338,6 +341,7 @@ export class RouterController extends Controller<NodeKey> {
     // Only the namespace's own host names are believed (an agent's router answers for its node).
     if (tlsHosts.size > 0)
       await this.recordCertificates(
+        nodeUuid,
         node.namespace,
         withAcmeProblems(
           config,
@@ -409,26 +413,42 @@ export class RouterController extends Controller<NodeKey> {
     return { routes: routes.routes, certificates, acme: this.d.acme };
   }
 
-  /** Writes certificate states that changed, each with an event on the services serving the host. */
-  private async recordCertificates(namespace: string, statuses: CertificateStatus[]): Promise<void> {
+  /**
+   * Writes certificate states that changed, each with an event on the services serving the host. A
+   * node's router serving a certificate of another serial than it served before has renewed it: its
+   * expiry is written whatever the difference (two nodes' own certificates, a few seconds apart, are
+   * otherwise the same one: sameExpiry).
+   */
+  private async recordCertificates(
+    nodeUuid: string,
+    namespace: string,
+    statuses: CertificateStatus[],
+  ): Promise<void> {
     if (statuses.length === 0) return;
     const known = new Map(
       (await this.routerStore.certificatesOf(statuses.map((s) => s.host))).map((c) => [c.host, c]),
     );
     const services = await this.d.store.services.liveServices({ namespace });
     for (const reported of statuses) {
-      const st = overdue(reported, this.d.now());
+      const st = overdue(reported, this.d.now(), this.d.acme.renewalWindowRatio ?? DEFAULT_RENEWAL_WINDOW_RATIO);
       const cur = known.get(st.host);
       if (cur?.state === "uploaded" || st.state === "uploaded") continue;
+      const servedKey = `${nodeUuid} ${st.host}`;
+      const before = this.serials.get(servedKey);
+      const renewed = !!st.serial && before !== undefined && before !== st.serial;
+      const seen = () => (st.serial ? this.serials.set(servedKey, st.serial) : undefined);
       if (
+        !renewed &&
         cur &&
         cur.namespace === namespace &&
         cur.state === st.state &&
         sameExpiry(cur.expires_at, st.expiresAt) &&
         cur.error === st.error &&
         cur.issuer === st.issuer
-      )
+      ) {
+        seen();
         continue;
+      }
       const serving = services.filter(
         (s) =>
           (decodeSpec(s.spec).domains ?? []).some((d) => d.host === st.host) ||
@@ -448,6 +468,7 @@ export class RouterController extends Controller<NodeKey> {
         },
         serving,
       );
+      seen();
     }
   }
 
@@ -456,16 +477,28 @@ export class RouterController extends Controller<NodeKey> {
   }
 }
 
-/** An issued certificate whose renewal is overdue (RENEWAL_OVERDUE_MS) is shown as expiring, saying when. */
-function overdue(st: CertificateStatus, now: number): CertificateStatus {
-  if (st.state !== "issued" || st.expiresAt === null || st.expiresAt - now > RENEWAL_OVERDUE_MS) return st;
+/**
+ * An issued certificate whose renewal is overdue is shown as expiring, saying when: within
+ * RENEWAL_OVERDUE_MS of its expiry, or for a short-lived one (its lifetime known), once half of its
+ * renewal window (the router renews at `ratio` of its lifetime before expiry) has passed.
+ */
+function overdue(st: CertificateStatus, now: number, ratio: number): CertificateStatus {
+  if (st.state !== "issued" || st.expiresAt === null) return st;
+  const lifetime = st.issuedAt !== undefined ? st.expiresAt - st.issuedAt : undefined;
+  const limit =
+    lifetime !== undefined && lifetime > 0 ? Math.min(RENEWAL_OVERDUE_MS, (lifetime * ratio) / 2) : RENEWAL_OVERDUE_MS;
+  if (st.expiresAt - now > limit) return st;
   const when = new Date(st.expiresAt).toISOString();
+  const due =
+    lifetime !== undefined && lifetime > 0
+      ? `renewal was due ${Math.round(ratio * 100)}% of its lifetime before expiry`
+      : `renewal is due ${Math.round(ratio * 100)}% of its lifetime before expiry`;
   return {
     ...st,
     state: "expiring",
     error:
       st.error ??
-      `the certificate expires at ${when} and the router has not renewed it (renewal is due 30 days before expiry): check that the ACME server reaches this host name on ports 80 and 443`,
+      `the certificate expires at ${when} and the router has not renewed it (${due}): check that the ACME server reaches this host name on ports 80 and 443`,
   };
 }
 
