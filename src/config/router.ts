@@ -43,7 +43,9 @@ function ratio(name: string, value: string | undefined, fallback: number): numbe
   if (value === undefined || value === "") return fallback;
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || n >= 1)
-    throw new Error(`${name} must be a number above 0 and below 1 (a part of a certificate's lifetime), not "${value}"`);
+    throw new Error(
+      `${name} must be a number above 0 and below 1 (a part of a certificate's lifetime), not "${value}"`,
+    );
   return n;
 }
 

@@ -430,7 +430,11 @@ export class RouterController extends Controller<NodeKey> {
     );
     const services = await this.d.store.services.liveServices({ namespace });
     for (const reported of statuses) {
-      const st = overdue(reported, this.d.now(), this.d.acme.renewalWindowRatio ?? DEFAULT_RENEWAL_WINDOW_RATIO);
+      const st = overdue(
+        reported,
+        this.d.now(),
+        this.d.acme.renewalWindowRatio ?? DEFAULT_RENEWAL_WINDOW_RATIO,
+      );
       const cur = known.get(st.host);
       if (cur?.state === "uploaded" || st.state === "uploaded") continue;
       const servedKey = `${nodeUuid} ${st.host}`;
@@ -486,7 +490,9 @@ function overdue(st: CertificateStatus, now: number, ratio: number): Certificate
   if (st.state !== "issued" || st.expiresAt === null) return st;
   const lifetime = st.issuedAt !== undefined ? st.expiresAt - st.issuedAt : undefined;
   const limit =
-    lifetime !== undefined && lifetime > 0 ? Math.min(RENEWAL_OVERDUE_MS, (lifetime * ratio) / 2) : RENEWAL_OVERDUE_MS;
+    lifetime !== undefined && lifetime > 0
+      ? Math.min(RENEWAL_OVERDUE_MS, (lifetime * ratio) / 2)
+      : RENEWAL_OVERDUE_MS;
   if (st.expiresAt - now > limit) return st;
   const when = new Date(st.expiresAt).toISOString();
   const due =

@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import tls from "node:tls";
 import { after, before, describe, test } from "node:test";
+import tls from "node:tls";
 import { findExecutable } from "../../src/drivers/local/host-tools.ts";
 import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import { type AcmeLab, acmeLab } from "../support/acme-lab.ts";
@@ -49,7 +49,11 @@ function served(address: string): Promise<Served | undefined> {
       const ok = cert?.subjectaltname?.includes(`DNS:${HOST}`);
       done(
         ok
-          ? { serial: cert.serialNumber, issued: Date.parse(cert.valid_from), expires: Date.parse(cert.valid_to) }
+          ? {
+              serial: cert.serialNumber,
+              issued: Date.parse(cert.valid_from),
+              expires: Date.parse(cert.valid_to),
+            }
           : undefined,
       );
     });
@@ -151,7 +155,10 @@ describe("certificate renewal on a real router", { skip: unavailable }, () => {
       200,
     );
     assert.ok(renewed.expires > firstServed.expires, "the renewal expires later");
-    assert.ok(renewed.issued < firstServed.expires, "the renewal was issued before the first certificate expired");
+    assert.ok(
+      renewed.issued < firstServed.expires,
+      "the renewal was issued before the first certificate expired",
+    );
     const shown = await waitFor(
       "the service showing the renewed certificate",
       async () => {
@@ -161,7 +168,10 @@ describe("certificate renewal on a real router", { skip: unavailable }, () => {
       90_000,
       200,
     );
-    assert.ok(Date.parse(shown.expires) >= renewed.expires, "Berth shows the renewal's expiry (or a later one's)");
+    assert.ok(
+      Date.parse(shown.expires) >= renewed.expires,
+      "Berth shows the renewal's expiry (or a later one's)",
+    );
     const events = await h.store.changesSince(revision, 1000, ["service"]);
     assert.ok(
       events.some((e) => e.resource_uri === uri && e.action === "update"),

@@ -9,7 +9,12 @@ import { loadConfig } from "../../src/config/index.ts";
 import { caddyConfig } from "../../src/drivers/router/caddy-config.ts";
 import type { RouterConfig } from "../../src/drivers/router/router.ts";
 
-const paths = { adminListen: "unix//tmp/x.sock", storageDir: "/tmp/s", logFile: "/tmp/l", accessLogFile: "/tmp/a" };
+const paths = {
+  adminListen: "unix//tmp/x.sock",
+  storageDir: "/tmp/s",
+  logFile: "/tmp/l",
+  accessLogFile: "/tmp/a",
+};
 
 function tlsOf(acme: RouterConfig["acme"]) {
   const config: RouterConfig = {
@@ -51,13 +56,15 @@ describe("certificate renewal settings", () => {
     for (const bad of ["0", "999", "ten", "1.5"])
       assert.throws(
         () => loadConfig({ BERTH_ROUTER_RENEW_INTERVAL_MS: bad }),
-        (e: Error) => e.message === `BERTH_ROUTER_RENEW_INTERVAL_MS must be an integer of at least 1000, not "${bad}"`,
+        (e: Error) =>
+          e.message === `BERTH_ROUTER_RENEW_INTERVAL_MS must be an integer of at least 1000, not "${bad}"`,
         bad,
       );
     for (const bad of ["0", "1", "-0.2", "half", "2"])
       assert.throws(
         () => loadConfig({ BERTH_ROUTER_RENEWAL_WINDOW_RATIO: bad }),
-        (e: Error) => e.message.startsWith(`BERTH_ROUTER_RENEWAL_WINDOW_RATIO must be a number above 0 and below 1`),
+        (e: Error) =>
+          e.message.startsWith(`BERTH_ROUTER_RENEWAL_WINDOW_RATIO must be a number above 0 and below 1`),
         bad,
       );
   });

@@ -97,7 +97,9 @@ function root(management: string, caRootFile: string): Promise<string | undefine
       .get({ host, port: Number(port), path: "/roots/0", ca: fs.readFileSync(caRootFile) }, (res) => {
         let b = "";
         res.on("data", (c) => (b += c));
-        res.on("end", () => resolve(res.statusCode === 200 && b.includes("BEGIN CERTIFICATE") ? b : undefined));
+        res.on("end", () =>
+          resolve(res.statusCode === 200 && b.includes("BEGIN CERTIFICATE") ? b : undefined),
+        );
       })
       .on("error", () => resolve(undefined));
   });

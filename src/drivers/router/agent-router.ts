@@ -98,7 +98,9 @@ export class AgentRouter implements Router {
         issuer: typeof c.issuer === "string" ? c.issuer.slice(0, 500) : "",
         expiresAt: typeof c.expiresAt === "number" && Number.isFinite(c.expiresAt) ? c.expiresAt : null,
         error: typeof c.error === "string" ? c.error.slice(0, 2000) : null,
-        ...(typeof c.serial === "string" && /^[0-9A-Fa-f]{1,128}$/.test(c.serial) ? { serial: c.serial } : {}),
+        ...(typeof c.serial === "string" && /^[0-9A-Fa-f]{1,128}$/.test(c.serial)
+          ? { serial: c.serial }
+          : {}),
         ...(typeof c.issuedAt === "number" && Number.isFinite(c.issuedAt) ? { issuedAt: c.issuedAt } : {}),
       });
     }

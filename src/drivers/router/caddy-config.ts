@@ -117,7 +117,9 @@ export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<str
                 subjects: acmeHosts,
                 issuers: [issuer],
                 disable_ocsp_stapling: true,
-                ...(config.acme.renewalWindowRatio ? { renewal_window_ratio: config.acme.renewalWindowRatio } : {}),
+                ...(config.acme.renewalWindowRatio
+                  ? { renewal_window_ratio: config.acme.renewalWindowRatio }
+                  : {}),
               },
             ]
           : [],
