@@ -11,17 +11,10 @@
 // ones is made again, so a build begun before another replica's drain never routes the drained
 // container back after that replica's push (test/router/drain-race.test.ts).
 import { createHash } from "node:crypto";
-import { DEFAULT_RENEWAL_WINDOW_RATIO } from "../config/router.ts";
 import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
 import { lastSegment } from "../domain/uri.ts";
-import {
-  type AcmeSettings,
-  type CertificateStatus,
-  RENEWAL_OVERDUE_MS,
-  type Router,
-  type RouterConfig,
-} from "../drivers/router/router.ts";
+import type { AcmeSettings, CertificateStatus, Router, RouterConfig } from "../drivers/router/router.ts";
 import type { NodeKey } from "../orchestrator/controllers/context.ts";
 import { Controller } from "../orchestrator/controllers/controller.ts";
 import { decodeSpec, specOf } from "../store/codec.ts";
@@ -29,6 +22,7 @@ import { type Follower, follow } from "../store/follow.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import { RouterStore } from "../store/router.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
+import { overdue, sameExpiry } from "./certificate-state.ts";
 import { type Drains, drainsRevision } from "./drains.ts";
 
 /** Which router serves a node (undefined: the node has none here, e.g. an agent node whose tunnel another replica holds). */
@@ -430,11 +424,7 @@ export class RouterController extends Controller<NodeKey> {
     );
     const services = await this.d.store.services.liveServices({ namespace });
     for (const reported of statuses) {
-      const st = overdue(
-        reported,
-        this.d.now(),
-        this.d.acme.renewalWindowRatio ?? DEFAULT_RENEWAL_WINDOW_RATIO,
-      );
+      const st = overdue(reported, this.d.now(), this.d.acme.renewalWindowRatio);
       const cur = known.get(st.host);
       if (cur?.state === "uploaded" || st.state === "uploaded") continue;
       const servedKey = `${nodeUuid} ${st.host}`;
@@ -480,34 +470,6 @@ export class RouterController extends Controller<NodeKey> {
     return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
   }
 }
-
-/**
- * An issued certificate whose renewal is overdue is shown as expiring, saying when: within
- * RENEWAL_OVERDUE_MS of its expiry, or for a short-lived one (its lifetime known), once half of its
- * renewal window (the router renews at `ratio` of its lifetime before expiry) has passed.
- */
-function overdue(st: CertificateStatus, now: number, ratio: number): CertificateStatus {
-  if (st.state !== "issued" || st.expiresAt === null) return st;
-  const lifetime = st.issuedAt !== undefined ? st.expiresAt - st.issuedAt : undefined;
-  const limit =
-    lifetime !== undefined && lifetime > 0
-      ? Math.min(RENEWAL_OVERDUE_MS, (lifetime * ratio) / 2)
-      : RENEWAL_OVERDUE_MS;
-  if (st.expiresAt - now > limit) return st;
-  const when = new Date(st.expiresAt).toISOString();
-  const due =
-    lifetime !== undefined && lifetime > 0
-      ? `renewal was due ${Math.round(ratio * 100)}% of its lifetime before expiry`
-      : `renewal is due ${Math.round(ratio * 100)}% of its lifetime before expiry`;
-  return {
-    ...st,
-    state: "expiring",
-    error:
-      st.error ??
-      `the certificate expires at ${when} and the router has not renewed it (${due}): check that the ACME server reaches this host name on ports 80 and 443`,
-  };
-}
-
 /** A host the ACME server cannot issue for (a wildcard) is an error, whatever the router says of it. */
 function withAcmeProblems(config: RouterConfig, statuses: CertificateStatus[]): CertificateStatus[] {
   const problems = new Map<string, string>();
@@ -520,9 +482,4 @@ function withAcmeProblems(config: RouterConfig, statuses: CertificateStatus[]): 
   for (const [host, error] of problems)
     out.push({ host, state: "error", issuer: "", expiresAt: null, error });
   return out;
-}
-
-/** Expiries read a minute apart are the same certificate's (a probe's clock is not the issuer's). */
-function sameExpiry(a: number | null, b: number | null): boolean {
-  return a === b || (a !== null && b !== null && Math.abs(a - b) < 60_000);
 }
