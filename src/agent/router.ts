@@ -83,7 +83,12 @@ export class AgentRouterService {
         const config: RouterConfig = {
           routes: body.routes,
           certificates: body.certificates,
-          acme: { directory: body.acme.directory, email: body.acme.email, caRootFile: this.caRoot(body) },
+          acme: {
+            directory: body.acme.directory,
+            email: body.acme.email,
+            caRootFile: this.caRoot(body),
+            ...renewal(body.acme),
+          },
         };
         if (config.routes.length === 0 && this.caddy) {
           // Nothing to serve: the host's ports are left free (the ACME state stays for later).
@@ -136,4 +141,14 @@ function readBody(req: http.IncomingMessage): Promise<string> {
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
   });
+}
+
+/** The renewal settings Berth gave, when they are in range (the router's defaults otherwise). */
+function renewal(acme: AgentRouterConfig["acme"]): { renewIntervalMs?: number; renewalWindowRatio?: number } {
+  const out: { renewIntervalMs?: number; renewalWindowRatio?: number } = {};
+  const every = acme.renewIntervalMs;
+  if (typeof every === "number" && Number.isInteger(every) && every >= 1000) out.renewIntervalMs = every;
+  const ratio = acme.renewalWindowRatio;
+  if (typeof ratio === "number" && ratio > 0 && ratio < 1) out.renewalWindowRatio = ratio;
+  return out;
 }

@@ -21,7 +21,18 @@ export interface RouterSettings {
    * 30 minutes by default): a safety cap for a rollout that died. A paused rollout's holds have no limit.
    */
   holdMaxMs: number;
+  /** How often Caddy checks its certificates for renewal (BERTH_ROUTER_RENEW_INTERVAL_MS; Caddy's 10 minutes by default). */
+  renewIntervalMs: number;
+  /**
+   * The part of a certificate's lifetime, before its expiry, in which Caddy renews it
+   * (BERTH_ROUTER_RENEWAL_WINDOW_RATIO, above 0 and below 1; Caddy's 1/3 by default).
+   */
+  renewalWindowRatio: number;
 }
+
+/** Caddy's own defaults (certmagic's DefaultRenewCheckInterval and DefaultRenewalWindowRatio). */
+export const DEFAULT_RENEW_INTERVAL_MS = 10 * 60_000;
+export const DEFAULT_RENEWAL_WINDOW_RATIO = 1 / 3;
 
 export const LETS_ENCRYPT = "https://acme-v02.api.letsencrypt.org/directory";
 
@@ -30,6 +41,16 @@ function int(name: string, value: string | undefined, fallback: number, min: num
   const n = Number(value);
   if (!Number.isInteger(n) || n < min)
     throw new Error(`${name} must be an integer of at least ${min}, not "${value}"`);
+  return n;
+}
+
+function ratio(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n >= 1)
+    throw new Error(
+      `${name} must be a number above 0 and below 1 (a part of a certificate's lifetime), not "${value}"`,
+    );
   return n;
 }
 
@@ -45,5 +66,16 @@ export function parseRouterSettings(env: Record<string, string | undefined>): Ro
     drainGraceMs: int("BERTH_ROUTER_DRAIN_GRACE_MS", env.BERTH_ROUTER_DRAIN_GRACE_MS, 1000, 0),
     drainTimeoutMs: int("BERTH_ROUTER_DRAIN_TIMEOUT_MS", env.BERTH_ROUTER_DRAIN_TIMEOUT_MS, 10_000, 0),
     holdMaxMs: int("BERTH_ROUTER_HOLD_MAX_MS", env.BERTH_ROUTER_HOLD_MAX_MS, 30 * 60_000, 1000),
+    renewIntervalMs: int(
+      "BERTH_ROUTER_RENEW_INTERVAL_MS",
+      env.BERTH_ROUTER_RENEW_INTERVAL_MS,
+      DEFAULT_RENEW_INTERVAL_MS,
+      1000,
+    ),
+    renewalWindowRatio: ratio(
+      "BERTH_ROUTER_RENEWAL_WINDOW_RATIO",
+      env.BERTH_ROUTER_RENEWAL_WINDOW_RATIO,
+      DEFAULT_RENEWAL_WINDOW_RATIO,
+    ),
   };
 }

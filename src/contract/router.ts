@@ -8,7 +8,7 @@ export const CertificateView = View(
     host: Type.String(),
     state: Type.String({
       description:
-        "pending, issued, error, uploaded, or expiring (issued but within 14 days of its expiry: the router's renewal, due 30 days before, has not happened; error says the last renewal error when one is known)",
+        "pending, issued, error, uploaded, or expiring (issued but within 14 days of its expiry, or half its renewal window for a short-lived one: the router's renewal, due a third of its lifetime before expiry by default (30 days of 90), has not happened; error says the last renewal error when one is known)",
     }),
     issuer: Type.String(),
     expires: Time,

@@ -14,13 +14,7 @@ import { createHash } from "node:crypto";
 import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
 import { lastSegment } from "../domain/uri.ts";
-import {
-  type AcmeSettings,
-  type CertificateStatus,
-  RENEWAL_OVERDUE_MS,
-  type Router,
-  type RouterConfig,
-} from "../drivers/router/router.ts";
+import type { AcmeSettings, CertificateStatus, Router, RouterConfig } from "../drivers/router/router.ts";
 import type { NodeKey } from "../orchestrator/controllers/context.ts";
 import { Controller } from "../orchestrator/controllers/controller.ts";
 import { decodeSpec, specOf } from "../store/codec.ts";
@@ -28,6 +22,7 @@ import { type Follower, follow } from "../store/follow.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import { RouterStore } from "../store/router.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
+import { overdue, sameExpiry } from "./certificate-state.ts";
 import { type Drains, drainsRevision } from "./drains.ts";
 
 /** Which router serves a node (undefined: the node has none here, e.g. an agent node whose tunnel another replica holds). */
@@ -67,6 +62,8 @@ export class RouterController extends Controller<NodeKey> {
   private timer: NodeJS.Timeout | undefined;
   /** The hash of the configuration each node's router last took. */
   private readonly appliedHash = new Map<string, string>();
+  /** The serial each node's router last served for each host name (`<node> <host>`): renewals. */
+  private readonly serials = new Map<string, string>();
   /** The routes last built per namespace (views, drains, metrics). */
   private readonly built = new Map<string, RoutesOutput>();
   private readonly routerStore: RouterStore;
@@ -343,6 +340,7 @@ export class RouterController extends Controller<NodeKey> {
     // Only the namespace's own host names are believed (an agent's router answers for its node).
     if (tlsHosts.size > 0)
       await this.recordCertificates(
+        nodeUuid,
         node.namespace,
         withAcmeProblems(
           config,
@@ -414,26 +412,42 @@ export class RouterController extends Controller<NodeKey> {
     return { routes: routes.routes, certificates, acme: this.d.acme };
   }
 
-  /** Writes certificate states that changed, each with an event on the services serving the host. */
-  private async recordCertificates(namespace: string, statuses: CertificateStatus[]): Promise<void> {
+  /**
+   * Writes certificate states that changed, each with an event on the services serving the host. A
+   * node's router serving a certificate of another serial than it served before has renewed it: its
+   * expiry is written whatever the difference (two nodes' own certificates, a few seconds apart, are
+   * otherwise the same one: sameExpiry).
+   */
+  private async recordCertificates(
+    nodeUuid: string,
+    namespace: string,
+    statuses: CertificateStatus[],
+  ): Promise<void> {
     if (statuses.length === 0) return;
     const known = new Map(
       (await this.routerStore.certificatesOf(statuses.map((s) => s.host))).map((c) => [c.host, c]),
     );
     const services = await this.d.store.services.liveServices({ namespace });
     for (const reported of statuses) {
-      const st = overdue(reported, this.d.now());
+      const st = overdue(reported, this.d.now(), this.d.acme.renewalWindowRatio);
       const cur = known.get(st.host);
       if (cur?.state === "uploaded" || st.state === "uploaded") continue;
+      const servedKey = `${nodeUuid} ${st.host}`;
+      const before = this.serials.get(servedKey);
+      const renewed = !!st.serial && before !== undefined && before !== st.serial;
+      const seen = () => (st.serial ? this.serials.set(servedKey, st.serial) : undefined);
       if (
+        !renewed &&
         cur &&
         cur.namespace === namespace &&
         cur.state === st.state &&
         sameExpiry(cur.expires_at, st.expiresAt) &&
         cur.error === st.error &&
         cur.issuer === st.issuer
-      )
+      ) {
+        seen();
         continue;
+      }
       const serving = services.filter(
         (s) =>
           (decodeSpec(s.spec).domains ?? []).some((d) => d.host === st.host) ||
@@ -453,6 +467,7 @@ export class RouterController extends Controller<NodeKey> {
         },
         serving,
       );
+      seen();
     }
   }
 
@@ -460,20 +475,6 @@ export class RouterController extends Controller<NodeKey> {
     return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
   }
 }
-
-/** An issued certificate whose renewal is overdue (RENEWAL_OVERDUE_MS) is shown as expiring, saying when. */
-function overdue(st: CertificateStatus, now: number): CertificateStatus {
-  if (st.state !== "issued" || st.expiresAt === null || st.expiresAt - now > RENEWAL_OVERDUE_MS) return st;
-  const when = new Date(st.expiresAt).toISOString();
-  return {
-    ...st,
-    state: "expiring",
-    error:
-      st.error ??
-      `the certificate expires at ${when} and the router has not renewed it (renewal is due 30 days before expiry): check that the ACME server reaches this host name on ports 80 and 443`,
-  };
-}
-
 /** A host the ACME server cannot issue for (a wildcard) is an error, whatever the router says of it. */
 function withAcmeProblems(config: RouterConfig, statuses: CertificateStatus[]): CertificateStatus[] {
   const problems = new Map<string, string>();
@@ -486,9 +487,4 @@ function withAcmeProblems(config: RouterConfig, statuses: CertificateStatus[]): 
   for (const [host, error] of problems)
     out.push({ host, state: "error", issuer: "", expiresAt: null, error });
   return out;
-}
-
-/** Expiries read a minute apart are the same certificate's (a probe's clock is not the issuer's). */
-function sameExpiry(a: number | null, b: number | null): boolean {
-  return a === b || (a !== null && b !== null && Math.abs(a - b) < 60_000);
 }

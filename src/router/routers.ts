@@ -65,6 +65,8 @@ export class RouterModule implements RouterSource {
         directory: d.settings.acmeDirectory,
         email: d.settings.acmeEmail,
         caRootFile: d.settings.acmeCaRoot,
+        renewIntervalMs: d.settings.renewIntervalMs,
+        renewalWindowRatio: d.settings.renewalWindowRatio,
       },
       open: d.open,
       drains: () => this.drains,

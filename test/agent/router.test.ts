@@ -139,6 +139,12 @@ describe("a router on an agent node", () => {
     );
     assert.equal(s.h.tunnels.session(node.uuid)?.features.has("router"), true);
     assert.deepEqual(router.current!.routes.map((r) => r.host).sort(), ["shop.invalid", "shop.test"]);
+    const { renewIntervalMs, renewalWindowRatio } = router.current!.acme;
+    assert.deepEqual(
+      { renewIntervalMs, renewalWindowRatio },
+      { renewIntervalMs: 600_000, renewalWindowRatio: 1 / 3 },
+      "the renewal settings reach the agent's router",
+    );
     assert.equal(router.request("shop.test", "/").status, 308, "plain HTTP is redirected");
     const shown = await waitFor("the certificates on the service", async () => {
       const v = (await call(s.h, s.alice, "GET", svc.resource_uri)).body;

@@ -11,17 +11,15 @@
 // Needs root, dockerd, iproute2, iptables, busybox-static, caddy, pebble and openssl. Skipped
 // locally without them; fails under CI=true. Lab range 10.203.0.0/16, bridge berth-rt0.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
-import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { findExecutable } from "../../src/drivers/local/host-tools.ts";
 import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
-import { selfSignedCertificate } from "../support/certificates.ts";
+import { type AcmeLab, acmeLab } from "../support/acme-lab.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { type Answer, request, steadyLoad } from "../support/http-load.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
@@ -42,17 +40,6 @@ if (unavailable && process.env.CI === "true")
   test("router prerequisites (required in CI)", () => assert.fail(unavailable));
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-router-"));
-const processes: ChildProcess[] = [];
-
-function start(file: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-  const p = spawn(file, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  const log = fs.createWriteStream(path.join(dir, `${path.basename(file)}.log`));
-  p.stdout?.pipe(log);
-  p.stderr?.pipe(log);
-  processes.push(p);
-  return p;
-}
-
 /** A JSON POST to a management interface on loopback. */
 function post(address: string, pathname: string, body: unknown): Promise<number> {
   const [host, port] = address.split(":");
@@ -72,16 +59,15 @@ describe("the router on local nodes", { skip: unavailable }, () => {
   let nodeUuids: string[] = [];
   let address = "";
   let pebbleRoots = "";
+  let acme: AcmeLab;
 
   before(async () => {
-    // The ACME server's own HTTPS certificate (for its lab address and loopback), also its trust anchor.
-    selfSignedCertificate({
-      commonName: "pebble",
-      subjectAltName: `IP:${HOST_ADDRESS},IP:127.0.0.1`,
-      days: 2,
-      ca: true,
-      keyFile: path.join(dir, "pebble.key"),
-      certFile: path.join(dir, "pebble.pem"),
+    acme = acmeLab({
+      dir,
+      pebble: PEBBLE,
+      pebbleManagement: PEBBLE_MANAGEMENT,
+      dns: DNS,
+      dnsManagement: DNS_MANAGEMENT,
     });
     h = await startHarness({
       env: {
@@ -91,8 +77,8 @@ describe("the router on local nodes", { skip: unavailable }, () => {
         BERTH_ROUTER_INTERVAL_MS: "1000",
         BERTH_START_MIN_UP_MS: "1000",
         BERTH_CONTAINER_STOP_TIMEOUT_S: "1",
-        BERTH_ROUTER_ACME_DIRECTORY: `https://${PEBBLE}/dir`,
-        BERTH_ROUTER_ACME_CA_ROOT: path.join(dir, "pebble.pem"),
+        BERTH_ROUTER_ACME_DIRECTORY: acme.directory,
+        BERTH_ROUTER_ACME_CA_ROOT: acme.caRootFile,
         ...(process.env.RT_DEBUG ? { BERTH_LOG_LEVEL: "error" } : {}),
       },
       stepTimeoutMs: 120_000,
@@ -102,67 +88,7 @@ describe("the router on local nodes", { skip: unavailable }, () => {
     nodeUuids = cluster.nodeUuids;
     address = (await h.store.nodes.findNode(nodeUuids[0]!))!.public_ip;
     // The test's DNS answers every name with the node's address; pebble asks it, never outside DNS.
-    start("pebble-challtestsrv", [
-      "-dns01",
-      DNS,
-      "-management",
-      DNS_MANAGEMENT,
-      "-http01",
-      "",
-      "-https01",
-      "",
-      "-tlsalpn01",
-      "",
-      "-defaultIPv4",
-      address,
-      "-defaultIPv6",
-      "",
-    ]);
-    fs.writeFileSync(
-      path.join(dir, "pebble.json"),
-      JSON.stringify({
-        pebble: {
-          listenAddress: PEBBLE,
-          managementListenAddress: PEBBLE_MANAGEMENT,
-          certificate: path.join(dir, "pebble.pem"),
-          privateKey: path.join(dir, "pebble.key"),
-          httpPort: 80,
-          tlsPort: 443,
-          ocspResponderURL: "",
-          externalAccountBindingRequired: false,
-        },
-      }),
-    );
-    start("pebble", ["-config", path.join(dir, "pebble.json"), "-dnsserver", DNS], {
-      PEBBLE_VA_NOSLEEP: "1",
-      PEBBLE_WFE_NONCEREJECT: "0",
-    });
-    pebbleRoots = await waitFor(
-      "pebble's root",
-      async () => {
-        const r = await new Promise<string>((resolve, reject) => {
-          const [host, port] = PEBBLE_MANAGEMENT.split(":");
-          https
-            .get(
-              {
-                host,
-                port: Number(port),
-                path: "/roots/0",
-                ca: fs.readFileSync(path.join(dir, "pebble.pem")),
-              },
-              (res) => {
-                let b = "";
-                res.on("data", (c) => (b += c));
-                res.on("end", () => resolve(res.statusCode === 200 ? b : ""));
-              },
-            )
-            .on("error", reject);
-        });
-        return r.includes("BEGIN CERTIFICATE") ? r : undefined;
-      },
-      15_000,
-      200,
-    );
+    pebbleRoots = await acme.start(address);
   });
 
   after(async () => {
@@ -178,7 +104,7 @@ describe("the router on local nodes", { skip: unavailable }, () => {
         console.error(`== ${f}\n${fs.readFileSync(path.join(dir, f), "utf8").slice(-3000)}`);
     }
     await tearDownLocalLab(h, { nodeUuids });
-    for (const p of processes) p.kill("SIGTERM");
+    acme.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -408,6 +408,30 @@ describe("request figures", () => {
 });
 
 describe("certificates due for renewal", () => {
+  test("a certificate the router renewed is shown with its new expiry, with an event, even seconds after the old one", async () => {
+    const router = await aliceRouter();
+    const svc = await web("renewed", { domains: [{ host: "renewed.test" }] });
+    const first = await waitFor("the certificate issued", async () => {
+      const v = (await call(s.h, s.alice, "GET", svc.resource_uri)).body;
+      return v.domains[0].certificate?.state === "issued" ? v.domains[0].certificate : undefined;
+    });
+    const before = await s.h.store.latestRevision();
+    // A renewal 20 s after the first issue: a new serial, an expiry 20 s later (closer than two nodes' own copies).
+    router.renew("renewed.test", Date.parse(first.expires) - router.lifetimeMs + 20_000);
+    const shown = await waitFor("the renewed certificate shown", async () => {
+      await settled();
+      const v = (await call(s.h, s.alice, "GET", svc.resource_uri)).body;
+      return v.domains[0].certificate?.expires !== first.expires ? v.domains[0].certificate : undefined;
+    });
+    assert.equal(shown.state, "issued");
+    assert.equal(Date.parse(shown.expires) - Date.parse(first.expires), 20_000);
+    const events = await s.h.store.changesSince(before, 1000, ["service"]);
+    assert.ok(
+      events.some((e) => e.resource_uri === svc.resource_uri && e.action === "update"),
+      "an update event of the service tells event subscribers of the renewal",
+    );
+  });
+
   test("a certificate the router has not renewed in time shows as expiring, and a certificate_expiring alert fires on its service", async () => {
     const router = await aliceRouter();
     // What a router whose renewals keep failing reports: the certificate it holds, 10 days from its end.

@@ -28,7 +28,14 @@ import {
 
 /** The configuration as the agent takes it: the ACME server's root as PEM, not a path on Berth's host. */
 export interface AgentRouterConfig extends Omit<RouterConfig, "acme"> {
-  acme: { directory: string; email: string; caRootPem: string };
+  /** The renewal settings are absent from older Berths' configurations (the router's defaults then). */
+  acme: {
+    directory: string;
+    email: string;
+    caRootPem: string;
+    renewIntervalMs?: number;
+    renewalWindowRatio?: number;
+  };
 }
 
 /** Bytes of the ACME root file sent to the agent at most. */
@@ -66,6 +73,8 @@ export class AgentRouter implements Router {
         directory: config.acme.directory,
         email: config.acme.email,
         caRootPem: config.acme.caRootFile ? readRoot(config.acme.caRootFile) : "",
+        renewIntervalMs: config.acme.renewIntervalMs,
+        renewalWindowRatio: config.acme.renewalWindowRatio,
       },
     };
     await this.call("POST", "/apply", JSON.stringify(body));
@@ -89,6 +98,10 @@ export class AgentRouter implements Router {
         issuer: typeof c.issuer === "string" ? c.issuer.slice(0, 500) : "",
         expiresAt: typeof c.expiresAt === "number" && Number.isFinite(c.expiresAt) ? c.expiresAt : null,
         error: typeof c.error === "string" ? c.error.slice(0, 2000) : null,
+        ...(typeof c.serial === "string" && /^[0-9A-Fa-f]{1,128}$/.test(c.serial)
+          ? { serial: c.serial }
+          : {}),
+        ...(typeof c.issuedAt === "number" && Number.isFinite(c.issuedAt) ? { issuedAt: c.issuedAt } : {}),
       });
     }
     return [...out.values()];

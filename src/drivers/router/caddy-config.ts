@@ -111,7 +111,20 @@ export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<str
   const tls: Record<string, unknown> = {
     automation: {
       policies:
-        acmeHosts.length > 0 ? [{ subjects: acmeHosts, issuers: [issuer], disable_ocsp_stapling: true }] : [],
+        acmeHosts.length > 0
+          ? [
+              {
+                subjects: acmeHosts,
+                issuers: [issuer],
+                disable_ocsp_stapling: true,
+                ...(config.acme.renewalWindowRatio
+                  ? { renewal_window_ratio: config.acme.renewalWindowRatio }
+                  : {}),
+              },
+            ]
+          : [],
+      // Caddy durations as strings; how often certificates are checked for renewal.
+      ...(config.acme.renewIntervalMs ? { renew_interval: `${config.acme.renewIntervalMs}ms` } : {}),
     },
   };
   if (config.certificates.length > 0) {

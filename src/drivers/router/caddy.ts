@@ -37,6 +37,14 @@ export interface CaddyRouterOptions {
   remove?(): Promise<void>;
 }
 
+/** What a TLS handshake with a host name got: a certificate issued for it. */
+interface Served {
+  issuer: string;
+  expiresAt: number;
+  serial: string;
+  issuedAt: number;
+}
+
 export class CaddyRouter implements Router {
   private current: RouterConfig | undefined;
   private accessOffset = 0;
@@ -76,7 +84,15 @@ export class CaddyRouter implements Router {
             error: null,
           };
         if (served)
-          return { host, state: "issued", issuer: served.issuer, expiresAt: served.expiresAt, error: null };
+          return {
+            host,
+            state: "issued",
+            issuer: served.issuer,
+            expiresAt: served.expiresAt,
+            error: null,
+            serial: served.serial,
+            issuedAt: served.issuedAt,
+          };
         const error = errors.get(host);
         return {
           host,
@@ -99,7 +115,7 @@ export class CaddyRouter implements Router {
   }
 
   /** The certificate a client gets for the host name, when it is one issued for it. */
-  private probe(host: string): Promise<{ issuer: string; expiresAt: number } | undefined> {
+  private probe(host: string): Promise<Served | undefined> {
     return new Promise((resolve) => {
       const socket = tls.connect({
         host: this.o.address,
@@ -108,7 +124,7 @@ export class CaddyRouter implements Router {
         rejectUnauthorized: false,
         timeout: ROUTER_BOUNDS.probeMs,
       });
-      const done = (v: { issuer: string; expiresAt: number } | undefined) => {
+      const done = (v: Served | undefined) => {
         socket.destroy();
         resolve(v);
       };
@@ -117,7 +133,12 @@ export class CaddyRouter implements Router {
         const names = (cert?.subjectaltname ?? "").split(/,\s*/).map((n) => n.replace(/^DNS:/, ""));
         if (!cert?.valid_to || !names.includes(host)) return done(undefined);
         const issuer = [cert.issuer?.O, cert.issuer?.CN].filter(Boolean).join(" ") || "unknown issuer";
-        done({ issuer: String(issuer), expiresAt: Date.parse(cert.valid_to) });
+        done({
+          issuer: String(issuer),
+          expiresAt: Date.parse(cert.valid_to),
+          serial: String(cert.serialNumber ?? ""),
+          issuedAt: Date.parse(cert.valid_from),
+        });
       });
       socket.once("timeout", () => done(undefined));
       socket.once("error", () => done(undefined));

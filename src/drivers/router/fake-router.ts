@@ -38,6 +38,9 @@ export class FakeRouter implements Router {
   lifetimeMs = 90 * 86_400_000;
   /** When each host's certificate was issued (it keeps its expiry until the host leaves). */
   private readonly issued = new Map<string, number>();
+  /** The serial of each host's certificate (a renewal gives it a new one). */
+  private readonly serials = new Map<string, string>();
+  private nextSerial = 1;
   private turn = 0;
 
   constructor(readonly node: string) {}
@@ -60,15 +63,22 @@ export class FakeRouter implements Router {
         return { host, state: "uploaded", issuer: "uploaded", expiresAt: null, error: null };
       const error = this.failingOrders.get(host) ?? invalidNameError(host);
       if (error !== undefined) return { host, state: "error", issuer: "", expiresAt: null, error };
-      if (!this.issued.has(host)) this.issued.set(host, Date.now());
+      if (!this.issued.has(host)) this.renew(host, Date.now());
       return {
         host,
         state: "issued",
         issuer: "fake ACME",
         expiresAt: this.issued.get(host)! + this.lifetimeMs,
         error: null,
+        serial: this.serials.get(host)!,
       };
     });
+  }
+
+  /** Renews a host's certificate as issued at `at` (epoch ms): a new serial and expiry, as a router's renewal. */
+  renew(host: string, at: number): void {
+    this.issued.set(host, at);
+    this.serials.set(host, (this.nextSerial++).toString(16).toUpperCase().padStart(2, "0"));
   }
 
   async counters(): Promise<RouteCounters[]> {

@@ -14,6 +14,10 @@ export interface AcmeSettings {
   email: string;
   /** PEM file of the root that signs the directory's own HTTPS certificate (a private ACME server); "" for the system's. */
   caRootFile: string;
+  /** How often the router checks its certificates for renewal (ms); the router's default when absent. */
+  renewIntervalMs?: number;
+  /** The part of a certificate's lifetime before expiry in which it is renewed; the router's default when absent. */
+  renewalWindowRatio?: number;
 }
 
 export interface UploadedCertificate {
@@ -30,8 +34,9 @@ export interface RouterConfig {
 }
 
 /**
- * `expiring`: issued, but within RENEWAL_OVERDUE_MS of its expiry, so the router's renewal (a third
- * of its lifetime before, Caddy's rule) has been failing for weeks; Berth says so (router/controller.ts).
+ * `expiring`: issued, but within RENEWAL_OVERDUE_MS of its expiry (or half its renewal window, when
+ * shorter), so the router's renewal (a third of its lifetime before by default, Caddy's rule) has been
+ * failing for weeks; Berth says so (router/controller.ts).
  */
 export type CertificateState = "pending" | "issued" | "error" | "uploaded" | "expiring";
 
@@ -46,6 +51,10 @@ export interface CertificateStatus {
   expiresAt: number | null;
   /** The last error obtaining it (the ACME server's words), null when none. */
   error: string | null;
+  /** The serial number (hex) of the certificate served, when one is: a new one is a renewal. */
+  serial?: string;
+  /** Epoch ms the certificate served is valid from, when one is (its lifetime: when renewal is overdue). */
+  issuedAt?: number;
 }
 
 /** Counters of one route since the router started (a rate is the difference of two readings). */
