@@ -52,9 +52,15 @@ export function Terminal(props: { execPath: string }) {
           );
       };
       window.addEventListener("resize", onResize);
+      // The host's size also changes without the window's (a layout that settles after the terminal
+      // opened, a side panel): a terminal fitted too early would stay narrow, wrapping every line.
+      const observer = typeof ResizeObserver === "undefined" ? undefined : new ResizeObserver(onResize);
+      observer?.observe(host.current);
       let line = "";
       ws.onopen = () => {
         setStatus("connected");
+        // The size asked for at connect may have changed while the connection opened.
+        onResize();
         term.focus();
       };
       ws.onmessage = (m) => {
@@ -104,6 +110,7 @@ export function Terminal(props: { execPath: string }) {
       cleanup = () => {
         input.dispose();
         window.removeEventListener("resize", onResize);
+        observer?.disconnect();
         ws.close();
         term.dispose();
       };
