@@ -9,7 +9,7 @@
 // under CI=true. Lab range 10.241.0.0/16: the link 10.241.1.0/24 (host end "berth-ra0"), the
 // engine's bridge 10.241.2.0/24 inside the namespace.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import https from "node:https";
@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { findExecutable } from "../../src/drivers/local/host-tools.ts";
-import { selfSignedCertificate } from "../support/certificates.ts";
+import { type AcmeLab, acmeLab } from "../support/acme-lab.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { type NetnsDockerd, netnsDockerdUnavailable, startNetnsDockerd } from "../support/netns-dockerd.ts";
 
@@ -42,17 +42,6 @@ const step = (what: string) => {
   if (process.env.RT_DEBUG) console.error(new Date().toISOString(), what);
 };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "berth-router-agent-"));
-const processes: ChildProcess[] = [];
-
-function start(file: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-  const p = spawn(file, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  const log = fs.createWriteStream(path.join(dir, `${path.basename(file)}.log`));
-  p.stdout?.pipe(log);
-  p.stderr?.pipe(log);
-  processes.push(p);
-  return p;
-}
-
 function get(
   o: https.RequestOptions & { tls?: boolean },
 ): Promise<{ status: number; body: string; issuer: string }> {
@@ -78,6 +67,7 @@ describe("the router on an agent node", { skip: unavailable }, () => {
   let alice: Caller;
   let agent: ChildProcess | undefined;
   let pebbleRoots = "";
+  let acme: AcmeLab;
   const stateDir = () => path.join(dir, "agent-state");
   const logs = () =>
     ["agent.log", "pebble.log"]
@@ -88,13 +78,12 @@ describe("the router on an agent node", { skip: unavailable }, () => {
       .join("\n");
 
   before(async () => {
-    selfSignedCertificate({
-      commonName: "pebble",
-      subjectAltName: `IP:${HOST_ADDRESS},IP:127.0.0.1`,
-      days: 2,
-      ca: true,
-      keyFile: path.join(dir, "pebble.key"),
-      certFile: path.join(dir, "pebble.pem"),
+    acme = acmeLab({
+      dir,
+      pebble: PEBBLE,
+      pebbleManagement: PEBBLE_MANAGEMENT,
+      dns: DNS,
+      dnsManagement: DNS_MANAGEMENT,
     });
     step("engine");
     engine = await startNetnsDockerd({ prefix: PREFIX, bip: "10.241.2.1/24", hostLink: "berth-ra0" });
@@ -107,8 +96,8 @@ describe("the router on an agent node", { skip: unavailable }, () => {
         BERTH_START_MIN_UP_MS: "500",
         BERTH_CONTAINER_STOP_TIMEOUT_S: "1",
         BERTH_NODE_HEALTH_INTERVAL_MS: "1000",
-        BERTH_ROUTER_ACME_DIRECTORY: `https://${PEBBLE}/dir`,
-        BERTH_ROUTER_ACME_CA_ROOT: path.join(dir, "pebble.pem"),
+        BERTH_ROUTER_ACME_DIRECTORY: acme.directory,
+        BERTH_ROUTER_ACME_CA_ROOT: acme.caRootFile,
       },
       stepTimeoutMs: 60_000,
     });
@@ -116,62 +105,13 @@ describe("the router on an agent node", { skip: unavailable }, () => {
     await h.app.listen({ host: HOST_ADDRESS, port: BERTH_PORT });
     alice = await createUser(h, "alice");
     // The test's DNS answers every name with the node's address; pebble asks it, never outside DNS.
-    start("pebble-challtestsrv", [
-      "-dns01",
-      DNS,
-      "-management",
-      DNS_MANAGEMENT,
-      "-http01",
-      "",
-      "-https01",
-      "",
-      "-tlsalpn01",
-      "",
-      "-defaultIPv4",
-      NODE_ADDRESS,
-      "-defaultIPv6",
-      "",
-    ]);
-    fs.writeFileSync(
-      path.join(dir, "pebble.json"),
-      JSON.stringify({
-        pebble: {
-          listenAddress: PEBBLE,
-          managementListenAddress: PEBBLE_MANAGEMENT,
-          certificate: path.join(dir, "pebble.pem"),
-          privateKey: path.join(dir, "pebble.key"),
-          httpPort: 80,
-          tlsPort: 443,
-          ocspResponderURL: "",
-          externalAccountBindingRequired: false,
-        },
-      }),
-    );
-    start("pebble", ["-config", path.join(dir, "pebble.json"), "-dnsserver", DNS], {
-      PEBBLE_VA_NOSLEEP: "1",
-      PEBBLE_WFE_NONCEREJECT: "0",
-    });
+    const roots = acme.start(NODE_ADDRESS);
     step("download");
     const download = await fetch(`${url}/api/agent/v1/berth-agent.mjs`);
     assert.equal(download.status, 200);
     fs.writeFileSync(path.join(dir, "berth-agent.mjs"), Buffer.from(await download.arrayBuffer()));
     step("roots");
-    pebbleRoots = await waitFor(
-      "pebble's root",
-      async () => {
-        const [host, port] = PEBBLE_MANAGEMENT.split(":");
-        const r = await get({
-          host,
-          port: Number(port),
-          path: "/roots/0",
-          tls: true,
-          ca: fs.readFileSync(path.join(dir, "pebble.pem")),
-        }).catch(() => undefined);
-        return r?.body.includes("BEGIN CERTIFICATE") ? r.body : undefined;
-      },
-      15_000,
-      200,
-    );
+    pebbleRoots = await roots;
     const token = await call(h, alice, "POST", "/api/infra/v1/token/");
     assert.equal(token.status, 201, token.raw);
     step("agent");
@@ -201,7 +141,7 @@ describe("the router on an agent node", { skip: unavailable }, () => {
       process.kill(record.caddy.pid, "SIGKILL");
     } catch {}
     if (agent && agent.exitCode === null) agent.kill("SIGKILL");
-    for (const p of processes) p.kill("SIGTERM");
+    acme?.stop();
     h?.reconciler.stop();
     h?.health.stop();
     step("close");
