@@ -9,7 +9,6 @@ import type { MailMessage, Outbox } from "../../src/accounts/outbox.ts";
 import {
   call,
   containersOf,
-  deployCluster,
   engineContainer,
   operate,
   runningService,
@@ -18,7 +17,7 @@ import {
 } from "../services/sim.ts";
 import type { Caller } from "../support/harness.ts";
 import { Receiver } from "./receiver.ts";
-import { type StatsSim, startStatsSim } from "./support.ts";
+import { deployWatchedCluster, type StatsSim, startStatsSim } from "./support.ts";
 
 const MiB = 1024 * 1024;
 const mails: MailMessage[] = [];
@@ -78,7 +77,7 @@ async function incidents(who: Caller, alert: { resource_uri: string }) {
 }
 
 async function setUp(who: Caller, service: Record<string, unknown>) {
-  await deployCluster(s, { name: `pool-${who.username}`, target_num_nodes: 1 }, who);
+  await deployWatchedCluster(s, { name: `pool-${who.username}`, target_num_nodes: 1 }, who);
   const svc = await runningService(s, { target_num_containers: 1, ...service }, who);
   const [container] = await containersOf(s, svc, who);
   return { svc, container, engine: await engineContainer(s, container.resource_uri) };
@@ -285,7 +284,7 @@ describe("rules", () => {
 
   test("action failed fires once per failed action and resolves when the object's next action succeeds", async () => {
     const who = user("actor");
-    await deployCluster(s, { name: "pool-act", target_num_nodes: 1 }, who);
+    await deployWatchedCluster(s, { name: "pool-act", target_num_nodes: 1 }, who);
     const alert = await rule(who, {
       name: "failures",
       kind: "action_failed",
@@ -335,7 +334,7 @@ describe("rules", () => {
 
   test("unhealthy fires once while the health check fails, and resolves when the container stops", async () => {
     const who = user("certs");
-    await deployCluster(s, { name: "pool-health", target_num_nodes: 1 }, who);
+    await deployWatchedCluster(s, { name: "pool-health", target_num_nodes: 1 }, who);
     const alert = await rule(who, {
       name: "health",
       kind: "unhealthy",

@@ -16,7 +16,7 @@ import {
   uuidOf,
 } from "../services/sim.ts";
 import { listen, openStream, refusal } from "../streams/support.ts";
-import { type StatsSim, startStatsSim } from "./support.ts";
+import { deployWatchedCluster, type StatsSim, startStatsSim } from "./support.ts";
 
 const MiB = 1024 * 1024;
 let s: StatsSim;
@@ -39,7 +39,7 @@ before(async () => {
       BERTH_METRICS_TOKEN: "scrape-token-0123456789",
     },
   });
-  const cluster = await deployCluster(s, { name: "pool", target_num_nodes: 1 });
+  const cluster = await deployWatchedCluster(s, { name: "pool", target_num_nodes: 1 });
   node = (await call(s.h, s.alice, "GET", cluster.nodes[0])).body;
   svc = await runningService(s, { name: "web", target_num_containers: 2, memory: 256 });
   containers = await containersOf(s, svc);

@@ -5,24 +5,15 @@
 // the loop at 15,000 simulated containers).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { deployCluster, runningService } from "../services/sim.ts";
-import { waitFor } from "../support/harness.ts";
-import { type StatsSim, startStatsSim } from "./support.ts";
+import { runningService } from "../services/sim.ts";
+import { deployWatchedCluster, type StatsSim, startStatsSim } from "./support.ts";
 
 let s: StatsSim;
 
 before(async () => {
   s = await startStatsSim();
-  await deployCluster(s, { name: "pool", target_num_nodes: 8 });
+  await deployWatchedCluster(s, { name: "pool", target_num_nodes: 8 });
   await runningService(s, { name: "web", target_num_containers: 40 });
-  // On PostgreSQL a replica takes on a new node at its next heartbeat; a round samples owned nodes.
-  const nodes = await s.h.store.nodes.liveNodes();
-  const coordinator = s.h.coordinator;
-  if (coordinator) {
-    await waitFor("this replica watches every node", async () =>
-      nodes.every((n) => coordinator.ownsNode(n.uuid)),
-    );
-  }
 });
 after(() => s.close());
 

@@ -2,8 +2,8 @@
 // a test moves forward (`advance`): collection rounds then fall in distinct steps and CPU figures
 // are exact (the fake's counters grow with that clock).
 import type { PlatformOptions } from "../../src/platform.ts";
-import { RecordingEngine, type Sim } from "../services/sim.ts";
-import { type Caller, createUser, startHarness } from "../support/harness.ts";
+import { deployCluster, RecordingEngine, type Sim } from "../services/sim.ts";
+import { type Caller, createUser, startHarness, waitFor } from "../support/harness.ts";
 
 export interface StatsSim extends Sim {
   users: Record<string, Caller>;
@@ -55,4 +55,20 @@ export async function startStatsSim(
       for (const e of engines.values()) e.close();
     },
   };
+}
+
+/**
+ * Deploys a cluster and waits until this platform watches its nodes: a round samples the nodes its
+ * replica owns, and on PostgreSQL a replica takes on a new node at its next heartbeat.
+ */
+export async function deployWatchedCluster(s: Sim, body: Record<string, unknown>, who = s.alice) {
+  const cluster = await deployCluster(s, body, who);
+  const coordinator = s.h.coordinator;
+  if (coordinator) {
+    const nodes = await s.h.store.nodes.liveNodes();
+    await waitFor("this replica watches every node", async () =>
+      nodes.every((n) => coordinator.ownsNode(n.uuid)),
+    );
+  }
+  return cluster;
 }
