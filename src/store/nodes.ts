@@ -244,7 +244,6 @@ export class NodeStore {
     );
   }
 
-  /** Nodes that are not Terminated, of every namespace (health watcher, scheduler, routes). */
   /** What placement and engine specs need of a namespace's live nodes (no secrets, no engine details). */
   async liveNodeSummaries(namespace: string) {
     return this.s.db
@@ -256,6 +255,7 @@ export class NodeStore {
       .execute();
   }
 
+  /** Nodes that are not Terminated, of every namespace (health watcher, scheduler, routes). */
   async liveNodes(filter: { provider?: string; namespace?: string } = {}): Promise<NodeRow[]> {
     let q = this.s.db.selectFrom("nodes").selectAll().where("state", "!=", "Terminated");
     if (filter.provider !== undefined) q = q.where("provider", "=", filter.provider);
