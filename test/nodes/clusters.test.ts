@@ -380,24 +380,21 @@ describe("node health", () => {
       .set({ last_seen: Date.now() - 3_600_000 })
       .where("uuid", "=", uuid)
       .execute();
+    // Only the new Berth finds the engine silent: were the shared fake made unreachable, the
+    // platform's own background work on the node could turn it Unreachable first.
+    const silent = {
+      forNode: () => ({ info: () => Promise.reject(new Error("connect ECONNREFUSED")) }) as never,
+    };
     const fresh = new NodeProbe({
       store: h.store,
-      engines: h.engines,
+      engines: silent,
       clock: systemClock,
       unreachableGraceMs: 60_000,
     });
-    const fake = h.engines.forNode((await h.store.nodes.findNode(uuid))!) as unknown as {
-      setReachable(v: boolean): void;
-    };
-    fake.setReachable(false);
-    try {
-      const after = await fresh.probe(uuid, { immediate: false });
-      assert.equal(after?.state, "Deployed", "one failed probe right after start is within the grace");
-      assert.notEqual(after?.unreachable_since, null, "the silence is counted from now");
-      assert.equal((await fresh.probe(uuid, { immediate: true }))?.state, "Unreachable");
-    } finally {
-      fake.setReachable(true);
-    }
+    const after = await fresh.probe(uuid, { immediate: false });
+    assert.equal(after?.state, "Deployed", "one failed probe right after start is within the grace");
+    assert.notEqual(after?.unreachable_since, null, "the silence is counted from now");
+    assert.equal((await fresh.probe(uuid, { immediate: true }))?.state, "Unreachable");
   });
 
   test("every node and cluster state change is in the change feed with its parents", async () => {
