@@ -7,12 +7,17 @@
 // has the calls); the ACME account and certificates stay in this directory. The host is the
 // user's: Caddy runs only while the node's namespace has routes, so a host whose namespace serves
 // no domain keeps its ports 80 and 443 free.
+//
+// Routes' upstreams are looked up by Caddy at the agent's own route resolver (drivers/router/dns.ts)
+// on this host's loopback, answered from the routes Berth pushed: a scale or a redeploy changes
+// that answer only, and Caddy keeps its configuration and its open connections (WebSockets).
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import type { Duplex } from "node:stream";
 import type { AgentRouterConfig } from "../drivers/router/agent-router.ts";
 import { CaddyProcess, MAX_SOCKET_PATH } from "../drivers/router/caddy-process.ts";
+import { RouteResolver } from "../drivers/router/dns.ts";
 import type { Router, RouterConfig } from "../drivers/router/router.ts";
 
 /** The largest configuration Berth sends (uploaded certificates included). */
@@ -33,9 +38,12 @@ export class AgentRouterService {
   private applied = false;
   private serving = false;
   private readonly dir: string;
+  /** Answers Caddy's lookups of routes' upstreams, on loopback only (a free port). */
+  private readonly resolver: RouteResolver;
 
   constructor(o: AgentRouterServiceOptions) {
     this.dir = path.join(o.stateDir, "router");
+    this.resolver = new RouteResolver({ host: "127.0.0.1", port: 0, log: o.log });
     const socket = path.join(this.dir, "admin.sock");
     this.caddy = o.router
       ? undefined
@@ -45,6 +53,7 @@ export class AgentRouterService {
           // Certificates are probed where clients get them: this host's :443.
           address: "127.0.0.1",
           label: "the agent's router",
+          dns: this.resolver.forSource("*"),
         });
     this.router = o.router ?? this.caddy!.router;
     this.server = http.createServer((req, res) => {
@@ -68,6 +77,12 @@ export class AgentRouterService {
     this.applied = false;
     this.serving = false;
     await (this.caddy ? this.caddy.remove() : this.router.remove?.());
+    this.resolver.forget("*");
+  }
+
+  /** Stops answering lookups (the agent stops). */
+  close(): void {
+    this.resolver.close();
   }
 
   private async handle(req: http.IncomingMessage): Promise<unknown> {

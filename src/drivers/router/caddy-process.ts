@@ -11,6 +11,7 @@ import { createCommandRunner } from "../local/commands.ts";
 import { findExecutable, searchPath } from "../local/host-tools.ts";
 import { identifyProcess, isProcessAlive, type ProcessIdentity, stopProcess } from "../local/processes.ts";
 import { CaddyRouter } from "./caddy.ts";
+import type { RouteDns } from "./dns.ts";
 
 interface RouterRecord {
   caddy: ProcessIdentity;
@@ -30,6 +31,8 @@ export interface CaddyProcessOptions {
   address: string;
   /** How messages name it ("the router of <…>"). */
   label: string;
+  /** Where its routes' upstreams are looked up (dns.ts): upstream changes then need no configuration load. */
+  dns?: RouteDns;
 }
 
 /** One supervised Caddy and the router driver that configures it. */
@@ -51,6 +54,7 @@ export class CaddyProcess {
       },
       ensureRunning: () => this.ensureRunning(),
       remove: () => this.remove(),
+      ...(o.dns ? { dns: o.dns } : {}),
     });
   }
 

@@ -10,19 +10,27 @@
 // router reports: certificates by a TLS handshake with each host name (what a client would get)
 // and, when none is served, the last error Caddy logged obtaining it; request figures from its
 // access log, read incrementally. Every read is bounded (drivers/bounds.ts ROUTER_BOUNDS).
+//
+// A configuration is loaded only when its shape changed (router.ts routingShape): a load closes
+// every WebSocket Caddy 2.6 proxies. A change of upstreams alone is published to the router's
+// route resolver (dns.ts), where Caddy looks them up every second; apply() resolves once no
+// removed upstream can still be chosen (the refresh has passed), as a load does.
 import fs from "node:fs";
 import http from "node:http";
 import tls from "node:tls";
 import { matchRoute } from "../../domain/router-config.ts";
 import { ROUTER_BOUNDS } from "../bounds.ts";
 import { type CaddyPaths, caddyConfig } from "./caddy-config.ts";
+import type { RouteDns } from "./dns.ts";
 import {
+  type ApplyCounts,
   bucketsOf,
   type CertificateStatus,
   LATENCY_BUCKETS,
   type RouteCounters,
   type Router,
   type RouterConfig,
+  routingShape,
 } from "./router.ts";
 
 export interface CaddyRouterOptions {
@@ -35,6 +43,8 @@ export interface CaddyRouterOptions {
   ensureRunning(): Promise<boolean>;
   /** Stops Caddy and removes its files (the node is gone). */
   remove?(): Promise<void>;
+  /** The route resolver routes' upstreams are looked up at; none: upstreams are in the configuration (each change a load). */
+  dns?: RouteDns;
 }
 
 /** What a TLS handshake with a host name got: a certificate issued for it. */
@@ -49,21 +59,49 @@ export class CaddyRouter implements Router {
   private current: RouterConfig | undefined;
   private accessOffset = 0;
   private readonly counts = new Map<string, RouteCounters>();
+  /** The shape of the configuration Caddy runs (undefined: none loaded by this driver, or Caddy started again). */
+  private loaded: string | undefined;
+  readonly applyCounts: ApplyCounts = { loads: 0, upstreamUpdates: 0 };
 
   constructor(private readonly o: CaddyRouterOptions) {}
 
   /** Whether Caddy had to be started again (a crash, a reboot): the caller gives it its configuration again. */
   async restarted(): Promise<boolean> {
-    return this.o.ensureRunning();
+    const again = await this.o.ensureRunning();
+    if (again) this.loaded = undefined;
+    return again;
   }
 
   async apply(config: RouterConfig): Promise<void> {
-    await this.o.ensureRunning();
-    const body = JSON.stringify(caddyConfig(config, this.o.paths));
-    const res = await this.admin("POST", "/load", body);
+    if (await this.o.ensureRunning()) this.loaded = undefined;
+    const dns = this.o.dns;
+    const before = this.current;
+    if (dns) {
+      const resolver = await dns.address();
+      // Published before a load, so the routes it adds are answered from its first request.
+      dns.publish(config.routes);
+      const shape = `${resolver} ${routingShape(config)}`;
+      if (shape === this.loaded) {
+        this.applyCounts.upstreamUpdates += 1;
+      } else {
+        await this.load(caddyConfig(config, this.o.paths, { resolver, refreshMs: dns.refreshMs }));
+        this.loaded = shape;
+      }
+      this.current = structuredClone(config);
+      // Caddy keeps an answer for refreshMs: a removed upstream is chosen no longer after that.
+      if (before && removedUpstream(before, config))
+        await new Promise((r) => setTimeout(r, dns.refreshMs + 200));
+      return;
+    }
+    await this.load(caddyConfig(config, this.o.paths));
+    this.current = structuredClone(config);
+  }
+
+  private async load(document: Record<string, unknown>): Promise<void> {
+    const res = await this.admin("POST", "/load", JSON.stringify(document));
     if (res.status !== 200)
       throw new Error(`the router refused its configuration (${res.status}): ${res.body.slice(0, 2000)}`);
-    this.current = structuredClone(config);
+    this.applyCounts.loads += 1;
   }
 
   async certificates(): Promise<CertificateStatus[]> {
@@ -249,6 +287,18 @@ export class CaddyRouter implements Router {
       req.end(body);
     });
   }
+}
+
+/**
+ * Whether a route still looked up in `after` lost an upstream it had in `before` (a route gone, or
+ * left with none, is a load: its 502 answers at once).
+ */
+function removedUpstream(before: RouterConfig, after: RouterConfig): boolean {
+  const now = new Map(after.routes.map((r) => [r.id, new Set(r.upstreams.map((u) => u.address))]));
+  return before.routes.some((r) => {
+    const still = now.get(r.id);
+    return !!still && still.size > 0 && r.upstreams.some((u) => !still.has(u.address));
+  });
 }
 
 /** The last lines of a file, reading at most `bytes` of its end. */

@@ -84,6 +84,27 @@ export interface Router {
   remove?(): Promise<void>;
 }
 
+/**
+ * What a router must load a configuration for: everything but the routes' upstream addresses (a
+ * route with none answers 502 saying so, so whether it has any is part of it). Two configurations
+ * of the same shape differ only in their upstreams, which a router takes without a load (Caddy:
+ * from its route resolver, dns.ts), so open connections through it, WebSockets included, stay.
+ */
+export function routingShape(config: RouterConfig): string {
+  return JSON.stringify({
+    ...config,
+    routes: config.routes.map(({ upstreams, ...r }) => ({ ...r, serving: upstreams.length > 0 })),
+  });
+}
+
+/** How a router took the configurations it was given (tests and the router's own record). */
+export interface ApplyCounts {
+  /** Configurations loaded (a new shape: hosts, paths, TLS, certificates, a route with or without upstreams). */
+  loads: number;
+  /** Configurations that changed only upstreams, taken without a load. */
+  upstreamUpdates: number;
+}
+
 /** Latency buckets of one observation (cumulative counts to add). */
 export function bucketsOf(seconds: number): number[] {
   return LATENCY_BUCKETS.map((b) => (seconds <= b ? 1 : 0));
