@@ -43,7 +43,17 @@ export class AgentRouterService {
 
   constructor(o: AgentRouterServiceOptions) {
     this.dir = path.join(o.stateDir, "router");
-    this.resolver = new RouteResolver({ host: "127.0.0.1", port: 0, log: o.log });
+    // The port it had before is tried first: Caddy's configuration names it (a new one is a load).
+    const portFile = path.join(this.dir, "resolver-port");
+    this.resolver = new RouteResolver({
+      host: "127.0.0.1",
+      port: readPort(portFile),
+      log: o.log,
+      listening: (port) => {
+        fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+        fs.writeFileSync(portFile, `${port}\n`, { mode: 0o600 });
+      },
+    });
     const socket = path.join(this.dir, "admin.sock");
     this.caddy = o.router
       ? undefined
@@ -131,6 +141,16 @@ export class AgentRouterService {
     const file = path.join(this.dir, "acme-root.pem");
     fs.writeFileSync(file, body.acme.caRootPem, { mode: 0o600 });
     return file;
+  }
+}
+
+/** The port kept in `file`, 0 (any free one) when none is. */
+function readPort(file: string): number {
+  try {
+    const n = Number(fs.readFileSync(file, "utf8").trim());
+    return Number.isInteger(n) && n > 1024 && n < 65536 ? n : 0;
+  } catch {
+    return 0;
   }
 }
 

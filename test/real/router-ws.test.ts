@@ -126,9 +126,17 @@ describe("open connections through the router", { skip: unavailable }, () => {
       health_check: { type: "http", port: 80, path: "/", interval: 1, timeout: 1, retries: 2 },
       rollout: { order: "start-first", max_surge: 2 },
     });
-    await waitFor("2 upstreams each", async () => {
-      return ((await upstreamsOf(chat.resource_uri)) === 2 && (await upstreamsOf(web.resource_uri)) === 2) || undefined;
-    }, 30_000, 200);
+    await waitFor(
+      "2 upstreams each",
+      async () => {
+        return (
+          ((await upstreamsOf(chat.resource_uri)) === 2 && (await upstreamsOf(web.resource_uri)) === 2) ||
+          undefined
+        );
+      },
+      30_000,
+      200,
+    );
 
     // A WebSocket through the router to chat.test (port 80), kept open for the whole test.
     const socket = await waitFor(
@@ -148,7 +156,12 @@ describe("open connections through the router", { skip: unavailable }, () => {
     });
     const echoes = async (word: string) => {
       socket.write(`${word}\n`);
-      await waitFor(`the echo of ${word}`, async () => received.includes(word) || closed || undefined, 10_000, 50);
+      await waitFor(
+        `the echo of ${word}`,
+        async () => received.includes(word) || closed || undefined,
+        10_000,
+        50,
+      );
       assert.equal(closed, false, `the WebSocket was closed before ${word} came back`);
     };
     await echoes("ping-0");

@@ -54,7 +54,7 @@ export class CaddyProcess {
       },
       ensureRunning: () => this.ensureRunning(),
       remove: () => this.remove(),
-      ...(o.dns ? { dns: o.dns } : {}),
+      ...(o.dns ? { dns: o.dns, shapeFile: path.join(o.dir, "loaded-shape") } : {}),
     });
   }
 
@@ -92,6 +92,8 @@ export class CaddyProcess {
     const nsenter = netns ? findExecutable("nsenter") : undefined;
     if (netns && !nsenter) throw new Error("nsenter is not installed (util-linux)");
     fs.mkdirSync(path.join(dir, "data"), { recursive: true, mode: 0o700 });
+    // A Caddy started now runs no configuration (caddy.ts shapeFile).
+    fs.rmSync(path.join(dir, "loaded-shape"), { force: true });
     const enter = nsenter && netns ? [nsenter, `--net=/run/netns/${netns}`, "--"] : [];
     await migrateAcceptQueues(enter, path.join(dir, "caddy.out"));
     fs.rmSync(adminSocket, { force: true });

@@ -15,6 +15,7 @@
 // every WebSocket Caddy 2.6 proxies. A change of upstreams alone is published to the router's
 // route resolver (dns.ts), where Caddy looks them up every second; apply() resolves once no
 // removed upstream can still be chosen (the refresh has passed), as a load does.
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import tls from "node:tls";
@@ -45,6 +46,12 @@ export interface CaddyRouterOptions {
   remove?(): Promise<void>;
   /** The route resolver routes' upstreams are looked up at; none: upstreams are in the configuration (each change a load). */
   dns?: RouteDns;
+  /**
+   * Where the shape of the configuration Caddy runs is kept (its digest), so a driver made again
+   * (Berth or the agent restarted, Caddy still running) loads nothing for a configuration of the
+   * same shape; removed when Caddy starts (caddy-process.ts).
+   */
+  shapeFile?: string;
 }
 
 /** What a TLS handshake with a host name got: a certificate issued for it. */
@@ -68,24 +75,46 @@ export class CaddyRouter implements Router {
   /** Whether Caddy had to be started again (a crash, a reboot): the caller gives it its configuration again. */
   async restarted(): Promise<boolean> {
     const again = await this.o.ensureRunning();
-    if (again) this.loaded = undefined;
+    if (again) this.forgetLoaded();
     return again;
   }
 
+  /** Caddy was started again: it runs no configuration. */
+  private forgetLoaded(): void {
+    this.loaded = undefined;
+    if (this.o.shapeFile) fs.rmSync(this.o.shapeFile, { force: true });
+  }
+
+  /** The shape Caddy runs: this driver's last load, or what the file says a driver before it loaded. */
+  private loadedShape(): string | undefined {
+    if (this.loaded === undefined && this.o.shapeFile) {
+      try {
+        this.loaded = fs.readFileSync(this.o.shapeFile, "utf8").trim().slice(0, 64) || undefined;
+      } catch {
+        // none kept: the next configuration is loaded
+      }
+    }
+    return this.loaded;
+  }
+
   async apply(config: RouterConfig): Promise<void> {
-    if (await this.o.ensureRunning()) this.loaded = undefined;
+    if (await this.o.ensureRunning()) this.forgetLoaded();
     const dns = this.o.dns;
     const before = this.current;
     if (dns) {
       const resolver = await dns.address();
       // Published before a load, so the routes it adds are answered from its first request.
       dns.publish(config.routes);
-      const shape = `${resolver} ${routingShape(config)}`;
-      if (shape === this.loaded) {
+      const shape = createHash("sha256")
+        .update(`${resolver} ${routingShape(config)}`)
+        .digest("hex");
+      if (shape === this.loadedShape()) {
         this.applyCounts.upstreamUpdates += 1;
       } else {
+        if (this.o.shapeFile) fs.rmSync(this.o.shapeFile, { force: true });
         await this.load(caddyConfig(config, this.o.paths, { resolver, refreshMs: dns.refreshMs }));
         this.loaded = shape;
+        if (this.o.shapeFile) fs.writeFileSync(this.o.shapeFile, `${shape}\n`, { mode: 0o600 });
       }
       this.current = structuredClone(config);
       // Caddy keeps an answer for refreshMs: a removed upstream is chosen no longer after that.

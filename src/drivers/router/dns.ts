@@ -70,7 +70,7 @@ export interface ParsedQuery {
   udpSize?: number;
 }
 
-/** A standard query with one question; a string (why) when it is not one. */
+/** A standard query with one question; its id and the error to answer when it is not one; undefined: no answer (an answer, or garbage). */
 export function parseQuery(msg: Buffer): ParsedQuery | { id: number; rcode: number } | undefined {
   if (msg.length < 12 || msg.length > 4096) return undefined;
   const id = msg.readUInt16BE(0);
@@ -112,12 +112,22 @@ export function parseQuery(msg: Buffer): ParsedQuery | { id: number; rcode: numb
   };
 }
 
-/** An answer to a query: its question echoed, authoritative, with A records for `addresses`. */
-export function encodeAnswer(q: ParsedQuery, rcode: number, addresses: readonly string[] = []): Buffer {
+/**
+ * An answer to a query: its question echoed, authoritative, with A records for `addresses`. When
+ * they do not all fit the asker's UDP size, the `turn`th window of those that fit (each answer the
+ * next window, so every upstream gets its share of lookups).
+ */
+export function encodeAnswer(
+  q: ParsedQuery,
+  rcode: number,
+  addresses: readonly string[] = [],
+  turn = 0,
+): Buffer {
   const limit = q.udpSize === undefined ? 512 : Math.min(Math.max(q.udpSize, 512), 1232);
   const fixed = 12 + q.question.length + (q.udpSize === undefined ? 0 : 11);
   const fit = Math.max(0, Math.min(MAX_ANSWER_ADDRESSES, Math.floor((limit - fixed) / 16)));
-  const ips = addresses.slice(0, fit);
+  const start = addresses.length > fit ? (turn * fit) % addresses.length : 0;
+  const ips = [...addresses.slice(start), ...addresses.slice(0, start)].slice(0, fit);
   const out = Buffer.alloc(fixed + ips.length * 16);
   out.writeUInt16BE(q.id, 0);
   out.writeUInt16BE(0x8000 | 0x0400 | (q.rd ? 0x0100 : 0) | rcode, 2); // QR, AA, RD echoed
@@ -179,9 +189,7 @@ export function answerQuery(
   const ips = table.get(q.name);
   if (!ips) return encodeAnswer(q, RCODE.nxDomain);
   if (q.qtype !== TYPE_A || ips.length === 0) return encodeAnswer(q, RCODE.noError);
-  // More addresses than fit: a window that moves with each answer, so each gets its turn.
-  const start = turn % ips.length;
-  return encodeAnswer(q, RCODE.noError, [...ips.slice(start), ...ips.slice(0, start)]);
+  return encodeAnswer(q, RCODE.noError, ips, turn);
 }
 
 /**
@@ -200,6 +208,8 @@ export class RouteResolver {
       /** The port tried first; when it is taken, a free one (told in the log). */
       port: number;
       log?(line: string): void;
+      /** Told the port it listens on (kept, to be tried first next time: the routers' configuration names it). */
+      listening?(port: number): void;
     },
   ) {}
 
@@ -253,6 +263,7 @@ export class RouteResolver {
         socket.on("error", (err) => this.o.log?.(`route resolver: ${err.message}`));
         socket.unref();
         this.socket = socket;
+        this.o.listening?.(socket.address().port);
         resolve(`udp/${this.o.host}:${socket.address().port}`);
       });
     });
