@@ -24,6 +24,7 @@ import { RouterStore } from "../store/router.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
 import { overdue, sameExpiry } from "./certificate-state.ts";
 import { type Drains, drainsRevision } from "./drains.ts";
+import { ServedSerials } from "./serials.ts";
 
 /** Which router serves a node (undefined: the node has none here, e.g. an agent node whose tunnel another replica holds). */
 export interface RouterSource {
@@ -62,8 +63,8 @@ export class RouterController extends Controller<NodeKey> {
   private timer: NodeJS.Timeout | undefined;
   /** The hash of the configuration each node's router last took. */
   private readonly appliedHash = new Map<string, string>();
-  /** The serial each node's router last served for each host name (`<node> <host>`): renewals. */
-  private readonly serials = new Map<string, string>();
+  /** The serial each node's router last served for each host name: renewals (serials.ts). */
+  private readonly serials: ServedSerials;
   /** The routes last built per namespace (views, drains, metrics). */
   private readonly built = new Map<string, RoutesOutput>();
   private readonly routerStore: RouterStore;
@@ -112,6 +113,7 @@ export class RouterController extends Controller<NodeKey> {
       perNode: 1,
     });
     this.routerStore = new RouterStore(d.store);
+    this.serials = new ServedSerials(d.store, d.now);
   }
 
   override start(): void {
@@ -205,7 +207,10 @@ export class RouterController extends Controller<NodeKey> {
         // is queued by its own row; one that has needs nothing for a change of its record.
         if (uuid && r.state === "Deployed" && !this.appliedHash.has(uuid)) this.add({ node: uuid });
         if (r.state !== "Deployed") this.appliedHash.delete(uuid ?? "");
-        if (uuid && r.state === "Terminated") await this.d.routers.released?.(uuid).catch(this.d.onError);
+        if (uuid && r.state === "Terminated") {
+          await this.d.routers.released?.(uuid).catch(this.d.onError);
+          await this.serials.forgetNode(uuid).catch(this.d.onError);
+        }
       }
       namespaces.add(r.namespace);
     }
@@ -428,14 +433,17 @@ export class RouterController extends Controller<NodeKey> {
       (await this.routerStore.certificatesOf(statuses.map((s) => s.host))).map((c) => [c.host, c]),
     );
     const services = await this.d.store.services.liveServices({ namespace });
+    const served = await this.serials.before(
+      nodeUuid,
+      statuses.map((s) => s.host),
+    );
     for (const reported of statuses) {
       const st = overdue(reported, this.d.now(), this.d.acme.renewalWindowRatio);
       const cur = known.get(st.host);
       if (cur?.state === "uploaded" || st.state === "uploaded") continue;
-      const servedKey = `${nodeUuid} ${st.host}`;
-      const before = this.serials.get(servedKey);
+      const before = served.get(st.host);
       const renewed = !!st.serial && before !== undefined && before !== st.serial;
-      const seen = () => (st.serial ? this.serials.set(servedKey, st.serial) : undefined);
+      const seen = () => this.serials.seen(nodeUuid, st.host, st.serial);
       if (
         !renewed &&
         cur &&
@@ -445,7 +453,7 @@ export class RouterController extends Controller<NodeKey> {
         cur.error === st.error &&
         cur.issuer === st.issuer
       ) {
-        seen();
+        await seen();
         continue;
       }
       const serving = services.filter(
@@ -467,7 +475,7 @@ export class RouterController extends Controller<NodeKey> {
         },
         serving,
       );
-      seen();
+      await seen();
     }
   }
 
