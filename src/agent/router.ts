@@ -18,7 +18,7 @@ import type { Duplex } from "node:stream";
 import type { AgentRouterConfig } from "../drivers/router/agent-router.ts";
 import { CaddyProcess, MAX_SOCKET_PATH } from "../drivers/router/caddy-process.ts";
 import { RouteResolver } from "../drivers/router/dns.ts";
-import type { Router, RouterConfig } from "../drivers/router/router.ts";
+import { type Router, type RouterConfig, RouterUnavailable } from "../drivers/router/router.ts";
 
 /** The largest configuration Berth sends (uploaded certificates included). */
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
@@ -71,7 +71,11 @@ export class AgentRouterService {
         (answer) => send(res, 200, answer ?? {}),
         (err: Error) => {
           o.log(`router: ${req.method} ${req.url} failed: ${err.message}`);
-          send(res, 500, { error: err.message });
+          // Berth shows a router that cannot run here on the services it would serve.
+          send(res, 500, {
+            error: err.message,
+            ...(err instanceof RouterUnavailable ? { code: err.code } : {}),
+          });
         },
       );
     });

@@ -27,7 +27,8 @@ export class ServedSerials {
       const stored = await this.store.serialsOf(nodeUuid, unread);
       for (const h of unread) {
         const serial = stored.get(h);
-        if (serial !== undefined && !this.known.has(`${nodeUuid} ${h}`)) this.known.set(`${nodeUuid} ${h}`, serial);
+        if (serial !== undefined && !this.known.has(`${nodeUuid} ${h}`))
+          this.known.set(`${nodeUuid} ${h}`, serial);
         this.read.add(`${nodeUuid} ${h}`);
       }
     }

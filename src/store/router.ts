@@ -163,7 +163,9 @@ export class RouterStore {
     await this.s.db
       .insertInto("router_serials")
       .values(row)
-      .onConflict((oc) => oc.columns(["node_uuid", "host"]).doUpdateSet({ serial: row.serial, updated: row.updated }))
+      .onConflict((oc) =>
+        oc.columns(["node_uuid", "host"]).doUpdateSet({ serial: row.serial, updated: row.updated }),
+      )
       .execute();
   }
 

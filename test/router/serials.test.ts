@@ -7,7 +7,16 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { FakeRouter } from "../../src/drivers/router/fake-router.ts";
 import { ServedSerials } from "../../src/router/serials.ts";
-import { call, createService, deployCluster, operate, type Sim, startSim, until, waitFor } from "../services/sim.ts";
+import {
+  call,
+  createService,
+  deployCluster,
+  operate,
+  type Sim,
+  startSim,
+  until,
+  waitFor,
+} from "../services/sim.ts";
 
 let s: Sim;
 
@@ -29,20 +38,25 @@ test("a renewal made while Berth restarted is shown with its new expiry and an e
   });
   await operate(s, created.resource_uri, "start");
   const svc = await until(s, created.resource_uri, "Running");
-  const certificate = async () => (await call(s.h, s.alice, "GET", svc.resource_uri)).body.domains[0].certificate;
+  const certificate = async () =>
+    (await call(s.h, s.alice, "GET", svc.resource_uri)).body.domains[0].certificate;
   const first = await waitFor("the certificate issued", async () => {
     const c = await certificate();
     return c?.state === "issued" ? c : undefined;
   });
   await waitFor("its serial stored", async () => {
-    const row = await s.h.store.db.selectFrom("router_serials").selectAll().where("host", "=", "site.test").executeTakeFirst();
+    const row = await s.h.store.db
+      .selectFrom("router_serials")
+      .selectAll()
+      .where("host", "=", "site.test")
+      .executeTakeFirst();
     return row?.node_uuid === node!.uuid || undefined;
   });
 
   // Berth restarts (the controller's memory of serials is gone); meanwhile the router renewed, 20 s
   // after the first issue: a new serial, an expiry 20 s later.
-  const controller = s.h.router.controller as unknown as { serials: ServedSerials };
-  controller.serials = new ServedSerials(s.h.store, () => Date.now());
+  const records = (s.h.router.controller as unknown as { records: { serials: ServedSerials } }).records;
+  records.serials = new ServedSerials(s.h.store, () => Date.now());
   const since = await s.h.store.latestRevision();
   router.renew("site.test", Date.parse(first.expires) - router.lifetimeMs + 20_000);
   const shown = await waitFor("the renewed certificate shown", async () => {

@@ -24,6 +24,7 @@ import {
   type RouteCounters,
   type Router,
   type RouterConfig,
+  RouterUnavailable,
 } from "./router.ts";
 
 /** The configuration as the agent takes it: the ACME server's root as PEM, not a path on Berth's host. */
@@ -172,12 +173,14 @@ export class AgentRouter implements Router {
             }
             if (status >= 200 && status < 300) return resolve(value);
             const said = (value as { error?: unknown } | undefined)?.error;
+            const message = `the router of agent node ${this.o.node} refused ${method} ${path} (${status})${
+              typeof said === "string" ? `: ${said.slice(0, 2000)}` : ""
+            }`;
+            const cannotRun = (value as { code?: unknown } | undefined)?.code === "router_unavailable";
             reject(
-              new Error(
-                `the router of agent node ${this.o.node} refused ${method} ${path} (${status})${
-                  typeof said === "string" ? `: ${said.slice(0, 2000)}` : ""
-                }`,
-              ),
+              cannotRun && typeof said === "string"
+                ? new RouterUnavailable(said.slice(0, 2000))
+                : new Error(message),
             );
           });
           res.on("error", reject);

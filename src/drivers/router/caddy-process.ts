@@ -12,6 +12,7 @@ import { findExecutable, searchPath } from "../local/host-tools.ts";
 import { identifyProcess, isProcessAlive, type ProcessIdentity, stopProcess } from "../local/processes.ts";
 import { CaddyRouter } from "./caddy.ts";
 import type { RouteDns } from "./dns.ts";
+import { RouterUnavailable } from "./router.ts";
 
 interface RouterRecord {
   caddy: ProcessIdentity;
@@ -88,9 +89,11 @@ export class CaddyProcess {
   private async start(): Promise<boolean> {
     const { dir, adminSocket, netns, label } = this.o;
     const caddy = findExecutable("caddy");
-    if (!caddy) throw new Error(`caddy is not installed: ${label} needs it (apt-get install caddy)`);
+    if (!caddy)
+      throw new RouterUnavailable(`Caddy is not installed: ${label} needs it (apt-get install caddy)`);
     const nsenter = netns ? findExecutable("nsenter") : undefined;
-    if (netns && !nsenter) throw new Error("nsenter is not installed (util-linux)");
+    if (netns && !nsenter)
+      throw new RouterUnavailable(`nsenter is not installed: ${label} needs it (apt-get install util-linux)`);
     fs.mkdirSync(path.join(dir, "data"), { recursive: true, mode: 0o700 });
     // A Caddy started now runs no configuration (caddy.ts shapeFile).
     fs.rmSync(path.join(dir, "loaded-shape"), { force: true });

@@ -13,6 +13,7 @@ import {
   type RouteCounters,
   type Router,
   type RouterConfig,
+  RouterUnavailable,
   routingShape,
 } from "./router.ts";
 
@@ -57,7 +58,11 @@ export class FakeRouter implements Router {
     return this.applied.at(-1);
   }
 
+  /** Set: the router cannot run, as a node without Caddy (this is why); every apply fails so. */
+  unavailable: string | undefined;
+
   async apply(config: RouterConfig): Promise<void> {
+    if (this.unavailable !== undefined) throw new RouterUnavailable(this.unavailable);
     const shape = routingShape(config);
     if (shape === this.loaded) this.applyCounts.upstreamUpdates += 1;
     else this.applyCounts.loads += 1;

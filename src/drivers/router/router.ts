@@ -105,6 +105,14 @@ export interface ApplyCounts {
   upstreamUpdates: number;
 }
 
+/**
+ * A router that cannot run on its node (Caddy is not installed there): not a passing failure but
+ * something its owner must fix, so it is shown on the services it would serve (router/controller.ts).
+ */
+export class RouterUnavailable extends Error {
+  readonly code = "router_unavailable";
+}
+
 /** Latency buckets of one observation (cumulative counts to add). */
 export function bucketsOf(seconds: number): number[] {
   return LATENCY_BUCKETS.map((b) => (seconds <= b ? 1 : 0));
