@@ -1,5 +1,6 @@
 // A router configuration as Caddy 2's JSON (the whole document POSTed to its admin API's /load,
-// which swaps it in without a restart and lets open connections finish on the old one). Two
+// which swaps it in without a restart; requests under way finish on the old one, but Caddy 2.6
+// closes the WebSockets it proxies, so caddy.ts loads a configuration only when its shape changed). Two
 // servers: :443 for the routes with TLS (certificates from the ACME issuer, or loaded when
 // uploaded), :80 for plain routes and the per-domain redirects to HTTPS (Caddy's own automatic
 // redirects are off: redirects are a domain's choice). Caddy answers ACME HTTP-01 challenges on :80

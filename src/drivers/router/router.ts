@@ -1,6 +1,8 @@
 // The router driver interface (issue 30): what Berth asks of the proxy that serves a node's
 // domains. A router takes a whole configuration at once and swaps it in without a restart and
-// without dropping open connections; it reports its certificates and per-route request figures.
+// without dropping open connections (a configuration whose routingShape is the one it runs changes
+// only upstreams: Caddy takes those from its route resolver, dns.ts, without a load, which would
+// close its WebSockets); it reports its certificates and per-route request figures.
 // Implementations: fake-router.ts (simulated nodes, observable in tests) and caddy.ts (Caddy 2's
 // admin API; the local provider starts Caddy in the node's namespace, local-router.ts).
 import type { Route } from "../../domain/router-config.ts";
