@@ -169,6 +169,7 @@ describe("open connections through the router", { skip: unavailable }, () => {
     const router = h.router.forNode((await h.store.nodes.findNode(nodeUuids[0]!))!) as CaddyRouter;
     const counted = { ...router.applyCounts };
     const logged = loadsLogged();
+    assert.ok(logged >= 1, "Caddy's log shows the loads of the two domains (the witness counts)");
     const load = steadyLoad({ scheme: "http", address, host: "app.test" });
     let figures: Awaited<ReturnType<typeof load.stop>>;
     try {
