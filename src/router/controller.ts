@@ -77,6 +77,8 @@ export class RouterController extends Controller<NodeKey> {
    * per namespace, not one per node.
    */
   private readonly current = new Map<string, Promise<RoutesOutput>>();
+  /** Until when each node's router may still choose an upstream its last configuration removed (Router.settlesAt). */
+  private readonly settles = new Map<string, number>();
   /** Nodes a push queued: configured even when another replica owns them. */
   private readonly pushed = new Set<string>();
   /**
@@ -159,8 +161,19 @@ export class RouterController extends Controller<NodeKey> {
     // What a push hands the routers is not what a change queued: the next change queues again.
     for (const ns of namespaces) this.queuedHash.delete(ns);
     for (const ns of namespaces) this.current.delete(ns);
+    const deadline = Date.now() + timeoutMs;
     for (const ns of namespaces) await this.queueNamespace(ns, true);
     await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    // Routers that look their upstreams up (Caddy) may choose a removed one until their next
+    // lookup: waited for once for every router of the push, not per router in its worker.
+    const now = Date.now();
+    let settles = 0;
+    for (const [node, at] of this.settles) {
+      if (at <= now) this.settles.delete(node);
+      else settles = Math.max(settles, at);
+    }
+    const wait = Math.min(settles, deadline) - now;
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait).unref());
   }
 
   /** A node's agent connected (again): its router may have started over, so it is configured again. */
@@ -372,6 +385,8 @@ export class RouterController extends Controller<NodeKey> {
     }
     if (this.appliedHash.get(nodeUuid) !== hash) {
       await router.apply(config);
+      const settles = router.settlesAt?.() ?? 0;
+      if (settles > Date.now()) this.settles.set(nodeUuid, settles);
       this.appliedHash.set(nodeUuid, hash);
       this.d.onApplied?.(nodeUuid, routes);
     }

@@ -3,7 +3,8 @@
 // published to the route resolver and loads nothing (a load closes every WebSocket Caddy 2.6
 // proxies), the routes then look their upstreams up there (dynamic_upstreams), a driver made again
 // over the same running Caddy (Berth restarted) loads nothing for a configuration of the same
-// shape, and a Caddy started again is given its configuration.
+// shape, a Caddy started again is given its configuration, and a removed upstream is said to be
+// chosen until Caddy's next lookup (settlesAt: what a drain waits for).
 import assert from "node:assert/strict";
 import dns from "node:dns";
 import fs from "node:fs";
@@ -95,7 +96,10 @@ test("upstream changes load nothing, a new domain loads, and a driver made again
 
   // A scale (3 upstreams), then a redeploy (others): published, not loaded.
   await first.apply(config({ "app.test": ["10.0.0.2", "10.0.0.3", "10.0.0.4"] }));
+  assert.ok(first.settlesAt() <= Date.now(), "an added upstream leaves nothing to wait for");
   await first.apply(config({ "app.test": ["10.0.0.7", "10.0.0.8", "10.0.0.9"] }));
+  // Removed upstreams may be chosen until Caddy's next lookup: a drain waits for that (push).
+  assert.ok(first.settlesAt() > Date.now(), "the removed upstreams settle after the refresh");
   assert.equal(loaded.length, 1, "no load for upstream changes");
   assert.deepEqual(await lookup("app.test"), ["10.0.0.7", "10.0.0.8", "10.0.0.9"]);
   assert.deepEqual(first.applyCounts, { loads: 1, upstreamUpdates: 2 });

@@ -17,6 +17,7 @@ import http from "node:http";
 import type { Duplex } from "node:stream";
 import { ROUTER_BOUNDS } from "../bounds.ts";
 import { TunnelHttpAgent } from "../tunnel/hub.ts";
+import { ROUTE_REFRESH_MS, removedUpstream } from "./dns.ts";
 import {
   type CertificateState,
   type CertificateStatus,
@@ -46,6 +47,8 @@ const STATES: readonly CertificateState[] = ["pending", "issued", "error", "uplo
 export class AgentRouter implements Router {
   private current: RouterConfig | undefined;
   private readonly agent: TunnelHttpAgent;
+  /** Until when an upstream the last configuration removed may still be chosen by the agent's Caddy (its lookups). */
+  private settles = 0;
 
   constructor(
     private readonly o: {
@@ -79,7 +82,13 @@ export class AgentRouter implements Router {
       },
     };
     await this.call("POST", "/apply", JSON.stringify(body));
-    this.current = structuredClone(config);
+    const before = this.current;
+    this.current = structuredClone({ ...config, routes: body.routes });
+    if (before && removedUpstream(before, this.current)) this.settles = Date.now() + ROUTE_REFRESH_MS + 200;
+  }
+
+  settlesAt(): number {
+    return this.settles;
   }
 
   async certificates(): Promise<CertificateStatus[]> {

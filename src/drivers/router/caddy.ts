@@ -13,8 +13,8 @@
 //
 // A configuration is loaded only when its shape changed (router.ts routingShape): a load closes
 // every WebSocket Caddy 2.6 proxies. A change of upstreams alone is published to the router's
-// route resolver (dns.ts), where Caddy looks them up every second; apply() resolves once no
-// removed upstream can still be chosen (the refresh has passed), as a load does.
+// route resolver (dns.ts), where Caddy looks them up every second; settlesAt() says until when a
+// removed upstream may still be chosen (the controller's pushes wait for it before a drain goes on).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -22,7 +22,7 @@ import tls from "node:tls";
 import { matchRoute } from "../../domain/router-config.ts";
 import { ROUTER_BOUNDS } from "../bounds.ts";
 import { type CaddyPaths, caddyConfig } from "./caddy-config.ts";
-import type { RouteDns } from "./dns.ts";
+import { type RouteDns, removedUpstream } from "./dns.ts";
 import {
   type ApplyCounts,
   bucketsOf,
@@ -69,8 +69,14 @@ export class CaddyRouter implements Router {
   /** The shape of the configuration Caddy runs (undefined: none loaded by this driver, or Caddy started again). */
   private loaded: string | undefined;
   readonly applyCounts: ApplyCounts = { loads: 0, upstreamUpdates: 0 };
+  /** Until when an upstream the last configuration removed may still be chosen (Caddy's cached lookups). */
+  private settles = 0;
 
   constructor(private readonly o: CaddyRouterOptions) {}
+
+  settlesAt(): number {
+    return this.settles;
+  }
 
   /** Whether Caddy had to be started again (a crash, a reboot): the caller gives it its configuration again. */
   async restarted(): Promise<boolean> {
@@ -118,8 +124,7 @@ export class CaddyRouter implements Router {
       }
       this.current = structuredClone(config);
       // Caddy keeps an answer for refreshMs: a removed upstream is chosen no longer after that.
-      if (before && removedUpstream(before, config))
-        await new Promise((r) => setTimeout(r, dns.refreshMs + 200));
+      if (before && removedUpstream(before, config)) this.settles = Date.now() + dns.refreshMs + 200;
       return;
     }
     await this.load(caddyConfig(config, this.o.paths));
@@ -316,18 +321,6 @@ export class CaddyRouter implements Router {
       req.end(body);
     });
   }
-}
-
-/**
- * Whether a route still looked up in `after` lost an upstream it had in `before` (a route gone, or
- * left with none, is a load: its 502 answers at once).
- */
-function removedUpstream(before: RouterConfig, after: RouterConfig): boolean {
-  const now = new Map(after.routes.map((r) => [r.id, new Set(r.upstreams.map((u) => u.address))]));
-  return before.routes.some((r) => {
-    const still = now.get(r.id);
-    return !!still && still.size > 0 && r.upstreams.some((u) => !still.has(u.address));
-  });
 }
 
 /** The last lines of a file, reading at most `bytes` of its end. */

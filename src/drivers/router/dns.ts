@@ -57,6 +57,22 @@ export function routeTable(routes: readonly Route[]): Map<string, string[]> {
   return out;
 }
 
+/**
+ * Whether a route still looked up in `after` lost an upstream it had in `before` (a route gone, or
+ * left with none, is a load: its 502 answers at once): a router then chooses it for up to
+ * ROUTE_REFRESH_MS more (Router.settlesAt).
+ */
+export function removedUpstream(
+  before: { routes: readonly Route[] },
+  after: { routes: readonly Route[] },
+): boolean {
+  const now = new Map(after.routes.map((r) => [r.id, new Set(r.upstreams.map((u) => u.address))]));
+  return before.routes.some((r) => {
+    const still = now.get(r.id);
+    return !!still && still.size > 0 && r.upstreams.some((u) => !still.has(u.address));
+  });
+}
+
 export interface ParsedQuery {
   id: number;
   /** The query's RD bit, echoed. */

@@ -84,6 +84,12 @@ export interface Router {
   restarted?(): Promise<boolean>;
   /** Stops the router and removes what it kept (its node is gone). */
   remove?(): Promise<void>;
+  /**
+   * Epoch ms until which an upstream the last configuration removed may still be chosen (a router
+   * that looks its upstreams up periodically, Caddy with its route resolver); 0 or past: none. A
+   * drain waits for it before its container stops (router/controller.ts push).
+   */
+  settlesAt?(): number;
 }
 
 /**
