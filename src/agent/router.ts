@@ -7,13 +7,18 @@
 // has the calls); the ACME account and certificates stay in this directory. The host is the
 // user's: Caddy runs only while the node's namespace has routes, so a host whose namespace serves
 // no domain keeps its ports 80 and 443 free.
+//
+// Routes' upstreams are looked up by Caddy at the agent's own route resolver (drivers/router/dns.ts)
+// on this host's loopback, answered from the routes Berth pushed: a scale or a redeploy changes
+// that answer only, and Caddy keeps its configuration and its open connections (WebSockets).
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import type { Duplex } from "node:stream";
 import type { AgentRouterConfig } from "../drivers/router/agent-router.ts";
 import { CaddyProcess, MAX_SOCKET_PATH } from "../drivers/router/caddy-process.ts";
-import type { Router, RouterConfig } from "../drivers/router/router.ts";
+import { RouteResolver } from "../drivers/router/dns.ts";
+import { type Router, type RouterConfig, RouterUnavailable } from "../drivers/router/router.ts";
 
 /** The largest configuration Berth sends (uploaded certificates included). */
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
@@ -33,9 +38,22 @@ export class AgentRouterService {
   private applied = false;
   private serving = false;
   private readonly dir: string;
+  /** Answers Caddy's lookups of routes' upstreams, on loopback only (a free port). */
+  private readonly resolver: RouteResolver;
 
   constructor(o: AgentRouterServiceOptions) {
     this.dir = path.join(o.stateDir, "router");
+    // The port it had before is tried first: Caddy's configuration names it (a new one is a load).
+    const portFile = path.join(this.dir, "resolver-port");
+    this.resolver = new RouteResolver({
+      host: "127.0.0.1",
+      port: readPort(portFile),
+      log: o.log,
+      listening: (port) => {
+        fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+        fs.writeFileSync(portFile, `${port}\n`, { mode: 0o600 });
+      },
+    });
     const socket = path.join(this.dir, "admin.sock");
     this.caddy = o.router
       ? undefined
@@ -45,6 +63,7 @@ export class AgentRouterService {
           // Certificates are probed where clients get them: this host's :443.
           address: "127.0.0.1",
           label: "the agent's router",
+          dns: this.resolver.forSource("*"),
         });
     this.router = o.router ?? this.caddy!.router;
     this.server = http.createServer((req, res) => {
@@ -52,7 +71,11 @@ export class AgentRouterService {
         (answer) => send(res, 200, answer ?? {}),
         (err: Error) => {
           o.log(`router: ${req.method} ${req.url} failed: ${err.message}`);
-          send(res, 500, { error: err.message });
+          // Berth shows a router that cannot run here on the services it would serve.
+          send(res, 500, {
+            error: err.message,
+            ...(err instanceof RouterUnavailable ? { code: err.code } : {}),
+          });
         },
       );
     });
@@ -68,6 +91,12 @@ export class AgentRouterService {
     this.applied = false;
     this.serving = false;
     await (this.caddy ? this.caddy.remove() : this.router.remove?.());
+    this.resolver.forget("*");
+  }
+
+  /** Stops answering lookups (the agent stops). */
+  close(): void {
+    this.resolver.close();
   }
 
   private async handle(req: http.IncomingMessage): Promise<unknown> {
@@ -116,6 +145,16 @@ export class AgentRouterService {
     const file = path.join(this.dir, "acme-root.pem");
     fs.writeFileSync(file, body.acme.caRootPem, { mode: 0o600 });
     return file;
+  }
+}
+
+/** The port kept in `file`, 0 (any free one) when none is. */
+function readPort(file: string): number {
+  try {
+    const n = Number(fs.readFileSync(file, "utf8").trim());
+    return Number.isInteger(n) && n > 1024 && n < 65536 ? n : 0;
+  } catch {
+    return 0;
   }
 }
 

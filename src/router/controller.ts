@@ -11,18 +11,22 @@
 // ones is made again, so a build begun before another replica's drain never routes the drained
 // container back after that replica's push (test/router/drain-race.test.ts).
 import { createHash } from "node:crypto";
-import { acmeProblem } from "../domain/domains.ts";
 import { buildRoutes, type RouterService, type RoutesOutput } from "../domain/router-config.ts";
 import { lastSegment } from "../domain/uri.ts";
-import type { AcmeSettings, CertificateStatus, Router, RouterConfig } from "../drivers/router/router.ts";
+import {
+  type AcmeSettings,
+  type Router,
+  type RouterConfig,
+  RouterUnavailable,
+} from "../drivers/router/router.ts";
 import type { NodeKey } from "../orchestrator/controllers/context.ts";
 import { Controller } from "../orchestrator/controllers/controller.ts";
-import { decodeSpec, specOf } from "../store/codec.ts";
+import { specOf } from "../store/codec.ts";
 import { type Follower, follow } from "../store/follow.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import { RouterStore } from "../store/router.ts";
 import type { ChangeRow, Store } from "../store/store.ts";
-import { overdue, sameExpiry } from "./certificate-state.ts";
+import { CertificateRecords, withAcmeProblems } from "./certificate-records.ts";
 import { type Drains, drainsRevision } from "./drains.ts";
 
 /** Which router serves a node (undefined: the node has none here, e.g. an agent node whose tunnel another replica holds). */
@@ -62,8 +66,8 @@ export class RouterController extends Controller<NodeKey> {
   private timer: NodeJS.Timeout | undefined;
   /** The hash of the configuration each node's router last took. */
   private readonly appliedHash = new Map<string, string>();
-  /** The serial each node's router last served for each host name (`<node> <host>`): renewals. */
-  private readonly serials = new Map<string, string>();
+  /** Writes what routers report of certificates (certificate-records.ts). */
+  private readonly records: CertificateRecords;
   /** The routes last built per namespace (views, drains, metrics). */
   private readonly built = new Map<string, RoutesOutput>();
   private readonly routerStore: RouterStore;
@@ -73,6 +77,8 @@ export class RouterController extends Controller<NodeKey> {
    * per namespace, not one per node.
    */
   private readonly current = new Map<string, Promise<RoutesOutput>>();
+  /** Until when each node's router may still choose an upstream its last configuration removed (Router.settlesAt). */
+  private readonly settles = new Map<string, number>();
   /** Nodes a push queued: configured even when another replica owns them. */
   private readonly pushed = new Set<string>();
   /**
@@ -112,6 +118,12 @@ export class RouterController extends Controller<NodeKey> {
       perNode: 1,
     });
     this.routerStore = new RouterStore(d.store);
+    this.records = new CertificateRecords({
+      store: d.store,
+      now: d.now,
+      renewalWindowRatio: d.acme.renewalWindowRatio,
+      built: (namespace) => this.built.get(namespace),
+    });
   }
 
   override start(): void {
@@ -149,8 +161,19 @@ export class RouterController extends Controller<NodeKey> {
     // What a push hands the routers is not what a change queued: the next change queues again.
     for (const ns of namespaces) this.queuedHash.delete(ns);
     for (const ns of namespaces) this.current.delete(ns);
+    const deadline = Date.now() + timeoutMs;
     for (const ns of namespaces) await this.queueNamespace(ns, true);
     await Promise.race([this.idle(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    // Routers that look their upstreams up (Caddy) may choose a removed one until their next
+    // lookup: waited for once for every router of the push, not per router in its worker.
+    const now = Date.now();
+    let settles = 0;
+    for (const [node, at] of this.settles) {
+      if (at <= now) this.settles.delete(node);
+      else settles = Math.max(settles, at);
+    }
+    const wait = Math.min(settles, deadline) - now;
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait).unref());
   }
 
   /** A node's agent connected (again): its router may have started over, so it is configured again. */
@@ -205,7 +228,10 @@ export class RouterController extends Controller<NodeKey> {
         // is queued by its own row; one that has needs nothing for a change of its record.
         if (uuid && r.state === "Deployed" && !this.appliedHash.has(uuid)) this.add({ node: uuid });
         if (r.state !== "Deployed") this.appliedHash.delete(uuid ?? "");
-        if (uuid && r.state === "Terminated") await this.d.routers.released?.(uuid).catch(this.d.onError);
+        if (uuid && r.state === "Terminated") {
+          await this.d.routers.released?.(uuid).catch(this.d.onError);
+          await this.records.forgetNode(uuid).catch(this.d.onError);
+        }
       }
       namespaces.add(r.namespace);
     }
@@ -324,6 +350,32 @@ export class RouterController extends Controller<NodeKey> {
     if (node?.state !== "Deployed") return;
     const router = this.d.routers.forNode(node);
     if (!router) return;
+    try {
+      await this.configure(node, router);
+    } catch (err) {
+      if (err instanceof RouterUnavailable) await this.cannotRun(node, err);
+      throw err;
+    }
+  }
+
+  /**
+   * A router that cannot run (Caddy not installed on its node) is an error on the certificate of
+   * each TLS host name it would serve, with an event on their services (recordCertificates writes
+   * it once, not at each retry), never a line in Berth's log only.
+   */
+  private async cannotRun(node: NodeRow, err: RouterUnavailable): Promise<void> {
+    const { config } = await this.configFor(node.namespace, await this.routesFor(node.namespace));
+    const hosts = new Set(config.routes.filter((r) => r.tls !== "off").map((r) => r.host));
+    const error = `the router of node ${node.nickname || node.uuid} cannot run: ${err.message}`;
+    await this.records.record(
+      node.uuid,
+      node.namespace,
+      [...hosts].map((host) => ({ host, state: "error", issuer: "", expiresAt: null, error })),
+    );
+  }
+
+  private async configure(node: NodeRow, router: Router): Promise<void> {
+    const nodeUuid = node.uuid;
     if (await router.restarted?.()) this.appliedHash.delete(nodeUuid);
     let routes = await this.routesFor(node.namespace);
     let { config, hash } = await this.configFor(node.namespace, routes);
@@ -333,13 +385,15 @@ export class RouterController extends Controller<NodeKey> {
     }
     if (this.appliedHash.get(nodeUuid) !== hash) {
       await router.apply(config);
+      const settles = router.settlesAt?.() ?? 0;
+      if (settles > Date.now()) this.settles.set(nodeUuid, settles);
       this.appliedHash.set(nodeUuid, hash);
       this.d.onApplied?.(nodeUuid, routes);
     }
     const tlsHosts = new Set(config.routes.filter((r) => r.tls !== "off").map((r) => r.host));
     // Only the namespace's own host names are believed (an agent's router answers for its node).
     if (tlsHosts.size > 0)
-      await this.recordCertificates(
+      await this.records.record(
         nodeUuid,
         node.namespace,
         withAcmeProblems(
@@ -411,80 +465,4 @@ export class RouterController extends Controller<NodeKey> {
       }));
     return { routes: routes.routes, certificates, acme: this.d.acme };
   }
-
-  /**
-   * Writes certificate states that changed, each with an event on the services serving the host. A
-   * node's router serving a certificate of another serial than it served before has renewed it: its
-   * expiry is written whatever the difference (two nodes' own certificates, a few seconds apart, are
-   * otherwise the same one: sameExpiry).
-   */
-  private async recordCertificates(
-    nodeUuid: string,
-    namespace: string,
-    statuses: CertificateStatus[],
-  ): Promise<void> {
-    if (statuses.length === 0) return;
-    const known = new Map(
-      (await this.routerStore.certificatesOf(statuses.map((s) => s.host))).map((c) => [c.host, c]),
-    );
-    const services = await this.d.store.services.liveServices({ namespace });
-    for (const reported of statuses) {
-      const st = overdue(reported, this.d.now(), this.d.acme.renewalWindowRatio);
-      const cur = known.get(st.host);
-      if (cur?.state === "uploaded" || st.state === "uploaded") continue;
-      const servedKey = `${nodeUuid} ${st.host}`;
-      const before = this.serials.get(servedKey);
-      const renewed = !!st.serial && before !== undefined && before !== st.serial;
-      const seen = () => (st.serial ? this.serials.set(servedKey, st.serial) : undefined);
-      if (
-        !renewed &&
-        cur &&
-        cur.namespace === namespace &&
-        cur.state === st.state &&
-        sameExpiry(cur.expires_at, st.expiresAt) &&
-        cur.error === st.error &&
-        cur.issuer === st.issuer
-      ) {
-        seen();
-        continue;
-      }
-      const serving = services.filter(
-        (s) =>
-          (decodeSpec(s.spec).domains ?? []).some((d) => d.host === st.host) ||
-          this.servesVirtualHost(namespace, s.uuid, st.host),
-      );
-      await this.routerStore.putCertificate(
-        {
-          host: st.host,
-          namespace,
-          state: st.state,
-          issuer: st.issuer,
-          expires_at: st.expiresAt,
-          error: st.error,
-          sealed_cert: null,
-          sealed_key: null,
-          updated: this.d.now(),
-        },
-        serving,
-      );
-      seen();
-    }
-  }
-
-  private servesVirtualHost(namespace: string, service: string, host: string): boolean {
-    return (this.built.get(namespace)?.routes ?? []).some((r) => r.service === service && r.host === host);
-  }
-}
-/** A host the ACME server cannot issue for (a wildcard) is an error, whatever the router says of it. */
-function withAcmeProblems(config: RouterConfig, statuses: CertificateStatus[]): CertificateStatus[] {
-  const problems = new Map<string, string>();
-  for (const r of config.routes) {
-    const problem = r.tls === "acme" ? acmeProblem(r.host) : undefined;
-    if (problem) problems.set(r.host, problem);
-  }
-  if (problems.size === 0) return statuses;
-  const out = statuses.filter((s) => !problems.has(s.host));
-  for (const [host, error] of problems)
-    out.push({ host, state: "error", issuer: "", expiresAt: null, error });
-  return out;
 }

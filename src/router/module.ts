@@ -20,7 +20,11 @@ export function routerModule(
 ) {
   const { store, box, config, metrics, onError } = core;
   const locals = parts.local
-    ? new LocalRouters({ provider: parts.local, dir: path.join(config.dataDir, "local-routers") })
+    ? new LocalRouters({
+        provider: parts.local,
+        dir: path.join(config.dataDir, "local-routers"),
+        log: (line) => onError("router")(new Error(line)),
+      })
     : undefined;
   const tunnels = parts.tunnels;
   const agentRouters = new Map<string, AgentRouter>();
@@ -30,6 +34,7 @@ export function routerModule(
     open: (sealed) => box.open(sealed),
     localRouter: (node) => locals?.routerFor(node.uuid),
     releaseLocal: async (uuid) => locals?.release(uuid),
+    stopped: () => locals?.close(),
     agentRouter: (node) => {
       if (!tunnels?.offers(node.uuid, "router")) return undefined;
       let r = agentRouters.get(node.uuid);

@@ -23,6 +23,8 @@ export interface RouterModuleDeps {
   localRouter?(node: NodeRow): Router | undefined;
   /** A local node was terminated: its router's files go. */
   releaseLocal?(nodeUuid: string): Promise<void>;
+  /** The module stopped: what the local routers listen on (their route resolver) closes. */
+  stopped?(): void;
   /**
    * The router of an agent node, driven through its agent's tunnel, when the agent is connected to
    * this replica and runs one (drivers/router/agent-router.ts).
@@ -131,6 +133,7 @@ export class RouterModule implements RouterSource {
 
   stop(): void {
     this.controller.stop();
+    this.d.stopped?.();
   }
 
   /**

@@ -910,6 +910,20 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0037_router_serials": {
+      async up(db: AnyDb) {
+        // The serial of the certificate each node's router last served for each host name (issue
+        // 30, router/controller.ts): a new one is a renewal, also after a restart of Berth.
+        await db.schema
+          .createTable("router_serials")
+          .addColumn("node_uuid", "text", (c) => c.notNull())
+          .addColumn("host", "text", (c) => c.notNull())
+          .addColumn("serial", "text", (c) => c.notNull())
+          .addColumn("updated", "bigint", (c) => c.notNull())
+          .addPrimaryKeyConstraint("router_serials_pk", ["node_uuid", "host"])
+          .execute();
+      },
+    },
   };
 }
 

@@ -145,6 +145,35 @@ export class RouterStore {
     return Number(res.numDeletedRows) > 0;
   }
 
+  // ---- serials of the certificates routers serve (renewals, router/controller.ts) --------------
+
+  /** The serial each host name's certificate last had on the node's router. */
+  async serialsOf(nodeUuid: string, hosts: readonly string[]): Promise<Map<string, string>> {
+    if (hosts.length === 0) return new Map();
+    const rows = await this.s.db
+      .selectFrom("router_serials")
+      .select(["host", "serial"])
+      .where("node_uuid", "=", nodeUuid)
+      .where("host", "in", [...hosts])
+      .execute();
+    return new Map(rows.map((r) => [r.host, r.serial]));
+  }
+
+  async putSerial(row: { node_uuid: string; host: string; serial: string; updated: number }): Promise<void> {
+    await this.s.db
+      .insertInto("router_serials")
+      .values(row)
+      .onConflict((oc) =>
+        oc.columns(["node_uuid", "host"]).doUpdateSet({ serial: row.serial, updated: row.updated }),
+      )
+      .execute();
+  }
+
+  /** A node is gone: the serials its router served go with it. */
+  async deleteSerialsOfNode(nodeUuid: string): Promise<void> {
+    await this.s.db.deleteFrom("router_serials").where("node_uuid", "=", nodeUuid).execute();
+  }
+
   // ---- drains and holds (router/drains.ts) ------------------------------------------------------
 
   /** Writes the rows (a later write of an engine container replaces its row) and drops expired ones. */

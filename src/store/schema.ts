@@ -498,8 +498,18 @@ export interface RouterDrainTable {
   until: number;
 }
 
+/** The serial of the certificate a node's router last served for a host name (migration 0037): renewals. */
+export interface RouterSerialTable {
+  node_uuid: string;
+  host: string;
+  /** Hex, as the router reports it. */
+  serial: string;
+  updated: number;
+}
+
 export interface Database {
   host_claims: HostClaimTable;
+  router_serials: RouterSerialTable;
   router_drains: RouterDrainTable;
   router_certificates: RouterCertificateTable;
   namespaces: NamespaceTable;

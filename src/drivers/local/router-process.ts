@@ -3,21 +3,30 @@
 // :443) and reaches containers on the node's bridge and, by the lab routes, other nodes'.
 // Terminating the node ends it with the node's other processes (by namespace inode,
 // terminate.ts); `release()` then removes its files.
+//
+// Routes' upstreams are looked up at Berth's route resolver (drivers/router/dns.ts), which listens
+// on the lab bridge's host address (`<a>.<b>.0.1`, addresses.ts), port 53: a node's namespace
+// reaches it by its link, nothing outside the lab does, and each node is answered only its own
+// routes, by the node address its queries come from.
 import fs from "node:fs";
 import path from "node:path";
 import type { CaddyRouter } from "../router/caddy.ts";
 import { CaddyProcess, MAX_SOCKET_PATH } from "../router/caddy-process.ts";
+import { RouteResolver } from "../router/dns.ts";
 import { shortNodeId } from "./addresses.ts";
 import type { LocalProvider } from "./local-provider.ts";
 
 export class LocalRouters {
   private readonly routers = new Map<string, CaddyProcess>();
+  /** The route resolver of the lab (one host address for every node). */
+  private resolver: RouteResolver | undefined;
 
   constructor(
     private readonly o: {
       provider: Pick<LocalProvider, "findNode">;
       /** Where each node's router keeps its files (`<dir>/<12 hex>/`). */
       dir: string;
+      log?(line: string): void;
     },
   ) {}
 
@@ -35,13 +44,32 @@ export class LocalRouters {
       netns: node.netnsName,
       address: node.address,
       label: `the router of ${node.netnsName}`,
+      dns: this.resolverFor(node.address).forSource(node.address),
     });
     this.routers.set(nodeId, router);
     return router.router;
   }
 
+  /** The lab's route resolver, on the host's address of the link network the node is on. */
+  private resolverFor(nodeAddress: string): RouteResolver {
+    this.resolver ??= new RouteResolver({
+      host: nodeAddress.replace(/\.\d+$/, ".1"),
+      port: 53,
+      log: this.o.log,
+    });
+    return this.resolver;
+  }
+
+  /** Stops answering lookups (Berth stops). */
+  close(): void {
+    this.resolver?.close();
+    this.resolver = undefined;
+  }
+
   /** Stops a node's router (by its recorded process) and removes its files. */
   async release(nodeId: string): Promise<void> {
+    const node = this.o.provider.findNode(nodeId);
+    if (node) this.resolver?.forget(node.address);
     const known = this.routers.get(nodeId);
     this.routers.delete(nodeId);
     const dir = path.join(this.o.dir, shortNodeId(nodeId));

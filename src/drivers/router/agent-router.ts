@@ -17,6 +17,7 @@ import http from "node:http";
 import type { Duplex } from "node:stream";
 import { ROUTER_BOUNDS } from "../bounds.ts";
 import { TunnelHttpAgent } from "../tunnel/hub.ts";
+import { ROUTE_REFRESH_MS, removedUpstream } from "./dns.ts";
 import {
   type CertificateState,
   type CertificateStatus,
@@ -24,6 +25,7 @@ import {
   type RouteCounters,
   type Router,
   type RouterConfig,
+  RouterUnavailable,
 } from "./router.ts";
 
 /** The configuration as the agent takes it: the ACME server's root as PEM, not a path on Berth's host. */
@@ -45,6 +47,8 @@ const STATES: readonly CertificateState[] = ["pending", "issued", "error", "uplo
 export class AgentRouter implements Router {
   private current: RouterConfig | undefined;
   private readonly agent: TunnelHttpAgent;
+  /** Until when an upstream the last configuration removed may still be chosen by the agent's Caddy (its lookups). */
+  private settles = 0;
 
   constructor(
     private readonly o: {
@@ -78,7 +82,13 @@ export class AgentRouter implements Router {
       },
     };
     await this.call("POST", "/apply", JSON.stringify(body));
-    this.current = structuredClone(config);
+    const before = this.current;
+    this.current = structuredClone({ ...config, routes: body.routes });
+    if (before && removedUpstream(before, this.current)) this.settles = Date.now() + ROUTE_REFRESH_MS + 200;
+  }
+
+  settlesAt(): number {
+    return this.settles;
   }
 
   async certificates(): Promise<CertificateStatus[]> {
@@ -172,12 +182,14 @@ export class AgentRouter implements Router {
             }
             if (status >= 200 && status < 300) return resolve(value);
             const said = (value as { error?: unknown } | undefined)?.error;
+            const message = `the router of agent node ${this.o.node} refused ${method} ${path} (${status})${
+              typeof said === "string" ? `: ${said.slice(0, 2000)}` : ""
+            }`;
+            const cannotRun = (value as { code?: unknown } | undefined)?.code === "router_unavailable";
             reject(
-              new Error(
-                `the router of agent node ${this.o.node} refused ${method} ${path} (${status})${
-                  typeof said === "string" ? `: ${said.slice(0, 2000)}` : ""
-                }`,
-              ),
+              cannotRun && typeof said === "string"
+                ? new RouterUnavailable(said.slice(0, 2000))
+                : new Error(message),
             );
           });
           res.on("error", reject);

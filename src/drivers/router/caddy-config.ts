@@ -1,13 +1,21 @@
 // A router configuration as Caddy 2's JSON (the whole document POSTed to its admin API's /load,
-// which swaps it in without a restart and lets open connections finish on the old one). Two
+// which swaps it in without a restart; requests under way finish on the old one, but Caddy 2.6
+// closes the WebSockets it proxies, so caddy.ts loads a configuration only when its shape changed). Two
 // servers: :443 for the routes with TLS (certificates from the ACME issuer, or loaded when
 // uploaded), :80 for plain routes and the per-domain redirects to HTTPS (Caddy's own automatic
 // redirects are off: redirects are a domain's choice). Caddy answers ACME HTTP-01 challenges on :80
 // and TLS-ALPN-01 on :443 itself. A route without an upstream answers 502 saying so, never a
 // fallback. Requests are retried on another upstream for a short while when one refuses
 // (try_duration), and every request is logged to the access log (request figures).
+//
+// With a route resolver (dns.ts), a route's upstreams come from it (`dynamic_upstreams`, looked up
+// again every second): a change of upstreams alone is no new configuration and Caddy keeps every
+// open connection (caddy.ts loads only a new routingShape). The upstreams written in the
+// configuration are those of its load, used only while the resolver does not answer (Berth
+// restarting): routing goes on to the containers it had rather than failing.
 import { acmeProblem } from "../../domain/domains.ts";
 import type { Route } from "../../domain/router-config.ts";
+import { routeDnsName } from "./dns.ts";
 import type { RouterConfig } from "./router.ts";
 
 export interface CaddyPaths {
@@ -21,6 +29,13 @@ export interface CaddyPaths {
   accessLogFile: string;
 }
 
+/** Where routes' upstreams are looked up (dns.ts). */
+export interface CaddyDns {
+  /** `udp/<ip>:<port>`. */
+  resolver: string;
+  refreshMs: number;
+}
+
 /** The name of the access logger of both servers. */
 export const ACCESS_LOGGER = "berth";
 /** Cookie of sticky routes. */
@@ -32,7 +47,7 @@ function matcher(r: Route): Record<string, string[]> {
   return m;
 }
 
-function proxy(r: Route): Record<string, unknown> {
+function proxy(r: Route, dns: CaddyDns | undefined): Record<string, unknown> {
   if (r.upstreams.length === 0) {
     return {
       handler: "static_response",
@@ -49,6 +64,18 @@ function proxy(r: Route): Record<string, unknown> {
       try_interval: "100ms",
     },
     health_checks: { passive: { fail_duration: "5s" } },
+    ...(dns
+      ? {
+          dynamic_upstreams: {
+            source: "a",
+            name: `${routeDnsName(r.id)}.`,
+            port: String(r.port),
+            refresh: `${dns.refreshMs}ms`,
+            resolver: { addresses: [dns.resolver] },
+            dial_timeout: "1s",
+          },
+        }
+      : {}),
   };
 }
 
@@ -65,7 +92,11 @@ function redirect(): Record<string, unknown> {
 }
 
 /** The whole Caddy configuration of a router. */
-export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<string, unknown> {
+export function caddyConfig(
+  config: RouterConfig,
+  paths: CaddyPaths,
+  dns?: CaddyDns,
+): Record<string, unknown> {
   const secure = config.routes.filter((r) => r.tls !== "off");
   const plain = config.routes.filter((r) => r.tls === "off" || !r.redirect_https);
   const redirects = config.routes.filter((r) => r.tls !== "off" && r.redirect_https);
@@ -82,7 +113,7 @@ export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<str
       routes: [
         // Redirects before plain routes: a domain's path that redirects wins over a plain one.
         ...redirects.map((r) => route(r, redirect())),
-        ...plain.map((r) => route(r, proxy(r))),
+        ...plain.map((r) => route(r, proxy(r, dns))),
       ],
       automatic_https: { disable: true },
       logs,
@@ -91,7 +122,7 @@ export function caddyConfig(config: RouterConfig, paths: CaddyPaths): Record<str
   if (secure.length > 0) {
     servers.https = {
       listen: [":443"],
-      routes: secure.map((r) => route(r, proxy(r))),
+      routes: secure.map((r) => route(r, proxy(r, dns))),
       // Caddy would order what no policy covers from its default (public) issuers: never.
       automatic_https: {
         disable_redirects: true,

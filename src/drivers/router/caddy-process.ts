@@ -11,6 +11,8 @@ import { createCommandRunner } from "../local/commands.ts";
 import { findExecutable, searchPath } from "../local/host-tools.ts";
 import { identifyProcess, isProcessAlive, type ProcessIdentity, stopProcess } from "../local/processes.ts";
 import { CaddyRouter } from "./caddy.ts";
+import type { RouteDns } from "./dns.ts";
+import { RouterUnavailable } from "./router.ts";
 
 interface RouterRecord {
   caddy: ProcessIdentity;
@@ -30,6 +32,8 @@ export interface CaddyProcessOptions {
   address: string;
   /** How messages name it ("the router of <…>"). */
   label: string;
+  /** Where its routes' upstreams are looked up (dns.ts): upstream changes then need no configuration load. */
+  dns?: RouteDns;
 }
 
 /** One supervised Caddy and the router driver that configures it. */
@@ -51,6 +55,7 @@ export class CaddyProcess {
       },
       ensureRunning: () => this.ensureRunning(),
       remove: () => this.remove(),
+      ...(o.dns ? { dns: o.dns, shapeFile: path.join(o.dir, "loaded-shape") } : {}),
     });
   }
 
@@ -84,10 +89,14 @@ export class CaddyProcess {
   private async start(): Promise<boolean> {
     const { dir, adminSocket, netns, label } = this.o;
     const caddy = findExecutable("caddy");
-    if (!caddy) throw new Error(`caddy is not installed: ${label} needs it (apt-get install caddy)`);
+    if (!caddy)
+      throw new RouterUnavailable(`Caddy is not installed: ${label} needs it (apt-get install caddy)`);
     const nsenter = netns ? findExecutable("nsenter") : undefined;
-    if (netns && !nsenter) throw new Error("nsenter is not installed (util-linux)");
+    if (netns && !nsenter)
+      throw new RouterUnavailable(`nsenter is not installed: ${label} needs it (apt-get install util-linux)`);
     fs.mkdirSync(path.join(dir, "data"), { recursive: true, mode: 0o700 });
+    // A Caddy started now runs no configuration (caddy.ts shapeFile).
+    fs.rmSync(path.join(dir, "loaded-shape"), { force: true });
     const enter = nsenter && netns ? [nsenter, `--net=/run/netns/${netns}`, "--"] : [];
     await migrateAcceptQueues(enter, path.join(dir, "caddy.out"));
     fs.rmSync(adminSocket, { force: true });

@@ -10,19 +10,28 @@
 // router reports: certificates by a TLS handshake with each host name (what a client would get)
 // and, when none is served, the last error Caddy logged obtaining it; request figures from its
 // access log, read incrementally. Every read is bounded (drivers/bounds.ts ROUTER_BOUNDS).
+//
+// A configuration is loaded only when its shape changed (router.ts routingShape): a load closes
+// every WebSocket Caddy 2.6 proxies. A change of upstreams alone is published to the router's
+// route resolver (dns.ts), where Caddy looks them up every second; settlesAt() says until when a
+// removed upstream may still be chosen (the controller's pushes wait for it before a drain goes on).
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import tls from "node:tls";
 import { matchRoute } from "../../domain/router-config.ts";
 import { ROUTER_BOUNDS } from "../bounds.ts";
 import { type CaddyPaths, caddyConfig } from "./caddy-config.ts";
+import { type RouteDns, removedUpstream } from "./dns.ts";
 import {
+  type ApplyCounts,
   bucketsOf,
   type CertificateStatus,
   LATENCY_BUCKETS,
   type RouteCounters,
   type Router,
   type RouterConfig,
+  routingShape,
 } from "./router.ts";
 
 export interface CaddyRouterOptions {
@@ -35,6 +44,14 @@ export interface CaddyRouterOptions {
   ensureRunning(): Promise<boolean>;
   /** Stops Caddy and removes its files (the node is gone). */
   remove?(): Promise<void>;
+  /** The route resolver routes' upstreams are looked up at; none: upstreams are in the configuration (each change a load). */
+  dns?: RouteDns;
+  /**
+   * Where the shape of the configuration Caddy runs is kept (its digest), so a driver made again
+   * (Berth or the agent restarted, Caddy still running) loads nothing for a configuration of the
+   * same shape; removed when Caddy starts (caddy-process.ts).
+   */
+  shapeFile?: string;
 }
 
 /** What a TLS handshake with a host name got: a certificate issued for it. */
@@ -49,21 +66,76 @@ export class CaddyRouter implements Router {
   private current: RouterConfig | undefined;
   private accessOffset = 0;
   private readonly counts = new Map<string, RouteCounters>();
+  /** The shape of the configuration Caddy runs (undefined: none loaded by this driver, or Caddy started again). */
+  private loaded: string | undefined;
+  readonly applyCounts: ApplyCounts = { loads: 0, upstreamUpdates: 0 };
+  /** Until when an upstream the last configuration removed may still be chosen (Caddy's cached lookups). */
+  private settles = 0;
 
   constructor(private readonly o: CaddyRouterOptions) {}
 
+  settlesAt(): number {
+    return this.settles;
+  }
+
   /** Whether Caddy had to be started again (a crash, a reboot): the caller gives it its configuration again. */
   async restarted(): Promise<boolean> {
-    return this.o.ensureRunning();
+    const again = await this.o.ensureRunning();
+    if (again) this.forgetLoaded();
+    return again;
+  }
+
+  /** Caddy was started again: it runs no configuration. */
+  private forgetLoaded(): void {
+    this.loaded = undefined;
+    if (this.o.shapeFile) fs.rmSync(this.o.shapeFile, { force: true });
+  }
+
+  /** The shape Caddy runs: this driver's last load, or what the file says a driver before it loaded. */
+  private loadedShape(): string | undefined {
+    if (this.loaded === undefined && this.o.shapeFile) {
+      try {
+        this.loaded = fs.readFileSync(this.o.shapeFile, "utf8").trim().slice(0, 64) || undefined;
+      } catch {
+        // none kept: the next configuration is loaded
+      }
+    }
+    return this.loaded;
   }
 
   async apply(config: RouterConfig): Promise<void> {
-    await this.o.ensureRunning();
-    const body = JSON.stringify(caddyConfig(config, this.o.paths));
-    const res = await this.admin("POST", "/load", body);
+    if (await this.o.ensureRunning()) this.forgetLoaded();
+    const dns = this.o.dns;
+    const before = this.current;
+    if (dns) {
+      const resolver = await dns.address();
+      // Published before a load, so the routes it adds are answered from its first request.
+      dns.publish(config.routes);
+      const shape = createHash("sha256")
+        .update(`${resolver} ${routingShape(config)}`)
+        .digest("hex");
+      if (shape === this.loadedShape()) {
+        this.applyCounts.upstreamUpdates += 1;
+      } else {
+        if (this.o.shapeFile) fs.rmSync(this.o.shapeFile, { force: true });
+        await this.load(caddyConfig(config, this.o.paths, { resolver, refreshMs: dns.refreshMs }));
+        this.loaded = shape;
+        if (this.o.shapeFile) fs.writeFileSync(this.o.shapeFile, `${shape}\n`, { mode: 0o600 });
+      }
+      this.current = structuredClone(config);
+      // Caddy keeps an answer for refreshMs: a removed upstream is chosen no longer after that.
+      if (before && removedUpstream(before, config)) this.settles = Date.now() + dns.refreshMs + 200;
+      return;
+    }
+    await this.load(caddyConfig(config, this.o.paths));
+    this.current = structuredClone(config);
+  }
+
+  private async load(document: Record<string, unknown>): Promise<void> {
+    const res = await this.admin("POST", "/load", JSON.stringify(document));
     if (res.status !== 200)
       throw new Error(`the router refused its configuration (${res.status}): ${res.body.slice(0, 2000)}`);
-    this.current = structuredClone(config);
+    this.applyCounts.loads += 1;
   }
 
   async certificates(): Promise<CertificateStatus[]> {

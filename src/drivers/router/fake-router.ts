@@ -1,14 +1,20 @@
 // A router for simulated nodes (issue 30): the same interface as the real one, keeping what it was
 // given so tests can look, and answering requests the way a proxy would route them (host, longest
-// path prefix, weight order, round robin or sticky over the upstreams), without sockets.
+// path prefix, weight order, round robin or sticky over the upstreams), without sockets. It counts
+// what the real one does: a configuration of a new shape (router.ts routingShape) is a load, one
+// that changes only upstreams is an upstream update (Caddy's route resolver, dns.ts), so tests
+// can say which changes would close the WebSockets a real router proxies.
 import { matchRoute, type Route } from "../../domain/router-config.ts";
 import {
+  type ApplyCounts,
   bucketsOf,
   type CertificateStatus,
   LATENCY_BUCKETS,
   type RouteCounters,
   type Router,
   type RouterConfig,
+  RouterUnavailable,
+  routingShape,
 } from "./router.ts";
 
 export interface FakeAnswer {
@@ -42,6 +48,9 @@ export class FakeRouter implements Router {
   private readonly serials = new Map<string, string>();
   private nextSerial = 1;
   private turn = 0;
+  /** Loads and upstream-only updates, as the real router takes them. */
+  readonly applyCounts: ApplyCounts = { loads: 0, upstreamUpdates: 0 };
+  private loaded: string | undefined;
 
   constructor(readonly node: string) {}
 
@@ -49,7 +58,15 @@ export class FakeRouter implements Router {
     return this.applied.at(-1);
   }
 
+  /** Set: the router cannot run, as a node without Caddy (this is why); every apply fails so. */
+  unavailable: string | undefined;
+
   async apply(config: RouterConfig): Promise<void> {
+    if (this.unavailable !== undefined) throw new RouterUnavailable(this.unavailable);
+    const shape = routingShape(config);
+    if (shape === this.loaded) this.applyCounts.upstreamUpdates += 1;
+    else this.applyCounts.loads += 1;
+    this.loaded = shape;
     this.applied.push(structuredClone(config));
   }
 

@@ -1,6 +1,8 @@
 // The router driver interface (issue 30): what Berth asks of the proxy that serves a node's
 // domains. A router takes a whole configuration at once and swaps it in without a restart and
-// without dropping open connections; it reports its certificates and per-route request figures.
+// without dropping open connections (a configuration whose routingShape is the one it runs changes
+// only upstreams: Caddy takes those from its route resolver, dns.ts, without a load, which would
+// close its WebSockets); it reports its certificates and per-route request figures.
 // Implementations: fake-router.ts (simulated nodes, observable in tests) and caddy.ts (Caddy 2's
 // admin API; the local provider starts Caddy in the node's namespace, local-router.ts).
 import type { Route } from "../../domain/router-config.ts";
@@ -82,6 +84,41 @@ export interface Router {
   restarted?(): Promise<boolean>;
   /** Stops the router and removes what it kept (its node is gone). */
   remove?(): Promise<void>;
+  /**
+   * Epoch ms until which an upstream the last configuration removed may still be chosen (a router
+   * that looks its upstreams up periodically, Caddy with its route resolver); 0 or past: none. A
+   * drain waits for it before its container stops (router/controller.ts push).
+   */
+  settlesAt?(): number;
+}
+
+/**
+ * What a router must load a configuration for: everything but the routes' upstream addresses (a
+ * route with none answers 502 saying so, so whether it has any is part of it). Two configurations
+ * of the same shape differ only in their upstreams, which a router takes without a load (Caddy:
+ * from its route resolver, dns.ts), so open connections through it, WebSockets included, stay.
+ */
+export function routingShape(config: RouterConfig): string {
+  return JSON.stringify({
+    ...config,
+    routes: config.routes.map(({ upstreams, ...r }) => ({ ...r, serving: upstreams.length > 0 })),
+  });
+}
+
+/** How a router took the configurations it was given (tests and the router's own record). */
+export interface ApplyCounts {
+  /** Configurations loaded (a new shape: hosts, paths, TLS, certificates, a route with or without upstreams). */
+  loads: number;
+  /** Configurations that changed only upstreams, taken without a load. */
+  upstreamUpdates: number;
+}
+
+/**
+ * A router that cannot run on its node (Caddy is not installed there): not a passing failure but
+ * something its owner must fix, so it is shown on the services it would serve (router/controller.ts).
+ */
+export class RouterUnavailable extends Error {
+  readonly code = "router_unavailable";
 }
 
 /** Latency buckets of one observation (cumulative counts to add). */
