@@ -11,12 +11,10 @@
 // route's upstreams all listen on the route's port (router-config.ts), so the port is in the
 // configuration and the answer is the addresses only.
 //
-// Why the wire format is written here and not taken from a package: the responder needs one
-// question, A answers with one compression pointer and an OPT record's payload size, about a
-// hundred lines checked end to end by Caddy's own (Go) resolver in test/real/router-ws.test.ts;
-// a dependency added mid-wave would change the shared install. Every query is refused unless it
-// is a standard query of class IN for one route name: other names get REFUSED (it never recurses
-// or forwards), unknown route names NXDOMAIN, and answers stay within the asker's UDP size.
+// The wire format is dns-packet's (decode and encode; the responder only chooses what to answer).
+// Every query is refused unless it is a standard query of class IN for one route name: other names
+// get REFUSED (it never recurses or forwards), unknown route names NXDOMAIN, and answers stay
+// within the asker's UDP size.
 //
 // Who may ask: a local node's router asks from its node's address on the lab bridge, and is
 // answered only its own node's routes (a container, asking from its own address, gets REFUSED);
@@ -24,6 +22,7 @@
 import { createHash } from "node:crypto";
 import dgram from "node:dgram";
 import net from "node:net";
+import * as packet from "dns-packet";
 import type { Route } from "./router.ts";
 
 /** The zone Berth answers for. */
@@ -35,10 +34,10 @@ export const MAX_ANSWER_ADDRESSES = 64;
 /** Route names one router may publish at most. */
 export const MAX_ROUTE_NAMES = 10_000;
 
-const TYPE_A = 1;
-const TYPE_OPT = 41;
-const CLASS_IN = 1;
-const RCODE = { noError: 0, formErr: 1, servFail: 2, nxDomain: 3, notImp: 4, refused: 5 } as const;
+/** Response codes, as dns-packet reads them from a header's flags. */
+const RCODE = { noError: 0, formErr: 1, nxDomain: 3, notImp: 4, refused: 5 } as const;
+/** The largest UDP payload answered, whatever an asker offers (the DNS flag day's safe size). */
+const MAX_UDP = 1232;
 
 /** The DNS name (without its final dot) a route's upstreams are answered at: stable with the route's id. */
 export function routeDnsName(routeId: string): string {
@@ -77,11 +76,10 @@ export interface ParsedQuery {
   id: number;
   /** The query's RD bit, echoed. */
   rd: boolean;
-  /** The question's bytes as sent (name, type, class), echoed in the answer. */
-  question: Buffer;
+  /** The question as asked (its name's case kept), echoed in the answer. */
+  question: packet.Question;
+  /** The question's name, lower case, without a final dot. */
   name: string;
-  qtype: number;
-  qclass: number;
   /** The payload size an OPT record offered; undefined without one. */
   udpSize?: number;
 }
@@ -90,41 +88,23 @@ export interface ParsedQuery {
 export function parseQuery(msg: Buffer): ParsedQuery | { id: number; rcode: number } | undefined {
   if (msg.length < 12 || msg.length > 4096) return undefined;
   const id = msg.readUInt16BE(0);
-  const flags = msg.readUInt16BE(2);
-  if (flags & 0x8000) return undefined; // an answer: never answered
-  if (((flags >> 11) & 0xf) !== 0) return { id, rcode: RCODE.notImp };
-  if (msg.readUInt16BE(4) !== 1) return { id, rcode: RCODE.formErr };
-  let at = 12;
-  const labels: string[] = [];
-  for (;;) {
-    if (at >= msg.length) return { id, rcode: RCODE.formErr };
-    const len = msg[at]!;
-    at += 1;
-    if (len === 0) break;
-    if (len > 63 || at + len > msg.length) return { id, rcode: RCODE.formErr }; // pointers included
-    labels.push(msg.toString("latin1", at, at + len));
-    at += len;
-    if (labels.join(".").length > 253) return { id, rcode: RCODE.formErr };
+  let q: packet.DecodedPacket & { opcode?: string };
+  try {
+    q = packet.decode(msg);
+  } catch {
+    return { id, rcode: RCODE.formErr };
   }
-  if (at + 4 > msg.length) return { id, rcode: RCODE.formErr };
-  const qtype = msg.readUInt16BE(at);
-  const qclass = msg.readUInt16BE(at + 2);
-  at += 4;
-  const question = msg.subarray(12, at);
-  let udpSize: number | undefined;
-  // An OPT record right after the question (a query carries no answers nor authority).
-  if (msg.readUInt16BE(6) === 0 && msg.readUInt16BE(8) === 0 && msg.readUInt16BE(10) >= 1) {
-    if (at + 11 <= msg.length && msg[at] === 0 && msg.readUInt16BE(at + 1) === TYPE_OPT)
-      udpSize = msg.readUInt16BE(at + 3);
-  }
+  if (q.flag_qr) return undefined; // an answer: never answered
+  if (q.opcode !== "QUERY") return { id, rcode: RCODE.notImp };
+  const question = q.questions?.length === 1 ? q.questions[0] : undefined;
+  if (!question || question.name.length > 253) return { id, rcode: RCODE.formErr };
+  const opt = q.additionals?.find((r): r is packet.OptAnswer => r.type === "OPT");
   return {
     id,
-    rd: (flags & 0x0100) !== 0,
+    rd: q.flag_rd,
     question,
-    name: labels.join(".").toLowerCase(),
-    qtype,
-    qclass,
-    ...(udpSize !== undefined ? { udpSize } : {}),
+    name: question.name.toLowerCase().replace(/\.$/, ""),
+    ...(opt ? { udpSize: opt.udpPayloadSize } : {}),
   };
 }
 
@@ -139,47 +119,49 @@ export function encodeAnswer(
   addresses: readonly string[] = [],
   turn = 0,
 ): Buffer {
-  const limit = q.udpSize === undefined ? 512 : Math.min(Math.max(q.udpSize, 512), 1232);
-  const fixed = 12 + q.question.length + (q.udpSize === undefined ? 0 : 11);
-  const fit = Math.max(0, Math.min(MAX_ANSWER_ADDRESSES, Math.floor((limit - fixed) / 16)));
+  const limit = q.udpSize === undefined ? 512 : Math.min(Math.max(q.udpSize, 512), MAX_UDP);
+  const additionals: packet.Answer[] =
+    q.udpSize === undefined
+      ? []
+      : [
+          {
+            type: "OPT",
+            name: ".",
+            udpPayloadSize: MAX_UDP,
+            extendedRcode: 0,
+            ednsVersion: 0,
+            flags: 0,
+            flag_do: false,
+            options: [],
+          },
+        ];
+  const record = (ip: string): packet.Answer => ({
+    type: "A",
+    class: "IN",
+    name: q.question.name,
+    ttl: 0,
+    data: ip,
+  });
+  const fixed = packet.encodingLength({ questions: [q.question], additionals });
+  const perRecord =
+    packet.encodingLength({ questions: [q.question], answers: [record("0.0.0.0")], additionals }) - fixed;
+  const fit = Math.max(0, Math.min(MAX_ANSWER_ADDRESSES, Math.floor((limit - fixed) / perRecord)));
   const start = addresses.length > fit ? (turn * fit) % addresses.length : 0;
   const ips = [...addresses.slice(start), ...addresses.slice(0, start)].slice(0, fit);
-  const out = Buffer.alloc(fixed + ips.length * 16);
-  out.writeUInt16BE(q.id, 0);
-  out.writeUInt16BE(0x8000 | 0x0400 | (q.rd ? 0x0100 : 0) | rcode, 2); // QR, AA, RD echoed
-  out.writeUInt16BE(1, 4);
-  out.writeUInt16BE(ips.length, 6);
-  out.writeUInt16BE(0, 8);
-  out.writeUInt16BE(q.udpSize === undefined ? 0 : 1, 10);
-  q.question.copy(out, 12);
-  let at = 12 + q.question.length;
-  for (const ip of ips) {
-    out.writeUInt16BE(0xc00c, at); // the question's name
-    out.writeUInt16BE(TYPE_A, at + 2);
-    out.writeUInt16BE(CLASS_IN, at + 4);
-    out.writeUInt32BE(0, at + 6); // TTL 0: Caddy's refresh decides
-    out.writeUInt16BE(4, at + 10);
-    ip.split(".").forEach((o, i) => {
-      out[at + 12 + i] = Number(o);
-    });
-    at += 16;
-  }
-  if (q.udpSize !== undefined) {
-    out[at] = 0; // root
-    out.writeUInt16BE(TYPE_OPT, at + 1);
-    out.writeUInt16BE(1232, at + 3);
-    out.writeUInt32BE(0, at + 5);
-    out.writeUInt16BE(0, at + 9);
-  }
-  return out;
+  return packet.encode({
+    type: "response",
+    id: q.id,
+    flags: packet.AUTHORITATIVE_ANSWER | (q.rd ? packet.RECURSION_DESIRED : 0) | rcode,
+    questions: [q.question],
+    // TTL 0: Caddy's refresh decides when it asks again.
+    answers: ips.map(record),
+    additionals,
+  });
 }
 
 /** A bare error answer for a query that could not be read whole. */
 function errorAnswer(id: number, rcode: number): Buffer {
-  const out = Buffer.alloc(12);
-  out.writeUInt16BE(id, 0);
-  out.writeUInt16BE(0x8000 | rcode, 2);
-  return out;
+  return packet.encode({ type: "response", id, flags: rcode });
 }
 
 /** What a router's driver needs of the resolver: where it listens, and publishing its routes. */
@@ -201,10 +183,10 @@ export function answerQuery(
   if (!q) return undefined;
   if (!("question" in q)) return errorAnswer(q.id, q.rcode);
   const inZone = q.name === ROUTE_ZONE || q.name.endsWith(`.${ROUTE_ZONE}`);
-  if (!inZone || q.qclass !== CLASS_IN || !table) return encodeAnswer(q, RCODE.refused);
+  if (!inZone || q.question.class !== "IN" || !table) return encodeAnswer(q, RCODE.refused);
   const ips = table.get(q.name);
   if (!ips) return encodeAnswer(q, RCODE.nxDomain);
-  if (q.qtype !== TYPE_A || ips.length === 0) return encodeAnswer(q, RCODE.noError);
+  if (q.question.type !== "A" || ips.length === 0) return encodeAnswer(q, RCODE.noError);
   return encodeAnswer(q, RCODE.noError, ips, turn);
 }
 
