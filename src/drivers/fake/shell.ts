@@ -60,6 +60,7 @@ export class FakeProcess {
   private jobs: Array<Promise<number>> | undefined;
   /** A process that only waits (a server, `sleep`; see waitOnly) ends with this: killed, or its time up. */
   private settle: ((status: number) => void) | undefined;
+  private waitTimer: NodeJS.Timeout | undefined;
   private lastStatus = 0;
   /** What a server program does with a polite signal: exit 0. */
   private isServer = false;
@@ -86,10 +87,10 @@ export class FakeProcess {
           if (this.killedStatus !== undefined) return resolve(this.killedStatus);
           this.settle = resolve;
           if (Number.isFinite(waitMs))
-            this.timer(waitMs, () => {
+            this.waitTimer = setTimeout(() => {
               this.cleanup();
               resolve(0);
-            });
+            }, waitMs);
           return;
         }
         const run = async () => {
@@ -154,6 +155,8 @@ export class FakeProcess {
   private cleanup(): void {
     for (const timer of this.timers ?? []) clearTimeout(timer);
     this.timers = undefined;
+    clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
     this.killWaiters = undefined;
     this.interruptWaiters = undefined;
     this.settle = undefined;
