@@ -63,12 +63,24 @@ const gc = vm.runInNewContext("gc") as () => void;
  * allocations such as SQLite's page cache) and file pages mapped (SQLite's memory-mapped database
  * file, code), which the kernel drops when it needs the memory.
  */
-function memory(): { heap: number; rss: number; anon?: number; file?: number } {
+interface Memory {
+  heap: number;
+  rss: number;
+  /** The heap's pages held from the system, and memory outside it (Buffers, native objects). */
+  heapTotal: number;
+  external: number;
+  anon?: number;
+  file?: number;
+}
+
+function memory(): Memory {
   for (let i = 0; i < 3; i++) gc();
   const m = process.memoryUsage();
-  const out: { heap: number; rss: number; anon?: number; file?: number } = {
+  const out: Memory = {
     heap: m.heapUsed / 1024 / 1024,
     rss: m.rss / 1024 / 1024,
+    heapTotal: m.heapTotal / 1024 / 1024,
+    external: m.external / 1024 / 1024,
   };
   try {
     const status = fs.readFileSync("/proc/self/status", "utf8");
@@ -84,8 +96,8 @@ function memory(): { heap: number; rss: number; anon?: number; file?: number } {
   }
   return out;
 }
-const mb = (m: { heap: number; rss: number; anon?: number; file?: number }) =>
-  `heap ${m.heap.toFixed(0)} MB, RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)})`}`;
+const mb = (m: Memory) =>
+  `heap ${m.heap.toFixed(0)} MB (of ${m.heapTotal.toFixed(0)} held; external ${m.external.toFixed(0)}), RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)})`}`;
 const perContainer = (mbs: number, n: number) => `${((mbs * 1024) / n).toFixed(1)} KB`;
 
 const PER_SERVICE = 100;
