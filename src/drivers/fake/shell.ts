@@ -6,12 +6,19 @@
 // Anything else (pipes, loops, `$(…)`, files) is refused with a message on stderr and exit status 2,
 // so a test never silently passes on behaviour the fake does not have. Scripts are parsed by
 // shell-parse.ts; this module runs them.
-import type { OutputStream } from "../engine.ts";
-import { BUILTIN_PROGRAMS, basename, sleepMs, waitOnly } from "./programs.ts";
+import {
+  BUILTIN_PROGRAMS,
+  basename,
+  echo,
+  type ProcessIO,
+  printf,
+  seq,
+  sleepMs,
+  waitOnly,
+} from "./programs.ts";
 import {
   type AndOr,
   evaluateArithmetic,
-  interpretEscapes,
   parseScript,
   type SimpleCommand,
   Unsupported,
@@ -19,17 +26,7 @@ import {
 } from "./shell-parse.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
 
-export { BUILTIN_PROGRAMS, hasProgram } from "./programs.ts";
-
-export interface ProcessIO {
-  write(stream: OutputStream, text: string): void;
-  /** Standard input, or undefined when none is attached (reads see end of input at once). */
-  stdin: AsyncIterable<string> | undefined;
-  env: Record<string, string>;
-  hostname: string;
-  /** On a terminal an interactive shell shows its prompt before each line it reads. */
-  tty?: boolean;
-}
+export { BUILTIN_PROGRAMS, hasProgram, type ProcessIO } from "./programs.ts";
 
 export interface ProcessOptions {
   /** PID 1 of a container ignores signals it has no handler for. */
@@ -130,7 +127,8 @@ export class FakeProcess {
     if (name === "SIGKILL") {
       this.kill(128 + number);
     } else if (this.traps?.has(name)) {
-      (this.pendingSignals ??= []).push(name);
+      this.pendingSignals ??= [];
+      this.pendingSignals.push(name);
       for (const wake of this.interruptWaiters ?? []) wake();
     } else if (this.isServer && (name === "SIGTERM" || name === "SIGINT" || name === "SIGQUIT")) {
       this.kill(0);
@@ -168,7 +166,8 @@ export class FakeProcess {
       this.timers?.delete(timer);
       then();
     }, ms);
-    (this.timers ??= new Set()).add(timer);
+    this.timers ??= new Set();
+    this.timers.add(timer);
   }
 
   /** Waits for `promise`, unless killed (throws) or, when interruptible, a handled signal arrives. */
@@ -183,8 +182,12 @@ export class FakeProcess {
         this.interruptWaiters?.delete(onInterrupt);
         action();
       };
-      (this.killWaiters ??= new Set()).add(onKill);
-      if (interruptible) (this.interruptWaiters ??= new Set()).add(onInterrupt);
+      this.killWaiters ??= new Set();
+      this.killWaiters.add(onKill);
+      if (interruptible) {
+        this.interruptWaiters ??= new Set();
+        this.interruptWaiters.add(onInterrupt);
+      }
       promise.then(
         (value) => finish(() => resolve(value)),
         (error: unknown) => finish(() => reject(error)),
@@ -254,8 +257,10 @@ export class FakeProcess {
           child.lastStatus = status;
           return child.runList(list, io);
         });
-        (this.children ??= new Set()).add(job);
-        (this.jobs ??= []).push(job.exited);
+        this.children ??= new Set();
+        this.children.add(job);
+        this.jobs ??= [];
+        this.jobs.push(job.exited);
         void job.exited.then(() => this.children?.delete(job));
         this.lastStatus = 0;
       } else {
@@ -336,13 +341,13 @@ export class FakeProcess {
       case "":
         return 0;
       case "echo":
-        return this.echo(args, io);
+        return echo(args, io);
       case "printf":
-        return this.printf(args, io);
+        return printf(args, io);
       case "sleep":
         return this.sleepCommand(args, io);
       case "seq":
-        return this.seq(args, io);
+        return seq(args, io);
       case "cat":
         return this.cat(args, io);
       case "env":
@@ -374,7 +379,8 @@ export class FakeProcess {
       case "ash": {
         // A child shell: its own traps and status, but it dies with its parent.
         const child = new FakeProcess(argv, io, { pid1: false, programs: this.options.programs });
-        (this.children ??= new Set()).add(child);
+        this.children ??= new Set();
+        this.children.add(child);
         try {
           const status = await this.block(child.exited, false);
           return status === "interrupted" ? 130 : status;
@@ -392,31 +398,6 @@ export class FakeProcess {
     }
   }
 
-  private echo(args: string[], io: ProcessIO): number {
-    let newline = true;
-    let escapes = false;
-    while (args[0] === "-n" || args[0] === "-e" || args[0] === "-ne" || args[0] === "-en") {
-      const flag = args.shift()!;
-      if (flag.includes("n")) newline = false;
-      if (flag.includes("e")) escapes = true;
-    }
-    const text = args.join(" ");
-    io.write("stdout", (escapes ? interpretEscapes(text) : text) + (newline ? "\n" : ""));
-    return 0;
-  }
-
-  private printf(args: string[], io: ProcessIO): number {
-    const [format = "", ...values] = args;
-    let index = 0;
-    const text = interpretEscapes(format).replace(/%([sd%])/g, (_, kind: string) => {
-      if (kind === "%") return "%";
-      const value = values[index++] ?? "";
-      return kind === "d" ? String(Number.parseInt(value, 10) || 0) : value;
-    });
-    io.write("stdout", text);
-    return 0;
-  }
-
   private async sleepCommand(args: string[], io: ProcessIO): Promise<number> {
     const bad = args.find((arg) => sleepMs([arg]) === undefined);
     if (bad !== undefined) {
@@ -430,25 +411,6 @@ export class FakeProcess {
     }
     // A foreground child keeps running while the shell holds a signal for later, as in a real shell.
     await this.block(this.sleep(totalMs), false);
-    return 0;
-  }
-
-  private seq(args: string[], io: ProcessIO): number {
-    const numbers = args.map(Number);
-    if (numbers.length === 0 || numbers.length > 3 || numbers.some((n) => !Number.isFinite(n))) {
-      io.write("stderr", "seq: invalid arguments\n");
-      return 1;
-    }
-    const [first, increment, last] =
-      numbers.length === 1
-        ? [1, 1, numbers[0]!]
-        : numbers.length === 2
-          ? [numbers[0]!, 1, numbers[1]!]
-          : numbers;
-    if (increment === 0) return 1;
-    let out = "";
-    for (let n = first!; increment! > 0 ? n <= last! : n >= last!; n += increment!) out += `${n}\n`;
-    io.write("stdout", out);
     return 0;
   }
 
@@ -481,7 +443,10 @@ export class FakeProcess {
         return 1;
       }
       if (action === "-") this.traps?.delete(name);
-      else (this.traps ??= new Map()).set(name, action);
+      else {
+        this.traps ??= new Map();
+        this.traps.set(name, action);
+      }
     }
     return 0;
   }
@@ -492,7 +457,8 @@ export class FakeProcess {
     const result = await this.block(Promise.all(jobs), true);
     if (result === "interrupted") {
       // A trapped signal interrupts `wait` with 128 + its number; the jobs keep running.
-      (this.jobs ??= []).push(...jobs);
+      this.jobs ??= [];
+      this.jobs.push(...jobs);
       return 128 + (SIGNAL_NUMBERS[this.pendingSignals?.[0] ?? "SIGTERM"] ?? 15);
     }
     return result.at(-1) ?? 0;
