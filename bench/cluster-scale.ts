@@ -13,6 +13,7 @@
 // Memory is measured after a full collection: heap and RSS per container, and after terminating
 // everything (what history holds). The simulated engines' share of the heap is measured apart (the
 // same containers in fake engines alone), so that Berth's own per-container cost is printed too.
+import fs from "node:fs";
 import os from "node:os";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import v8 from "node:v8";
@@ -57,12 +58,46 @@ const IDLE_CPU_MS = 10_000;
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc") as () => void;
 
-function memory(): { heap: number; rss: number } {
+/**
+ * Heap and RSS after a full collection, and RSS's parts (Linux): anonymous memory (the heap, native
+ * allocations such as SQLite's page cache) and file pages mapped (SQLite's memory-mapped database
+ * file, code), which the kernel drops when it needs the memory.
+ */
+interface Memory {
+  heap: number;
+  rss: number;
+  /** The heap's pages held from the system, and memory outside it (Buffers, native objects). */
+  heapTotal: number;
+  external: number;
+  anon?: number;
+  file?: number;
+}
+
+function memory(): Memory {
   for (let i = 0; i < 3; i++) gc();
   const m = process.memoryUsage();
-  return { heap: m.heapUsed / 1024 / 1024, rss: m.rss / 1024 / 1024 };
+  const out: Memory = {
+    heap: m.heapUsed / 1024 / 1024,
+    rss: m.rss / 1024 / 1024,
+    heapTotal: m.heapTotal / 1024 / 1024,
+    external: m.external / 1024 / 1024,
+  };
+  try {
+    const status = fs.readFileSync("/proc/self/status", "utf8");
+    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
+    const anon = kb("RssAnon");
+    const file = kb("RssFile");
+    if (Number.isFinite(anon) && Number.isFinite(file)) {
+      out.anon = anon / 1024;
+      out.file = file / 1024;
+    }
+  } catch {
+    // Not Linux: RSS alone.
+  }
+  return out;
 }
-const mb = (m: { heap: number; rss: number }) => `heap ${m.heap.toFixed(0)} MB, RSS ${m.rss.toFixed(0)} MB`;
+const mb = (m: Memory) =>
+  `heap ${m.heap.toFixed(0)} MB (of ${m.heapTotal.toFixed(0)} held; external ${m.external.toFixed(0)}), RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)})`}`;
 const perContainer = (mbs: number, n: number) => `${((mbs * 1024) / n).toFixed(1)} KB`;
 
 const PER_SERVICE = 100;

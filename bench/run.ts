@@ -6,7 +6,7 @@
 // engines (`local` nodes, root and dockerd and caddy, else one line saying why) behind Berth's router under HTTP
 // load: a baseline without a redeploy, a start-first redeploy and an automatic rollback (bench/rollout-real.ts).
 // `scale --budget M`: minutes the placement steps may take in all (40, --quick 10); the steps past
-// it are not run, and what ran is measured and terminated.
+// it are not run, and what ran is measured and terminated. `--nodes N --containers N` set its size.
 // `placement --replicas N`: the same placement through N replica processes on one PostgreSQL
 // (BERTH_TEST_PG_URL; 30,000 containers onto 1,000 nodes, --quick 3,000 onto 100).
 // `writes`: PATCH throughput with 1,000 events subscribers against none (--subscribers N).
@@ -38,6 +38,8 @@ const { values, positionals } = parseArgs({
     batch: { type: "string" },
     replicas: { type: "string" },
     budget: { type: "string" },
+    nodes: { type: "string" },
+    containers: { type: "string" },
   },
 });
 
@@ -81,14 +83,14 @@ const benches: Record<string, () => Promise<void>> = {
     runScale(
       quick
         ? {
-            nodes: 500,
-            containers: 15_000,
+            nodes: positive("nodes", values.nodes, 500),
+            containers: positive("containers", values.containers, 15_000),
             durationMs: 1500,
             budgetMs: positive("budget", values.budget, 10) * 60_000,
           }
         : {
-            nodes: 5000,
-            containers: 150_000,
+            nodes: positive("nodes", values.nodes, 5000),
+            containers: positive("containers", values.containers, 150_000),
             durationMs: 3000,
             budgetMs: positive("budget", values.budget, 40) * 60_000,
           },

@@ -18,7 +18,12 @@ export class ViewFragments<T extends object> {
   /** The view kept for `id` when it was built from the rows `key` names. */
   get(id: string, key: string): T | undefined {
     const e = this.entries.get(id);
-    if (e?.key !== key) return undefined;
+    if (e === undefined) return undefined;
+    if (e.key !== key) {
+      // Its rows changed: never served again, so not held until it is rebuilt or pushed out.
+      this.drop(id);
+      return undefined;
+    }
     // Most recently used last: the first entry is the one to drop.
     this.entries.delete(id);
     this.entries.set(id, e);

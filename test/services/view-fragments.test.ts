@@ -31,4 +31,17 @@ describe("kept views", () => {
     assert.equal(kept.get("d", "k"), undefined);
     assert.ok(kept.get("c", "k"));
   });
+
+  test("a view asked for under another key is let go: it no longer holds its share of the bound", () => {
+    const kept = new ViewFragments<{ pad: string }>(250);
+    const v = (n: number) => ({ pad: String(n).repeat(90) });
+    kept.keep("a", "k1", v(1));
+    kept.keep("b", "k", v(2));
+    // a's rows changed (a terminated service, say): its old view is stale from now on.
+    assert.equal(kept.get("a", "k2"), undefined);
+    assert.equal(kept.get("a", "k1"), undefined, "the stale view was dropped, not kept");
+    // Its room is free: c fits beside b, where b (least recently used) went before.
+    kept.keep("c", "k", v(3));
+    assert.ok(kept.get("b", "k") && kept.get("c", "k"));
+  });
 });

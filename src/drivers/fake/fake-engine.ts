@@ -21,7 +21,6 @@ import {
   type EventsOptions,
   type ExecOptions,
   type ExecSession,
-  envToRecord,
   type KillContainerOptions,
   type ListContainersOptions,
   type LogLine,
@@ -38,12 +37,14 @@ import { startExec } from "./fake-exec.ts";
 import { FakeFiles } from "./fake-files.ts";
 import { FakeImageStore } from "./fake-images.ts";
 import {
+  containerEnv,
   copySpec,
   dockerStyleId,
   FAKE_BUSYBOX,
   type FakeContainer,
   type FakeEngineOptions,
   type FakeImage,
+  joined,
   NAME_PATTERN,
   newFakeContainer,
   randomHex,
@@ -274,12 +275,13 @@ export class FakeEngine implements Engine {
       );
     }
     const hostname = spec.hostname ?? id.slice(0, 12);
+    const own = copySpec(spec);
     const container = newFakeContainer({
       id,
       name,
-      spec: copySpec(spec),
+      spec: own,
       image,
-      env: { ...envToRecord(image.config.Env), ...spec.env },
+      env: containerEnv(image.config.Env, own.env),
       hostname,
       hosts: sharedHosts(spec.extraHosts),
       createdAt: this.now(),
@@ -420,7 +422,7 @@ export class FakeEngine implements Engine {
       options.follow && container.state === "running"
         ? new AsyncQueue<LogLine>(() => container.followers.delete(live!))
         : undefined;
-    if (live) container.followers.add(live);
+    if (live) joined(container, "followers", live);
     const onAbort = () => {
       live?.end();
       if (live) container.followers.delete(live);

@@ -9,8 +9,12 @@ import { EVENTS_REMEMBERED, type FakeContainer } from "./fake-model.ts";
  */
 const frozenLabels = new WeakMap<object, Readonly<Record<string, string>>>();
 
+const NO_LABELS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 function labelsOf(container: FakeContainer): Record<string, string> {
-  const labels = container.spec.labels ?? {};
+  const labels = container.spec.labels ?? NO_LABELS;
+  // The engine's own copy of a create request's labels is frozen already (fake-model.ts copySpec).
+  if (Object.isFrozen(labels)) return labels;
   let frozen = frozenLabels.get(labels);
   if (!frozen) {
     frozen = Object.freeze({ ...labels });

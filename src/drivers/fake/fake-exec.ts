@@ -10,7 +10,7 @@ import {
   execStillRunning,
   type OutputStream,
 } from "../engine.ts";
-import { DEFAULT_PATH, type FakeContainer, randomHex } from "./fake-model.ts";
+import { DEFAULT_PATH, type FakeContainer, joined, randomHex } from "./fake-model.ts";
 import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
 import { LineDiscipline } from "./tty.ts";
 
@@ -60,7 +60,7 @@ export function startExec(container: FakeContainer, options: ExecOptions, hooks:
     exitCode = Promise.resolve(126);
   } else {
     const started = new FakeProcess(options.cmd, io, { pid1: false, programs: container.image.programs });
-    container.execs.add(started);
+    joined(container, "execs", started);
     exitCode = started.exited.then((code) => {
       container.execs.delete(started);
       output.end();

@@ -11,6 +11,7 @@ import {
   type ContainerView,
   type ExposedPort,
   envToList,
+  envToRecord,
   type LogLine,
   type OutputStream,
   type PortKey,
@@ -226,23 +227,50 @@ function sharedList(hosts: readonly string[]): readonly string[] {
 
 /**
  * The engine's own copy of a create request (the caller may change its object afterwards): plain
- * data copied deeply, the extra hosts shared (see sharedHosts). Unlike structuredClone it keeps the
- * strings themselves, which are immutable, so the copy costs no memory per string.
+ * data copied deeply and frozen, the extra hosts shared (see sharedHosts). Unlike structuredClone it
+ * keeps the strings themselves, which are immutable, so the copy costs no memory per string. A
+ * field whose value equals the last create's (a service's command, ports, restart policy) shares
+ * that copy: a simulated node's containers mostly come from a few services (issue 34).
  */
 export function copySpec(spec: ContainerSpec): ContainerSpec {
-  const copy = <T>(v: T): T => {
-    if (Array.isArray(v)) return v.map(copy) as T;
-    if (v !== null && typeof v === "object") {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[k] = copy(x);
-      return out as T;
-    }
-    return v;
-  };
-  const { extraHosts, ...rest } = spec;
-  const out: ContainerSpec = copy(rest);
-  if (extraHosts !== undefined) out.extraHosts = sharedHosts(extraHosts);
-  return out;
+  // Built key by key (not spread): specs of the same keys then share one hidden class, where a
+  // spread copy gave each its own (half a kilobyte per container).
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(spec) as (keyof ContainerSpec)[]) {
+    const value = spec[key];
+    if (key === "extraHosts") out[key] = value === undefined ? value : sharedHosts(value as string[]);
+    // Frozen: the engine never changes a container's labels, and its events share them (fake-events.ts).
+    else if (key === "labels" || key === "env")
+      out[key] =
+        value === undefined
+          ? value
+          : Object.freeze(internedRecord(`${key}:`, value as Record<string, string>)!);
+    else out[key] = value !== null && typeof value === "object" ? sharedField(key, value) : value;
+  }
+  return out as unknown as ContainerSpec;
+}
+
+function deepFrozenCopy<T>(v: T): T {
+  if (Array.isArray(v)) return Object.freeze(v.map(deepFrozenCopy)) as T;
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = deepFrozenCopy(x);
+    return Object.freeze(out) as T;
+  }
+  return v;
+}
+
+/** The last create's copy of each object-valued field, with its JSON (what an equal value matches). */
+const lastFields = new Map<string, { json: string; value: unknown }>();
+
+function sharedField<T>(key: string, value: T): T {
+  const json = JSON.stringify(value);
+  const last = lastFields.get(key);
+  if (last?.json === json) return last.value as T;
+  const copy = deepFrozenCopy(value);
+  if (lastFields.size >= LAST_VALUES_MAX) lastFields.clear();
+  lastFields.set(key, { json, value: copy });
+  return copy;
 }
 
 /** What `docker inspect` shows of a container. */
@@ -288,6 +316,82 @@ export function summaryOf(container: FakeContainer): ContainerSummary {
   };
 }
 
+/**
+ * The members of a container's set that nobody has joined yet (its execs, its log followers): one
+ * shared empty set, replaced by the container's own at the first `joined` (issue 34: two empty sets
+ * per container were a tenth of a simulated container's memory). Adding to it is a bug, and throws.
+ */
+class NoMembers<T> extends Set<T> {
+  override add(_value: T): this {
+    throw new Error("a container's shared empty set is never added to: use joined()");
+  }
+}
+const NO_MEMBERS: Set<never> = new NoMembers<never>();
+
+export function noMembers<T>(): Set<T> {
+  return NO_MEMBERS as Set<T>;
+}
+
+/** The container's own set in `field` (made at its first member), with `member` added. */
+export function joined<K extends "execs" | "followers">(
+  container: FakeContainer,
+  field: K,
+  member: FakeContainer[K] extends Set<infer T> ? T : never,
+): void {
+  let set = container[field] as Set<unknown>;
+  if (set === NO_MEMBERS) {
+    set = new Set();
+    container[field] = set as FakeContainer[K];
+  }
+  set.add(member);
+}
+
+/** A container's output not yet ended by a newline: none (shared, frozen; output() makes its own). */
+export const NO_PARTIAL: Readonly<Record<OutputStream, string>> = Object.freeze({ stdout: "", stderr: "" });
+
+/**
+ * The environment a container's processes get from the engine: the image's, then the create
+ * request's. Without image variables it is the request's own (the engine's copy) rather than a
+ * copy of it: one object per container fewer.
+ */
+export function containerEnv(
+  imageEnv: readonly string[] | null | undefined,
+  specEnv: Record<string, string> | undefined,
+): Record<string, string> {
+  if (!imageEnv?.length) return specEnv ?? {};
+  return { ...envToRecord(imageEnv), ...specEnv };
+}
+
+/**
+ * The values of a create request's labels and environment that repeat from one container to the
+ * next (a service's image, its platform-env list, its API host) kept once rather than once per
+ * container: each key remembers the last value it had, and an equal value takes that one's place.
+ * Values that differ per container (ids) simply replace it. Bounded by the number of keys.
+ */
+const lastValues = new Map<string, string>();
+const LAST_VALUES_MAX = 4096;
+
+function interned(key: string, value: string): string {
+  const last = lastValues.get(key);
+  if (last === value) return last;
+  if (lastValues.size >= LAST_VALUES_MAX) lastValues.clear();
+  lastValues.set(key, value);
+  return value;
+}
+
+function internedRecord(
+  scope: string,
+  record: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  if (record === undefined || record === null || typeof record !== "object") return record;
+  const out: Record<string, string> = {};
+  for (const key in record) {
+    const value = record[key];
+    out[key] = typeof value === "string" ? interned(`${scope}${key}`, value) : value!;
+  }
+  return out;
+}
+
 /** A container as Docker records it at create: no process, no address, nothing run yet. */
 export function newFakeContainer(
   fields: Pick<
@@ -295,8 +399,17 @@ export function newFakeContainer(
     "id" | "name" | "spec" | "image" | "env" | "hostname" | "hosts" | "createdAt" | "state"
   >,
 ): FakeContainer {
+  // Every field named in one literal: containers share one hidden class (a spread gave each its own).
   return {
-    ...fields,
+    id: fields.id,
+    name: fields.name,
+    spec: fields.spec,
+    image: fields.image,
+    env: fields.env,
+    hostname: fields.hostname,
+    hosts: fields.hosts,
+    createdAt: fields.createdAt,
+    state: fields.state,
     exitCode: undefined,
     startedAt: undefined,
     finishedAt: undefined,
@@ -310,10 +423,10 @@ export function newFakeContainer(
     manuallyStopped: false,
     process: undefined,
     stdin: undefined,
-    execs: new Set(),
+    execs: noMembers(),
     logs: [],
-    partial: { stdout: "", stderr: "" },
-    followers: new Set(),
+    partial: NO_PARTIAL as Record<OutputStream, string>,
+    followers: noMembers(),
     health: undefined,
   };
 }

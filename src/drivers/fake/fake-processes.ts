@@ -3,7 +3,7 @@
 // policy with Docker's back-off when they exit.
 import { AsyncQueue, EngineError, type LogLine, type OutputStream } from "../engine.ts";
 import type { FakeEvents } from "./fake-events.ts";
-import { DEFAULT_PATH, type FakeContainer, sharedHosts } from "./fake-model.ts";
+import { DEFAULT_PATH, type FakeContainer, NO_PARTIAL, sharedHosts } from "./fake-model.ts";
 import type { FakeNetwork } from "./fake-network.ts";
 import { FakeHealthMonitor, runFakeCheck } from "./health.ts";
 import { FakeProcess, hasProgram, type ProcessIO } from "./shell.ts";
@@ -25,10 +25,13 @@ export interface ProcessHost {
 export class FakeProcesses {
   constructor(private readonly d: ProcessHost) {}
 
-  private argv(container: FakeContainer): string[] {
+  private argv(container: FakeContainer): readonly string[] {
     const { spec, image } = container;
     const entrypoint = spec.entrypoint ?? image.config.Entrypoint ?? [];
     const cmd = spec.cmd ?? (spec.entrypoint ? [] : (image.config.Cmd ?? []));
+    // The spec's and the image's lists are never changed: one of them alone is used as it is.
+    if (entrypoint.length === 0) return cmd;
+    if (cmd.length === 0) return entrypoint;
     return [...entrypoint, ...cmd];
   }
 
@@ -60,15 +63,9 @@ export class FakeProcesses {
     container.manuallyStopped = false;
     container.state = "running";
     container.startedAt = this.d.now();
-    container.partial = { stdout: "", stderr: "" };
+    container.partial = NO_PARTIAL as FakeContainer["partial"];
     container.stdin = container.spec.openStdin ? new AsyncQueue<string>() : undefined;
-    const io: ProcessIO = {
-      write: (stream, text) => this.output(container, stream, text),
-      stdin: container.stdin,
-      // The runtime adds PATH when the image has none, as runc does.
-      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env },
-      hostname: container.hostname,
-    };
+    const io = processIO(container, (stream, text) => this.output(container, stream, text), container.stdin);
     const process = new FakeProcess(argv, io, { pid1: true, programs: container.image.programs });
     container.process = process;
     this.d.events.emit(container, "start");
@@ -105,6 +102,7 @@ export class FakeProcesses {
   output(container: FakeContainer, stream: OutputStream, text: string): void {
     const tty = container.spec.tty ?? false;
     const target: OutputStream = tty ? "stdout" : stream;
+    if (container.partial === NO_PARTIAL) container.partial = { stdout: "", stderr: "" };
     const data = container.partial[target] + (tty ? text.replace(/\r?\n/g, "\r\n") : text);
     let start = 0;
     for (let nl = data.indexOf("\n"); nl >= 0; nl = data.indexOf("\n", start)) {
@@ -130,12 +128,7 @@ export class FakeProcesses {
    */
   adopt(container: FakeContainer): void {
     if (container.state !== "running" || container.process) return;
-    const io: ProcessIO = {
-      write: () => {},
-      stdin: undefined,
-      env: { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env },
-      hostname: container.hostname,
-    };
+    const io = processIO(container, () => {}, undefined);
     const process = new FakeProcess(this.argv(container), io, {
       pid1: true,
       programs: container.image.programs,
@@ -150,7 +143,7 @@ export class FakeProcesses {
       const rest = container.partial[stream];
       if (rest) this.logLine(container, { stream, line: rest, timestampMs: this.d.now() });
     }
-    container.partial = { stdout: "", stderr: "" };
+    container.partial = NO_PARTIAL as FakeContainer["partial"];
     container.process = undefined;
     container.health?.stop();
     container.stdin?.end();
@@ -204,4 +197,26 @@ export class FakeProcesses {
     container.restartTimer = undefined;
     if (container.state === "restarting") container.state = "exited";
   }
+}
+
+/**
+ * A main process's I/O: its output written by `write`, its stdin `stdin`; its environment
+ * (the runtime adds PATH when the image has none, as runc does) made when a program first reads it,
+ * so that a process that never does (most of a simulation's) holds no copy of it.
+ */
+function processIO(
+  container: FakeContainer,
+  write: ProcessIO["write"],
+  stdin: ProcessIO["stdin"],
+): ProcessIO {
+  let env: Record<string, string> | undefined;
+  return {
+    write,
+    stdin,
+    get env() {
+      env ??= { PATH: DEFAULT_PATH, HOSTNAME: container.hostname, ...container.env };
+      return env;
+    },
+    hostname: container.hostname,
+  };
 }

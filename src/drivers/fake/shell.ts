@@ -6,11 +6,19 @@
 // Anything else (pipes, loops, `$(…)`, files) is refused with a message on stderr and exit status 2,
 // so a test never silently passes on behaviour the fake does not have. Scripts are parsed by
 // shell-parse.ts; this module runs them.
-import type { OutputStream } from "../engine.ts";
+import {
+  BUILTIN_PROGRAMS,
+  basename,
+  echo,
+  type ProcessIO,
+  printf,
+  seq,
+  sleepMs,
+  waitOnly,
+} from "./programs.ts";
 import {
   type AndOr,
   evaluateArithmetic,
-  interpretEscapes,
   parseScript,
   type SimpleCommand,
   Unsupported,
@@ -18,47 +26,13 @@ import {
 } from "./shell-parse.ts";
 import { normalizeSignal, SIGNAL_NUMBERS } from "./signals.ts";
 
-/** Programs of the fake busybox image; a name outside this set (and the image's own) is "not found". */
-export const BUILTIN_PROGRAMS = new Set([
-  "sh",
-  "ash",
-  "echo",
-  "printf",
-  "sleep",
-  "seq",
-  "cat",
-  "env",
-  "true",
-  "false",
-  "hostname",
-  "id",
-  "date",
-  "httpd",
-]);
-
-export interface ProcessIO {
-  write(stream: OutputStream, text: string): void;
-  /** Standard input, or undefined when none is attached (reads see end of input at once). */
-  stdin: AsyncIterable<string> | undefined;
-  env: Record<string, string>;
-  hostname: string;
-  /** On a terminal an interactive shell shows its prompt before each line it reads. */
-  tty?: boolean;
-}
+export { BUILTIN_PROGRAMS, hasProgram, type ProcessIO } from "./programs.ts";
 
 export interface ProcessOptions {
   /** PID 1 of a container ignores signals it has no handler for. */
   pid1: boolean;
   /** Extra programs of the image (servers): they run until stopped and exit 0 on SIGTERM or SIGINT. */
   programs: ReadonlySet<string>;
-}
-
-const basename = (path: string): string => path.slice(path.lastIndexOf("/") + 1);
-
-/** Whether argv[0] names a program the fake image has; the engine refuses to start anything else. */
-export function hasProgram(argv: readonly string[], programs: ReadonlySet<string>): boolean {
-  const name = basename(argv[0] ?? "");
-  return BUILTIN_PROGRAMS.has(name) || programs.has(name);
 }
 
 class Killed {
@@ -73,13 +47,17 @@ class ExitRequest {
 export class FakeProcess {
   readonly exited: Promise<number>;
   private killedStatus: number | undefined;
-  private readonly killWaiters = new Set<(killed: Killed) => void>();
-  private readonly interruptWaiters = new Set<() => void>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly children = new Set<FakeProcess>();
-  private readonly traps = new Map<string, string>();
-  private readonly pendingSignals: string[] = [];
-  private readonly jobs: Array<Promise<number>> = [];
+  // Made at their first use: a process that only waits (most of a simulation's) holds none (issue 34).
+  private killWaiters: Set<(killed: Killed) => void> | undefined;
+  private interruptWaiters: Set<() => void> | undefined;
+  private timers: Set<NodeJS.Timeout> | undefined;
+  private children: Set<FakeProcess> | undefined;
+  private traps: Map<string, string> | undefined;
+  private pendingSignals: string[] | undefined;
+  private jobs: Array<Promise<number>> | undefined;
+  /** A process that only waits (a server, `sleep`; see waitOnly) ends with this: killed, or its time up. */
+  private settle: ((status: number) => void) | undefined;
+  private waitTimer: NodeJS.Timeout | undefined;
   private lastStatus = 0;
   /** What a server program does with a polite signal: exit 0. */
   private isServer = false;
@@ -97,9 +75,21 @@ export class FakeProcess {
       !body &&
       ((options.programs.has(name) && !BUILTIN_PROGRAMS.has(name)) ||
         (name === "httpd" && argv.includes("-f")));
+    const waitMs = body ? undefined : waitOnly(argv, this.isServer);
     this.exited = new Promise<number>((resolve) => {
       // Started on the next tick so the caller can finish its bookkeeping (state, events) first.
       setImmediate(() => {
+        if (waitMs !== undefined) {
+          // What running it would do, without the shell's frames: wait for the time or a kill.
+          if (this.killedStatus !== undefined) return resolve(this.killedStatus);
+          this.settle = resolve;
+          if (Number.isFinite(waitMs))
+            this.waitTimer = setTimeout(() => {
+              this.cleanup();
+              resolve(0);
+            }, waitMs);
+          return;
+        }
         const run = async () => {
           if (this.killedStatus !== undefined) throw new Killed(this.killedStatus);
           return body ? body(this) : this.runArgv(argv, io);
@@ -118,10 +108,11 @@ export class FakeProcess {
       });
     });
     // Whatever it started in the background dies with it (for PID 1, the kernel ends the whole namespace).
-    void this.exited.then(() => {
-      for (const child of this.children) child.kill(137);
-      this.cleanup();
-    });
+    if (waitMs === undefined)
+      void this.exited.then(() => {
+        for (const child of this.children ?? []) child.kill(137);
+        this.cleanup();
+      });
   }
 
   get command(): readonly string[] {
@@ -135,9 +126,10 @@ export class FakeProcess {
     const number = SIGNAL_NUMBERS[name]!;
     if (name === "SIGKILL") {
       this.kill(128 + number);
-    } else if (this.traps.has(name)) {
+    } else if (this.traps?.has(name)) {
+      this.pendingSignals ??= [];
       this.pendingSignals.push(name);
-      for (const wake of this.interruptWaiters) wake();
+      for (const wake of this.interruptWaiters ?? []) wake();
     } else if (this.isServer && (name === "SIGTERM" || name === "SIGINT" || name === "SIGQUIT")) {
       this.kill(0);
     } else if (!this.options.pid1) {
@@ -150,33 +142,52 @@ export class FakeProcess {
   kill(status = 137): void {
     if (this.killedStatus !== undefined) return;
     this.killedStatus = status;
-    for (const child of this.children) child.kill(status);
+    for (const child of this.children ?? []) child.kill(status);
     const killed = new Killed(status);
-    for (const waiter of this.killWaiters) waiter(killed);
+    for (const waiter of this.killWaiters ?? []) waiter(killed);
+    const settle = this.settle;
     this.cleanup();
+    settle?.(status);
   }
 
   private cleanup(): void {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    this.killWaiters.clear();
-    this.interruptWaiters.clear();
+    for (const timer of this.timers ?? []) clearTimeout(timer);
+    this.timers = undefined;
+    clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
+    this.killWaiters = undefined;
+    this.interruptWaiters = undefined;
+    this.settle = undefined;
+  }
+
+  /** Runs `then` after `ms` unless the process ends first. */
+  private timer(ms: number, then: () => void): void {
+    const timer = setTimeout(() => {
+      this.timers?.delete(timer);
+      then();
+    }, ms);
+    this.timers ??= new Set();
+    this.timers.add(timer);
   }
 
   /** Waits for `promise`, unless killed (throws) or, when interruptible, a handled signal arrives. */
   private block<T>(promise: Promise<T>, interruptible: boolean): Promise<T | "interrupted"> {
     if (this.killedStatus !== undefined) return Promise.reject(new Killed(this.killedStatus));
-    if (interruptible && this.pendingSignals.length > 0) return Promise.resolve("interrupted");
+    if (interruptible && this.pendingSignals?.length) return Promise.resolve("interrupted");
     return new Promise<T | "interrupted">((resolve, reject) => {
       const onKill = (killed: Killed) => finish(() => reject(killed));
       const onInterrupt = () => finish(() => resolve("interrupted"));
       const finish = (action: () => void) => {
-        this.killWaiters.delete(onKill);
-        this.interruptWaiters.delete(onInterrupt);
+        this.killWaiters?.delete(onKill);
+        this.interruptWaiters?.delete(onInterrupt);
         action();
       };
+      this.killWaiters ??= new Set();
       this.killWaiters.add(onKill);
-      if (interruptible) this.interruptWaiters.add(onInterrupt);
+      if (interruptible) {
+        this.interruptWaiters ??= new Set();
+        this.interruptWaiters.add(onInterrupt);
+      }
       promise.then(
         (value) => finish(() => resolve(value)),
         (error: unknown) => finish(() => reject(error)),
@@ -187,11 +198,7 @@ export class FakeProcess {
   private sleep(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       if (!Number.isFinite(ms)) return; // sleep infinity: only a signal ends it
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        resolve();
-      }, ms);
-      this.timers.add(timer);
+      this.timer(ms, resolve);
     });
   }
 
@@ -250,9 +257,11 @@ export class FakeProcess {
           child.lastStatus = status;
           return child.runList(list, io);
         });
+        this.children ??= new Set();
         this.children.add(job);
+        this.jobs ??= [];
         this.jobs.push(job.exited);
-        void job.exited.then(() => this.children.delete(job));
+        void job.exited.then(() => this.children?.delete(job));
         this.lastStatus = 0;
       } else {
         this.lastStatus = await this.runList(list, io);
@@ -274,9 +283,9 @@ export class FakeProcess {
   }
 
   private async runTraps(io: ProcessIO): Promise<void> {
-    while (this.pendingSignals.length > 0) {
+    while (this.pendingSignals?.length) {
       const signal = this.pendingSignals.shift()!;
-      const action = this.traps.get(signal);
+      const action = this.traps?.get(signal);
       if (action) await this.runScript(action, io);
     }
   }
@@ -332,13 +341,13 @@ export class FakeProcess {
       case "":
         return 0;
       case "echo":
-        return this.echo(args, io);
+        return echo(args, io);
       case "printf":
-        return this.printf(args, io);
+        return printf(args, io);
       case "sleep":
         return this.sleepCommand(args, io);
       case "seq":
-        return this.seq(args, io);
+        return seq(args, io);
       case "cat":
         return this.cat(args, io);
       case "env":
@@ -370,6 +379,7 @@ export class FakeProcess {
       case "ash": {
         // A child shell: its own traps and status, but it dies with its parent.
         const child = new FakeProcess(argv, io, { pid1: false, programs: this.options.programs });
+        this.children ??= new Set();
         this.children.add(child);
         try {
           const status = await this.block(child.exited, false);
@@ -388,67 +398,19 @@ export class FakeProcess {
     }
   }
 
-  private echo(args: string[], io: ProcessIO): number {
-    let newline = true;
-    let escapes = false;
-    while (args[0] === "-n" || args[0] === "-e" || args[0] === "-ne" || args[0] === "-en") {
-      const flag = args.shift()!;
-      if (flag.includes("n")) newline = false;
-      if (flag.includes("e")) escapes = true;
-    }
-    const text = args.join(" ");
-    io.write("stdout", (escapes ? interpretEscapes(text) : text) + (newline ? "\n" : ""));
-    return 0;
-  }
-
-  private printf(args: string[], io: ProcessIO): number {
-    const [format = "", ...values] = args;
-    let index = 0;
-    const text = interpretEscapes(format).replace(/%([sd%])/g, (_, kind: string) => {
-      if (kind === "%") return "%";
-      const value = values[index++] ?? "";
-      return kind === "d" ? String(Number.parseInt(value, 10) || 0) : value;
-    });
-    io.write("stdout", text);
-    return 0;
-  }
-
   private async sleepCommand(args: string[], io: ProcessIO): Promise<number> {
-    let totalMs = 0;
-    for (const arg of args) {
-      const match = /^(\d+(?:\.\d*)?|\.\d+|inf|infinity)([smhd]?)$/.exec(arg);
-      if (!match) {
-        io.write("stderr", `sleep: invalid number '${arg}'\n`);
-        return 1;
-      }
-      const unit = { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] as "" | "s" | "m" | "h" | "d"];
-      totalMs += match[1]!.startsWith("inf") ? Number.POSITIVE_INFINITY : Number(match[1]) * unit * 1000;
+    const bad = args.find((arg) => sleepMs([arg]) === undefined);
+    if (bad !== undefined) {
+      io.write("stderr", `sleep: invalid number '${bad}'\n`);
+      return 1;
     }
+    const totalMs = sleepMs(args) ?? 0;
     if (args.length === 0) {
       io.write("stderr", "sleep: missing operand\n");
       return 1;
     }
     // A foreground child keeps running while the shell holds a signal for later, as in a real shell.
     await this.block(this.sleep(totalMs), false);
-    return 0;
-  }
-
-  private seq(args: string[], io: ProcessIO): number {
-    const numbers = args.map(Number);
-    if (numbers.length === 0 || numbers.length > 3 || numbers.some((n) => !Number.isFinite(n))) {
-      io.write("stderr", "seq: invalid arguments\n");
-      return 1;
-    }
-    const [first, increment, last] =
-      numbers.length === 1
-        ? [1, 1, numbers[0]!]
-        : numbers.length === 2
-          ? [numbers[0]!, 1, numbers[1]!]
-          : numbers;
-    if (increment === 0) return 1;
-    let out = "";
-    for (let n = first!; increment! > 0 ? n <= last! : n >= last!; n += increment!) out += `${n}\n`;
-    io.write("stdout", out);
     return 0;
   }
 
@@ -480,20 +442,24 @@ export class FakeProcess {
         io.write("stderr", `trap: invalid signal specification: ${signal}\n`);
         return 1;
       }
-      if (action === "-") this.traps.delete(name);
-      else this.traps.set(name, action);
+      if (action === "-") this.traps?.delete(name);
+      else {
+        this.traps ??= new Map();
+        this.traps.set(name, action);
+      }
     }
     return 0;
   }
 
   private async wait(): Promise<number> {
-    const jobs = this.jobs.splice(0);
+    const jobs = this.jobs?.splice(0) ?? [];
     if (jobs.length === 0) return 0;
     const result = await this.block(Promise.all(jobs), true);
     if (result === "interrupted") {
       // A trapped signal interrupts `wait` with 128 + its number; the jobs keep running.
+      this.jobs ??= [];
       this.jobs.push(...jobs);
-      return 128 + (SIGNAL_NUMBERS[this.pendingSignals[0] ?? "SIGTERM"] ?? 15);
+      return 128 + (SIGNAL_NUMBERS[this.pendingSignals?.[0] ?? "SIGTERM"] ?? 15);
     }
     return result.at(-1) ?? 0;
   }

@@ -3,7 +3,7 @@
 // says which and why. Those whose record Berth does not hold at all (made after a restored
 // backup) are never removed: they are reported once and left running (unknown-containers.ts).
 // A node is queued by each pass of the replica that owns it; one sweep per node at a time, a few
-// nodes at once.
+// nodes at once, the sweeps of a pass sharing turns of the event loop (pace.ts).
 import { randomUUID } from "node:crypto";
 import { LABELS } from "../../domain/service.ts";
 import { containerUri } from "../../domain/uri.ts";
@@ -13,6 +13,7 @@ import type { NodeRow } from "../../store/nodes.ts";
 import { ADOPTION_META, type RecordAction, reportUnknown } from "../unknown-containers.ts";
 import { type ControllerContext, held, type NodeKey } from "./context.ts";
 import { Controller } from "./controller.ts";
+import { turnPacer } from "./pace.ts";
 
 /** How long an engine container without a record is given before it is reported: a record is written before its engine container. */
 const CREATION_GRACE_MS = 60_000;
@@ -28,6 +29,9 @@ export interface OrphansDeps extends ControllerContext {
 }
 
 export class OrphansController extends Controller<NodeKey> {
+  /** The sweeps of a pass (one per node, a few at once) share turns of the event loop (pace.ts). */
+  private readonly pace = turnPacer();
+
   constructor(private readonly d: OrphansDeps) {
     super({ id: (k) => k.node, nodeOf: (k) => k.node, perNode: 1, workers: 4, onError: d.onError });
   }
@@ -39,6 +43,7 @@ export class OrphansController extends Controller<NodeKey> {
 
   private async sweep(nodeUuid: string): Promise<void> {
     const { store } = this.d;
+    await this.pace();
     const node = await store.nodes.knownNode(nodeUuid);
     if (node?.state !== "Deployed") return;
     const engine = this.d.engines.forNode(node);
@@ -52,6 +57,7 @@ export class OrphansController extends Controller<NodeKey> {
         )
       ).map((r) => [r.uuid, r]),
     );
+    await this.pace();
     const unknown: ContainerSummary[] = [];
     for (const o of ours) {
       const recordUuid = o.labels[LABELS.container];

@@ -1,0 +1,28 @@
+// Pacing of the periodic passes whose work grows with the cluster (issue 34, item 3): a pass that
+// reads SQLite (synchronous) and fake engines (answering at once) never waits for I/O, so without
+// pacing a whole pass (every node's orphan sweep, the comparison of every live container) ran in one
+// turn of the event loop, holding every request for as long: 119–238 ms of CPU at 30,000 containers.
+
+import { setImmediate as nextTurn } from "node:timers/promises";
+
+/** A pass gives the event loop back after this long. */
+export const PASS_TURN_MS = 10;
+
+/**
+ * Answers a promise of a later turn once this one has run `turnMs`, and nothing before. Those who
+ * share one pacer (a controller's workers) wait for the same later turn, and that turn's slice
+ * starts once: with a slice each, workers resumed together would each run a slice of their own.
+ */
+export function turnPacer(turnMs = PASS_TURN_MS): () => Promise<void> | undefined {
+  let started = performance.now();
+  let waiting: Promise<void> | undefined;
+  return () => {
+    if (waiting) return waiting;
+    if (performance.now() - started < turnMs) return undefined;
+    waiting = nextTurn().then(() => {
+      waiting = undefined;
+      started = performance.now();
+    });
+    return waiting;
+  };
+}
