@@ -11,18 +11,20 @@
 // than the write itself; ten PATCHes in one commit write the actions' and feed's last pages once.
 // Only callers that ask join a group (`Store.transaction(fn, { group: true })`): their callback
 // does nothing but statements, so a group never waits on anything but the database. A group stops
-// taking members at its first failure (a retry reads committed rows: it waits for this commit),
-// after GROUP_MAX_MEMBERS or GROUP_MAX_MS, and commits in the turn after its last member ended.
+// taking members at its first failure (a retry reads committed rows: it waits for this commit) or
+// at GROUP_MAX_MEMBERS, and commits in the turn after its last member ended.
 // PostgreSQL runs each transaction on a connection of its own and is not grouped: its members would
 // queue on one connection's round trips.
 import { type ControlledTransaction, type Kysely, sql } from "kysely";
 import { PendingChanges } from "./feed-commit.ts";
 import type { Database } from "./schema.ts";
 
-/** Members of one group at most (a bound on how long the first waits for its commit). */
+/**
+ * Members of one group at most: a bound on how long the first waits for its commit (members join
+ * only while others run, in the turn of the event loop the group began in, or while one of them
+ * waits for a later turn: sqlite-driver.ts gives the loop back after 20 ms of statements).
+ */
 export const GROUP_MAX_MEMBERS = 64;
-/** A group open this long takes no more members. */
-const GROUP_MAX_MS = 20;
 
 /** A transaction that only runs statements may share its commit with others (`group`). */
 export interface Grouping {
@@ -54,7 +56,6 @@ class Group {
   joined = 0;
   accepting = true;
   committing = false;
-  readonly openedAt = performance.now();
   /** The tail of the members' chain: they run one after another. */
   chain: Promise<void> = Promise.resolve();
   readonly afterCommit: (() => void)[] = [];
@@ -77,12 +78,7 @@ export class WriteGroups {
   /** Runs `fn` as a member of the open group (a new one when none takes members). */
   run<T>(fn: (scope: MemberScope) => Promise<T>): Promise<T> {
     let g = this.open;
-    if (
-      !g ||
-      !g.accepting ||
-      g.joined >= GROUP_MAX_MEMBERS ||
-      performance.now() - g.openedAt > GROUP_MAX_MS
-    ) {
+    if (!g || !g.accepting || g.joined >= GROUP_MAX_MEMBERS) {
       if (g) g.accepting = false;
       g = new Group();
       this.open = g;
