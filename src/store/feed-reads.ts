@@ -2,6 +2,7 @@
 // stands in a set of namespaces (what a cached answer checks). One per root store: it keeps the
 // SQL text of namespaceRevision and shares the reads of one turn of the event loop.
 import { CompiledQuery } from "kysely";
+import { runCompiled } from "./query-texts.ts";
 import { TurnReads } from "./turn-reads.ts";
 import type { ChangeRow, FeedType, Kernel } from "./types.ts";
 
@@ -15,9 +16,16 @@ export class FeedReads {
 
   /** Feed entries after `revision`, in order; only those of `types` when given (the rest are skipped in SQL). */
   async changesSince(revision: number, limit: number, types?: readonly FeedType[]): Promise<ChangeRow[]> {
-    let q = this.s.db.selectFrom("changes").selectAll().where("revision", ">", revision);
-    if (types) q = q.where("type", "in", types);
-    return q.orderBy("revision").limit(limit).execute();
+    return runCompiled(
+      this.s,
+      `changes since of ${types ? types.join(",") : "every type"}`,
+      [revision, ...(types ?? []), limit],
+      () => {
+        let q = this.s.db.selectFrom("changes").selectAll().where("revision", ">", revision);
+        if (types) q = q.where("type", "in", types);
+        return q.orderBy("revision").limit(limit);
+      },
+    );
   }
 
   async latestRevision(): Promise<number> {
