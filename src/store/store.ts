@@ -45,7 +45,6 @@ import { type Grouping, WriteGroups } from "./write-groups.ts";
 import { insertOne, NOUNS, TABLES, updateVersioned } from "./write-statements.ts";
 
 export type { ActionQuery } from "./actions.ts";
-export type { Grouping } from "./write-groups.ts";
 export { ACTIVE_STATES } from "./actions.ts";
 export { CHANGE_CHANNEL, ChangeNotifier, IDENTITY_CHANGE } from "./notify.ts";
 export type {
@@ -61,6 +60,7 @@ export type {
   UserRow,
   Written,
 } from "./types.ts";
+export type { Grouping } from "./write-groups.ts";
 
 export { isUniqueViolation, UniqueViolation };
 
@@ -79,7 +79,7 @@ interface Shared {
   remoteNotifier: ChangeNotifier;
   /** Node rows as last read or written (NodeStore.knownNodes). */
   nodeRows: NodeRowCache;
-  /** Grouped transactions (write-groups.ts), SQLite only. */
+  /** Grouped transactions (write-groups.ts). */
   groups?: WriteGroups;
 }
 
@@ -225,7 +225,7 @@ export class Store implements Kernel {
    */
   async transaction<T>(fn: (tx: Store) => Promise<T>, opts?: Grouping): Promise<T> {
     if (this.inTransaction) return fn(this);
-    if (opts?.group && this.dialect === "sqlite") {
+    if (opts?.group) {
       this.shared.groups ??= new WriteGroups(this.db, (trx, changes) =>
         changes.write(
           new Store(trx, this.dialect, { within: this.scope([], changes) }),

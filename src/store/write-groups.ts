@@ -1,20 +1,21 @@
-// Group commit (issue 34, item 1): on SQLite, the short write transactions of API calls that
-// arrive together (one turn of the event loop) share one transaction and one commit. Each call
+// Group commit (issue 34, item 1): the short write transactions of API calls that arrive together
+// (in one turn of the event loop, or while a group's members run) share one transaction and commit. Each call
 // still gets its own outcome: the first call of a transaction runs in it directly, every later one
 // in a savepoint of its own, so one that fails is rolled back alone (to its savepoint; the first,
 // with nothing else in the transaction yet, by rolling the transaction back) and the others commit.
 // A call's answer waits for the commit, as it would for its own; its change-feed entries and
 // after-commit work (notifications, listeners) join the transaction's, written and run once.
 //
-// Why: on SQLite a commit (WAL frames of every page the transaction dirtied) and what it sets off
-// (each feed follower reads the feed once per commit, the router controller builds once) cost more
-// than the write itself; ten PATCHes in one commit write the actions' and feed's last pages once.
+// Why: a commit (on SQLite the WAL frames of every page it dirtied; on PostgreSQL the feed lock,
+// the notification, the feed insert and the commit's round trips) and what it sets off (each feed
+// follower reads the feed once per commit, the router controller builds once) cost more than the
+// write itself; ten PATCHes in one commit write the actions' and feed's last pages once.
 // Only callers that ask join a group (`Store.transaction(fn, { group: true })`): their callback
 // does nothing but statements, so a group never waits on anything but the database. A group stops
 // taking members at its first failure (a retry reads committed rows: it waits for this commit) or
-// at GROUP_MAX_MEMBERS, and commits in the turn after its last member ended.
-// PostgreSQL runs each transaction on a connection of its own and is not grouped: its members would
-// queue on one connection's round trips.
+// at GROUP_MAX_MEMBERS, and commits in the turn after its last member ended. Members run one after
+// another on the group's connection (on PostgreSQL too: their statements are few, and a group
+// commits while the next one runs on another connection).
 import { type ControlledTransaction, type Kysely, sql } from "kysely";
 import { PendingChanges } from "./feed-commit.ts";
 import type { Database } from "./schema.ts";

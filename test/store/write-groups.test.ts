@@ -1,9 +1,9 @@
 // Group commit (issue 34, item 1; store/write-groups.ts): transactions that ask to be grouped and
-// arrive together share one transaction and one commit on SQLite, and each still gets its own
-// outcome: a member that fails is rolled back alone (the first by rolling back the transaction,
-// which holds nothing else yet; a later one to its savepoint), its feed entries with it; the others
-// commit, their feed entries in the order they ran, and each answers only once its commit is done.
-// PostgreSQL does not group (each member is a transaction of its own): the outcomes are the same.
+// arrive together share one transaction and one commit, and each still gets its own outcome: a
+// member that fails is rolled back alone (the first by rolling back the transaction, which holds
+// nothing else yet; a later one to its savepoint), its feed entries with it; the others commit,
+// their feed entries in the order they ran, and each answers only once its commit is done. Runs on
+// SQLite, and on PostgreSQL when BERTH_TEST_PG_URL names one.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Db } from "../../src/store/db.ts";
@@ -76,15 +76,10 @@ for (const target of targets) {
         ["g1-a refused", "g1-b", "g1-c refused", "g1-d", "g1-e"],
       );
       assert.deepEqual(await facts("g1-"), ["g1-b", "g1-d", "g1-e"]);
-      // On PostgreSQL the transactions run side by side: their entries commit in any order.
-      const entries = await feed("g1-");
-      if (db.dialect === "sqlite") assert.deepEqual(entries, ["g1-b", "g1-d", "g1-e"], "in the members' order");
-      else assert.deepEqual([...entries].sort(), ["g1-b", "g1-d", "g1-e"]);
+      assert.deepEqual(await feed("g1-"), ["g1-b", "g1-d", "g1-e"], "feed entries in the members' order");
       assert.ok(told.includes("service"), "the commit is told to the feed's followers");
-      if (db.dialect === "sqlite") {
-        // The first member's transaction rolled back with it; the next began the one the rest shared.
-        assert.equal(db.statements.transactions - before.transactions, 2);
-      }
+      // The first member's transaction rolled back with it; the next began the one the rest shared.
+      assert.equal(db.statements.transactions - before.transactions, 2);
     });
 
     test("a member answers once its commit is done: what it wrote is then read outside it", async () => {
@@ -95,9 +90,8 @@ for (const target of targets) {
           return facts("g2-");
         }),
       );
-      names.forEach((name, i) => assert.ok(seen[i]!.includes(name), `${name} read after it answered`));
-      // On SQLite the three shared one commit: each answered once all three had committed.
-      if (db.dialect === "sqlite") for (const rows of seen) assert.deepEqual(rows, names);
+      // The three shared one commit: each answered once all three had committed.
+      for (const rows of seen) assert.deepEqual(rows, names);
     });
 
     test("a transaction that is not grouped never joins a group: its failure takes only itself", async () => {
