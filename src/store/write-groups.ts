@@ -43,7 +43,9 @@ const SAVEPOINT = sql.raw(`savepoint "berth_member"`);
 const RELEASE = sql.raw(`release "berth_member"`);
 const ROLLBACK_TO = sql.raw(`rollback to "berth_member"`);
 
+/** A member that succeeded: what runs once its group commits, and its answer. */
 interface Waiter {
+  afterCommit: (() => void)[];
   resolve(): void;
   reject(err: unknown): void;
 }
@@ -59,7 +61,6 @@ class Group {
   committing = false;
   /** The tail of the members' chain: they run one after another. */
   chain: Promise<void> = Promise.resolve();
-  readonly afterCommit: (() => void)[] = [];
   readonly changes = new PendingChanges();
   readonly waiters: Waiter[] = [];
 }
@@ -79,7 +80,7 @@ export class WriteGroups {
   /** Runs `fn` as a member of the open group (a new one when none takes members). */
   run<T>(fn: (scope: MemberScope) => Promise<T>): Promise<T> {
     let g = this.open;
-    if (!g || !g.accepting || g.joined >= GROUP_MAX_MEMBERS) {
+    if (!g?.accepting || g.joined >= GROUP_MAX_MEMBERS) {
       if (g) g.accepting = false;
       g = new Group();
       this.open = g;
@@ -114,7 +115,10 @@ export class WriteGroups {
         g.accepting = false;
         if (first) {
           g.trx = undefined;
-          await trx.rollback().execute();
+          await trx
+            .rollback()
+            .execute()
+            .catch(() => undefined);
         } else {
           await ROLLBACK_TO.execute(trx);
           await RELEASE.execute(trx);
@@ -122,9 +126,8 @@ export class WriteGroups {
         throw err;
       }
       g.members += 1;
-      g.afterCommit.push(...scope.afterCommit);
       scope.changes.moveTo(g.changes);
-      g.waiters.push({ resolve: () => resolve(out), reject });
+      g.waiters.push({ afterCommit: scope.afterCommit, resolve: () => resolve(out), reject });
     } catch (err) {
       reject(err);
     } finally {
@@ -154,7 +157,14 @@ export class WriteGroups {
     }
     this.totals.commits += 1;
     this.totals.members += g.waiters.length;
-    for (const cb of g.afterCommit) cb();
-    for (const w of g.waiters) w.resolve();
+    // Each member's work after the commit, then its answer (an error there is that member's alone).
+    for (const w of g.waiters) {
+      try {
+        for (const cb of w.afterCommit) cb();
+        w.resolve();
+      } catch (err) {
+        w.reject(err);
+      }
+    }
   }
 }
