@@ -28,6 +28,49 @@ export class FeedReads {
     );
   }
 
+  /**
+   * Feed entries of `types` after `revision`, in order, and how far the feed was read (`through`):
+   * the statement also returns the feed's last entry, whatever its type, so that a follower of
+   * types that have not changed for a while moves to it instead of reading again, at every commit,
+   * every entry of other types since its last match (issue 34: after a run of no-op PATCHes, which
+   * add only action entries, the router's follower read all of them once per commit). `full`: the
+   * page held `limit` entries (there may be more).
+   */
+  async changesThrough(
+    revision: number,
+    limit: number,
+    types: readonly FeedType[],
+  ): Promise<{ rows: ChangeRow[]; through: number; full: boolean }> {
+    const read = await runCompiled(
+      this.s,
+      `changes through of ${types.join(",")}`,
+      [revision, ...types, limit],
+      () =>
+        this.s.db
+          .selectFrom("changes")
+          .selectAll()
+          .where("revision", ">", revision)
+          .where((eb) =>
+            eb.or([
+              eb("type", "in", types),
+              eb(
+                "revision",
+                "=",
+                eb.selectFrom("changes").select((e) => e.fn.max("revision").as("m")),
+              ),
+            ]),
+          )
+          .orderBy("revision")
+          .limit(limit),
+    );
+    const wanted = new Set<string>(types);
+    return {
+      rows: read.filter((r) => wanted.has(r.type)),
+      through: read.length ? Number(read.at(-1)!.revision) : revision,
+      full: read.length >= limit,
+    };
+  }
+
   async latestRevision(): Promise<number> {
     const row = await this.s.db
       .selectFrom("changes")
