@@ -9,7 +9,7 @@
 // it are not run, and what ran is measured and terminated. `--nodes N --containers N` set its size.
 // `placement --replicas N`: the same placement through N replica processes on one PostgreSQL
 // (BERTH_TEST_PG_URL; 30,000 containers onto 1,000 nodes, --quick 3,000 onto 100).
-// `writes`: PATCH throughput with 1,000 events subscribers against none (--subscribers N).
+// `writes`: PATCH throughput with 1,000 events subscribers against none (--subscribers N; 0: three rounds without).
 // The events fan-out keeps its options: --subscribers N, --events N, --rate N, --batch N.
 import os from "node:os";
 import { parseArgs } from "node:util";
@@ -118,7 +118,8 @@ const benches: Record<string, () => Promise<void>> = {
   writes: () =>
     runWritesFanout(
       {
-        subscribers: positive("subscribers", values.subscribers, 1000),
+        // `--subscribers 0`: only the rounds without (the write path's own cost, quickly).
+        subscribers: values.subscribers === "0" ? 0 : positive("subscribers", values.subscribers, 1000),
         rounds: 2,
         connections: 10,
         durationMs: quick ? 3000 : 6000,

@@ -278,6 +278,10 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
       for (const line of figures(m)) out(`    ${line}`);
     };
     await aloneRound(0);
+    if (opts.subscribers === 0) {
+      for (let i = 1; i <= opts.rounds; i++) await aloneRound(i);
+      return;
+    }
     for (let i = 0; i < opts.rounds; i++) {
       const f = await fannedRound(`fanned-${i}`);
       fanned.push(f);

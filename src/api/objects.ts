@@ -50,11 +50,16 @@ export async function enqueueOperation(
   // writer (a settling action, the reconciler) changed the object meanwhile, it is decided again,
   // from a fresh read.
   let read = op.read;
-  const a = await deps.store.retrying((tx) => {
-    const known = read;
-    read = undefined;
-    return deps.actions.enqueue(tx, { uuid: req.actionUuid, ...op, read: known, meta: callMeta(req) });
-  });
+  // A kind's prepare runs only statements: the call may share its commit with concurrent ones.
+  const a = await deps.store.retrying(
+    (tx) => {
+      const known = read;
+      read = undefined;
+      return deps.actions.enqueue(tx, { uuid: req.actionUuid, ...op, read: known, meta: callMeta(req) });
+    },
+    undefined,
+    { group: true },
+  );
   req.audit.recorded = true;
   return a;
 }

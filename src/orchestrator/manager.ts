@@ -364,6 +364,8 @@ export class ServiceManager {
       }),
       {
         read: s,
+        // Only statements run in it: it may share its commit with concurrent calls' (write-groups.ts).
+        group: true,
         // More containers asked for: counted after the write, in its transaction.
         after: async (tx, before, written) => {
           if (written.spec_version !== before.spec_version) await this.recordRevision(tx, written, cause);

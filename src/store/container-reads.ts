@@ -6,6 +6,7 @@ import { sql } from "kysely";
 import { inChunks } from "./batches.ts";
 import { containsText, type ListOrder, orderOf, prefixLike } from "./list-search.ts";
 import { containerFailing } from "./overview.ts";
+import { runCompiled } from "./query-texts.ts";
 import type { ContainerRow, Kernel } from "./types.ts";
 
 /** A live container as the reconciler compares it with its engine (comparedContainers). */
@@ -213,14 +214,15 @@ export class ContainerReads {
     serviceUuids: readonly string[],
   ): Promise<Pick<ContainerRow, "uuid" | "namespace" | "service_uuid" | "version">[]> {
     return inChunks(serviceUuids, (part) =>
-      this.s.db
-        .selectFrom("containers")
-        .select(["uuid", "namespace", "service_uuid", "version"])
-        .where("service_uuid", "in", part)
-        .where("state", "!=", "Terminated")
-        .orderBy("service_uuid")
-        .orderBy("uuid")
-        .execute(),
+      runCompiled(this.s, `container versions of ${part.length}`, [...part, "Terminated"], () =>
+        this.s.db
+          .selectFrom("containers")
+          .select(["uuid", "namespace", "service_uuid", "version"])
+          .where("service_uuid", "in", part)
+          .where("state", "!=", "Terminated")
+          .orderBy("service_uuid")
+          .orderBy("uuid"),
+      ),
     );
   }
 

@@ -20,6 +20,12 @@ export class PendingChanges {
     for (const c of cs) this.entries.push(c);
   }
 
+  /** Hands every entry to `other` (a grouped transaction's member to its group: write-groups.ts). */
+  moveTo(other: PendingChanges): void {
+    other.add(this.entries);
+    this.entries = [];
+  }
+
   get size(): number {
     return this.entries.length;
   }

@@ -1,7 +1,8 @@
 // Reads of the change feed: entries after a revision, the latest revision, and where the feed
 // stands in a set of namespaces (what a cached answer checks). One per root store: it keeps the
 // SQL text of namespaceRevision and shares the reads of one turn of the event loop.
-import { CompiledQuery } from "kysely";
+import { CompiledQuery, sql } from "kysely";
+import { runCompiled } from "./query-texts.ts";
 import { TurnReads } from "./turn-reads.ts";
 import type { ChangeRow, FeedType, Kernel } from "./types.ts";
 
@@ -15,9 +16,70 @@ export class FeedReads {
 
   /** Feed entries after `revision`, in order; only those of `types` when given (the rest are skipped in SQL). */
   async changesSince(revision: number, limit: number, types?: readonly FeedType[]): Promise<ChangeRow[]> {
-    let q = this.s.db.selectFrom("changes").selectAll().where("revision", ">", revision);
-    if (types) q = q.where("type", "in", types);
-    return q.orderBy("revision").limit(limit).execute();
+    return runCompiled(
+      this.s,
+      `changes since of ${types ? types.join(",") : "every type"}`,
+      [revision, ...(types ?? []), limit],
+      () => {
+        let q = this.s.db.selectFrom("changes").selectAll().where("revision", ">", revision);
+        if (types) q = q.where("type", "in", types);
+        return q.orderBy("revision").limit(limit);
+      },
+    );
+  }
+
+  /**
+   * Feed entries of `types` after `revision`, in order, and how far the feed was read (`through`):
+   * the statement also reads the feed's last entry, whatever its type, so that a follower of
+   * types that have not changed for a while moves to it instead of reading again, at every commit,
+   * every entry of other types since its last match (issue 34: after a run of no-op PATCHes, which
+   * add only action entries, the router's follower read all of them once per commit). `full`: the
+   * page held `limit` entries of `types` (there may be more).
+   */
+  async changesThrough(
+    revision: number,
+    limit: number,
+    types: readonly FeedType[],
+  ): Promise<{ rows: ChangeRow[]; through: number; full: boolean }> {
+    const db = this.s.db;
+    // `is_head` tells the feed's last entry from the page's (a union's order is not the SQL's to keep).
+    const read = await runCompiled(
+      this.s,
+      `changes through of ${types.join(",")}`,
+      [revision, ...types, limit, 1],
+      () =>
+        db
+          .selectFrom(
+            db
+              .selectFrom("changes")
+              .selectAll()
+              .where("revision", ">", revision)
+              .where("type", "in", types)
+              .orderBy("revision")
+              .limit(limit)
+              .as("page"),
+          )
+          .selectAll()
+          .select(sql.lit(0).as("is_head"))
+          .unionAll(
+            db
+              .selectFrom(
+                db.selectFrom("changes").selectAll().orderBy("revision", "desc").limit(1).as("last"),
+              )
+              .selectAll()
+              .select(sql.lit(1).as("is_head")),
+          ),
+    );
+    // The page's entries; the feed's last entry (none when the feed is empty) says how far it was read.
+    let head = revision;
+    const rows: ChangeRow[] = [];
+    for (const { is_head, ...row } of read) {
+      if (Number(is_head) === 1) head = Math.max(head, Number(row.revision));
+      else rows.push(row);
+    }
+    rows.sort((a, b) => Number(a.revision) - Number(b.revision));
+    const full = rows.length >= limit;
+    return { rows, through: full ? Number(rows.at(-1)!.revision) : head, full };
   }
 
   async latestRevision(): Promise<number> {

@@ -4,6 +4,7 @@
 // and the next only after the caller's `onPage` has resolved (back-pressure), and it stops for good
 // when told. The events stream, the controllers and the stack follower all follow the feed here.
 import type { FeedType } from "./feed.ts";
+import { FeedReads } from "./feed-reads.ts";
 import type { ChangeRow, Store } from "./store.ts";
 
 /** Changes read per query; a follower far behind catches up in pages of this size. */
@@ -77,11 +78,22 @@ export function follow(store: Store, opts: FollowOptions): Follower {
           }
         })();
 
+  // A follower of some types reads how far the feed went too: it moves past entries of other types.
+  const reads = opts.types ? new FeedReads(store) : undefined;
   const read = async (): Promise<void> => {
     await startup;
     lastReadAt = Date.now();
     while (!stopped && position !== undefined) {
       asked = true;
+      if (reads && opts.types) {
+        const page = await reads.changesThrough(position, pageSize, opts.types);
+        if (stopped) return;
+        if (page.rows.length) await opts.onPage(page.rows);
+        if (stopped) return;
+        position = page.through;
+        if (!page.full) return;
+        continue;
+      }
       const rows = await store.changesSince(position, pageSize, opts.types);
       if (stopped || rows.length === 0) return;
       await opts.onPage(rows);

@@ -1,5 +1,6 @@
 // Queries of namespace settings (migration 0018): what administrators decide per namespace, its
 // privileges (domain/privileges.ts) and its limits, each kept as a JSON object.
+import { runCompiled } from "./query-texts.ts";
 import type { Kernel } from "./types.ts";
 
 /** A namespace with what its settings need to be read: its kind and, for a user's, whether that user is an administrator. */
@@ -19,13 +20,14 @@ export class NamespaceStore {
 
   /** The namespace and its settings in one statement; undefined when there is no such namespace. */
   async facts(name: string): Promise<NamespaceFacts | undefined> {
-    const row = await this.s.db
-      .selectFrom("namespaces as n")
-      .leftJoin("users as u", "u.username", "n.name")
-      .leftJoin("namespace_settings as st", "st.namespace", "n.name")
-      .select(["n.name", "n.kind", "u.is_admin", "st.privileges", "st.limits"])
-      .where("n.name", "=", name)
-      .executeTakeFirst();
+    const [row] = await runCompiled(this.s, "namespace facts", [name], () =>
+      this.s.db
+        .selectFrom("namespaces as n")
+        .leftJoin("users as u", "u.username", "n.name")
+        .leftJoin("namespace_settings as st", "st.namespace", "n.name")
+        .select(["n.name", "n.kind", "u.is_admin", "st.privileges", "st.limits"])
+        .where("n.name", "=", name),
+    );
     if (!row) return undefined;
     return {
       name: row.name,

@@ -6,6 +6,7 @@ import { chunks, inChunks } from "./batches.ts";
 import { specLinks } from "./codec.ts";
 import { containsText, type ListOrder, orderOf, prefixLike } from "./list-search.ts";
 import { serviceFailing } from "./overview.ts";
+import { runCompiled } from "./query-texts.ts";
 import { RevisionStore } from "./revisions.ts";
 import type { Kernel, ServiceRow } from "./types.ts";
 
@@ -60,7 +61,10 @@ export class ServiceRows {
   }
 
   async findService(uuid: string): Promise<ServiceRow | undefined> {
-    return this.s.db.selectFrom("services").selectAll().where("uuid", "=", uuid).executeTakeFirst();
+    const [row] = await runCompiled(this.s, "service by uuid", [uuid], () =>
+      this.s.db.selectFrom("services").selectAll().where("uuid", "=", uuid),
+    );
+    return row;
   }
 
   /** Optimistic update with its change-feed entry (`Store.updateRow`); a new definition commits with its link rows. */
@@ -122,16 +126,17 @@ export class ServiceRows {
    */
   async linksTo(serviceUuids: readonly string[]): Promise<IncomingLink[]> {
     return inChunks(serviceUuids, (part) =>
-      this.s.db
-        .selectFrom("service_links as l")
-        .innerJoin("services as s", "s.uuid", "l.from_uuid")
-        .select(["s.namespace", "l.from_uuid", "l.to_uuid", "l.name"])
-        .where("l.to_uuid", "in", part)
-        .where("s.state", "!=", "Terminated")
-        .whereRef("l.from_uuid", "!=", "l.to_uuid")
-        .orderBy("s.id")
-        .orderBy("l.position")
-        .execute(),
+      runCompiled(this.s, `links to ${part.length}`, [...part, "Terminated"], () =>
+        this.s.db
+          .selectFrom("service_links as l")
+          .innerJoin("services as s", "s.uuid", "l.from_uuid")
+          .select(["s.namespace", "l.from_uuid", "l.to_uuid", "l.name"])
+          .where("l.to_uuid", "in", part)
+          .where("s.state", "!=", "Terminated")
+          .whereRef("l.from_uuid", "!=", "l.to_uuid")
+          .orderBy("s.id")
+          .orderBy("l.position"),
+      ),
     );
   }
 

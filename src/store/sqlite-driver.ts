@@ -10,8 +10,13 @@
 //   life, through a mutex: one transaction at a time, as before;
 // - a statement outside a transaction that writes (better-sqlite3's `readonly` is false) takes the
 //   same mutex for its one statement;
-// - a statement outside a transaction that only reads runs on the reading connection at once, and
-//   sees every transaction committed before it (a WAL read snapshot starts at each statement).
+// - a statement outside a transaction that only reads runs at once: on the writing connection
+//   when no transaction holds it, else on the reading connection; either sees every transaction
+//   committed before it (a WAL read snapshot starts at each statement). The writing connection
+//   first: its page cache stays valid across its own commits, where the reading connection's is
+//   dropped whenever another connection has committed since its last read, so that every read
+//   after a write paid for the pages again (issue 34: the feed followers' read after each PATCH
+//   took 150 µs of CPU on the reading connection, 20 µs on the writing one).
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type SQLite from "better-sqlite3";
 import {
@@ -61,7 +66,7 @@ function run(statement: SQLite.Statement, parameters: readonly unknown[]): Query
 }
 
 class Mutex {
-  private held: Promise<void> | undefined;
+  held: Promise<void> | undefined;
   private release: (() => void) | undefined;
 
   async lock(): Promise<void> {
@@ -130,8 +135,14 @@ class RoutingConnection implements DatabaseConnection {
       await nextTurnIfSliceUsed();
       return run(this.writer.get(query.sql), query.parameters) as QueryResult<R>;
     }
-    const reading = this.reader.get(query.sql);
-    if (reading.readonly) return run(reading, query.parameters) as QueryResult<R>;
+    if (!this.mutex.held) {
+      // The writing connection is idle (no transaction open on it): a read runs there.
+      const statement = this.writer.get(query.sql);
+      if (statement.readonly) return run(statement, query.parameters) as QueryResult<R>;
+    } else {
+      const reading = this.reader.get(query.sql);
+      if (reading.readonly) return run(reading, query.parameters) as QueryResult<R>;
+    }
     await nextTurnIfSliceUsed();
     await this.mutex.lock();
     try {

@@ -41,6 +41,7 @@ import type {
   ServiceRow,
   Written,
 } from "./types.ts";
+import { type Grouping, WriteGroups } from "./write-groups.ts";
 import { insertOne, NOUNS, TABLES, updateVersioned } from "./write-statements.ts";
 
 export type { ActionQuery } from "./actions.ts";
@@ -59,6 +60,7 @@ export type {
   UserRow,
   Written,
 } from "./types.ts";
+export type { Grouping } from "./write-groups.ts";
 
 export { isUniqueViolation, UniqueViolation };
 
@@ -77,6 +79,8 @@ interface Shared {
   remoteNotifier: ChangeNotifier;
   /** Node rows as last read or written (NodeStore.knownNodes). */
   nodeRows: NodeRowCache;
+  /** Grouped transactions (write-groups.ts). */
+  groups?: WriteGroups;
 }
 
 /** What a committed transaction wrote to rows of one type (see Store.onCommittedWrites). */
@@ -130,14 +134,6 @@ export class Store implements Kernel {
         if (type === "node" || type === "") nodeRows.clear();
       });
     }
-  }
-
-  private get notifier(): ChangeNotifier {
-    return this.shared.notifier;
-  }
-
-  private get identityNotifier(): ChangeNotifier {
-    return this.shared.identityNotifier;
   }
 
   /** Users, API keys, organizations, memberships and invitations. */
@@ -197,7 +193,7 @@ export class Store implements Kernel {
 
   /** This replica's id, carried by its change notifications (PostgreSQL). */
   setOrigin(replicaId: string): void {
-    this.notifier.origin = replicaId;
+    this.shared.notifier.origin = replicaId;
   }
 
   /** A cheap round trip: whether the database answers now. */
@@ -211,11 +207,11 @@ export class Store implements Kernel {
   }
 
   /** A transaction run again from the start when another writer won (`runAgain`); outside a transaction only. */
-  async retrying<T>(fn: (tx: Store) => Promise<T>, attempts = 5): Promise<T> {
+  async retrying<T>(fn: (tx: Store) => Promise<T>, attempts = 5, opts?: Grouping): Promise<T> {
     if (this.inTransaction) throw new Error("retrying() starts its own transaction");
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.transaction(fn);
+        return await this.transaction(fn, opts);
       } catch (err) {
         if (!runAgain(err) || attempt >= attempts) throw err;
       }
@@ -225,29 +221,42 @@ export class Store implements Kernel {
   /**
    * Runs fn in one transaction; nested calls join the outer one. Its change-feed entries are
    * written last, just before the commit (feed-commit.ts: the feed lock is held only there).
+   * `group`: fn only runs statements, and may share its commit with others (write-groups.ts).
    */
-  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Store) => Promise<T>, opts?: Grouping): Promise<T> {
     if (this.inTransaction) return fn(this);
+    if (opts?.group) {
+      this.shared.groups ??= new WriteGroups(this.db, (trx, changes) =>
+        changes.write(
+          new Store(trx, this.dialect, { within: this.scope([], changes) }),
+          this.shared.notifier.origin,
+        ),
+      );
+      return this.shared.groups.run(({ trx, afterCommit, changes }) =>
+        fn(new Store(trx, this.dialect, { within: this.scope(afterCommit, changes) })),
+      );
+    }
     const pending: (() => void)[] = [];
     const result = await this.db.transaction().execute(async (trx) => {
       const changes = new PendingChanges();
-      const tx = new Store(trx, this.dialect, {
-        within: { shared: this.shared, afterCommit: pending, changes },
-      });
+      const tx = new Store(trx, this.dialect, { within: this.scope(pending, changes) });
       const out = await fn(tx);
-      await changes.write(tx, this.notifier.origin);
+      await changes.write(tx, this.shared.notifier.origin);
       return out;
     });
     for (const cb of pending) cb();
     return result;
   }
 
+  private scope(afterCommit: (() => void)[], changes: PendingChanges) {
+    return { shared: this.shared, afterCommit, changes };
+  }
+
   /**
    * The one way to change a row that has events: re-read it, let `change` decide the patch, write
-   * it with its change-feed entry (`updateRow`) and, in the same transaction, what goes with it
-   * (`after`: a log line); when another writer got there first (VersionConflict) start over from
-   * a fresh read. Answers the row as written, the row as read when `change` answers undefined or
-   * an empty patch (nothing to do), or undefined when the row is gone.
+   * it with its feed entry (`updateRow`) and what goes with it (`after`) in one transaction; on a
+   * VersionConflict start over from a fresh read. Answers the row as written, as read when there
+   * is nothing to do (no patch), or undefined when the row is gone.
    */
   async mutate<K extends FeedType>(
     type: K,
@@ -257,7 +266,7 @@ export class Store implements Kernel {
       after?: (tx: Store, before: FeedRows[K], written: FeedRows[K]) => Promise<void>;
       /** The row as the caller just read it: the first attempt starts from it (not read again). */
       read?: FeedRows[K];
-    } = {},
+    } & Grouping = {},
   ): Promise<FeedRows[K] | undefined> {
     let known = opts.read?.uuid === uuid ? opts.read : undefined;
     for (;;) {
@@ -271,7 +280,7 @@ export class Store implements Kernel {
           const written = await tx.updateRow(type, row, patch);
           await opts.after?.(tx, row, written);
           return written;
-        });
+        }, opts);
       } catch (err) {
         if (!runAgain(err)) throw err;
       }
@@ -289,9 +298,8 @@ export class Store implements Kernel {
   }
 
   /**
-   * Inserts rows that have events (version 1), one statement per ROWS_PER_INSERT, with their
-   * change-feed entries (`create`) in one more, in one transaction; answered in the given order.
-   * A service's definition commits with its link rows.
+   * Inserts rows that have events (version 1), ROWS_PER_INSERT a statement, with their feed entries
+   * (`create`) and a service's link rows, in one transaction; answered in the given order.
    */
   async insertRows<K extends FeedType>(type: K, values: readonly NewRow<K>[]): Promise<FeedRows[K][]> {
     if (values.length === 0) return [];
@@ -332,9 +340,8 @@ export class Store implements Kernel {
   }
 
   /**
-   * Optimistic update of a row that has events: applies the patch (with the columns derived from
-   * the row as written, see derived.ts) only if the row still has the version it was read with
-   * (VersionConflict otherwise) and appends its change-feed entry in the same transaction. `before` is the row as read (what changed decides the entry).
+   * Optimistic update of a row that has events: the patch (and derived columns, derived.ts) only if
+   * the row still has the version `before` was read with (else VersionConflict), with its feed entry.
    */
   async updateRow<K extends FeedType>(type: K, before: FeedRows[K], patch: Patch<K>): Promise<FeedRows[K]> {
     return this.transaction(async (tx) => {
@@ -368,10 +375,8 @@ export class Store implements Kernel {
   }
 
   /**
-   * Subscribes to the rows this process's transactions write through the store's write methods
-   * (every write of a row that has events goes through `recordWrites`), told once each
-   * transaction commits, before `transaction()` answers; a transaction rolled back tells nothing.
-   * Other replicas' writes are not told here: see onRemoteChange.
+   * Subscribes to the rows this process's transactions write (`recordWrites`), told when each
+   * commits, before `transaction()` answers; never on a rollback; not other replicas' (onRemoteChange).
    */
   onCommittedWrites(listener: WriteListener): () => void {
     this.shared.writeListeners.add(listener);
@@ -398,31 +403,27 @@ export class Store implements Kernel {
   }
 
   /**
-   * Every write to users, API keys or organization memberships calls this: in-process caches of
-   * authentication and namespace access are dropped when it commits (see IdentityService). On
-   * PostgreSQL the other replicas are told too (IDENTITY_CHANGE on the change channel), so a revoked
-   * key or a removed member loses access there, open streams included, without waiting for a cache
-   * to expire. Sent after the commit; if it is lost, their caches still expire
-   * (IDENTITY_CACHE_TTL_MS) and a reconnecting listener drops them (announceRemoteChange).
+   * Every write to users, API keys or memberships calls this: identity caches drop what they hold
+   * when it commits (IdentityService), other replicas' too on PostgreSQL (IDENTITY_CHANGE on the
+   * change channel, after the commit; if lost, their caches expire: IDENTITY_CACHE_TTL_MS).
    */
   identityChanged(): void {
     this.committed(() => {
-      this.identityNotifier.notify();
+      this.shared.identityNotifier.notify();
       if (this.dialect !== "postgres") return;
-      const payload = `${this.notifier.origin} ${IDENTITY_CHANGE} ${Date.now()}`;
+      const payload = `${this.shared.notifier.origin} ${IDENTITY_CHANGE} ${Date.now()}`;
       void sql`select ${announce(payload)}`.execute(this.shared.root).catch(() => undefined);
     });
   }
 
   /** Subscribes to identity changes (this process's, and other replicas' as they are announced). */
   onIdentityChange(listener: () => void): () => void {
-    return this.identityNotifier.subscribe(listener);
+    return this.shared.identityNotifier.subscribe(listener);
   }
 
   /**
-   * Serializes writers that count before they insert in one namespace (quotas, the last owner):
-   * on PostgreSQL the namespace's row is locked until the transaction ends, so a second writer
-   * counts after the first commits; SQLite runs one write transaction at a time already.
+   * Serializes writers that count before they insert in one namespace (quotas, the last owner): a
+   * PostgreSQL row lock until the transaction ends; SQLite runs one write transaction at a time.
    */
   async lockNamespace(namespace: string): Promise<void> {
     if (!this.inTransaction) throw new Error("lockNamespace() runs in a transaction");
@@ -443,7 +444,7 @@ export class Store implements Kernel {
     this.changes.add(cs);
     const types = new Set(cs.map((c) => c.type));
     this.committed(() => {
-      for (const type of types) this.notifier.notify(type);
+      for (const type of types) this.shared.notifier.notify(type);
     });
   }
 
@@ -473,21 +474,20 @@ export class Store implements Kernel {
 
   /** Subscribes to commit notifications of the change feed (this process's, and other replicas'). */
   onChange(listener: (type: string) => void): () => void {
-    return this.notifier.subscribe(listener);
+    return this.shared.notifier.subscribe(listener);
   }
 
   /** Wakes change-feed readers for a commit another replica announced (store/listen.ts). */
   announceRemoteChange(type: string): void {
     // "" is a reconnect of the listener: what was missed meanwhile may include identity changes.
-    if (type === IDENTITY_CHANGE || type === "") this.identityNotifier.notify();
-    if (type !== IDENTITY_CHANGE) this.notifier.notify(type);
+    if (type === IDENTITY_CHANGE || type === "") this.shared.identityNotifier.notify();
+    if (type !== IDENTITY_CHANGE) this.shared.notifier.notify(type);
     this.shared.remoteNotifier.notify(type);
   }
 
   /**
-   * Subscribes to the commits other replicas announce (`type` of the changed object, "" when
-   * unknown, as after a reconnect of the listener): in-process state derived from rows this
-   * process did not write is dropped on them.
+   * Subscribes to the commits other replicas announce (the changed object's type, "" when unknown,
+   * as after a listener's reconnect): in-process state derived from their rows is dropped on them.
    */
   onRemoteChange(listener: (type: string) => void): () => void {
     return this.shared.remoteNotifier.subscribe(listener);

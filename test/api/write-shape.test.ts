@@ -171,6 +171,59 @@ describe("statements per write", () => {
     }
   });
 
+  test("PATCHes that arrive together share one commit, each answered as if alone", async () => {
+    const ports = [{ protocol: "tcp", inner_port: 8080 }];
+    const held = await call(h, alice, "POST", "/api/app/v1/service/", {
+      image: "busybox:local",
+      name: "holder",
+      container_ports: ports,
+      domains: [{ host: "held.test" }],
+    });
+    assert.equal(held.status, 201, held.raw);
+    const uris: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await call(h, alice, "POST", "/api/app/v1/service/", {
+        image: "busybox:local",
+        name: `together-${i}`,
+        container_ports: ports,
+      });
+      assert.equal(res.status, 201, res.raw);
+      uris.push(`/api/app/v1/service/${res.body.uuid}/`);
+    }
+    // The third claims a domain another service holds: refused inside its transaction (409).
+    const before = h.db.statements.transactions;
+    const answers = await Promise.all(
+      uris.map((uri, i) =>
+        call(
+          h,
+          alice,
+          "PATCH",
+          uri,
+          i === 2 ? { domains: [{ host: "held.test" }] } : { target_num_containers: 3 },
+        ),
+      ),
+    );
+    const transactions = h.db.statements.transactions - before;
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 200, 409, 200, 200],
+      JSON.stringify(answers.map((a) => a.body)),
+    );
+    for (const [i, a] of answers.entries()) {
+      const uuid = String(a.headers["x-dockercloud-action-uri"]).split("/").at(-2)!;
+      const [action] = (
+        await h.store.actions.listActions({ namespaces: ["alice"], uuid, limit: 1, offset: 0 })
+      ).rows;
+      assert.equal(action?.state, i === 2 ? "Failed" : "Success", `action of PATCH ${i}`);
+      const now = await call(h, alice, "GET", uris[i]!);
+      assert.equal(now.body.target_num_containers, i === 2 ? 1 : 3);
+      assert.deepEqual(now.body.domains ?? [], [], `PATCH ${i} left no domain`);
+      if (i !== 2) assert.equal(a.body.target_num_containers, 3, "the answer shows the committed write");
+    }
+    // One commit for the four writes and their actions (the refused call's Failed action is one more).
+    assert.ok(transactions <= 3, `${transactions} transactions for 5 PATCHes`);
+  });
+
   test("every transaction writes its change-feed entries last, in one statement, under the feed lock on PostgreSQL", async () => {
     const uri = await newService("order");
     const calls = [patch(uri), start(uri)];

@@ -134,6 +134,24 @@ for (const target of targets) {
       assert.deepEqual(offered, [rev, rev]);
     });
 
+    test("a follower of some types moves past the entries of other types: it never reads them again", async () => {
+      const offered: string[] = [];
+      const f = start({
+        types: ["container"],
+        onPage: (rows) => void offered.push(...rows.map((r) => r.type)),
+      });
+      await f.ready();
+      const from = f.position!;
+      let last = 0;
+      for (let i = 0; i < 5; i++) last = await commit(store, "action");
+      await waitFor("the follower past the action entries", async () => f.position === last);
+      assert.ok(last > from);
+      // Its next read starts after them, and hands over only the container entry.
+      const container = await commit(store, "container");
+      await waitFor("the container entry", async () => f.position === container);
+      assert.deepEqual(offered, ["container"]);
+    });
+
     test("once stopped it hands over no page, not even the one it was reading", async () => {
       const offered: number[] = [];
       let release = () => {};
