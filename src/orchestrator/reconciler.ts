@@ -20,6 +20,7 @@ import {
 import type { Clock } from "../domain/time.ts";
 import type { ContainerSummary } from "../drivers/engine.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
+import { turnPacer } from "../pace.ts";
 import { specOf } from "../store/codec.ts";
 import { type Follower, follow } from "../store/follow.ts";
 import type { NodeRow } from "../store/nodes.ts";
@@ -29,7 +30,6 @@ import { ContainersController } from "./controllers/containers.ts";
 import type { ControllerContext } from "./controllers/context.ts";
 import { LinkHostsController } from "./controllers/link-hosts.ts";
 import { OrphansController } from "./controllers/orphans.ts";
-import { turnPacer } from "./controllers/pace.ts";
 import { AutodestroyController, EveryNodeController } from "./controllers/policies.ts";
 import { SettleController } from "./controllers/settle.ts";
 import { type ContainerRuntime, GENERATION_LABEL } from "./runtime.ts";

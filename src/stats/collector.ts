@@ -8,12 +8,12 @@
 // multiple of the interval), in a few multi-row inserts. The replica leading `alerts` also rolls
 // the fine series up into minutes and prunes both series past their retention.
 
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Duties } from "../domain/duties.ts";
 import { containerPoint, type Retention, type StatPoint, sumPoints } from "../domain/stats.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ContainerStats } from "../drivers/engine-stats.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
+import { eachLimited, turnPacer } from "../pace.ts";
 import type { SampledContainer, StatRow } from "../store/stats.ts";
 import { statsOf } from "../store/stats.ts";
 import type { Store } from "../store/store.ts";
@@ -43,39 +43,8 @@ interface Previous {
 }
 
 const ROLLED_TO = "stats_rolled_to";
-/** A round gives the event loop back after this long. */
-const TURN_MS = 10;
 /** Nodes whose sampled containers are read in one statement (a few thousand rows). */
 const NODES_PER_READ = 50;
-
-/**
- * Answers a promise of a later turn once this one has run TURN_MS, and nothing before: the lanes of
- * a round share it, so they all wait for the same later turn, and that turn's slice starts once.
- * (With a start of the slice per lane, each lane resumed in the same check phase ran a slice of its
- * own: 16 lanes held the loop for 16 slices, 180 ms at 15,000 simulated containers.)
- */
-function turnPacer(turnMs = TURN_MS): () => Promise<void> | undefined {
-  let started = performance.now();
-  let waiting: Promise<void> | undefined;
-  return () => {
-    if (waiting) return waiting;
-    if (performance.now() - started < turnMs) return undefined;
-    waiting = nextTurn().then(() => {
-      waiting = undefined;
-      started = performance.now();
-    });
-    return waiting;
-  };
-}
-
-/** Runs `work` over items, at most `limit` at a time. */
-export async function eachLimited<T>(items: readonly T[], limit: number, work: (t: T) => Promise<void>) {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  });
-  await Promise.all(lanes);
-}
 
 export class StatsCollector {
   private readonly previous = new Map<string, Previous>();

@@ -9,11 +9,11 @@ import { LABELS } from "../../domain/service.ts";
 import { containerUri } from "../../domain/uri.ts";
 import type { ContainerSummary } from "../../drivers/engine.ts";
 import type { EngineSource } from "../../nodes/provisioners.ts";
+import { turnPacer } from "../../pace.ts";
 import type { NodeRow } from "../../store/nodes.ts";
 import { ADOPTION_META, type RecordAction, reportUnknown } from "../unknown-containers.ts";
 import { type ControllerContext, held, type NodeKey } from "./context.ts";
 import { Controller } from "./controller.ts";
-import { turnPacer } from "./pace.ts";
 
 /** How long an engine container without a record is given before it is reported: a record is written before its engine container. */
 const CREATION_GRACE_MS = 60_000;
