@@ -18,6 +18,8 @@ import type { LocalProvider } from "./local-provider.ts";
 
 export class LocalRouters {
   private readonly routers = new Map<string, CaddyProcess>();
+  /** Nodes whose router was released (terminated): never started again, whatever asks for it. */
+  private readonly released = new Set<string>();
   /** The route resolver of the lab (one host address for every node). */
   private resolver: RouteResolver | undefined;
 
@@ -32,6 +34,7 @@ export class LocalRouters {
 
   /** The router of a local node the provider knows, undefined otherwise. */
   routerFor(nodeId: string): CaddyRouter | undefined {
+    if (this.released.has(nodeId)) return undefined;
     const node = this.o.provider.findNode(nodeId);
     if (!node) return undefined;
     let router = this.routers.get(nodeId);
@@ -68,6 +71,9 @@ export class LocalRouters {
 
   /** Stops a node's router (by its recorded process) and removes its files. */
   async release(nodeId: string): Promise<void> {
+    // A configuration or a renewal check asked after this (a worker still running, a timer) would
+    // start a new Caddy in the node's namespace, kept alive by it after the node is gone.
+    this.released.add(nodeId);
     const node = this.o.provider.findNode(nodeId);
     if (node) this.resolver?.forget(node.address);
     const known = this.routers.get(nodeId);
