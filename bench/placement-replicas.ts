@@ -43,6 +43,18 @@ function cpuSeconds(pid: number | undefined): number {
   }
 }
 
+/** A replica's store counts (statements, transactions), asked with SIGUSR2 (server-with-test-kinds.ts). */
+async function storeCounts(r: Replica): Promise<{ statements: number; transactions: number }> {
+  const seen = r.log().length;
+  r.proc.kill("SIGUSR2");
+  for (let i = 0; i < 200; i++) {
+    const m = /berth-bench-counts statements=(\d+) transactions=(\d+)/.exec(r.log().slice(seen));
+    if (m) return { statements: Number(m[1]), transactions: Number(m[2]) };
+    await sleep(25);
+  }
+  return { statements: Number.NaN, transactions: Number.NaN };
+}
+
 const load = () =>
   os
     .loadavg()
@@ -80,8 +92,15 @@ export async function runReplicaPlacement(
       BERTH_RECONCILE_INTERVAL_MS: "15000",
     };
     const names = ["A", "B", "C", "D", "E"].slice(0, opts.replicas);
+    // BENCH_CPU_PROF=<dir>: replica A writes a CPU profile there when it stops (at the end).
+    const prof = process.env.BENCH_CPU_PROF;
     // The first migrates the empty database; the others start together on it.
-    replicas.push(await startReplica(names[0]!, env));
+    replicas.push(
+      await startReplica(
+        names[0]!,
+        prof ? { ...env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${prof}` } : env,
+      ),
+    );
     replicas.push(...(await Promise.all(names.slice(1).map((n) => startReplica(n, env)))));
     const store = db.store;
     const now = Date.now();
@@ -119,6 +138,7 @@ export async function runReplicaPlacement(
     );
     const total = opts.services * opts.perService;
     const cpu0 = replicas.map((r) => cpuSeconds(r.proc.pid));
+    const counts0 = await Promise.all(replicas.map(storeCounts));
     const load0 = load();
     const t0 = performance.now();
     const actions: string[] = [];
@@ -142,6 +162,9 @@ export async function runReplicaPlacement(
     }
     const elapsedS = (performance.now() - t0) / 1000;
     const cpu = replicas.map((r, i) => cpuSeconds(r.proc.pid) - cpu0[i]!);
+    const counts1 = await Promise.all(replicas.map(storeCounts));
+    const statements = counts1.map((c, i) => c.statements - counts0[i]!.statements);
+    const transactions = counts1.map((c, i) => c.transactions - counts0[i]!.transactions);
     const running = (
       await store.services.listContainers({ namespace: "admin", state: "Running", limit: 1, offset: 0 })
     ).total;
@@ -156,8 +179,18 @@ export async function runReplicaPlacement(
       `  ${running} Running after ${elapsedS.toFixed(1)} s: ${Math.round(running / elapsedS)} placements/s; start calls answered in ${answeredMs.toFixed(0)} ms; actions: ${outcome || "none ended"}${ended.length < actions.length ? ` (cap of ${opts.capMs / 1000} s reached, ${actions.length - ended.length} still running)` : ""}`,
     );
     out(
-      `  replicas' CPU ${cpuTotal.toFixed(1)} s (${cpu.map((c, i) => `${replicas[i]!.name} ${c.toFixed(1)} s`).join(", ")}): ${Math.round(running / Math.max(cpuTotal, 0.01))} placements per replica CPU second; load ${load0} before, ${load()} after`,
+      `  replicas' CPU ${cpuTotal.toFixed(1)} s (${cpu.map((c, i) => `${replicas[i]!.name} ${c.toFixed(1)} s`).join(", ")}): ${Math.round(running / Math.max(cpuTotal, 0.01))} placements per replica CPU second, ${((cpuTotal * 1000) / Math.max(running, 1)).toFixed(2)} ms CPU per placement; load ${load0} before, ${load()} after`,
     );
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    out(
+      `  store: ${sum(statements)} SQL statements (${(sum(statements) / Math.max(running, 1)).toFixed(2)} per placement; ${statements.map((n, i) => `${replicas[i]!.name} ${n}`).join(", ")}), ${sum(transactions)} transactions (${(sum(transactions) / Math.max(running, 1)).toFixed(3)} per placement)`,
+    );
+    if (prof) {
+      // A profile is written only by a process that exits on its own.
+      replicas[0]!.proc.kill("SIGTERM");
+      await replicas[0]!.exited;
+      out(`  CPU profile of replica A written to ${prof}`);
+    }
   } finally {
     for (const r of replicas) cleanup(r);
     await db?.drop();

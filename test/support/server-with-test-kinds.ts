@@ -12,3 +12,9 @@ const server = await startServer(loadConfig(), {
 });
 stopOnSignals(server);
 process.stdout.write("berth test server ready\n");
+
+// Benches (bench/placement-replicas.ts) ask a replica process for its store's counts with SIGUSR2.
+process.on("SIGUSR2", () => {
+  const s = server.db.statements;
+  process.stdout.write(`berth-bench-counts statements=${s.count} transactions=${s.transactions}\n`);
+});
