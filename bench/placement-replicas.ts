@@ -96,10 +96,7 @@ export async function runReplicaPlacement(
     const prof = process.env.BENCH_CPU_PROF;
     // The first migrates the empty database; the others start together on it.
     replicas.push(
-      await startReplica(
-        names[0]!,
-        prof ? { ...env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${prof}` } : env,
-      ),
+      await startReplica(names[0]!, env, prof ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {}),
     );
     replicas.push(...(await Promise.all(names.slice(1).map((n) => startReplica(n, env)))));
     const store = db.store;
