@@ -49,7 +49,12 @@ async function storeCounts(r: Replica): Promise<{ statements: number; transactio
   r.proc.kill("SIGUSR2");
   for (let i = 0; i < 200; i++) {
     const m = /berth-bench-counts statements=(\d+) transactions=(\d+)/.exec(r.log().slice(seen));
-    if (m) return { statements: Number(m[1]), transactions: Number(m[2]) };
+    if (m) {
+      const tally = r.log().slice(seen).match(/berth-bench-statement .*/g);
+      if (tally && process.env.BERTH_BENCH_STATEMENTS === "1")
+        process.stdout.write(`  replica ${r.name} statements by count:\n    ${tally.join("\n    ")}\n`);
+      return { statements: Number(m[1]), transactions: Number(m[2]) };
+    }
     await sleep(25);
   }
   return { statements: Number.NaN, transactions: Number.NaN };
