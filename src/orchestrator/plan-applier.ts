@@ -7,11 +7,14 @@
 // on that node since. The batch is then planned again on a fresh snapshot (a few times at most),
 // where the other replica's containers count: the service goes to another node if one fits, or its
 // action fails with the scheduler's reason. Nomad's plan applier does the same for its workers.
+
+import { performance } from "node:perf_hooks";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { addTo } from "../domain/collections.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import {
+  type ContainerSnapshot,
   cpusetMax,
   type Demand,
   nextContainerNumbers,
@@ -43,11 +46,27 @@ export function demandOf(spec: ServiceSpec): Demand {
   };
 }
 
-/** A plan made over a snapshot that another commit has since made stale on these nodes. */
+/**
+ * A plan made over a snapshot that another commit has since made stale on these nodes. It carries
+ * the snapshot (the plan's placements taken back) so that the next attempt counts only these nodes
+ * again, and the local generation it was good for.
+ */
 class StalePlan extends Error {
-  constructor(readonly nodes: string[]) {
-    super(`another placement committed on ${nodes.join(", ")} since the plan's snapshot was read`);
+  constructor(
+    readonly nodes: string[],
+    readonly names: string[],
+    readonly repair?: Repair,
+  ) {
+    super(`another placement committed on ${names.join(", ")} since the plan's snapshot was read`);
   }
+}
+
+/** A snapshot to use again once the nodes another replica placed on are counted again. */
+interface Repair {
+  snapshot: Snapshot;
+  stale: string[];
+  /** The namespace's generation (placement-snapshots.ts) the snapshot holds everything up to. */
+  generation: number;
 }
 
 /** A service waiting for its placements (see PlanApplier.place). */
@@ -107,7 +126,61 @@ export class PlanApplier {
     for (const c of containers) {
       addTo(numbers, c.service, c.number);
     }
-    return { state: new PlacementState(nodes, containers), numbers, generations };
+    return {
+      state: new PlacementState(nodes, containers),
+      numbers,
+      generations,
+      demands,
+      readAt: performance.now(),
+    };
+  }
+
+  /**
+   * Counts some nodes of a snapshot again, as they are now (another replica placed there): their
+   * placement generations first, then their live containers (with the demands of services the
+   * snapshot did not know). Statements: two, three when a service is new to the snapshot.
+   */
+  private static async refresh(store: Store, namespace: string, snapshot: Snapshot, nodes: string[]) {
+    const generations = await new PlacementGuardStore(store).generationsOf(nodes);
+    const rows = await store.services.containerLoads(namespace, { nodes });
+    const unknown = [...new Set(rows.map((r) => r.service_uuid))].filter((u) => !snapshot.demands.has(u));
+    for (const s of await store.services.servicesByUuid(unknown))
+      snapshot.demands.set(s.uuid, demandOf(specOf(s)));
+    const onNode = new Map<string, ContainerSnapshot[]>();
+    for (const c of rows) {
+      addTo(onNode, c.node_uuid, {
+        uuid: c.uuid,
+        node: c.node_uuid,
+        service: c.service_uuid,
+        state: c.state,
+        number: c.number,
+        demand: snapshot.demands.get(c.service_uuid),
+      });
+    }
+    for (const node of nodes) {
+      snapshot.generations.set(node, generations.get(node) ?? 0);
+      snapshot.state.refreshNode(node, onNode.get(node) ?? []);
+    }
+  }
+
+  /**
+   * Whether the snapshot holds the live containers the batch's services have now (another replica
+   * may have placed or removed some since it was read): one statement over those services.
+   */
+  private static async holdsServices(
+    store: Store,
+    namespace: string,
+    snapshot: Snapshot,
+    services: readonly ServiceRow[],
+  ): Promise<boolean> {
+    const rows = await store.services.containerLoads(namespace, { services: services.map((s) => s.uuid) });
+    const now = new Map<string, number[]>();
+    for (const r of rows) addTo(now, r.service_uuid, r.number);
+    return services.every((s) => {
+      const a = [...(now.get(s.uuid) ?? [])].sort((x, y) => x - y);
+      const b = [...(snapshot.numbers.get(s.uuid) ?? [])].sort((x, y) => x - y);
+      return a.length === b.length && a.every((n, i) => n === b[i]);
+    });
   }
 
   private static request(s: ServiceRow, live: number, wanted: number) {
@@ -179,12 +252,14 @@ export class PlanApplier {
   /** A batch planned and applied; planned again on a fresh snapshot while another replica's commit makes its plan stale. */
   private async applyBatch(namespace: string, batch: WaitingPlacement[]): Promise<Placed[]> {
     const services = batch.map((w) => w.service);
+    let repair: Repair | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.placeBatch(namespace, services);
+        return await this.placeBatch(namespace, services, repair);
       } catch (err) {
         if (!(err instanceof StalePlan)) throw err;
-        const nodes = err.nodes.join(", ");
+        repair = err.repair;
+        const nodes = err.names.join(", ");
         if (attempt >= PLAN_ATTEMPTS) {
           throw new Error(
             `another replica placed containers on node(s) ${nodes} while each of ${PLAN_ATTEMPTS} plans was made; start the service again`,
@@ -203,41 +278,100 @@ export class PlanApplier {
    * One plan for several services over one snapshot, applied in the transaction that writes the
    * container records (state Starting, made from each service's current definition) and their
    * change-feed entries. The snapshot is read in that transaction, or is the previous batch's when
-   * nothing it holds changed since (placement-snapshots.ts); either way the nodes the plan uses must
-   * still be at the placement generations it read, or the transaction is rolled back (StalePlan).
+   * nothing it holds changed since (placement-snapshots.ts), or the previous attempt's with the
+   * nodes another replica placed on counted again; either way the nodes the plan uses must still
+   * be at the placement generations it holds, or the transaction is rolled back (StalePlan).
+   *
+   * A snapshot that other replicas' commits may have overtaken is checked first: the batch's
+   * services must have the containers it counts (else it is read whole), and a plan on it that
+   * refuses anything is made again on a whole read (what they removed may make room).
    */
-  private async placeBatch(namespace: string, services: ServiceRow[]): Promise<Placed[]> {
+  private async placeBatch(namespace: string, services: ServiceRow[], repair?: Repair): Promise<Placed[]> {
     let generation = 0;
     let snapshot: Snapshot | undefined;
     let wrote = 0;
+    // Used by the first run of the transaction only (a run again starts from a whole read).
+    let pending = repair;
+    let tookKept = false;
     const placed = await this.d.store.transaction(async (tx) => {
       // Read before the snapshot is (a commit after it moves the generation past what keep() expects).
       generation = this.snapshots.generation(namespace);
-      snapshot = this.snapshots.take(namespace, generation) ?? (await PlanApplier.snapshot(tx, namespace));
-      const { state, numbers } = snapshot;
-      const plans: PlacementPlan[] = [];
-      const records: NewContainer[] = [];
-      const now = this.d.clock.now();
-      for (const s of services) {
-        const taken = numbers.get(s.uuid) ?? [];
-        const plan = state.plan(PlanApplier.request(s, taken.length, s.target_num_containers));
-        plans.push(plan);
-        if (!plan.ok || plan.placements.length === 0) continue;
-        const fresh = nextContainerNumbers(taken, plan.placements.length);
-        numbers.set(s.uuid, [...taken, ...fresh]);
-        for (const [i, node] of plan.placements.entries()) {
-          records.push(newContainerRow(s, node, fresh[i]!, now));
-        }
+      let fresh = false;
+      let overtaken = false;
+      snapshot = undefined;
+      const r = pending;
+      pending = undefined;
+      if (r && r.generation === generation) {
+        snapshot = r.snapshot;
+        await PlanApplier.refresh(tx, namespace, snapshot, r.stale);
+        overtaken = true;
+      } else if (!repair && !tookKept) {
+        tookKept = true;
+        const taken = this.snapshots.take(namespace, generation);
+        snapshot = taken?.snapshot;
+        overtaken = taken !== undefined && (taken.remote || this.snapshots.replicated);
       }
-      await PlanApplier.guard(tx, namespace, snapshot, records);
-      const rows = new Map<string, ContainerRow[]>();
-      for (const r of await tx.services.insertContainers(records)) addTo(rows, r.service_uuid, r);
-      // One committed write of container rows (insertRows), told once to the snapshots.
-      wrote = records.length > 0 ? 1 : 0;
-      return plans.map((plan, i) => ({ plan, rows: rows.get(services[i]!.uuid) ?? [] }));
+      if (snapshot && overtaken && !(await PlanApplier.holdsServices(tx, namespace, snapshot, services)))
+        snapshot = undefined;
+      if (!snapshot) {
+        snapshot = await PlanApplier.snapshot(tx, namespace);
+        fresh = true;
+      }
+      for (;;) {
+        const made = this.planOn(snapshot, services);
+        if (overtaken && !fresh && made.plans.some((p) => !p.ok || p.shortfall)) {
+          made.undo();
+          snapshot = await PlanApplier.snapshot(tx, namespace);
+          fresh = true;
+          continue;
+        }
+        let inserted: ContainerRow[];
+        try {
+          await PlanApplier.guard(tx, namespace, snapshot, made.records);
+          inserted = await tx.services.insertContainers(made.records);
+        } catch (err) {
+          made.undo();
+          if (!(err instanceof StalePlan)) throw err;
+          throw new StalePlan(err.nodes, err.names, { snapshot, stale: err.nodes, generation });
+        }
+        const rows = new Map<string, ContainerRow[]>();
+        for (const c of inserted) addTo(rows, c.service_uuid, c);
+        // One committed write of container rows (insertRows), told once to the snapshots.
+        wrote = made.records.length > 0 ? 1 : 0;
+        return made.plans.map((plan, i) => ({ plan, rows: rows.get(services[i]!.uuid) ?? [] }));
+      }
     });
     if (snapshot) this.snapshots.keep(namespace, snapshot, generation, wrote);
     return placed;
+  }
+
+  /** The batch's plans on the snapshot (counted into it), their records, and how to take them back. */
+  private planOn(snapshot: Snapshot, services: readonly ServiceRow[]) {
+    const { state, numbers } = snapshot;
+    const plans: PlacementPlan[] = [];
+    const records: NewContainer[] = [];
+    const undone: (() => void)[] = [];
+    const now = this.d.clock.now();
+    for (const s of services) {
+      const taken = numbers.get(s.uuid) ?? [];
+      const request = PlanApplier.request(s, taken.length, s.target_num_containers);
+      const plan = state.plan(request);
+      plans.push(plan);
+      if (!plan.ok || plan.placements.length === 0) continue;
+      const fresh = nextContainerNumbers(taken, plan.placements.length);
+      numbers.set(s.uuid, [...taken, ...fresh]);
+      undone.push(() => {
+        state.unplan(s.uuid, plan.placements, request.demand);
+        numbers.set(s.uuid, taken);
+      });
+      for (const [i, node] of plan.placements.entries()) {
+        records.push(newContainerRow(s, node, fresh[i]!, now));
+      }
+    }
+    const undo = () => {
+      for (const u of undone.reverse()) u();
+    };
+    return { plans, records, undo };
   }
 
   /**
@@ -257,7 +391,10 @@ export class PlanApplier {
     const { stale, generations } = await new PlacementGuardStore(tx).advance(namespace, expected);
     if (stale.length) {
       const names = new Map(snapshot.state.nodes.map((n) => [n.uuid, n.name]));
-      throw new StalePlan(stale.map((uuid) => names.get(uuid) || uuid));
+      throw new StalePlan(
+        stale,
+        stale.map((uuid) => names.get(uuid) || uuid),
+      );
     }
     for (const [node, g] of generations) snapshot.generations.set(node, g);
   }
