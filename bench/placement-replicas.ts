@@ -50,7 +50,10 @@ async function storeCounts(r: Replica): Promise<{ statements: number; transactio
   for (let i = 0; i < 200; i++) {
     const m = /berth-bench-counts statements=(\d+) transactions=(\d+)/.exec(r.log().slice(seen));
     if (m) {
-      const tally = r.log().slice(seen).match(/berth-bench-statement .*/g);
+      const tally = r
+        .log()
+        .slice(seen)
+        .match(/berth-bench-statement .*/g);
       if (tally && process.env.BERTH_BENCH_STATEMENTS === "1")
         process.stdout.write(`  replica ${r.name} statements by count:\n    ${tally.join("\n    ")}\n`);
       return { statements: Number(m[1]), transactions: Number(m[2]) };
@@ -157,7 +160,7 @@ export async function runReplicaPlacement(
     for (;;) {
       const rows = await store.db
         .selectFrom("actions")
-        .select("state")
+        .select(["uuid", "state"])
         .where("uuid", "in", actions)
         .execute();
       ended = rows.filter((a) => ["Success", "Failed", "Canceled"].includes(a.state)).map((a) => a.state);
@@ -165,6 +168,14 @@ export async function runReplicaPlacement(
       await sleep(200);
     }
     const elapsedS = (performance.now() - t0) / 1000;
+    const failed = (
+      await store.db
+        .selectFrom("actions")
+        .select("uuid")
+        .where("uuid", "in", actions)
+        .where("state", "=", "Failed")
+        .execute()
+    ).map((a) => a.uuid);
     const window1 = process.hrtime.bigint() / 1000n;
     const cpu = replicas.map((r, i) => cpuSeconds(r.proc.pid) - cpu0[i]!);
     const counts1 = await Promise.all(replicas.map(storeCounts));
@@ -190,6 +201,20 @@ export async function runReplicaPlacement(
     out(
       `  store: ${sum(statements)} SQL statements (${(sum(statements) / Math.max(running, 1)).toFixed(2)} per placement; ${statements.map((n, i) => `${replicas[i]!.name} ${n}`).join(", ")}), ${sum(transactions)} transactions (${(sum(transactions) / Math.max(running, 1)).toFixed(3)} per placement)`,
     );
+    if (failed.length) {
+      const lines = await store.db
+        .selectFrom("action_logs")
+        .select("line")
+        .where("action_uuid", "=", failed[0]!)
+        .orderBy("id")
+        .execute();
+      out(
+        `  first failed action's last lines:\n    ${lines
+          .slice(-6)
+          .map((l) => l.line)
+          .join("\n    ")}`,
+      );
+    }
     if (prof) {
       // A profile is written only by a process that exits on its own.
       replicas[0]!.proc.kill("SIGTERM");
