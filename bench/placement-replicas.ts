@@ -137,7 +137,15 @@ export async function runReplicaPlacement(
           "/api/app/v1/service/",
           SERVICE_BODY(`place-${i}`, { target_num_containers: opts.perService }),
         );
-        if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+        if (res.status !== 201)
+          throw new Error(
+            `create: ${res.status} ${JSON.stringify(res.body)}\n${r.name}'s log:\n${r
+              .log()
+              .split("\n")
+              .filter((l) => /"level":(50|60)/.test(l))
+              .slice(-3)
+              .join("\n")}`,
+          );
         services[i] = res.body.uuid as string;
       },
     );

@@ -71,6 +71,7 @@ export class SimulatedEngines {
   private readonly origin = randomUUID();
   private readonly copies = new Map<string, Copy>();
   private readonly dirty = new Map<Copy, Set<string>>();
+  private readonly toLoad: { copy: Copy; resolve(): void; reject(err: unknown): void }[] = [];
   private starting: Promise<void> | undefined;
   private seenSeq = 0;
   private lastReadAt = Date.now();
@@ -226,9 +227,37 @@ export class SimulatedEngines {
     });
   }
 
-  private async load(copy: Copy): Promise<void> {
-    await this.started();
-    for (const row of await this.section.ofNode(copy.node)) this.apply(copy, row);
+  /**
+   * Reads a copy's node whole. The copies asked for in one turn are read together (a replica that
+   * takes over hundreds of nodes starts their watchers at once: one statement, not one per node).
+   */
+  private load(copy: Copy): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.toLoad.push({ copy, resolve, reject });
+      if (this.toLoad.length > 1) return;
+      setImmediate(() => {
+        const batch = this.toLoad.splice(0);
+        const run = async () => {
+          await this.started();
+          const rows = await this.section.ofNodes([...new Set(batch.map((b) => b.copy.node))]);
+          const byNode = new Map<string, SimulatedContainerRecord[]>();
+          for (const row of rows) {
+            const list = byNode.get(row.nodeUuid);
+            if (list) list.push(row);
+            else byNode.set(row.nodeUuid, [row]);
+          }
+          for (const b of batch) for (const row of byNode.get(b.copy.node) ?? []) this.apply(b.copy, row);
+        };
+        run().then(
+          () => {
+            for (const b of batch) b.resolve();
+          },
+          (err: unknown) => {
+            for (const b of batch) b.reject(err);
+          },
+        );
+      });
+    });
   }
 
   private changed(copy: Copy, id: string): void {

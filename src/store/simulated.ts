@@ -132,6 +132,21 @@ export class SimulatedEngineStore {
     return rows.map(record);
   }
 
+  /** `ofNode` for several nodes in one statement per 500 (a replica taking over many nodes at once). */
+  async ofNodes(nodeUuids: readonly string[]): Promise<SimulatedContainerRecord[]> {
+    const out: SimulatedContainerRecord[] = [];
+    for (let at = 0; at < nodeUuids.length; at += 500) {
+      const rows = await this.s.db
+        .selectFrom("simulated_containers")
+        .selectAll()
+        .where("node_uuid", "in", nodeUuids.slice(at, at + 500))
+        .where("removed", "=", 0)
+        .execute();
+      out.push(...rows.map(record));
+    }
+    return out;
+  }
+
   /** Forgets a node's engine (its simulated instance was terminated). */
   async dropNode(nodeUuid: string): Promise<void> {
     await this.s.transaction(async (tx) => {
