@@ -63,6 +63,15 @@ async function storeCounts(r: Replica): Promise<{ statements: number; transactio
   return { statements: Number.NaN, transactions: Number.NaN };
 }
 
+/** The last errors a replica logged (what a 500 was). */
+const errorsOf = (r: Replica) =>
+  `${r.name}'s log:\n${r
+    .log()
+    .split("\n")
+    .filter((l) => /"level":(50|60)/.test(l))
+    .slice(-3)
+    .join("\n")}`;
+
 const load = () =>
   os
     .loadavg()
@@ -138,14 +147,7 @@ export async function runReplicaPlacement(
           SERVICE_BODY(`place-${i}`, { target_num_containers: opts.perService }),
         );
         if (res.status !== 201)
-          throw new Error(
-            `create: ${res.status} ${JSON.stringify(res.body)}\n${r.name}'s log:\n${r
-              .log()
-              .split("\n")
-              .filter((l) => /"level":(50|60)/.test(l))
-              .slice(-3)
-              .join("\n")}`,
-          );
+          throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
         services[i] = res.body.uuid as string;
       },
     );
@@ -160,7 +162,8 @@ export async function runReplicaPlacement(
     await fromClients(services, async (uuid, i) => {
       const r = replicas[i % replicas.length]!;
       const res = await api(r, "POST", `/api/app/v1/service/${uuid}/start/`);
-      if (res.status !== 202) throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 202)
+        throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
       actions.push(String(res.headers.get("x-platform-action-uri")).split("/").filter(Boolean).at(-1)!);
     });
     const answeredMs = performance.now() - t0;

@@ -2,11 +2,13 @@
 // that writes placements. Plans of one namespace are made one batch at a time in this process (the
 // services asking meanwhile join the next batch); across replicas nothing serializes them, so the
 // applier re-checks each plan at commit: the transaction that inserts the plan's container records
-// moves the placement generation of every node the plan uses (store/placement-guards.ts) and is
-// rolled back when one of them is not the generation the snapshot read, i.e. another replica placed
-// on that node since. The batch is then planned again on a fresh snapshot (a few times at most),
-// where the other replica's containers count: the service goes to another node if one fits, or its
-// action fails with the scheduler's reason. Nomad's plan applier does the same for its workers.
+// first moves the placement generation of every node the plan uses (store/placement-guards.ts),
+// which locks those nodes' guards until it ends, and learns which of them another replica placed
+// on since the snapshot read them. Those nodes alone are counted again, as they are now, and the
+// batch is planned again in the same transaction (the nodes it holds need no second check), a few
+// rounds at most: the other replica's containers count, so the service goes to another node if
+// one fits, or its action fails with the scheduler's reason. Nomad's plan applier does the same
+// for its workers. Only a batch that keeps meeting others' placements starts over from a whole read.
 
 import { performance } from "node:perf_hooks";
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -47,26 +49,16 @@ export function demandOf(spec: ServiceSpec): Demand {
 }
 
 /**
- * A plan made over a snapshot that another commit has since made stale on these nodes. It carries
- * the snapshot (the plan's placements taken back) so that the next attempt counts only these nodes
- * again, and the local generation it was good for.
+ * A plan that met other replicas' placements on its nodes in each of PLAN_ATTEMPTS rounds of one
+ * transaction: the batch is planned again in a new one, from a whole read.
  */
 class StalePlan extends Error {
   constructor(
     readonly nodes: string[],
     readonly names: string[],
-    readonly repair?: Repair,
   ) {
     super(`another placement committed on ${names.join(", ")} since the plan's snapshot was read`);
   }
-}
-
-/** A snapshot to use again once the nodes another replica placed on are counted again. */
-interface Repair {
-  snapshot: Snapshot;
-  stale: string[];
-  /** The namespace's generation (placement-snapshots.ts) the snapshot holds everything up to. */
-  generation: number;
 }
 
 /** A service waiting for its placements (see PlanApplier.place). */
@@ -252,13 +244,20 @@ export class PlanApplier {
   /** A batch planned and applied; planned again on a fresh snapshot while another replica's commit makes its plan stale. */
   private async applyBatch(namespace: string, batch: WaitingPlacement[]): Promise<Placed[]> {
     const services = batch.map((w) => w.service);
-    let repair: Repair | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.placeBatch(namespace, services, repair);
+        const { placed, met } = await this.placeBatch(namespace, services);
+        if (met.length) {
+          const nodes = met.join(", ");
+          for (const w of batch) {
+            await w.log(
+              `Another replica placed containers on node(s) ${nodes} while the plan was made; planning again`,
+            );
+          }
+        }
+        return placed;
       } catch (err) {
         if (!(err instanceof StalePlan)) throw err;
-        repair = err.repair;
         const nodes = err.names.join(", ");
         if (attempt >= PLAN_ATTEMPTS) {
           throw new Error(
@@ -278,34 +277,32 @@ export class PlanApplier {
    * One plan for several services over one snapshot, applied in the transaction that writes the
    * container records (state Starting, made from each service's current definition) and their
    * change-feed entries. The snapshot is read in that transaction, or is the previous batch's when
-   * nothing it holds changed since (placement-snapshots.ts), or the previous attempt's with the
-   * nodes another replica placed on counted again; either way the nodes the plan uses must still
-   * be at the placement generations it holds, or the transaction is rolled back (StalePlan).
+   * nothing it holds changed since (placement-snapshots.ts); either way the nodes the plan uses
+   * must be at the placement generations it holds, and those another replica moved are counted
+   * again before the batch is planned again (StalePlan after PLAN_ATTEMPTS rounds).
    *
    * A snapshot that other replicas' commits may have overtaken is checked first: the batch's
    * services must have the containers it counts (else it is read whole), and a plan on it that
    * refuses anything is made again on a whole read (what they removed may make room).
    */
-  private async placeBatch(namespace: string, services: ServiceRow[], repair?: Repair): Promise<Placed[]> {
+  private async placeBatch(
+    namespace: string,
+    services: ServiceRow[],
+  ): Promise<{ placed: Placed[]; met: string[] }> {
     let generation = 0;
     let snapshot: Snapshot | undefined;
     let wrote = 0;
-    // Used by the first run of the transaction only (a run again starts from a whole read).
-    let pending = repair;
+    // The kept snapshot is for the first run of the transaction only (a run again reads whole).
     let tookKept = false;
+    /** The nodes where another replica's placements were met (and counted again). */
+    let met: string[] = [];
     const placed = await this.d.store.transaction(async (tx) => {
       // Read before the snapshot is (a commit after it moves the generation past what keep() expects).
       generation = this.snapshots.generation(namespace);
       let fresh = false;
       let overtaken = false;
       snapshot = undefined;
-      const r = pending;
-      pending = undefined;
-      if (r && r.generation === generation) {
-        snapshot = r.snapshot;
-        await PlanApplier.refresh(tx, namespace, snapshot, r.stale);
-        overtaken = true;
-      } else if (!repair && !tookKept) {
+      if (!tookKept) {
         tookKept = true;
         const taken = this.snapshots.take(namespace, generation);
         snapshot = taken?.snapshot;
@@ -317,6 +314,9 @@ export class PlanApplier {
         snapshot = await PlanApplier.snapshot(tx, namespace);
         fresh = true;
       }
+      const locked = new Set<string>();
+      let rounds = 0;
+      met = [];
       for (;;) {
         const made = this.planOn(snapshot, services);
         if (overtaken && !fresh && made.plans.some((p) => !p.ok || p.shortfall)) {
@@ -325,14 +325,29 @@ export class PlanApplier {
           fresh = true;
           continue;
         }
+        const stale = await PlanApplier.guard(tx, namespace, snapshot, made.records, locked).catch(
+          (err: unknown) => {
+            made.undo();
+            throw err;
+          },
+        );
+        if (stale.length) {
+          // Another replica placed on these nodes since the snapshot read them. Their guards are
+          // this transaction's until it commits: they are counted again as they are now, and the
+          // batch is planned again (nodes the first plan locked stay locked and need no check).
+          made.undo();
+          if (++rounds >= PLAN_ATTEMPTS) throw new StalePlan(stale, PlanApplier.names(snapshot, stale));
+          await PlanApplier.refresh(tx, namespace, snapshot, stale);
+          met.push(...PlanApplier.names(snapshot, stale));
+          overtaken = true;
+          continue;
+        }
         let inserted: ContainerRow[];
         try {
-          await PlanApplier.guard(tx, namespace, snapshot, made.records);
           inserted = await tx.services.insertContainers(made.records);
         } catch (err) {
           made.undo();
-          if (!(err instanceof StalePlan)) throw err;
-          throw new StalePlan(err.nodes, err.names, { snapshot, stale: err.nodes, generation });
+          throw err;
         }
         const rows = new Map<string, ContainerRow[]>();
         for (const c of inserted) addTo(rows, c.service_uuid, c);
@@ -342,7 +357,12 @@ export class PlanApplier {
       }
     });
     if (snapshot) this.snapshots.keep(namespace, snapshot, generation, wrote);
-    return placed;
+    return { placed, met: [...new Set(met)] };
+  }
+
+  private static names(snapshot: Snapshot, nodes: readonly string[]): string[] {
+    const names = new Map(snapshot.state.nodes.map((n) => [n.uuid, n.name]));
+    return nodes.map((uuid) => names.get(uuid) || uuid);
   }
 
   /** The batch's plans on the snapshot (counted into it), their records, and how to take them back. */
@@ -375,27 +395,29 @@ export class PlanApplier {
   }
 
   /**
-   * The check at commit: moves the placement generation of every node the records go to (one
-   * statement for the batch, whatever its size) and refuses the plan when one was not where the
-   * snapshot read it. The snapshot then holds the generations its own commit leaves.
+   * The check at commit: moves the placement generation of every node the records go to that this
+   * transaction has not moved yet (one statement, whatever the batch's size), which locks those
+   * nodes' guards until the commit, and answers the nodes whose generation was not where the
+   * snapshot read it (another replica placed there since). The snapshot then holds the generations
+   * this transaction leaves.
    */
   private static async guard(
     tx: Store,
     namespace: string,
     snapshot: Snapshot,
     records: readonly NewContainer[],
-  ): Promise<void> {
-    if (records.length === 0) return;
+    locked: Set<string>,
+  ): Promise<string[]> {
     const expected = new Map<string, number>();
-    for (const r of records) expected.set(r.node_uuid, snapshot.generations.get(r.node_uuid) ?? 0);
-    const { stale, generations } = await new PlacementGuardStore(tx).advance(namespace, expected);
-    if (stale.length) {
-      const names = new Map(snapshot.state.nodes.map((n) => [n.uuid, n.name]));
-      throw new StalePlan(
-        stale,
-        stale.map((uuid) => names.get(uuid) || uuid),
-      );
+    for (const r of records) {
+      if (!locked.has(r.node_uuid)) expected.set(r.node_uuid, snapshot.generations.get(r.node_uuid) ?? 0);
     }
-    for (const [node, g] of generations) snapshot.generations.set(node, g);
+    if (expected.size === 0) return [];
+    const { stale, generations } = await new PlacementGuardStore(tx).advance(namespace, expected);
+    for (const [node, g] of generations) {
+      locked.add(node);
+      snapshot.generations.set(node, g);
+    }
+    return stale;
   }
 }
