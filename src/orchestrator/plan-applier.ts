@@ -296,7 +296,8 @@ export class PlanApplier {
     let tookKept = false;
     /** The nodes where another replica's placements were met (and counted again). */
     let met: string[] = [];
-    const placed = await this.d.store.transaction(async (tx) => {
+    // A deadlock between two replicas' rounds (each holds nodes the other locks next) runs it again.
+    const placed = await this.d.store.retrying(async (tx) => {
       // Read before the snapshot is (a commit after it moves the generation past what keep() expects).
       generation = this.snapshots.generation(namespace);
       let fresh = false;
