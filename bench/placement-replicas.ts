@@ -43,6 +43,35 @@ function cpuSeconds(pid: number | undefined): number {
   }
 }
 
+/** A replica's store counts (statements, transactions), asked with SIGUSR2 (server-with-test-kinds.ts). */
+async function storeCounts(r: Replica): Promise<{ statements: number; transactions: number }> {
+  const seen = r.log().length;
+  r.proc.kill("SIGUSR2");
+  for (let i = 0; i < 200; i++) {
+    const m = /berth-bench-counts statements=(\d+) transactions=(\d+)/.exec(r.log().slice(seen));
+    if (m) {
+      const tally = r
+        .log()
+        .slice(seen)
+        .match(/berth-bench-statement .*/g);
+      if (tally && process.env.BERTH_BENCH_STATEMENTS === "1")
+        process.stdout.write(`  replica ${r.name} statements by count:\n    ${tally.join("\n    ")}\n`);
+      return { statements: Number(m[1]), transactions: Number(m[2]) };
+    }
+    await sleep(25);
+  }
+  return { statements: Number.NaN, transactions: Number.NaN };
+}
+
+/** The last errors a replica logged (what a 500 was). */
+const errorsOf = (r: Replica) =>
+  `${r.name}'s log:\n${r
+    .log()
+    .split("\n")
+    .filter((l) => /"level":(50|60)/.test(l))
+    .slice(-3)
+    .join("\n")}`;
+
 const load = () =>
   os
     .loadavg()
@@ -80,8 +109,12 @@ export async function runReplicaPlacement(
       BERTH_RECONCILE_INTERVAL_MS: "15000",
     };
     const names = ["A", "B", "C", "D", "E"].slice(0, opts.replicas);
+    // BENCH_CPU_PROF=<dir>: replica A writes a CPU profile there when it stops (at the end).
+    const prof = process.env.BENCH_CPU_PROF;
     // The first migrates the empty database; the others start together on it.
-    replicas.push(await startReplica(names[0]!, env));
+    replicas.push(
+      await startReplica(names[0]!, env, prof ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {}),
+    );
     replicas.push(...(await Promise.all(names.slice(1).map((n) => startReplica(n, env)))));
     const store = db.store;
     const now = Date.now();
@@ -113,19 +146,24 @@ export async function runReplicaPlacement(
           "/api/app/v1/service/",
           SERVICE_BODY(`place-${i}`, { target_num_containers: opts.perService }),
         );
-        if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+        if (res.status !== 201)
+          throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
         services[i] = res.body.uuid as string;
       },
     );
     const total = opts.services * opts.perService;
     const cpu0 = replicas.map((r) => cpuSeconds(r.proc.pid));
+    const counts0 = await Promise.all(replicas.map(storeCounts));
     const load0 = load();
     const t0 = performance.now();
+    // Monotonic µs, the clock of V8's CPU profiles: a profile's samples of the placement itself.
+    const window0 = process.hrtime.bigint() / 1000n;
     const actions: string[] = [];
     await fromClients(services, async (uuid, i) => {
       const r = replicas[i % replicas.length]!;
       const res = await api(r, "POST", `/api/app/v1/service/${uuid}/start/`);
-      if (res.status !== 202) throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 202)
+        throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
       actions.push(String(res.headers.get("x-platform-action-uri")).split("/").filter(Boolean).at(-1)!);
     });
     const answeredMs = performance.now() - t0;
@@ -133,7 +171,7 @@ export async function runReplicaPlacement(
     for (;;) {
       const rows = await store.db
         .selectFrom("actions")
-        .select("state")
+        .select(["uuid", "state"])
         .where("uuid", "in", actions)
         .execute();
       ended = rows.filter((a) => ["Success", "Failed", "Canceled"].includes(a.state)).map((a) => a.state);
@@ -141,7 +179,19 @@ export async function runReplicaPlacement(
       await sleep(200);
     }
     const elapsedS = (performance.now() - t0) / 1000;
+    const failed = (
+      await store.db
+        .selectFrom("actions")
+        .select("uuid")
+        .where("uuid", "in", actions)
+        .where("state", "=", "Failed")
+        .execute()
+    ).map((a) => a.uuid);
+    const window1 = process.hrtime.bigint() / 1000n;
     const cpu = replicas.map((r, i) => cpuSeconds(r.proc.pid) - cpu0[i]!);
+    const counts1 = await Promise.all(replicas.map(storeCounts));
+    const statements = counts1.map((c, i) => c.statements - counts0[i]!.statements);
+    const transactions = counts1.map((c, i) => c.transactions - counts0[i]!.transactions);
     const running = (
       await store.services.listContainers({ namespace: "admin", state: "Running", limit: 1, offset: 0 })
     ).total;
@@ -156,8 +206,34 @@ export async function runReplicaPlacement(
       `  ${running} Running after ${elapsedS.toFixed(1)} s: ${Math.round(running / elapsedS)} placements/s; start calls answered in ${answeredMs.toFixed(0)} ms; actions: ${outcome || "none ended"}${ended.length < actions.length ? ` (cap of ${opts.capMs / 1000} s reached, ${actions.length - ended.length} still running)` : ""}`,
     );
     out(
-      `  replicas' CPU ${cpuTotal.toFixed(1)} s (${cpu.map((c, i) => `${replicas[i]!.name} ${c.toFixed(1)} s`).join(", ")}): ${Math.round(running / Math.max(cpuTotal, 0.01))} placements per replica CPU second; load ${load0} before, ${load()} after`,
+      `  replicas' CPU ${cpuTotal.toFixed(1)} s (${cpu.map((c, i) => `${replicas[i]!.name} ${c.toFixed(1)} s`).join(", ")}): ${Math.round(running / Math.max(cpuTotal, 0.01))} placements per replica CPU second, ${((cpuTotal * 1000) / Math.max(running, 1)).toFixed(2)} ms CPU per placement; load ${load0} before, ${load()} after`,
     );
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    out(
+      `  store: ${sum(statements)} SQL statements (${(sum(statements) / Math.max(running, 1)).toFixed(2)} per placement; ${statements.map((n, i) => `${replicas[i]!.name} ${n}`).join(", ")}), ${sum(transactions)} transactions (${(sum(transactions) / Math.max(running, 1)).toFixed(3)} per placement)`,
+    );
+    if (failed.length) {
+      const lines = await store.db
+        .selectFrom("action_logs")
+        .select("line")
+        .where("action_uuid", "=", failed[0]!)
+        .orderBy("id")
+        .execute();
+      out(
+        `  first failed action's last lines:\n    ${lines
+          .slice(-6)
+          .map((l) => l.line)
+          .join("\n    ")}`,
+      );
+    }
+    if (prof) {
+      // A profile is written only by a process that exits on its own.
+      replicas[0]!.proc.kill("SIGTERM");
+      await replicas[0]!.exited;
+      out(
+        `  CPU profile of replica A written to ${prof}; placement from ${window0} to ${window1} µs (monotonic)`,
+      );
+    }
   } finally {
     for (const r of replicas) cleanup(r);
     await db?.drop();

@@ -69,6 +69,11 @@ const benches: Record<string, () => Promise<void>> = {
             ...(quick
               ? { nodes: 100, services: 30, perService: 100, capMs: 300_000 }
               : { nodes: 1000, services: 300, perService: 100, capMs: 900_000 }),
+            // --nodes N, --containers N (services of 100): a size between --quick and the full one.
+            ...(values.nodes ? { nodes: positive("nodes", values.nodes, 100) } : {}),
+            ...(values.containers
+              ? { services: Math.ceil(positive("containers", values.containers, 3000) / 100) }
+              : {}),
           },
           out,
         ),

@@ -12,6 +12,10 @@
 //   FLUSH_MS.
 // - While a copy has watchers (an events subscriber, a log follower), it reads others' writes every
 //   POLL_MS, so they see another replica's changes as events and lines.
+// - A copy nobody watches keeps others' writes it read aside (the latest per container, not
+//   decoded) and applies them before its next call: a container written several times is applied
+//   once, and a node this replica placed on once costs nothing after (issue 34: every replica used
+//   to apply every other replica's writes to its copy of every node).
 // A replica never applies its own writes back (each write names the process that made it).
 import { randomUUID } from "node:crypto";
 import type { Engine } from "../drivers/engine.ts";
@@ -54,6 +58,12 @@ interface Copy {
   seqs: Map<string, number>;
   /** The node's containers read whole (at its first call; again after a failed read). */
   loaded: Promise<void> | undefined;
+  /**
+   * Other replicas' writes read but not applied yet, the latest per container: a copy nobody
+   * watches applies them at its next call, so writes overwritten meanwhile are never applied and
+   * a node this replica no longer calls costs nothing.
+   */
+  pending: Map<string, SimulatedContainerRecord>;
   engine: Engine;
 }
 
@@ -61,6 +71,7 @@ export class SimulatedEngines {
   private readonly origin = randomUUID();
   private readonly copies = new Map<string, Copy>();
   private readonly dirty = new Map<Copy, Set<string>>();
+  private readonly toLoad: { copy: Copy; resolve(): void; reject(err: unknown): void }[] = [];
   private starting: Promise<void> | undefined;
   private seenSeq = 0;
   private lastReadAt = Date.now();
@@ -106,7 +117,14 @@ export class SimulatedEngines {
     let copy = this.copies.get(facts.uuid);
     if (!copy) {
       const fake = this.make(facts);
-      const made: Copy = { node: facts.uuid, fake, seqs: new Map(), loaded: undefined, engine: fake };
+      const made: Copy = {
+        node: facts.uuid,
+        fake,
+        seqs: new Map(),
+        loaded: undefined,
+        pending: new Map(),
+        engine: fake,
+      };
       fake.onChange = (id) => this.changed(made, id);
       made.engine = this.wrap(made);
       this.copies.set(facts.uuid, made);
@@ -176,6 +194,7 @@ export class SimulatedEngines {
       });
       await copy.loaded;
       if (fresh) await this.fresh();
+      this.applyPending(copy);
     };
     return new Proxy(copy.fake as Engine, {
       get: (target, prop, receiver) => {
@@ -208,9 +227,37 @@ export class SimulatedEngines {
     });
   }
 
-  private async load(copy: Copy): Promise<void> {
-    await this.started();
-    for (const row of await this.section.ofNode(copy.node)) this.apply(copy, row);
+  /**
+   * Reads a copy's node whole. The copies asked for in one turn are read together (a replica that
+   * takes over hundreds of nodes starts their watchers at once: one statement, not one per node).
+   */
+  private load(copy: Copy): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.toLoad.push({ copy, resolve, reject });
+      if (this.toLoad.length > 1) return;
+      setImmediate(() => {
+        const batch = this.toLoad.splice(0);
+        const run = async () => {
+          await this.started();
+          const rows = await this.section.ofNodes([...new Set(batch.map((b) => b.copy.node))]);
+          const byNode = new Map<string, SimulatedContainerRecord[]>();
+          for (const row of rows) {
+            const list = byNode.get(row.nodeUuid);
+            if (list) list.push(row);
+            else byNode.set(row.nodeUuid, [row]);
+          }
+          for (const b of batch) for (const row of byNode.get(b.copy.node) ?? []) this.apply(b.copy, row);
+        };
+        run().then(
+          () => {
+            for (const b of batch) b.resolve();
+          },
+          (err: unknown) => {
+            for (const b of batch) b.reject(err);
+          },
+        );
+      });
+    });
   }
 
   private changed(copy: Copy, id: string): void {
@@ -283,7 +330,14 @@ export class SimulatedEngines {
       const rows = await this.section.since(this.seenSeq, ROWS_PER_READ);
       for (const row of rows) {
         const copy = this.copies.get(row.nodeUuid);
-        if (copy) this.apply(copy, row);
+        if (copy) {
+          // Own writes and watched copies at once (their watchers see others' changes as events).
+          if (row.origin === this.origin || copy.fake.hasWatchers()) this.apply(copy, row);
+          else {
+            const held = copy.pending.get(row.engineId);
+            if (!held || held.seq < row.seq) copy.pending.set(row.engineId, row);
+          }
+        }
         if (row.seq > this.seenSeq) this.seenSeq = row.seq;
       }
       if (rows.length < ROWS_PER_READ) break;
@@ -296,6 +350,7 @@ export class SimulatedEngines {
   private async resync(): Promise<void> {
     this.seenSeq = await this.section.latestSeq();
     for (const copy of this.copies.values()) {
+      copy.pending.clear();
       const rows = await this.section.ofNode(copy.node);
       const stored = new Set(rows.map((r) => r.engineId));
       const pending = this.dirty.get(copy);
@@ -318,6 +373,13 @@ export class SimulatedEngines {
       const present = new Set(copy.fake.containerIds());
       for (const [id, seq] of copy.seqs) if (seq <= first.seq && !present.has(id)) copy.seqs.delete(id);
     }
+  }
+
+  private applyPending(copy: Copy): void {
+    if (copy.pending.size === 0) return;
+    const rows = [...copy.pending.values()].sort((a, b) => a.seq - b.seq);
+    copy.pending.clear();
+    for (const row of rows) this.apply(copy, row);
   }
 
   private apply(copy: Copy, row: SimulatedContainerRecord): void {

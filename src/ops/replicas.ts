@@ -130,19 +130,21 @@ export class ReplicaCoordinator implements Duties {
       const until = now + leaseMs;
       const gained: string[] = [];
       const lost: string[] = [];
+      // Every lease this beat takes or renews is asked for in one statement (nodes and jobs).
+      const asked: string[] = JOBS.map((job) => `job:${job}`);
       for (const node of nodes) {
         const name = `node:${node}`;
         const lease = leases.get(name);
         const preferred = preferredOwner(node, candidates);
         const mine = lease?.owner === me && lease.until >= now;
-        let owns: boolean;
         if (mine && preferred !== undefined && preferred !== me) {
           // The node's preferred replica is alive: hand it over.
           await store.replicas.releaseLease(name, me);
-          owns = false;
-        } else if (mine || preferred === me || !lease || lease.until < now) {
-          owns = await store.replicas.acquireLease(name, me, now, until);
-        } else owns = false;
+        } else if (mine || preferred === me || !lease || lease.until < now) asked.push(name);
+      }
+      const held = await store.replicas.acquireLeases(asked, me, now, until);
+      for (const node of nodes) {
+        const owns = held.has(`node:${node}`);
         if (owns && !this.owned.has(node)) gained.push(node);
         if (!owns && this.owned.has(node)) lost.push(node);
       }
@@ -152,10 +154,7 @@ export class ReplicaCoordinator implements Duties {
         lost.push(node);
         await store.replicas.releaseLease(`node:${node}`, me);
       }
-      for (const job of JOBS) {
-        const leads = await store.replicas.acquireLease(`job:${job}`, me, now, until);
-        this.setLead(job, leads);
-      }
+      for (const job of JOBS) this.setLead(job, held.has(`job:${job}`));
       this.lastOkAt = now;
       this.applyNodes(gained, lost);
       if (Math.random() < 0.02) await store.replicas.pruneReplicas(now - 24 * 3600_000);

@@ -12,7 +12,13 @@
 // only by a batch that finds the generation where the snapshot's own commit left it. Writes that
 // do not change placement (a container going from Starting to Running, an engine's report, a
 // service's state during its start) leave it alone, or a burst would never reuse anything.
-import type { PlacementState } from "../scheduler/index.ts";
+//
+// Other replicas' commits are announced by type only, so they do not drop what is kept (with
+// several replicas placing, every batch would read the namespace whole): the plan applier checks
+// at commit what they could have changed under a kept snapshot (see REMOTE_TRUST_MS) and counts
+// again only the nodes where they placed.
+import { performance } from "node:perf_hooks";
+import type { Demand, PlacementState } from "../scheduler/index.ts";
 import type { NodeRow } from "../store/nodes.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { FeedType, Store, Written } from "../store/store.ts";
@@ -26,7 +32,27 @@ export interface Snapshot {
    * commits: what the plan applier expects to find at commit (plan-applier.ts).
    */
   generations: Map<string, number>;
+  /** What a container of each service claims (from the service's definition as read). */
+  demands: Map<string, Demand>;
+  /** When the namespace was read whole (performance.now()). */
+  readAt: number;
 }
+
+/** A kept snapshot, and whether other replicas committed anything since it was read whole. */
+export interface Taken {
+  snapshot: Snapshot;
+  remote: boolean;
+}
+
+/**
+ * How long a kept snapshot is used after another replica committed something of its kinds. Their
+ * placements are caught at commit (the node guards) and counted again node by node
+ * (plan-applier.ts); what they free only makes a plan refuse, and a plan that refuses anything on a
+ * kept snapshot is made again on a fresh one. What no guard sees (another replica changed a
+ * node's size or tags, or a service's definition) counts from the next whole read, at most this
+ * long after.
+ */
+export const REMOTE_TRUST_MS = 2000;
 
 /** A container's part in placement: its node, and whether it is live and counted as running. */
 function containerKey(c: ContainerRow): string {
@@ -73,6 +99,8 @@ export class PlacementSnapshots {
   private readonly generations = new Map<string, number>();
   private readonly kept = new Map<string, { generation: number; snapshot: Snapshot }>();
   private readonly unsubscribe: (() => void)[];
+  /** When another replica's commit of a container, node or service was last announced (-1: never). */
+  private remoteAt = -1;
 
   constructor(store: Store) {
     this.unsubscribe = [
@@ -86,9 +114,15 @@ export class PlacementSnapshots {
           this.kept.delete(ns);
         }
       }),
-      // Another replica's commit: which rows it wrote is not told, so nothing kept is trusted.
+      // Another replica's commit: which rows it wrote is not told. Kept snapshots stay usable for
+      // REMOTE_TRUST_MS (see there); a reconnect of the listener ("": anything may have been
+      // missed) drops them.
       store.onRemoteChange((type) => {
-        if (type !== "" && type !== "container" && type !== "node" && type !== "service") return;
+        if (type === "container" || type === "node" || type === "service") {
+          this.remoteAt = performance.now();
+          return;
+        }
+        if (type !== "") return;
         this.epoch += 1;
         this.kept.clear();
       }),
@@ -104,11 +138,19 @@ export class PlacementSnapshots {
    * The snapshot a previous batch kept, if nothing placement reads changed since: taken out, so a
    * batch that fails after planning on it (and so changed it) leaves nothing behind.
    */
-  take(namespace: string, generation: number): Snapshot | undefined {
+  take(namespace: string, generation: number): Taken | undefined {
     const k = this.kept.get(namespace);
     if (!k) return undefined;
     this.kept.delete(namespace);
-    return k.generation === generation ? k.snapshot : undefined;
+    if (k.generation !== generation) return undefined;
+    const remote = this.remoteAt >= k.snapshot.readAt;
+    if (remote && performance.now() - k.snapshot.readAt > REMOTE_TRUST_MS) return undefined;
+    return { snapshot: k.snapshot, remote };
+  }
+
+  /** Whether any other replica's commit was ever announced here (one replica: never). */
+  get replicated(): boolean {
+    return this.remoteAt >= 0;
   }
 
   /**

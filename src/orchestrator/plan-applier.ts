@@ -2,16 +2,21 @@
 // that writes placements. Plans of one namespace are made one batch at a time in this process (the
 // services asking meanwhile join the next batch); across replicas nothing serializes them, so the
 // applier re-checks each plan at commit: the transaction that inserts the plan's container records
-// moves the placement generation of every node the plan uses (store/placement-guards.ts) and is
-// rolled back when one of them is not the generation the snapshot read, i.e. another replica placed
-// on that node since. The batch is then planned again on a fresh snapshot (a few times at most),
-// where the other replica's containers count: the service goes to another node if one fits, or its
-// action fails with the scheduler's reason. Nomad's plan applier does the same for its workers.
+// first moves the placement generation of every node the plan uses (store/placement-guards.ts),
+// which locks those nodes' guards until it ends, and learns which of them another replica placed
+// on since the snapshot read them. Those nodes alone are counted again, as they are now, and the
+// batch is planned again in the same transaction (the nodes it holds need no second check), a few
+// rounds at most: the other replica's containers count, so the service goes to another node if
+// one fits, or its action fails with the scheduler's reason. Nomad's plan applier does the same
+// for its workers. Only a batch that keeps meeting others' placements starts over from a whole read.
+
+import { performance } from "node:perf_hooks";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { addTo } from "../domain/collections.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import {
+  type ContainerSnapshot,
   cpusetMax,
   type Demand,
   nextContainerNumbers,
@@ -43,10 +48,16 @@ export function demandOf(spec: ServiceSpec): Demand {
   };
 }
 
-/** A plan made over a snapshot that another commit has since made stale on these nodes. */
+/**
+ * A plan that met other replicas' placements on its nodes in each of PLAN_ATTEMPTS rounds of one
+ * transaction: the batch is planned again in a new one, from a whole read.
+ */
 class StalePlan extends Error {
-  constructor(readonly nodes: string[]) {
-    super(`another placement committed on ${nodes.join(", ")} since the plan's snapshot was read`);
+  constructor(
+    readonly nodes: string[],
+    readonly names: string[],
+  ) {
+    super(`another placement committed on ${names.join(", ")} since the plan's snapshot was read`);
   }
 }
 
@@ -107,7 +118,61 @@ export class PlanApplier {
     for (const c of containers) {
       addTo(numbers, c.service, c.number);
     }
-    return { state: new PlacementState(nodes, containers), numbers, generations };
+    return {
+      state: new PlacementState(nodes, containers),
+      numbers,
+      generations,
+      demands,
+      readAt: performance.now(),
+    };
+  }
+
+  /**
+   * Counts some nodes of a snapshot again, as they are now (another replica placed there): their
+   * placement generations first, then their live containers (with the demands of services the
+   * snapshot did not know). Statements: two, three when a service is new to the snapshot.
+   */
+  private static async refresh(store: Store, namespace: string, snapshot: Snapshot, nodes: string[]) {
+    const generations = await new PlacementGuardStore(store).generationsOf(nodes);
+    const rows = await store.services.containerLoads(namespace, { nodes });
+    const unknown = [...new Set(rows.map((r) => r.service_uuid))].filter((u) => !snapshot.demands.has(u));
+    for (const s of await store.services.servicesByUuid(unknown))
+      snapshot.demands.set(s.uuid, demandOf(specOf(s)));
+    const onNode = new Map<string, ContainerSnapshot[]>();
+    for (const c of rows) {
+      addTo(onNode, c.node_uuid, {
+        uuid: c.uuid,
+        node: c.node_uuid,
+        service: c.service_uuid,
+        state: c.state,
+        number: c.number,
+        demand: snapshot.demands.get(c.service_uuid),
+      });
+    }
+    for (const node of nodes) {
+      snapshot.generations.set(node, generations.get(node) ?? 0);
+      snapshot.state.refreshNode(node, onNode.get(node) ?? []);
+    }
+  }
+
+  /**
+   * Whether the snapshot holds the live containers the batch's services have now (another replica
+   * may have placed or removed some since it was read): one statement over those services.
+   */
+  private static async holdsServices(
+    store: Store,
+    namespace: string,
+    snapshot: Snapshot,
+    services: readonly ServiceRow[],
+  ): Promise<boolean> {
+    const rows = await store.services.containerLoads(namespace, { services: services.map((s) => s.uuid) });
+    const now = new Map<string, number[]>();
+    for (const r of rows) addTo(now, r.service_uuid, r.number);
+    return services.every((s) => {
+      const a = [...(now.get(s.uuid) ?? [])].sort((x, y) => x - y);
+      const b = [...(snapshot.numbers.get(s.uuid) ?? [])].sort((x, y) => x - y);
+      return a.length === b.length && a.every((n, i) => n === b[i]);
+    });
   }
 
   private static request(s: ServiceRow, live: number, wanted: number) {
@@ -181,10 +246,19 @@ export class PlanApplier {
     const services = batch.map((w) => w.service);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.placeBatch(namespace, services);
+        const { placed, met } = await this.placeBatch(namespace, services);
+        if (met.length) {
+          const nodes = met.join(", ");
+          for (const w of batch) {
+            await w.log(
+              `Another replica placed containers on node(s) ${nodes} while the plan was made; planning again`,
+            );
+          }
+        }
+        return placed;
       } catch (err) {
         if (!(err instanceof StalePlan)) throw err;
-        const nodes = err.nodes.join(", ");
+        const nodes = err.names.join(", ");
         if (attempt >= PLAN_ATTEMPTS) {
           throw new Error(
             `another replica placed containers on node(s) ${nodes} while each of ${PLAN_ATTEMPTS} plans was made; start the service again`,
@@ -203,62 +277,148 @@ export class PlanApplier {
    * One plan for several services over one snapshot, applied in the transaction that writes the
    * container records (state Starting, made from each service's current definition) and their
    * change-feed entries. The snapshot is read in that transaction, or is the previous batch's when
-   * nothing it holds changed since (placement-snapshots.ts); either way the nodes the plan uses must
-   * still be at the placement generations it read, or the transaction is rolled back (StalePlan).
+   * nothing it holds changed since (placement-snapshots.ts); either way the nodes the plan uses
+   * must be at the placement generations it holds, and those another replica moved are counted
+   * again before the batch is planned again (StalePlan after PLAN_ATTEMPTS rounds).
+   *
+   * A snapshot that other replicas' commits may have overtaken is checked first: the batch's
+   * services must have the containers it counts (else it is read whole), and a plan on it that
+   * refuses anything is made again on a whole read (what they removed may make room).
    */
-  private async placeBatch(namespace: string, services: ServiceRow[]): Promise<Placed[]> {
+  private async placeBatch(
+    namespace: string,
+    services: ServiceRow[],
+  ): Promise<{ placed: Placed[]; met: string[] }> {
     let generation = 0;
     let snapshot: Snapshot | undefined;
     let wrote = 0;
-    const placed = await this.d.store.transaction(async (tx) => {
+    // The kept snapshot is for the first run of the transaction only (a run again reads whole).
+    let tookKept = false;
+    /** The nodes where another replica's placements were met (and counted again). */
+    let met: string[] = [];
+    // A deadlock between two replicas' rounds (each holds nodes the other locks next) runs it again.
+    const placed = await this.d.store.retrying(async (tx) => {
       // Read before the snapshot is (a commit after it moves the generation past what keep() expects).
       generation = this.snapshots.generation(namespace);
-      snapshot = this.snapshots.take(namespace, generation) ?? (await PlanApplier.snapshot(tx, namespace));
-      const { state, numbers } = snapshot;
-      const plans: PlacementPlan[] = [];
-      const records: NewContainer[] = [];
-      const now = this.d.clock.now();
-      for (const s of services) {
-        const taken = numbers.get(s.uuid) ?? [];
-        const plan = state.plan(PlanApplier.request(s, taken.length, s.target_num_containers));
-        plans.push(plan);
-        if (!plan.ok || plan.placements.length === 0) continue;
-        const fresh = nextContainerNumbers(taken, plan.placements.length);
-        numbers.set(s.uuid, [...taken, ...fresh]);
-        for (const [i, node] of plan.placements.entries()) {
-          records.push(newContainerRow(s, node, fresh[i]!, now));
-        }
+      let fresh = false;
+      let overtaken = false;
+      snapshot = undefined;
+      if (!tookKept) {
+        tookKept = true;
+        const taken = this.snapshots.take(namespace, generation);
+        snapshot = taken?.snapshot;
+        overtaken = taken !== undefined && (taken.remote || this.snapshots.replicated);
       }
-      await PlanApplier.guard(tx, namespace, snapshot, records);
-      const rows = new Map<string, ContainerRow[]>();
-      for (const r of await tx.services.insertContainers(records)) addTo(rows, r.service_uuid, r);
-      // One committed write of container rows (insertRows), told once to the snapshots.
-      wrote = records.length > 0 ? 1 : 0;
-      return plans.map((plan, i) => ({ plan, rows: rows.get(services[i]!.uuid) ?? [] }));
+      if (snapshot && overtaken && !(await PlanApplier.holdsServices(tx, namespace, snapshot, services)))
+        snapshot = undefined;
+      if (!snapshot) {
+        snapshot = await PlanApplier.snapshot(tx, namespace);
+        fresh = true;
+      }
+      const locked = new Set<string>();
+      let rounds = 0;
+      met = [];
+      for (;;) {
+        const made = this.planOn(snapshot, services);
+        if (overtaken && !fresh && made.plans.some((p) => !p.ok || p.shortfall)) {
+          made.undo();
+          snapshot = await PlanApplier.snapshot(tx, namespace);
+          fresh = true;
+          continue;
+        }
+        const stale = await PlanApplier.guard(tx, namespace, snapshot, made.records, locked).catch(
+          (err: unknown) => {
+            made.undo();
+            throw err;
+          },
+        );
+        if (stale.length) {
+          // Another replica placed on these nodes since the snapshot read them. Their guards are
+          // this transaction's until it commits: they are counted again as they are now, and the
+          // batch is planned again (nodes the first plan locked stay locked and need no check).
+          made.undo();
+          if (++rounds >= PLAN_ATTEMPTS) throw new StalePlan(stale, PlanApplier.names(snapshot, stale));
+          await PlanApplier.refresh(tx, namespace, snapshot, stale);
+          met.push(...PlanApplier.names(snapshot, stale));
+          overtaken = true;
+          continue;
+        }
+        let inserted: ContainerRow[];
+        try {
+          inserted = await tx.services.insertContainers(made.records);
+        } catch (err) {
+          made.undo();
+          throw err;
+        }
+        const rows = new Map<string, ContainerRow[]>();
+        for (const c of inserted) addTo(rows, c.service_uuid, c);
+        // One committed write of container rows (insertRows), told once to the snapshots.
+        wrote = made.records.length > 0 ? 1 : 0;
+        return made.plans.map((plan, i) => ({ plan, rows: rows.get(services[i]!.uuid) ?? [] }));
+      }
     });
     if (snapshot) this.snapshots.keep(namespace, snapshot, generation, wrote);
-    return placed;
+    return { placed, met: [...new Set(met)] };
+  }
+
+  private static names(snapshot: Snapshot, nodes: readonly string[]): string[] {
+    const names = new Map(snapshot.state.nodes.map((n) => [n.uuid, n.name]));
+    return nodes.map((uuid) => names.get(uuid) || uuid);
+  }
+
+  /** The batch's plans on the snapshot (counted into it), their records, and how to take them back. */
+  private planOn(snapshot: Snapshot, services: readonly ServiceRow[]) {
+    const { state, numbers } = snapshot;
+    const plans: PlacementPlan[] = [];
+    const records: NewContainer[] = [];
+    const undone: (() => void)[] = [];
+    const now = this.d.clock.now();
+    for (const s of services) {
+      const taken = numbers.get(s.uuid) ?? [];
+      const request = PlanApplier.request(s, taken.length, s.target_num_containers);
+      const plan = state.plan(request);
+      plans.push(plan);
+      if (!plan.ok || plan.placements.length === 0) continue;
+      const fresh = nextContainerNumbers(taken, plan.placements.length);
+      numbers.set(s.uuid, [...taken, ...fresh]);
+      undone.push(() => {
+        state.unplan(s.uuid, plan.placements, request.demand);
+        numbers.set(s.uuid, taken);
+      });
+      for (const [i, node] of plan.placements.entries()) {
+        records.push(newContainerRow(s, node, fresh[i]!, now));
+      }
+    }
+    const undo = () => {
+      for (const u of undone.reverse()) u();
+    };
+    return { plans, records, undo };
   }
 
   /**
-   * The check at commit: moves the placement generation of every node the records go to (one
-   * statement for the batch, whatever its size) and refuses the plan when one was not where the
-   * snapshot read it. The snapshot then holds the generations its own commit leaves.
+   * The check at commit: moves the placement generation of every node the records go to that this
+   * transaction has not moved yet (one statement, whatever the batch's size), which locks those
+   * nodes' guards until the commit, and answers the nodes whose generation was not where the
+   * snapshot read it (another replica placed there since). The snapshot then holds the generations
+   * this transaction leaves.
    */
   private static async guard(
     tx: Store,
     namespace: string,
     snapshot: Snapshot,
     records: readonly NewContainer[],
-  ): Promise<void> {
-    if (records.length === 0) return;
+    locked: Set<string>,
+  ): Promise<string[]> {
     const expected = new Map<string, number>();
-    for (const r of records) expected.set(r.node_uuid, snapshot.generations.get(r.node_uuid) ?? 0);
-    const { stale, generations } = await new PlacementGuardStore(tx).advance(namespace, expected);
-    if (stale.length) {
-      const names = new Map(snapshot.state.nodes.map((n) => [n.uuid, n.name]));
-      throw new StalePlan(stale.map((uuid) => names.get(uuid) || uuid));
+    for (const r of records) {
+      if (!locked.has(r.node_uuid)) expected.set(r.node_uuid, snapshot.generations.get(r.node_uuid) ?? 0);
     }
-    for (const [node, g] of generations) snapshot.generations.set(node, g);
+    if (expected.size === 0) return [];
+    const { stale, generations } = await new PlacementGuardStore(tx).advance(namespace, expected);
+    for (const [node, g] of generations) {
+      locked.add(node);
+      snapshot.generations.set(node, g);
+    }
+    return stale;
   }
 }

@@ -41,6 +41,14 @@ export class NodeUsage {
     this.cpuShares += demand.cpuShares;
   }
 
+  /** Gives back what `add` counted (a planned container that was not written). */
+  remove(demand: Demand): void {
+    // Published ports are exclusive on a node: the one planned container held this claim alone.
+    for (const p of demand.ports) this.ports.delete(`${p.port}/${p.protocol}`);
+    this.memoryMb -= demand.memoryMb;
+    this.cpuShares -= demand.cpuShares;
+  }
+
   /** A copy to count tentative claims on. */
   copy(): NodeUsage {
     const c = new NodeUsage(this.node);

@@ -73,6 +73,40 @@ export class PlacementState {
     mine.set(node, o);
   }
 
+  /**
+   * Takes back placements `plan` counted (their commit was refused): the state is again what it
+   * was before the plan was made.
+   */
+  unplan(service: string, placements: readonly string[], demand: Demand | undefined): void {
+    for (const node of placements) {
+      const usage = this.usage.get(node);
+      if (!usage) continue;
+      if (demand) usage.remove(demand);
+      this.totals.set(node, (this.totals.get(node) ?? 1) - 1);
+      const o = this.own.get(service)?.get(node);
+      if (o) {
+        o.live -= 1;
+        o.running -= 1;
+      }
+    }
+  }
+
+  /**
+   * Counts one node again from its live containers as read now (another replica placed or removed
+   * containers there): what was counted on it before is forgotten. The cost is the node's
+   * containers plus one look per service, never the namespace's containers.
+   */
+  refreshNode(node: string, containers: readonly ContainerSnapshot[]): void {
+    const usage = this.usage.get(node);
+    if (!usage) return;
+    this.usage.set(node, new NodeUsage(usage.node));
+    this.totals.delete(node);
+    for (const mine of this.own.values()) mine.delete(node);
+    for (const c of containers) {
+      if (c.node === node && isLive(c)) this.count(c.service, node, RUNNING.has(c.state), c.demand);
+    }
+  }
+
   private loads(eligible: NodeSnapshot[], service: string): Load[] {
     const mine = this.own.get(service);
     return eligible.map((node, order) => {

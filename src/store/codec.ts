@@ -192,6 +192,21 @@ export function decodeAlertChannels(json: string): StoredAlertChannel[] {
   });
 }
 
+/**
+ * The process that wrote a simulated container, read without decoding the container: the store
+ * writes `{"origin":"<id>",...}` (store/simulated.ts), so a replica skips its own rows cheaply.
+ * Anything else is decoded whole.
+ */
+export function simulatedOriginOf(json: string): string {
+  const head = '{"origin":"';
+  if (json.startsWith(head)) {
+    const end = json.indexOf('"', head.length);
+    const origin = json.slice(head.length, end);
+    if (end > head.length && !origin.includes("\\")) return origin;
+  }
+  return simulatedContainerOf(json).origin;
+}
+
 /** A simulated node's engine container as stored: the process that wrote it, and the container (absent once removed). */
 export function simulatedContainerOf(json: string): { origin: string; container?: Record<string, unknown> } {
   const v = objectIn("simulated container", json);

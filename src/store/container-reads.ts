@@ -274,14 +274,28 @@ export class ContainerReads {
   }
 
   /** What placement needs of the namespace's live containers (no definitions). */
-  async containerLoads(namespace: string) {
-    return this.s.db
+  /**
+   * The namespace's live containers as placement counts them; `only` narrows them to some nodes
+   * (a placement snapshot counts those again) or some services (a plan checks what its services hold).
+   */
+  async containerLoads(
+    namespace: string,
+    only?: { nodes?: readonly string[]; services?: readonly string[] },
+  ) {
+    let q = this.s.db
       .selectFrom("containers")
       .select(["uuid", "node_uuid", "service_uuid", "state", "number"])
       .where("namespace", "=", namespace)
-      .where("state", "!=", "Terminated")
-      .orderBy("id")
-      .execute();
+      .where("state", "!=", "Terminated");
+    if (only?.nodes) {
+      if (only.nodes.length === 0) return [];
+      q = q.where("node_uuid", "in", only.nodes);
+    }
+    if (only?.services) {
+      if (only.services.length === 0) return [];
+      q = q.where("service_uuid", "in", only.services);
+    }
+    return q.orderBy("id").execute();
   }
 
   /**

@@ -21,6 +21,17 @@ export class PlacementGuardStore {
     return new Map(rows.map((r) => [r.node_uuid, Number(r.generation)]));
   }
 
+  /** The placement generations of some nodes (absent: never placed on, 0). */
+  async generationsOf(nodes: readonly string[]): Promise<Map<string, number>> {
+    if (nodes.length === 0) return new Map();
+    const rows = await this.s.db
+      .selectFrom("placement_guards")
+      .select(["node_uuid", "generation"])
+      .where("node_uuid", "in", nodes)
+      .execute();
+    return new Map(rows.map((r) => [r.node_uuid, Number(r.generation)]));
+  }
+
   /**
    * Moves the generation of each node in `expected` by one, inside the caller's transaction, and
    * answers the nodes whose generation was not the one expected (another commit placed there since

@@ -77,6 +77,44 @@ export class ReplicaStore {
     return row?.owner === owner;
   }
 
+  /**
+   * `acquireLease` for many names at once (a heartbeat's nodes and jobs): one statement per 500
+   * names, whatever their number; answers the names now held by `owner`.
+   */
+  async acquireLeases(
+    names: readonly string[],
+    owner: string,
+    now: number,
+    until: number,
+  ): Promise<Set<string>> {
+    const held = new Set<string>();
+    const sorted = [...new Set(names)].sort();
+    for (let at = 0; at < sorted.length; at += 500) {
+      const rows = await this.s.db
+        .insertInto("leases")
+        .values(sorted.slice(at, at + 500).map((name) => ({ name, owner, until, acquired_at: now })))
+        .onConflict((oc) =>
+          oc
+            .column("name")
+            .doUpdateSet((eb) => ({
+              owner: eb.ref("excluded.owner"),
+              until: eb.ref("excluded.until"),
+              acquired_at: eb
+                .case()
+                .when("leases.owner", "=", owner)
+                .then(eb.ref("leases.acquired_at"))
+                .else(eb.ref("excluded.acquired_at"))
+                .end(),
+            }))
+            .where((eb) => eb.or([eb("leases.owner", "=", owner), eb("leases.until", "<", now)])),
+        )
+        .returning(["name", "owner"])
+        .execute();
+      for (const r of rows) if (r.owner === owner) held.add(r.name);
+    }
+    return held;
+  }
+
   /** Gives a lease up at once, so another replica can take it without waiting for it to lapse. */
   async releaseLease(name: string, owner: string): Promise<void> {
     await this.s.db.deleteFrom("leases").where("name", "=", name).where("owner", "=", owner).execute();

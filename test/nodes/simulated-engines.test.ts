@@ -126,5 +126,38 @@ for (const target of targets) {
         await three.stop();
       }
     });
+
+    test("a copy nobody watches applies others' writes at its next call, once per container", async () => {
+      const node = { ...NODE, uuid: "0b7c1a52-8a43-4d38-9d3c-2f1f1f0f0003" };
+      const other = { ...NODE, uuid: "0b7c1a52-8a43-4d38-9d3c-2f1f1f0f0004" };
+      const store = new Store(db.kysely, db.dialect);
+      const applied: string[] = [];
+      const make = () => {
+        const e = new SyncedFakeEngine({ subnet: "10.128.1.0/24" });
+        const apply = e.applyContainer.bind(e);
+        e.applyContainer = (c) => {
+          applied.push(c.id);
+          apply(c);
+        };
+        return e;
+      };
+      const reader = new SimulatedEngines(store, make, (err) => assert.fail(String(err)), 3_600_000);
+      try {
+        const a = one.engineFor(node);
+        const mine = reader.engineFor(node);
+        assert.deepEqual(await mine.listContainers({ all: true }), []);
+        // Written four times by the other replica, read here by a call on another node.
+        const id = await a.createContainer({ image: "busybox:local", cmd: ["sleep", "100000"] });
+        await a.startContainer(id);
+        await a.stopContainer(id, { timeoutS: 0 });
+        await a.startContainer(id);
+        await reader.engineFor(other).listContainers({ all: true });
+        assert.deepEqual(applied, [], "read, not applied: nobody called or watches the node here");
+        assert.equal((await mine.inspectContainer(id))?.state, "running");
+        assert.deepEqual(applied, [id], "the latest write applied once, before the call");
+      } finally {
+        await reader.stop();
+      }
+    });
   });
 }

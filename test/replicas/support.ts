@@ -110,27 +110,31 @@ export interface Replica {
 export async function startReplica(
   name: string,
   env: Record<string, string>,
-  opts: { waitReady?: boolean } = {},
+  opts: { waitReady?: boolean; nodeArgs?: string[] } = {},
 ): Promise<Replica> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `berth-replica-${name}-`));
-  const proc = spawn(process.execPath, ["--import", "tsx", "test/support/server-with-test-kinds.ts"], {
-    cwd: root,
-    env: {
-      ...process.env,
-      BERTH_LISTEN: `127.0.0.1:${port}`,
-      BERTH_DATA_DIR: dataDir,
-      BERTH_REPLICA_ID: name,
-      BERTH_ADMIN_USERNAME: "admin",
-      BERTH_ADMIN_PASSWORD: "admin-password",
-      BERTH_ADMIN_API_KEY: ADMIN_KEY,
-      BERTH_SECRET_KEY: SECRET_KEY,
-      BERTH_AUTO_ATTACH_ENGINE: "false",
-      BERTH_LOG_LEVEL: "info",
-      ...env,
+  const proc = spawn(
+    process.execPath,
+    [...(opts.nodeArgs ?? []), "--import", "tsx", "test/support/server-with-test-kinds.ts"],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        BERTH_LISTEN: `127.0.0.1:${port}`,
+        BERTH_DATA_DIR: dataDir,
+        BERTH_REPLICA_ID: name,
+        BERTH_ADMIN_USERNAME: "admin",
+        BERTH_ADMIN_PASSWORD: "admin-password",
+        BERTH_ADMIN_API_KEY: ADMIN_KEY,
+        BERTH_SECRET_KEY: SECRET_KEY,
+        BERTH_AUTO_ATTACH_ENGINE: "false",
+        BERTH_LOG_LEVEL: "info",
+        ...env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  );
   let out = "";
   proc.stdout?.on("data", (d) => {
     if (out.length < 2_000_000) out += d;

@@ -6,6 +6,7 @@ import {
   type ContainerSnapshot,
   type NodeSnapshot,
   nextContainerNumbers,
+  PlacementState,
   planEveryNode,
   planPlacement,
   planRemoval,
@@ -519,5 +520,35 @@ describe("ports and capacity", () => {
     if (!plan.ok) return;
     assert.deepEqual(names(plan.placements), ["a"]);
     assert.match(plan.shortfall?.join("\n") ?? "", /node b .*80\/tcp/);
+  });
+});
+
+describe("a placement state counted again in part (plans across replicas)", () => {
+  const memory = (mb: number) => ({ ports: [], memoryMb: mb, cpuShares: 0, cpusetMax: -1 });
+  const request = (count: number, mb: number) => ({
+    service: "web",
+    serviceTags: [],
+    strategy: "EMPTIEST_NODE" as const,
+    demand: memory(mb),
+    count,
+  });
+
+  test("a refused plan taken back leaves the state as it was", () => {
+    const state = new PlacementState([node("a", { memoryMb: 1000 }), node("b", { memoryMb: 1000 })], []);
+    const first = state.plan(request(2, 600));
+    assert.equal(first.ok, true);
+    if (!first.ok) return;
+    state.unplan("web", first.placements, memory(600));
+    // Without the take-back, neither node would have room for 600 MB more.
+    assert.deepEqual(placements(state.plan(request(2, 600))), ["a", "b"]);
+  });
+
+  test("a node counted again from its containers as read now: another replica filled it", () => {
+    const state = new PlacementState([node("a", { memoryMb: 1000 }), node("b", { memoryMb: 1000 })], []);
+    state.refreshNode("uuid-a", [container("a", { service: "other", demand: memory(900) })]);
+    assert.deepEqual(placements(state.plan(request(2, 500))), ["b", "b"]);
+    // And emptied again: what was counted on it before is forgotten.
+    state.refreshNode("uuid-a", []);
+    assert.deepEqual(placements(state.plan(request(1, 500))), ["a"]);
   });
 });

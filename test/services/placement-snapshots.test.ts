@@ -1,9 +1,14 @@
 // A plan reuses the snapshot the namespace's previous plan kept (orchestrator/placement-snapshots.ts)
 // instead of reading every live container and node of the namespace again, and never when what
-// the snapshot holds has changed since: a node's tags, a container that ended and freed its port, a
-// commit another replica announced.
+// the snapshot holds has changed since: a node's tags, a container that ended and freed its port.
+// Another replica's commits do not drop it: a plan on it checks its own services' containers, and
+// a node another replica placed on since is counted again at commit, so a kept snapshot never
+// places onto a node another replica filled.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { systemClock } from "../../src/domain/time.ts";
+import { PlanApplier } from "../../src/orchestrator/plan-applier.ts";
+import { Store } from "../../src/store/store.ts";
 import {
   call,
   containersOf,
@@ -39,9 +44,9 @@ async function statementsDuring<T>(fn: () => Promise<T>): Promise<{ result: T; s
   return { result, sql: queries.map((q) => q.sql) };
 }
 
-/** Placement's read of every live container of a namespace (ServiceStore.containerLoads). */
+/** Placement's read of every live container of a namespace (ServiceStore.containerLoads, unnarrowed). */
 const readsNamespaceContainers = (sql: string) =>
-  /^select "uuid", "node_uuid", "service_uuid", "state", "number" from "containers" where "namespace" = /.test(
+  /^select "uuid", "node_uuid", "service_uuid", "state", "number" from "containers" where "namespace" = (\$1|\?) and "state" != (\$2|\?) order by/.test(
     sql,
   );
 
@@ -102,13 +107,53 @@ describe("placement snapshots", () => {
     assert.deepEqual(await onNode(await until(s, next.resource_uri, "Running")), [left.nodes[0]]);
   });
 
-  test("another replica's commit drops the kept snapshot: the next plan reads the namespace again", async () => {
+  test("another replica's announced commit keeps the snapshot: the next plan checks its services, not the namespace", async () => {
     await runningService(s, { name: "before-remote", tags: [{ name: "right" }] });
-    // What store/listen.ts does when another replica announces a commit of a node.
-    s.h.store.announceRemoteChange("node");
-    const { sql } = await statementsDuring(() =>
+    // What store/listen.ts does when another replica announces a commit of a container.
+    s.h.store.announceRemoteChange("container");
+    const { result, sql } = await statementsDuring(() =>
       runningService(s, { name: "after-remote", tags: [{ name: "right" }] }),
     );
-    assert.equal(sql.filter(readsNamespaceContainers).length, 1, sql.join("\n"));
+    assert.deepEqual(await onNode(result), [right.nodes[0]]);
+    assert.equal(sql.filter(readsNamespaceContainers).length, 0, sql.join("\n"));
+  });
+
+  test("a kept snapshot never places onto a node another replica filled since", async () => {
+    const port = [{ protocol: "tcp", inner_port: 80, outer_port: 8082, published: true }];
+    // This replica's last plan keeps its snapshot: left's port 8082 is free in it.
+    await runningService(s, { name: "keeps", tags: [{ name: "left" }] });
+    // Another replica's plan applier (a store of its own: this process is told nothing of its
+    // commit, as when its announcement has not arrived yet) takes 8082 on left.
+    const other = new Store(s.h.db.kysely, s.h.db.dialect);
+    const remote = await createService(s, {
+      image: "busybox:local",
+      name: "remote",
+      run_command: "sleep 100000",
+      tags: [{ name: "left" }],
+      container_ports: port,
+    });
+    const [row] = await other.services.servicesByUuid([remote.uuid]);
+    const { placed } = await new PlanApplier({ store: other, clock: systemClock }).place(
+      row!,
+      async () => {},
+    );
+    assert.deepEqual(
+      placed.map((c) => `/api/infra/v1/alice/node/${c.node_uuid}/`),
+      [left.nodes[0]],
+    );
+
+    const mine = await createService(s, {
+      image: "busybox:local",
+      name: "mine",
+      run_command: "sleep 100000",
+      tags: [{ name: "left" }],
+      container_ports: port,
+    });
+    const res = await call(s.h, s.alice, "POST", `${mine.resource_uri}start/`);
+    assert.equal(res.status, 202, res.raw);
+    const a = await finished(s, res);
+    assert.equal(a.state, "Failed", a.log.join("\n"));
+    assert.match(a.log.join("\n"), /8082\/tcp already taken/);
+    assert.equal((await call(s.h, s.alice, "GET", mine.resource_uri)).body.containers.length, 0);
   });
 });
