@@ -1,6 +1,7 @@
 // One place that maps errors to HTTP: coded ApiErrors, schema validation, body parsing, size.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, type ErrorKind, type FieldProblem, VersionConflict } from "../domain/errors.ts";
+import { isDatabaseBusy } from "../store/open-errors.ts";
 import { isDashboardCall } from "./session.ts";
 
 const STATUS: Record<ErrorKind, number> = {
@@ -113,6 +114,20 @@ export function installErrorHandling(app: FastifyInstance, options: ErrorHandlin
         request,
         reply,
         new ApiError("bad_request", "invalid_json", "The body is not valid JSON."),
+      );
+    }
+    // Overload, not a fault: the database had no connection (or lock) to give within its wait.
+    if (isDatabaseBusy(error)) {
+      return sendError(
+        request,
+        reply,
+        new ApiError(
+          "rate_limited",
+          "database_busy",
+          "The platform's database is busy; send the request again in a second.",
+          undefined,
+          { "Retry-After": "1" },
+        ),
       );
     }
     const status = error.statusCode ?? 500;

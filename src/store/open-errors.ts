@@ -56,6 +56,16 @@ function messageOf(error: unknown): string {
   return String(error);
 }
 
+/**
+ * Whether a statement failed only because the database was busy: no PostgreSQL connection came
+ * free within the pool's wait, or SQLite stayed locked past its busy timeout. Nothing was written;
+ * the same request can succeed a moment later.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  if (codeOf(error) === "SQLITE_BUSY") return true;
+  return /timeout exceeded when trying to connect/i.test(messageOf(error));
+}
+
 /** The file system's refusals of mkdir, and what to do about each. */
 const MKDIR_PROBLEMS: Record<string, { problem: string; fix: string }> = {
   EACCES: { problem: "permission denied", fix: "make its parent folder writable by this user" },

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { sql } from "kysely";
 import { ConfigError, loadConfig } from "../../src/config/index.ts";
-import { quiesce, startHarness, waitFor } from "../support/harness.ts";
+import { call, createUser, quiesce, startHarness, waitFor } from "../support/harness.ts";
 
 const onPostgres = process.env.BERTH_TEST_DATABASE_URL?.startsWith("postgres") ?? false;
 
@@ -48,6 +48,46 @@ describe("BERTH_DATABASE_POOL", () => {
       await Promise.all(runs);
       assert.equal(pids.length, 5);
       assert.equal(new Set(pids).size, 2, `backends: ${pids.join(", ")}`);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test("a request that finds no free connection within the pool's wait is a 429 to send again, and succeeds once one is free", {
+    skip: !onPostgres && "PostgreSQL only (set BERTH_TEST_DATABASE_URL)",
+  }, async () => {
+    const h = await startHarness({ env: { BERTH_DATABASE_POOL: "2" } });
+    try {
+      const alice = await createUser(h, "alice");
+      const created = await call(h, alice, "POST", "/api/app/v1/service/", {
+        image: "busybox:local",
+        name: "web",
+      });
+      assert.equal(created.status, 201, created.raw);
+      await quiesce(h);
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      // Both connections of the pool held until the gate opens.
+      let holding = 0;
+      const held = Array.from({ length: 2 }, () =>
+        h.db.kysely.transaction().execute(async (trx) => {
+          await sql`select 1`.execute(trx);
+          holding += 1;
+          await gate;
+        }),
+      );
+      await waitFor("both connections to be held", async () => holding === 2);
+      const busy = await call(h, alice, "PATCH", created.body.resource_uri, { target_num_containers: 2 });
+      open();
+      await Promise.all(held);
+      assert.equal(busy.status, 429, busy.raw);
+      assert.equal(busy.body.code, "database_busy");
+      assert.equal(busy.headers["retry-after"], "1");
+      const again = await call(h, alice, "PATCH", created.body.resource_uri, { target_num_containers: 2 });
+      assert.equal(again.status, 200, again.raw);
+      assert.equal(again.body.target_num_containers, 2);
     } finally {
       await h.close();
     }
