@@ -15,7 +15,7 @@ import type { ContainerStats } from "../drivers/engine-stats.ts";
 import type { EngineSource } from "../nodes/provisioners.ts";
 import { eachLimited, turnPacer } from "../pace.ts";
 import type { SampledContainer, StatRow } from "../store/stats.ts";
-import { statsOf } from "../store/stats.ts";
+import { MAX_SLICES, MIN_SLICES, statsOf } from "../store/stats.ts";
 import type { Store } from "../store/store.ts";
 import type { NodeRow } from "../store/types.ts";
 
@@ -43,11 +43,15 @@ interface Previous {
 }
 
 const ROLLED_TO = "stats_rolled_to";
+/** The longest a maintenance statement should hold the event loop (ms). */
+const SLICE_MS = 8;
 /** Nodes whose sampled containers are read in one statement (a few thousand rows). */
 const NODES_PER_READ = 50;
 
 export class StatsCollector {
   private readonly previous = new Map<string, Previous>();
+  /** Uuid slices of the next roll-up and prunes (store/stats.ts uuidSlices), adapted to their cost. */
+  private slices = MIN_SLICES;
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
 
@@ -179,11 +183,21 @@ export class StatsCollector {
     const to = Math.floor((now - settings.fineStepMs) / coarse) * coarse;
     const stored = await store.replicas.findFact(ROLLED_TO);
     const from = Math.max(stored === undefined ? 0 : Number(stored), now - settings.fineKeepMs);
+    const stats = statsOf(store);
+    let longest = 0;
     if (to > from) {
-      await statsOf(store).rollUp(settings.fineStepMs, coarse, Math.floor(from / coarse) * coarse, to);
+      const start = Math.floor(from / coarse) * coarse;
+      longest = await stats.rollUp(settings.fineStepMs, coarse, start, to, this.slices);
       await store.replicas.putFact(ROLLED_TO, String(to));
     }
-    await statsOf(store).prune(settings.fineStepMs, now - settings.fineKeepMs);
-    await statsOf(store).prune(coarse, now - settings.coarseKeepMs);
+    longest = Math.max(
+      longest,
+      await stats.prune(settings.fineStepMs, now - settings.fineKeepMs, this.slices),
+      await stats.prune(coarse, now - settings.coarseKeepMs, this.slices),
+    );
+    // Slices as fine as keep each statement within a few ms of the loop (a minute's roll-up over
+    // 30,000 containers in 16 slices held it 57 ms a statement), and no finer.
+    if (longest > SLICE_MS) this.slices = Math.min(MAX_SLICES, this.slices * 2);
+    else if (longest < SLICE_MS / 4) this.slices = Math.max(MIN_SLICES, this.slices / 2);
   }
 }

@@ -24,8 +24,39 @@ export interface SampledContainer {
  * few ms of the event loop (at 400 a statement held it for some 30 ms).
  */
 const POINTS_PER_INSERT = 200;
-/** Where uuids (lower-case hex) begin: the slices a roll-up and a prune work through one at a time. */
-const UUID_DIGITS = [..."0123456789abcdef"];
+/** The fewest and most uuid slices a roll-up or a prune works through, one statement each. */
+export const MIN_SLICES = 16;
+export const MAX_SLICES = 256;
+
+/**
+ * `n` ranges of lower-case hex uuids, [low, high), covering every uuid (a power of two from 16 to
+ * 256: the first one or two digits). The first has no low bound, the last no high one.
+ */
+export function uuidSlices(n: number): { low?: string; high?: string }[] {
+  const count = Math.min(MAX_SLICES, Math.max(MIN_SLICES, 2 ** Math.round(Math.log2(n))));
+  const digits = count <= 16 ? 1 : 2;
+  const width = 16 ** digits / count;
+  const at = (k: number) => (k * width).toString(16).padStart(digits, "0");
+  return Array.from({ length: count }, (_, k) => ({
+    ...(k > 0 ? { low: at(k) } : {}),
+    ...(k < count - 1 ? { high: at(k + 1) } : {}),
+  }));
+}
+
+/** Runs one statement per slice, the event loop given back between; the longest one's ms. */
+async function bySlices(
+  slices: number,
+  run: (slice: { low?: string; high?: string }) => Promise<unknown>,
+): Promise<number> {
+  let longest = 0;
+  for (const [i, slice] of uuidSlices(slices).entries()) {
+    if (i > 0) await nextTurn();
+    const started = performance.now();
+    await run(slice);
+    longest = Math.max(longest, performance.now() - started);
+  }
+  return longest;
+}
 
 const FIGURES = [
   "cpu",
@@ -145,17 +176,21 @@ export class StatsStore {
    * Rolls the fine series up into the coarse one for every whole coarse step in [from, to):
    * averages of rates and use, the largest of counts. Points already rolled up are kept.
    */
-  async rollUp(fineStep: number, coarseStep: number, from: number, to: number): Promise<void> {
+  async rollUp(
+    fineStep: number,
+    coarseStep: number,
+    from: number,
+    to: number,
+    slices = MIN_SLICES,
+  ): Promise<number> {
     const bucket = sql`(at / ${sql.lit(coarseStep)}) * ${sql.lit(coarseStep)}`;
     const avg = (f: string) => sql`avg(${sql.ref(f)})`;
     const max = (f: string) => sql`max(${sql.ref(f)})`;
-    // A sixteenth of the subjects per statement (by their uuid's first digit), the event loop
-    // given back between: a minute of 150,000 containers' points is ~900,000 rows, and SQLite's
-    // one statement over them held the loop for seconds (issue 34).
-    for (const [i, low] of UUID_DIGITS.entries()) {
-      if (i > 0) await nextTurn();
-      const high = UUID_DIGITS[i + 1];
-      await sql`
+    // A slice of the subjects per statement (by their uuid's first digits), the event loop given
+    // back between: a minute of 150,000 containers' points is ~900,000 rows, and SQLite's one
+    // statement over them held the loop for seconds (issue 34).
+    return bySlices(slices, ({ low, high }) =>
+      sql`
       insert into stat_points (kind, uuid, namespace, service_uuid, node_uuid, step, at,
         ${sql.join(FIGURES.map((f) => sql.ref(f)))})
       select kind, uuid, max(namespace), max(service_uuid), max(node_uuid), ${sql.lit(coarseStep)}, ${bucket},
@@ -164,10 +199,10 @@ export class StatsStore {
         ${max("containers")}
       from stat_points
       where step = ${sql.lit(fineStep)} and at >= ${from} and at < ${to}
-        and ${i === 0 ? sql`true` : sql`uuid >= ${low}`} and ${high === undefined ? sql`true` : sql`uuid < ${high}`}
+        and ${low === undefined ? sql`true` : sql`uuid >= ${low}`} and ${high === undefined ? sql`true` : sql`uuid < ${high}`}
       group by kind, uuid, ${bucket}
-      on conflict (uuid, step, at) do nothing`.execute(this.s.db);
-    }
+      on conflict (uuid, step, at) do nothing`.execute(this.s.db),
+    );
   }
 
   /**
@@ -212,19 +247,17 @@ export class StatsStore {
   }
 
   /**
-   * Removes a series' points older than `before`, a sixteenth of the subjects per statement (by
-   * their uuid's first digit), the event loop given back between: each round of the fine series
-   * leaves retention whole, a point per running container.
+   * Removes a series' points older than `before`, a slice of the subjects per statement (by their
+   * uuid's first digits), the event loop given back between: each round of the fine series leaves
+   * retention whole, a point per running container.
    */
-  async prune(step: number, before: number): Promise<void> {
-    for (const [i, low] of UUID_DIGITS.entries()) {
-      if (i > 0) await nextTurn();
-      const high = UUID_DIGITS[i + 1];
+  async prune(step: number, before: number, slices = MIN_SLICES): Promise<number> {
+    return bySlices(slices, ({ low, high }) => {
       let q = this.s.db.deleteFrom("stat_points").where("step", "=", step).where("at", "<", before);
-      if (i > 0) q = q.where("uuid", ">=", low);
+      if (low !== undefined) q = q.where("uuid", ">=", low);
       if (high !== undefined) q = q.where("uuid", "<", high);
-      await q.execute();
-    }
+      return q.execute();
+    });
   }
 
   /** Every container's figures of the latest fine step at or after `since`, summed per namespace. */
