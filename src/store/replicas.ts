@@ -49,37 +49,10 @@ export class ReplicaStore {
   // ---- leases --------------------------------------------------------------------------------
 
   /**
-   * Takes or renews the lease `name` for `owner` until `until`: it succeeds when nobody holds it,
-   * when `owner` already does, or when the holder's lease lapsed before `now`. One statement, so
-   * two replicas racing for a lapsed lease cannot both win.
-   */
-  async acquireLease(name: string, owner: string, now: number, until: number): Promise<boolean> {
-    const row = await this.s.db
-      .insertInto("leases")
-      .values({ name, owner, until, acquired_at: now })
-      .onConflict((oc) =>
-        oc
-          .column("name")
-          .doUpdateSet((eb) => ({
-            owner: eb.ref("excluded.owner"),
-            until: eb.ref("excluded.until"),
-            acquired_at: eb
-              .case()
-              .when("leases.owner", "=", owner)
-              .then(eb.ref("leases.acquired_at"))
-              .else(eb.ref("excluded.acquired_at"))
-              .end(),
-          }))
-          .where((eb) => eb.or([eb("leases.owner", "=", owner), eb("leases.until", "<", now)])),
-      )
-      .returning("owner")
-      .executeTakeFirst();
-    return row?.owner === owner;
-  }
-
-  /**
-   * `acquireLease` for many names at once (a heartbeat's nodes and jobs): one statement per 500
-   * names, whatever their number; answers the names now held by `owner`.
+   * Takes or renews the leases `names` (a heartbeat's nodes and jobs) for `owner` until `until`:
+   * each is taken when nobody holds it, when `owner` already does, or when the holder's lease lapsed
+   * before `now`. One statement per 500 names, so two replicas racing for a lapsed lease cannot
+   * both win; answers the names now held by `owner`.
    */
   async acquireLeases(
     names: readonly string[],
