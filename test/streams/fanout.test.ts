@@ -216,6 +216,11 @@ test("a subscriber that stops reading is dropped with 1008 and where to resume; 
     const n = committed;
     await fast[0]!.until(`${n} events`, (f) => f.length >= n, 30_000);
   }
+  // Events after the drop, which the dropped subscriber can only get by resuming (it may have had
+  // every earlier one buffered before its close frame).
+  await burst(400, "after-drop", parents);
+  committed += 400;
+  await fast[0]!.until(`${committed} events`, (f) => f.length >= committed, 30_000);
   const last = await h.store.latestRevision();
   const services = Math.ceil(committed / 2);
   await fast[1]!.until("every service event", (f) => f.length >= services, 30_000);
