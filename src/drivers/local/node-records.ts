@@ -66,6 +66,8 @@ export interface LocalNode {
   usernsRemap?: RemapRange;
   /** Why the engine runs without remapping, when it does. */
   usernsRemapSkipped?: string;
+  /** Its removal has begun (terminate.ts): nothing may be started in its namespace any more. */
+  terminating?: true;
 }
 
 export interface RecoveredNode {
@@ -96,6 +98,7 @@ export function describeNode(record: NodeRecord): LocalNode {
     ...(running !== undefined ? { dockerdPid: running } : {}),
     ...(record.usernsRemap ? { usernsRemap: record.usernsRemap } : {}),
     ...(record.usernsRemapSkipped ? { usernsRemapSkipped: record.usernsRemapSkipped } : {}),
+    ...(record.terminating ? { terminating: true as const } : {}),
   };
 }
 

@@ -36,7 +36,7 @@ export class LocalRouters {
   routerFor(nodeId: string): CaddyRouter | undefined {
     if (this.released.has(nodeId)) return undefined;
     const node = this.o.provider.findNode(nodeId);
-    if (!node) return undefined;
+    if (!node || node.terminating) return undefined;
     let router = this.routers.get(nodeId);
     if (router) return router.router;
     const dir = path.join(this.o.dir, shortNodeId(nodeId));
@@ -48,6 +48,10 @@ export class LocalRouters {
       address: node.address,
       label: `the router of ${node.netnsName}`,
       dns: this.resolverFor(node.address).forSource(node.address),
+      mayStart: () => {
+        const now = this.o.provider.findNode(nodeId);
+        return !this.released.has(nodeId) && !!now && !now.terminating;
+      },
     });
     this.routers.set(nodeId, router);
     return router.router;

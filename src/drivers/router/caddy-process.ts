@@ -34,6 +34,12 @@ export interface CaddyProcessOptions {
   label: string;
   /** Where its routes' upstreams are looked up (dns.ts): upstream changes then need no configuration load. */
   dns?: RouteDns;
+  /**
+   * Whether its node may still have a Caddy started (false once the node's removal began: a
+   * renewal check or a counters read after terminate killed it must not start one that outlives
+   * the node's namespace).
+   */
+  mayStart?(): boolean;
 }
 
 /** One supervised Caddy and the router driver that configures it. */
@@ -61,7 +67,8 @@ export class CaddyProcess {
 
   /** Starts Caddy when its recorded process does not run; true when it was started (its configuration is lost). */
   ensureRunning(): Promise<boolean> {
-    if (this.removed) return Promise.reject(new Error(`${this.o.label} was removed with its node`));
+    if (this.removed || this.o.mayStart?.() === false)
+      return Promise.reject(new Error(`${this.o.label} was removed with its node`));
     const record = readRecord(this.o.dir);
     if (record && isProcessAlive(record.caddy)) return Promise.resolve(false);
     this.starting ??= this.start().finally(() => {
