@@ -18,7 +18,7 @@ import { findExecutable } from "../../src/drivers/local/host-tools.ts";
 import { BUSYBOX_IMAGE } from "../../src/drivers/local/index.ts";
 import type { CaddyRouter } from "../../src/drivers/router/caddy.ts";
 import { type Caller, call, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
-import { steadyLoad } from "../support/http-load.ts";
+import { request, steadyLoad } from "../support/http-load.ts";
 import { deployLocalCluster, localNodesUnavailable, tearDownLocalLab } from "../support/local-lab.ts";
 
 const LAB_RANGE = "10.244.0.0/16";
@@ -137,6 +137,19 @@ describe("open connections through the router", { skip: unavailable }, () => {
       30_000,
       200,
     );
+
+    // Both routes answered through the router: the configuration Caddy runs has both with upstreams.
+    // (A route going from none to some is a configuration load, which closes WebSockets: one opened
+    // before the second route's load was cut by it.)
+    for (const host of ["chat.test", "app.test"]) {
+      await waitFor(
+        `${host} answered through the router`,
+        async () =>
+          (await request("http", address, host).catch(() => undefined))?.status === 200 || undefined,
+        30_000,
+        200,
+      );
+    }
 
     // A WebSocket through the router to chat.test (port 80), kept open for the whole test.
     const socket = await waitFor(
