@@ -12,16 +12,8 @@ import { AgentRouterService } from "../../src/agent/router.ts";
 import { AgentRouter } from "../../src/drivers/router/agent-router.ts";
 import { FakeRouter } from "../../src/drivers/router/fake-router.ts";
 import { RouterUnavailable } from "../../src/drivers/router/router.ts";
-import {
-  call,
-  createService,
-  deployCluster,
-  operate,
-  type Sim,
-  startSim,
-  until,
-  waitFor,
-} from "../services/sim.ts";
+import { deployCluster, type Sim, startSim, waitFor } from "../services/sim.ts";
+import { servingDomain } from "./support.ts";
 
 const NOT_INSTALLED = "Caddy is not installed: the agent's router needs it (apt-get install caddy)";
 let s: Sim;
@@ -41,17 +33,7 @@ test("a router that cannot run shows on its services' domains with an event, unt
   const router: FakeRouter = await waitFor("alice's router", async () => s.h.router.fakes.get(node!.uuid));
   router.unavailable = NOT_INSTALLED;
   const since = await s.h.store.latestRevision();
-  const created = await createService(s, {
-    image: "busybox:local",
-    name: "shop",
-    run_command: "sleep 100000",
-    container_ports: [{ protocol: "tcp", inner_port: 8080 }],
-    domains: [{ host: "shop.test" }],
-  });
-  await operate(s, created.resource_uri, "start");
-  const svc = await until(s, created.resource_uri, "Running");
-  const certificate = async () =>
-    (await call(s.h, s.alice, "GET", svc.resource_uri)).body.domains[0].certificate;
+  const { svc, certificate } = await servingDomain(s, "shop", "shop.test");
   const failed = await waitFor("the router's error on the domain", async () => {
     const c = await certificate();
     return c?.state === "error" ? c : undefined;

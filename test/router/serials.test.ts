@@ -7,16 +7,8 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { FakeRouter } from "../../src/drivers/router/fake-router.ts";
 import { ServedSerials } from "../../src/router/serials.ts";
-import {
-  call,
-  createService,
-  deployCluster,
-  operate,
-  type Sim,
-  startSim,
-  until,
-  waitFor,
-} from "../services/sim.ts";
+import { deployCluster, type Sim, startSim, waitFor } from "../services/sim.ts";
+import { servingDomain } from "./support.ts";
 
 let s: Sim;
 
@@ -29,17 +21,7 @@ after(() => s.close());
 test("a renewal made while Berth restarted is shown with its new expiry and an event", async () => {
   const [node] = await s.h.store.nodes.liveNodes({ namespace: "alice" });
   const router: FakeRouter = await waitFor("alice's router", async () => s.h.router.fakes.get(node!.uuid));
-  const created = await createService(s, {
-    image: "busybox:local",
-    name: "site",
-    run_command: "sleep 100000",
-    container_ports: [{ protocol: "tcp", inner_port: 8080 }],
-    domains: [{ host: "site.test" }],
-  });
-  await operate(s, created.resource_uri, "start");
-  const svc = await until(s, created.resource_uri, "Running");
-  const certificate = async () =>
-    (await call(s.h, s.alice, "GET", svc.resource_uri)).body.domains[0].certificate;
+  const { svc, certificate } = await servingDomain(s, "site", "site.test");
   const first = await waitFor("the certificate issued", async () => {
     const c = await certificate();
     return c?.state === "issued" ? c : undefined;
