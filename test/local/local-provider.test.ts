@@ -21,7 +21,9 @@ const LAB_RANGE = "10.229.0.0/16";
 const LAB_PREFIX = "10.229.";
 const BRIDGE = "berth-t0";
 
-const stateDir = mkdtempSync(path.join(tmpdir(), "berth-local-"));
+// Long enough that the engines' sockets would not fit below it: each exec-root is then
+// `/run/berth-<short id>`, outside the node's directory, as on a host with a deep state path.
+const stateDir = mkdtempSync(path.join(tmpdir(), `berth-local-${"x".repeat(48)}-`));
 const actionLog: string[] = [];
 const provider = new LocalProvider({
   stateDir,
@@ -273,5 +275,8 @@ test("terminating every node and the host lab leaves nothing behind", { skip }, 
     });
   assert.deepEqual(ours, [], "no process of ours (dockerd, containerd, shims) is left");
   assert.deepEqual(readdirSync(path.join(stateDir, "nodes")), [], "no node directory is left");
+  // Both the exec-root and the remapped runtime state beside it (`<exec-root>.<uid>.<gid>`).
+  const inRun = readdirSync("/run").filter((entry) => nodes.some((n) => entry.startsWith(n.netnsName)));
+  assert.deepEqual(inRun, [], "nothing of the nodes is left in /run");
   assert.equal(provider.listNodes().length, 0);
 });

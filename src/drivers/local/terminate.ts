@@ -17,6 +17,7 @@ import {
   removeCgroup,
   stopProcess,
 } from "./processes.ts";
+import type { NodeRecord } from "./state.ts";
 
 /** Removes everything of the node: containers, processes, namespace, link, routes, rules, files. */
 export async function terminateNode(p: ProviderParts, nodeId: string): Promise<void> {
@@ -95,11 +96,14 @@ export async function terminateNode(p: ProviderParts, nodeId: string): Promise<v
       }
     }
 
-    for (const dir of [record.nodeDir, record.execRoot]) {
+    // A remapping engine keeps its containers' runtime state beside its exec-root, in
+    // `<exec-root>.<uid>.<gid>` (made at the first container start), so that goes too.
+    const execRoots = [record.execRoot, ...(record.usernsRemap ? [remappedExecRoot(record)] : [])];
+    for (const dir of [record.nodeDir, ...execRoots]) {
       for (const point of mountPointsUnder(dir)) await p.net.must(tools.umount, [point]);
     }
-    if (!record.execRoot.startsWith(`${record.nodeDir}/`)) {
-      rmSync(record.execRoot, { recursive: true, force: true });
+    for (const dir of execRoots) {
+      if (!dir.startsWith(`${record.nodeDir}/`)) rmSync(dir, { recursive: true, force: true });
     }
     // The record goes last, so an interrupted removal is finished by the next call.
     if (existsSync(record.nodeDir)) {
@@ -112,4 +116,10 @@ export async function terminateNode(p: ProviderParts, nodeId: string): Promise<v
     rmSync(record.nodeDir, { recursive: true, force: true });
     p.log(`node ${shortId}: terminated in ${Date.now() - startedAtMs} ms`);
   });
+}
+
+/** Where a remapping engine keeps its containers' runtime state: beside its exec-root. */
+export function remappedExecRoot(record: Pick<NodeRecord, "execRoot" | "usernsRemap">): string {
+  const remap = record.usernsRemap;
+  return remap ? `${record.execRoot}.${remap.uid}.${remap.gid}` : record.execRoot;
 }
