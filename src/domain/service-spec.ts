@@ -237,7 +237,10 @@ export function applyUpdate(
   fieldPrefix = "",
 ): UpdatedService {
   const p = new Problems(fieldPrefix);
-  const spec: ServiceSpec = structuredClone(current);
+  // A shallow copy: an update replaces whole fields, never part of one, so `current` is never
+  // changed, and the fields it leaves are the very same values (definitionChanged, and whoever
+  // asks whether the definition changed at all, compares those by identity first).
+  const spec: ServiceSpec = { ...current };
   const result: UpdatedService = { spec, changed: false };
 
   if (body.image !== undefined) spec.image_name = image(p, body.image);

@@ -15,7 +15,7 @@ import { lastSegment, nodeUri, serviceUri } from "../domain/uri.ts";
 import type { NamespacePolicies } from "../identity/privileges.ts";
 import type { SecretBox } from "../identity/secret-box.ts";
 import type { IdentityService, Principal } from "../identity/service.ts";
-import { decodeSpec, specOf } from "../store/codec.ts";
+import { decodeSpec, noteSpec, specOf } from "../store/codec.ts";
 import type { RevisionRow } from "../store/revisions.ts";
 import type { ContainerRow, ServiceRow } from "../store/services.ts";
 import type { Store, UserRow } from "../store/store.ts";
@@ -335,7 +335,9 @@ export class ServiceManager {
     cause: DefinitionCause = {},
   ): Promise<ServiceRow> {
     assertAllowed(SERVICE_OPERATIONS, `service ${s.name}`, s.state as ServiceState, "update");
+    // Decoded once: the check of what changed, the write's `after` and the answer's view share it.
     const before = specOf(s);
+    noteSpec(s, before);
     const u = applyUpdate(before, s.name, body, {
       resolveService: await this.resolver(s.namespace, body),
       serviceUuid: s.uuid,
@@ -351,12 +353,15 @@ export class ServiceManager {
       await this.revokeServiceKey(s.uuid);
       auth = null;
     }
-    const spec = JSON.stringify(u.spec);
+    // A definition whose every field is the one it had (a scale, a nickname) is not encoded and
+    // written again.
+    const same = sameFields(before, u.spec);
+    const spec = same ? undefined : JSON.stringify(u.spec);
     const r = await this.store.mutate(
       "service",
       s.uuid,
       async (cur) => ({
-        spec,
+        ...(spec !== undefined ? { spec } : {}),
         ...(u.changed ? { spec_version: await this.nextNumber(this.store, cur) } : {}),
         ...(u.nickname !== undefined ? { nickname: u.nickname } : {}),
         ...(u.target_num_containers !== undefined ? { target_num_containers: u.target_num_containers } : {}),
@@ -367,14 +372,17 @@ export class ServiceManager {
         // Only statements run in it: it may share its commit with concurrent calls' (write-groups.ts).
         group: true,
         // More containers asked for: counted after the write, in its transaction.
-        after: async (tx, before, written) => {
-          if (written.spec_version !== before.spec_version) await this.recordRevision(tx, written, cause);
-          await claimHosts(tx, s.namespace, hostsOfDefinition(specOf(written)), this.d.clock.now());
+        after: async (tx, read, written) => {
+          // The row as written holds u.spec's JSON (or, unchanged, the one read): not decoded again.
+          if (written.spec === (spec ?? s.spec)) noteSpec(written, u.spec);
+          const now = specOf(written);
+          if (written.spec_version !== read.spec_version) await this.recordRevision(tx, written, cause);
+          await claimHosts(tx, s.namespace, hostsOfDefinition(now), this.d.clock.now());
           // Only the domains this change adds: a pair two services shared before the rule stays.
-          const had = new Set((specOf(before).domains ?? []).map((d) => `${d.host}${d.path}`));
-          const added = (specOf(written).domains ?? []).filter((d) => !had.has(`${d.host}${d.path}`));
+          const had = new Set((specOf(read).domains ?? []).map((d) => `${d.host}${d.path}`));
+          const added = (now.domains ?? []).filter((d) => !had.has(`${d.host}${d.path}`));
           await refuseSharedDomains(tx, s.namespace, s.uuid, added);
-          const more = written.target_num_containers - before.target_num_containers;
+          const more = written.target_num_containers - read.target_num_containers;
           if (more > 0)
             await tx.quotas.enforce(s.namespace, "containers", more, {
               now: this.d.clock.now(),
@@ -394,6 +402,14 @@ export class ServiceManager {
     }
     return r!;
   }
+}
+
+/** Whether two definitions hold the very same value in every field (an update that changed none). */
+function sameFields(a: ServiceSpec, b: ServiceSpec): boolean {
+  const keys = Object.keys(b) as (keyof ServiceSpec)[];
+  if (keys.length !== Object.keys(a).length) return false;
+  for (const k of keys) if (!(k in a) || a[k] !== b[k]) return false;
+  return true;
 }
 
 /** The uuids of the services a definition's body names (links, volumes_from). */

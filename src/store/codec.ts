@@ -4,6 +4,7 @@
 // naming the column when stored text is not that shape; columns a person writes through an
 // administrator's settings (limits, privileges) and actions' parameters read as empty instead.
 import type { CalculatedEnvVar } from "../domain/container-spec.ts";
+import { deepFreeze } from "../domain/json.ts";
 import type { Privileges } from "../domain/privileges.ts";
 import { type Limits, QUOTA_RESOURCES } from "../domain/quotas.ts";
 import type { ServiceSpec } from "../domain/service.ts";
@@ -42,8 +43,23 @@ export function decodeSpec(json: string): ServiceSpec {
   return objectIn("spec", json) as unknown as ServiceSpec;
 }
 
-/** The definition of a service's or container's row. */
+/** Definitions noted for rows (noteSpec), with the text they were noted for. */
+const notedSpecs = new WeakMap<object, { text: string; spec: ServiceSpec }>();
+
+/**
+ * Notes that `row.spec` is the JSON of `spec` (a writer that just encoded it, or decoded it once):
+ * specOf(row) answers it instead of decoding the text again (issue 34: a PATCH decoded its
+ * definition five times). The definition is frozen, since every reader of the row shares it.
+ */
+export function noteSpec<T extends { spec: string }>(row: T, spec: ServiceSpec): T {
+  notedSpecs.set(row, { text: row.spec, spec: deepFreeze(spec) });
+  return row;
+}
+
+/** The definition of a service's or container's row (the one noted for it, else decoded). */
 export function specOf(row: { spec: string }): ServiceSpec {
+  const noted = notedSpecs.get(row);
+  if (noted !== undefined && noted.text === row.spec) return noted.spec;
   return decodeSpec(row.spec);
 }
 

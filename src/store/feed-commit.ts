@@ -6,8 +6,9 @@
 // that took it in the middle of its transaction held it while it took row and namespace locks:
 // two writers taking the same locks in the opposite order deadlocked (40P01), and every other
 // writer of the database waited behind the one holding it.
-import { CHANGE_COLUMNS, insertMany } from "./batches.ts";
-import { lockAndAnnounce } from "./notify.ts";
+import { CompiledQuery } from "kysely";
+import { CHANGE_COLUMNS, insertMany, ROWS_PER_INSERT } from "./batches.ts";
+import { CHANGE_CHANNEL, FEED_LOCK } from "./notify.ts";
 import type { ChangeRow, Kernel } from "./types.ts";
 
 export type NewChangeRow = Omit<ChangeRow, "revision">;
@@ -32,20 +33,54 @@ export class PendingChanges {
 
   /**
    * Writes the entries (multi-row statements, in order) as the transaction's last statements
-   * before its commit. On PostgreSQL the feed lock is taken first, in the statement that
-   * announces the commit to the other replicas (a NOTIFY per type changed, delivered at commit;
-   * `origin` is this replica's id).
+   * before its commit. On PostgreSQL the first of them takes the feed lock and announces the
+   * commit to the other replicas (a NOTIFY per type changed, delivered at commit; `origin` is
+   * this replica's id): lockedInsert.
    */
   async write(tx: Kernel, origin: string): Promise<void> {
     const entries = this.entries;
     if (entries.length === 0) return;
     this.entries = [];
-    if (tx.dialect === "postgres") {
-      const firstOfType = new Map<string, NewChangeRow>();
-      for (const c of entries) if (!firstOfType.has(c.type)) firstOfType.set(c.type, c);
-      const payloads = [...firstOfType.values()].map((c) => `${origin} ${c.type} ${c.datetime}`);
-      await lockAndAnnounce(...payloads).execute(tx.db);
-    }
-    await insertMany(tx, "changes", CHANGE_COLUMNS, entries);
+    if (tx.dialect !== "postgres") return insertMany(tx, "changes", CHANGE_COLUMNS, entries);
+    const firstOfType = new Map<string, NewChangeRow>();
+    for (const c of entries) if (!firstOfType.has(c.type)) firstOfType.set(c.type, c);
+    const payloads = [...firstOfType.values()].map((c) => `${origin} ${c.type} ${c.datetime}`);
+    const first = entries.length > ROWS_PER_INSERT ? entries.slice(0, ROWS_PER_INSERT) : entries;
+    await tx.db.executeQuery(lockedInsert(payloads, first));
+    if (entries.length > first.length)
+      await insertMany(tx, "changes", CHANGE_COLUMNS, entries.slice(first.length));
   }
+}
+
+/** Texts of lockedInsert, by notifications and rows. */
+const LOCKED_INSERT_SQL = new Map<string, string>();
+
+/**
+ * PostgreSQL: one statement takes the feed lock, announces the commit (a NOTIFY per payload,
+ * delivered at commit) and inserts the entries, where it was two round trips while the lock was
+ * held. The lock is taken by the statement's one-time filter, before the VALUES scan yields its
+ * first row, so every revision (the column's sequence, in the rows' order) is given under it.
+ */
+function lockedInsert(payloads: readonly string[], rows: readonly NewChangeRow[]): CompiledQuery {
+  const key = `${payloads.length} ${rows.length}`;
+  let text = LOCKED_INSERT_SQL.get(key);
+  if (text === undefined) {
+    let n = 0;
+    const p = () => `$${++n}`;
+    const notifies = payloads.map(() => `pg_notify(${p()}, ${p()} || ' ' || coalesce(current_schema(), ''))`);
+    // Parameters in VALUES take no type from the insert: the one column that is not text says its own.
+    const tuples = rows.map(
+      () => `(${CHANGE_COLUMNS.map((c) => (c === "datetime" ? `${p()}::bigint` : p())).join(", ")})`,
+    );
+    text =
+      `with "feed_lock" as materialized (select pg_advisory_xact_lock(${FEED_LOCK}), ${notifies.join(", ")}) ` +
+      `insert into "changes" (${CHANGE_COLUMNS.map((c) => `"${c}"`).join(", ")}) ` +
+      `select * from (values ${tuples.join(", ")}) as "v" where exists (select from "feed_lock")`;
+    if (LOCKED_INSERT_SQL.size >= 1000) LOCKED_INSERT_SQL.clear();
+    LOCKED_INSERT_SQL.set(key, text);
+  }
+  const parameters: unknown[] = [];
+  for (const payload of payloads) parameters.push(CHANGE_CHANNEL, payload);
+  for (const row of rows) for (const c of CHANGE_COLUMNS) parameters.push(row[c]);
+  return CompiledQuery.raw(text, parameters);
 }

@@ -28,7 +28,7 @@ export class ChangeNotifier {
 export const CHANGE_CHANNEL = "berth_changes";
 
 /**
- * The advisory lock that makes the feed's revisions commit in order (appendChange). It is the
+ * The advisory lock that makes the feed's revisions commit in order (feed-commit.ts). It is the
  * database's, not the schema's: every replica of an installation must take the same one, those of
  * the previous release included while a rolling restart mixes them.
  */
@@ -37,11 +37,6 @@ export const FEED_LOCK = 7340071;
 /** A notification on the change channel in the schema's name (delivered only if its transaction commits). */
 export function announce(payload: string) {
   return sql`pg_notify(${CHANGE_CHANNEL}, ${payload} || ' ' || coalesce(current_schema(), ''))`;
-}
-
-/** Takes the feed lock and announces the commit (one notification per payload: per changed type). */
-export function lockAndAnnounce(...payloads: string[]) {
-  return sql`select pg_advisory_xact_lock(${sql.lit(FEED_LOCK)}), ${sql.join(payloads.map(announce))}`;
 }
 
 /** The change channel's type for a change of users, API keys or memberships (not a feed change). */

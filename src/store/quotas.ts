@@ -42,8 +42,8 @@ export class QuotaStore {
   }
 
   /** The namespace's limits and whether it is an administrator's own namespace. */
-  async settings(namespace: string): Promise<QuotaSettings> {
-    const facts = await new NamespaceStore(this.s).facts(namespace);
+  async settings(namespace: string, opts: { lock?: boolean } = {}): Promise<QuotaSettings> {
+    const facts = await new NamespaceStore(this.s).facts(namespace, opts);
     return { limits: decodeLimits(facts?.limits), exempt: facts?.ownerIsAdmin ?? false };
   }
 
@@ -178,8 +178,11 @@ export class QuotaStore {
     opts: { now: number; written?: boolean },
   ): Promise<void> {
     if (adding <= 0) return;
-    await this.s.lockNamespace(namespace);
-    const limit = await this.limit(namespace, resource);
+    if (!this.s.isTransaction) throw new Error("enforce() runs in the transaction that writes");
+    // The namespace's lock (Store.lockNamespace) is taken by the statement that reads its limits;
+    // what is counted is read after it, by a statement of its own (a later snapshot on PostgreSQL).
+    const { limits, exempt } = await this.settings(namespace, { lock: true });
+    const limit = limitOf(resource, limits, { exempt });
     if (limit === null) return;
     const counted = await this.usage(namespace, resource, opts.now);
     assertWithinQuota(namespace, resource, limit, opts.written ? counted - adding : counted, adding);

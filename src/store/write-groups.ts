@@ -39,8 +39,12 @@ export interface MemberScope {
   changes: PendingChanges;
 }
 
+// A member's savepoint is never released: the next member's nests inside it, and the commit (or the
+// rollback) ends them all. A release was one more statement, a round trip on PostgreSQL, for every
+// member, run one after another on the group's connection; `rollback to` goes back to the latest
+// savepoint of the name, the failing member's own. At most GROUP_MAX_MEMBERS - 1 deep: within
+// PostgreSQL's 64 subtransactions cached per backend.
 const SAVEPOINT = sql.raw(`savepoint "berth_member"`);
-const RELEASE = sql.raw(`release "berth_member"`);
 const ROLLBACK_TO = sql.raw(`rollback to "berth_member"`);
 
 /** A member that succeeded: what runs once its group commits, and its answer. */
@@ -103,13 +107,12 @@ export class WriteGroups {
       g.trx ??= await this.db.startTransaction().execute();
       const trx = g.trx;
       const first = g.members === 0;
-      // One name serves every member: each releases its savepoint before the next begins.
+      // One name serves every member (see SAVEPOINT).
       if (!first) await SAVEPOINT.execute(trx);
       const scope: MemberScope = { trx, afterCommit: [], changes: new PendingChanges() };
       let out: T;
       try {
         out = await fn(scope);
-        if (!first) await RELEASE.execute(trx);
       } catch (err) {
         // This member alone goes: the first takes the transaction with it (nothing else is in it).
         g.accepting = false;
@@ -119,10 +122,7 @@ export class WriteGroups {
             .rollback()
             .execute()
             .catch(() => undefined);
-        } else {
-          await ROLLBACK_TO.execute(trx);
-          await RELEASE.execute(trx);
-        }
+        } else await ROLLBACK_TO.execute(trx);
         throw err;
       }
       g.members += 1;
