@@ -99,13 +99,18 @@ export class Views {
     const linked = [...new Set(deps.flatMap((d) => d.linked))].filter((uuid) => services.has(uuid));
     // Versions are read before the containers a view is built from: a view kept under a key is
     // never older than the rows the key names.
+    // (The links pointing at them are read in the same statement.)
+    const keyed = await store.services.viewVersions(
+      [...rows.map((s) => s.uuid), ...linked],
+      rows.map((s) => s.uuid),
+    );
     const versions = new Map<string, string>();
-    for (const c of await store.services.containerVersions([...rows.map((s) => s.uuid), ...linked])) {
+    for (const c of keyed.versions) {
       versions.set(c.service_uuid, `${versions.get(c.service_uuid) ?? ""}${c.uuid}.${c.version},`);
       read?.add(c.namespace);
     }
     const incoming = new Map<string, IncomingLink[]>();
-    for (const l of await store.services.linksTo(rows.map((s) => s.uuid))) addTo(incoming, l.to_uuid, l);
+    for (const l of keyed.links) addTo(incoming, l.to_uuid, l);
     if (read) {
       for (const r of services.values()) read.add(r.namespace);
       for (const list of incoming.values()) for (const l of list) read.add(l.namespace);

@@ -7,6 +7,7 @@ import { ContainerWrites } from "./container-writes.ts";
 import type { RevisionStore } from "./revisions.ts";
 import { ServiceRows } from "./service-rows.ts";
 import type { Kernel } from "./types.ts";
+import { viewVersions } from "./view-reads.ts";
 
 export type { ComparedContainer, ContainerQuery, ViewedContainer } from "./container-reads.ts";
 export { type ContainerPatch, type NewContainer, newContainerRow } from "./container-writes.ts";
@@ -18,7 +19,8 @@ export class ServiceStore {
   private readonly reads: ContainerReads;
   private readonly writes: ContainerWrites;
 
-  constructor(s: Kernel) {
+  constructor(private readonly kernel: Kernel) {
+    const s = kernel;
     this.rows = new ServiceRows(s);
     this.reads = new ContainerReads(s);
     this.writes = new ContainerWrites(s);
@@ -92,6 +94,10 @@ export class ServiceStore {
   }
   containerVersions(...a: Parameters<ContainerReads["containerVersions"]>) {
     return this.reads.containerVersions(...a);
+  }
+  /** containerVersions and linksTo in one statement (view-reads.ts). */
+  viewVersions(versionsOf: readonly string[], linksTo: readonly string[]) {
+    return viewVersions(this.kernel, versionsOf, linksTo);
   }
   liveContainers(...a: Parameters<ContainerReads["liveContainers"]>) {
     return this.reads.liveContainers(...a);
