@@ -355,7 +355,7 @@ export class ServiceManager {
     }
     // A definition whose every field is the one it had (a scale, a nickname) is not encoded and
     // written again.
-    const same = sameFields(before, u.spec);
+    const same = !Object.keys(body).some(touchesSpec) || sameFields(before, u.spec);
     const spec = same ? undefined : JSON.stringify(u.spec);
     const r = await this.store.mutate(
       "service",
@@ -403,6 +403,9 @@ export class ServiceManager {
     return r!;
   }
 }
+
+/** Whether an update body's field is one of the definition's (not the row's own count or nickname). */
+const touchesSpec = (field: string) => field !== "target_num_containers" && field !== "nickname";
 
 /** Whether two definitions hold the very same value in every field (an update that changed none). */
 function sameFields(a: ServiceSpec, b: ServiceSpec): boolean {

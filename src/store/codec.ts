@@ -4,7 +4,6 @@
 // naming the column when stored text is not that shape; columns a person writes through an
 // administrator's settings (limits, privileges) and actions' parameters read as empty instead.
 import type { CalculatedEnvVar } from "../domain/container-spec.ts";
-import { deepFreeze } from "../domain/json.ts";
 import type { Privileges } from "../domain/privileges.ts";
 import { type Limits, QUOTA_RESOURCES } from "../domain/quotas.ts";
 import type { ServiceSpec } from "../domain/service.ts";
@@ -49,10 +48,12 @@ const notedSpecs = new WeakMap<object, { text: string; spec: ServiceSpec }>();
 /**
  * Notes that `row.spec` is the JSON of `spec` (a writer that just encoded it, or decoded it once):
  * specOf(row) answers it instead of decoding the text again (issue 34: a PATCH decoded its
- * definition five times). The definition is frozen, since every reader of the row shares it.
+ * definition five times). Every reader of the row shares it, so none may change it: its fields
+ * are frozen (not the values inside them: walking them all cost as much as the decode saved; no
+ * reader changes part of a definition's field, an update replaces whole fields of a copy).
  */
 export function noteSpec<T extends { spec: string }>(row: T, spec: ServiceSpec): T {
-  notedSpecs.set(row, { text: row.spec, spec: deepFreeze(spec) });
+  notedSpecs.set(row, { text: row.spec, spec: Object.freeze(spec) });
   return row;
 }
 

@@ -3,6 +3,7 @@
 // (a transaction's store too): the Store's own file is at its size limit.
 import { serviceUri, stackUri } from "../domain/uri.ts";
 import { isUniqueViolation, UniqueViolation } from "./errors.ts";
+import { runCompiled } from "./query-texts.ts";
 import type { HostClaimTable, RouterCertificateTable, RouterDrainTable } from "./schema.ts";
 import type { Kernel, ServiceRow } from "./types.ts";
 
@@ -72,11 +73,13 @@ export class RouterStore {
   /** Host name → holding namespace, for the given namespaces. */
   async claimMap(namespaces: readonly string[]): Promise<Map<string, string>> {
     if (namespaces.length === 0) return new Map();
-    const rows = await this.s.db
-      .selectFrom("host_claims")
-      .select(["host", "namespace"])
-      .where("namespace", "in", [...namespaces])
-      .execute();
+    // Compiled once per list length: the router controller reads it at every commit of a service.
+    const rows = await runCompiled(this.s, `host claims of ${namespaces.length}`, namespaces, () =>
+      this.s.db
+        .selectFrom("host_claims")
+        .select(["host", "namespace"])
+        .where("namespace", "in", [...namespaces]),
+    );
     return new Map(rows.map((r) => [r.host, r.namespace]));
   }
 

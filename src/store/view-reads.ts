@@ -14,8 +14,9 @@ export type ContainerVersion = Pick<ContainerRow, "uuid" | "namespace" | "servic
 
 /**
  * The live containers' versions of `versionsOf` (ordered by service, then uuid) and the live links
- * to `linksTo` (ordered as ServiceRows.linksTo orders them). One statement when each list fits one
- * chunk of an IN list, else the two reads of their own.
+ * to `linksTo` (ordered as ServiceRows.linksTo orders them: by the linking service's id, then the
+ * link's position). One statement when each list fits one chunk of an IN list, else the two reads
+ * of their own.
  */
 export async function viewVersions(
   k: Kernel,
@@ -67,17 +68,12 @@ export async function viewVersions(
             .where("l.to_uuid", "in", ofLinks)
             .where("s.state", "!=", "Terminated")
             .whereRef("l.from_uuid", "!=", "l.to_uuid"),
-        )
-        // Containers first, by service and uuid (their sid and position are null); then links,
-        // by their service's id and their position.
-        .orderBy("kind")
-        .orderBy("sid")
-        .orderBy("position")
-        .orderBy("service_uuid")
-        .orderBy("uuid"),
+        ),
+    // Put in order here: an ORDER BY over the compound made SQLite sort each part in a temporary
+    // b-tree, which cost more than the two statements it replaced.
   );
   const versions: ContainerVersion[] = [];
-  const links: IncomingLink[] = [];
+  const links: (IncomingLink & { sid: number; position: number })[] = [];
   for (const r of rows) {
     if (r.kind === "c")
       versions.push({
@@ -86,7 +82,23 @@ export async function viewVersions(
         service_uuid: r.service_uuid,
         version: Number(r.version),
       });
-    else links.push({ namespace: r.namespace, from_uuid: r.uuid, to_uuid: r.service_uuid, name: r.name! });
+    else
+      links.push({
+        namespace: r.namespace,
+        from_uuid: r.uuid,
+        to_uuid: r.service_uuid,
+        name: r.name!,
+        sid: Number(r.sid),
+        position: Number(r.position),
+      });
   }
-  return { versions, links };
+  versions.sort((a, b) => compare(a.service_uuid, b.service_uuid) || compare(a.uuid, b.uuid));
+  links.sort((a, b) => a.sid - b.sid || a.position - b.position);
+  return {
+    versions,
+    links: links.map((l) => ({ namespace: l.namespace, from_uuid: l.from_uuid, to_uuid: l.to_uuid, name: l.name })),
+  };
 }
+
+/** Text order as the databases' binary collation gives it (uuids: ASCII). */
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
