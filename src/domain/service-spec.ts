@@ -311,15 +311,21 @@ export function applyUpdate(
 
 /** Whether two definitions differ in anything a container sees (so containers must be redeployed). */
 export function definitionChanged(a: ServiceSpec, b: ServiceSpec): boolean {
-  // Domains are the router's: containers never see them.
-  const skip = new Set<string>([...SCHEDULING_FIELDS, "domains"]);
-  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  for (const key of keys) {
-    if (skip.has(key)) continue;
-    if (!sameValue(a[key as keyof ServiceSpec], b[key as keyof ServiceSpec])) return true;
+  // Every key of either; a field an update left is the very same value (applyUpdate), so most
+  // compare by identity.
+  const x = a as unknown as Record<string, unknown>;
+  const y = b as unknown as Record<string, unknown>;
+  for (const key in x) {
+    if (x[key] !== y[key] && !UNSEEN_FIELDS.has(key) && !sameValue(x[key], y[key])) return true;
+  }
+  for (const key in y) {
+    if (!(key in x) && !UNSEEN_FIELDS.has(key) && !sameValue(undefined, y[key])) return true;
   }
   return false;
 }
+
+/** Fields containers never see: scheduling, and domains (the router's). */
+const UNSEEN_FIELDS: ReadonlySet<string> = new Set<string>([...SCHEDULING_FIELDS, "domains"]);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
