@@ -26,15 +26,20 @@ export class NamespaceStore {
   async facts(name: string, opts: { lock?: boolean } = {}): Promise<NamespaceFacts | undefined> {
     const lock = opts.lock === true && this.s.dialect === "postgres";
     if (opts.lock && !this.s.isTransaction) throw new Error("facts({ lock }) runs in a transaction");
-    const [row] = await runCompiled(this.s, lock ? "namespace facts, locked" : "namespace facts", [name], () => {
-      const q = this.s.db
-        .selectFrom("namespaces as n")
-        .leftJoin("users as u", "u.username", "n.name")
-        .leftJoin("namespace_settings as st", "st.namespace", "n.name")
-        .select(["n.name", "n.kind", "u.is_admin", "st.privileges", "st.limits"])
-        .where("n.name", "=", name);
-      return lock ? q.forUpdate("n") : q;
-    });
+    const [row] = await runCompiled(
+      this.s,
+      lock ? "namespace facts, locked" : "namespace facts",
+      [name],
+      () => {
+        const q = this.s.db
+          .selectFrom("namespaces as n")
+          .leftJoin("users as u", "u.username", "n.name")
+          .leftJoin("namespace_settings as st", "st.namespace", "n.name")
+          .select(["n.name", "n.kind", "u.is_admin", "st.privileges", "st.limits"])
+          .where("n.name", "=", name);
+        return lock ? q.forUpdate("n") : q;
+      },
+    );
     if (!row) return undefined;
     return {
       name: row.name,

@@ -96,7 +96,12 @@ export async function viewVersions(
   links.sort((a, b) => a.sid - b.sid || a.position - b.position);
   return {
     versions,
-    links: links.map((l) => ({ namespace: l.namespace, from_uuid: l.from_uuid, to_uuid: l.to_uuid, name: l.name })),
+    links: links.map((l) => ({
+      namespace: l.namespace,
+      from_uuid: l.from_uuid,
+      to_uuid: l.to_uuid,
+      name: l.name,
+    })),
   };
 }
 

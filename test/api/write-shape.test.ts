@@ -246,7 +246,9 @@ describe("statements per write", () => {
       const writes = transactions(queries);
       assert.ok(writes.length >= 1);
       for (const tx of writes) {
-        const inserts = tx.filter((q) => /^(with "feed_lock" as materialized \(.*\) )?insert into "changes"/.test(q));
+        const inserts = tx.filter((q) =>
+          /^(with "feed_lock" as materialized \(.*\) )?insert into "changes"/.test(q),
+        );
         const locks = tx.filter((q) => q.includes("pg_advisory_xact_lock"));
         assert.equal(inserts.length, 1, `one insert of feed entries:\n${tx.join("\n")}`);
         assert.equal(tx.at(-1), inserts[0], `the feed's entries are the last statement:\n${tx.join("\n")}`);
