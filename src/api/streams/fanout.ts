@@ -13,11 +13,13 @@
 //   2-core machine) and the kernel's copy of its bytes (about 0.06 µs per 320-byte event); waiting
 //   gathers more events per pass and saves only the fixed part, once per socket. With few
 //   subscribers passes follow each other within milliseconds; with 1,000 on a busy server the bytes
-//   alone take about CPU_SHARE and passes come every few hundred ms (issue 34 item 6: a higher share
-//   once events are 30 ms old halved p99 delivery but cost PATCH some 6 points of throughput, so
-//   both targets need the writes off the main thread). CPU time, not wall time, so a loaded machine
-//   (the thread waiting for a core) does not make the fan-out take a larger share. Time the loop
-//   spent idle counts as others' (nothing waited for it), so an idle server serves at once;
+//   alone take about CPU_SHARE and passes come every few hundred ms. (Issue 34 item 6: letting
+//   passes take 20–25 % once events were 30 ms old raised the fan-out from about 19 % to 25 % of the
+//   main thread's CPU and cut p99 delivery only from 1.5 s to 0.5–1.5 s; PATCH ≥ 80 % of its
+//   throughput and p99 < 100 ms together need the writes off the main thread.) CPU time, not wall
+//   time, so a loaded machine (the thread waiting for a core) does not make the fan-out take a
+//   larger share. Time the loop spent idle counts as others' (nothing waited for it), so an idle
+//   server serves at once;
 // - a member whose socket holds more than its bound unsent is dropped (1008, CONTRACT §8), with a
 //   reason that names the revision to resume from with `since` (sockets.ts, dropSlow).
 import { type EventLoopUtilization, performance } from "node:perf_hooks";
