@@ -289,6 +289,7 @@ export async function runWritesFanout(opts: WritesFanoutOptions, out: (line: str
       for (const line of figures(f.m)) out(`    ${line}`);
       out(
         `    fan-out: ${f.fan.passes} passes (${f.fan.slices} slices, ${f.fan.writes} socket writes, ${f.fan.events} events queued per shape), ` +
+          `wait ${fmtMs(f.fan.waitMs / Math.max(1, f.fan.passes))} ms + ${fmtMs(f.fan.passWallMs / Math.max(1, f.fan.passes))} ms wall per pass, ` +
           `${fmtMs(f.fan.cpuMs)} ms CPU = ${fmtMs((f.fan.cpuMs / Math.max(1, f.fan.writes)) * 1000)} µs per socket write, ${((f.fan.cpuMs / f.m.loop.cpuMs) * 100).toFixed(0)} % of the main thread's CPU; ` +
           `the subscribers' own process ${fmtMs(f.report.cpuMs / Math.max(1, f.m.r.requests))} ms CPU per PATCH`,
       );

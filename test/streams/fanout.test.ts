@@ -1,8 +1,9 @@
 // The events fan-out costs per socket, not per socket and event (issue 34, item 6): subscribers of
 // one shape share each event's frame, and a burst of events reaches each socket in one write, off
 // the request that made them, in slices of a bounded number of sockets per turn of the event loop;
-// commits that come together share one read of the feed. Subscribers of different shapes each get
-// exactly their events, in order. A subscriber that stops reading is dropped with 1008 and the
+// commits that come together share one read of the feed. Passes are paced by the loop's CPU time,
+// and a pass whose writes are cheap serves 1,000 sockets in one turn. Subscribers of different
+// shapes each get exactly their events, in order. A subscriber that stops reading is dropped with 1008 and the
 // revision to resume from, and resumes with `since` losing nothing, while those that keep up are
 // served every event. (A subscriber that changes shape while events wait, as a terminated
 // service's access re-check makes it, loses none: test/streams/events.test.ts, the first tests.)
@@ -10,7 +11,14 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, test } from "node:test";
 import type { WebSocket } from "ws";
-import { FanOut, type FanOutMember } from "../../src/api/streams/fanout.ts";
+import {
+  CPU_SHARE,
+  FanOut,
+  type FanOutClock,
+  type FanOutMember,
+  MAX_WAIT_MS,
+  SLICE_SOCKETS,
+} from "../../src/api/streams/fanout.ts";
 import { type EventFeed, FeedEvent } from "../../src/api/streams/feed.ts";
 import { type Caller, createUser, type Harness, startHarness, waitFor } from "../support/harness.ts";
 import { type Frame, listen, openStream, type StreamClient } from "./support.ts";
@@ -87,7 +95,8 @@ test("a burst of events reaches each of many subscribers in one write, every eve
   await waitFor("the sockets to close", async () => h.app.websocketServer.clients.size === 0, 5000, 10);
 });
 
-test("a pass writes to a bounded number of sockets per turn of the event loop, the same frame bytes to each", async () => {
+/** A feed whose changes the test offers itself. */
+function testFeed() {
   const listeners = new Set<(event: FeedEvent) => void>();
   const feed = {
     listen(listener: (event: FeedEvent) => void) {
@@ -95,7 +104,41 @@ test("a pass writes to a bounded number of sockets per turn of the event loop, t
       return () => listeners.delete(listener);
     },
   } as unknown as EventFeed;
-  const fanout = new FanOut(feed);
+  const offer = (e: FeedEvent) => {
+    for (const listener of listeners) listener(e);
+  };
+  return { feed, offer };
+}
+
+/** A clock the test moves: wall time, the process's CPU time, the loop's idle time (ms). */
+function testClock() {
+  const at = { t: 0, cpu: 0, idle: 0 };
+  const clock: FanOutClock = {
+    now: () => at.t,
+    cpuMs: () => at.cpu,
+    idleMark: () => at.idle,
+    idleSince: (mark) => at.idle - (mark as number),
+  };
+  return { at, clock };
+}
+
+function feedEvent(revision: number, namespace: string, parents = "[]"): FeedEvent {
+  return new FeedEvent({
+    revision,
+    namespace,
+    type: "service",
+    action: "update",
+    resource_uri: `/api/app/v1/${namespace}/service/s-${revision}/`,
+    state: "Running",
+    parents,
+    datetime: Date.now(),
+  });
+}
+
+test("a pass writes to a bounded number of sockets per turn of the event loop (1,000 cheap ones in one), the same frame bytes to each", async () => {
+  const { feed, offer } = testFeed();
+  // CPU time stands still: only the bound on sockets per turn splits the pass.
+  const fanout = new FanOut(feed, testClock().clock);
   const release = fanout.hold();
   // Writes since the loop last reached its check phase (a pass yields with setImmediate).
   let run = 0;
@@ -106,7 +149,7 @@ test("a pass writes to a bounded number of sockets per turn of the event loop, t
     if (watching) setImmediate(tick);
   };
   setImmediate(tick);
-  const members = Array.from({ length: 600 }, () => {
+  const members = Array.from({ length: 2500 }, () => {
     const got: Buffer[] = [];
     const member: FanOutMember & { got: Buffer[] } = {
       cursor: 0,
@@ -121,30 +164,19 @@ test("a pass writes to a bounded number of sockets per turn of the event loop, t
     fanout.join(member, "alice|*", (e) => e.namespace === "alice");
     return member;
   });
-  const event = (revision: number, namespace: string) =>
-    new FeedEvent({
-      revision,
-      namespace,
-      type: "service",
-      action: "update",
-      resource_uri: `/api/app/v1/${namespace}/service/s-${revision}/`,
-      state: "Running",
-      parents: "[]",
-      datetime: Date.now(),
-    });
   try {
-    for (const listener of listeners) {
-      listener(event(1, "alice"));
-      listener(event(2, "bob"));
-      listener(event(3, "alice"));
-    }
+    offer(feedEvent(1, "alice"));
+    offer(feedEvent(2, "bob"));
+    offer(feedEvent(3, "alice"));
     await waitFor(
       "every member to be written",
       async () => members.every((m) => m.got.length > 0),
       10_000,
       5,
     );
-    assert.ok(longestRun <= 250, `${longestRun} sockets were written in one turn of the event loop`);
+    assert.ok(longestRun <= SLICE_SOCKETS, `${longestRun} sockets were written in one turn`);
+    // 1,000 subscribers whose writes fit in the slice's CPU time are served in one turn, not four.
+    assert.equal(longestRun, 1000, "1,000 cheap sockets in one turn of the event loop");
     const first = members[0]!.got[0]!;
     const frames = first.toString();
     assert.match(frames, /s-1/);
@@ -157,6 +189,52 @@ test("a pass writes to a bounded number of sockets per turn of the event loop, t
     }
   } finally {
     watching = false;
+    release();
+    fanout.stop();
+  }
+});
+
+test("a pass waits for its share of the loop's own time (CPU or idle), and never longer than the longest wait", async () => {
+  const { at, clock } = testClock();
+  const { feed, offer } = testFeed();
+  const fanout = new FanOut(feed, clock);
+  const release = fanout.hold();
+  // Each write costs 1 ms of CPU: a pass over the 10 members costs 10 ms.
+  const members = Array.from({ length: 10 }, () => {
+    const got: number[] = [];
+    const member: FanOutMember & { got: number[] } = {
+      cursor: 0,
+      got,
+      write(_bytes, events) {
+        at.cpu += 1;
+        for (const e of events) got.push(e.revision);
+        return true;
+      },
+    };
+    fanout.join(member, "alice|*", (e) => e.namespace === "alice");
+    return member;
+  });
+  const allGot = (revision: number) => members.every((m) => m.got.at(-1) === revision);
+  /** Lets the pacing's checks run for a while (real time; the clock stands still meanwhile). */
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 60));
+  const share = 10 * (1 / CPU_SHARE - 1);
+  try {
+    offer(feedEvent(1, "alice"));
+    await waitFor("the first pass", async () => allGot(1), 10_000, 5);
+    offer(feedEvent(2, "alice"));
+    at.cpu += share - 5;
+    await settle();
+    assert.ok(!allGot(2), "the loop has not had its share since the last pass");
+    // Idle time is nobody's: it counts as the loop's own.
+    at.idle += 6;
+    await waitFor("the pass once the loop had its share", async () => allGot(2), 10_000, 5);
+    offer(feedEvent(3, "alice"));
+    await settle();
+    assert.ok(!allGot(3));
+    at.t += MAX_WAIT_MS;
+    await waitFor("the pass after the longest wait", async () => allGot(3), 10_000, 5);
+    for (const m of members) assert.deepEqual(m.got, [1, 2, 3], "every event, once, in order");
+  } finally {
     release();
     fanout.stop();
   }

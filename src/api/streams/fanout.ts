@@ -8,13 +8,18 @@
 // - a pass serves at most SLICE_SOCKETS sockets or SLICE_CPU_MS of CPU time per turn of the event
 //   loop, then yields (setImmediate), so requests are answered between its slices;
 // - passes are paced by the CPU time they take: after a pass, the next waits until the fan-out's
-//   share of the main thread's CPU is back under CPU_SHARE. A socket write is a system call
-//   (about 15 µs on loopback, whatever its size), so a pass over 1,000 sockets costs some 15 ms
-//   however few events it carries: with few subscribers passes follow each other within
-//   milliseconds, with thousands they carry more events each, and the writes that produced the
-//   events keep at least 1 − CPU_SHARE of the loop. CPU time, not wall time, so a loaded machine
-//   (the thread waiting for a core) does not make the fan-out take a larger share. Time the loop
-//   spent idle counts as others' (nothing waited for it), so an idle server serves at once;
+//   share of the main thread's CPU is back under CPU_SHARE. A socket write costs a fixed part (the
+//   system call, a TCP segment, waking the reader: 3.5 µs on a quiet loopback, 15–35 µs on a loaded
+//   2-core machine) and the kernel's copy of its bytes (about 0.06 µs per 320-byte event); waiting
+//   gathers more events per pass and saves only the fixed part, once per socket. With few
+//   subscribers passes follow each other within milliseconds; with 1,000 on a busy server the bytes
+//   alone take about CPU_SHARE and passes come every few hundred ms. (Issue 34 item 6: letting
+//   passes take 20–25 % once events were 30 ms old raised the fan-out from about 19 % to 25 % of the
+//   main thread's CPU and cut p99 delivery only from 1.5 s to 0.5–1.5 s; PATCH ≥ 80 % of its
+//   throughput and p99 < 100 ms together need the writes off the main thread.) CPU time, not wall
+//   time, so a loaded machine (the thread waiting for a core) does not make the fan-out take a
+//   larger share. Time the loop spent idle counts as others' (nothing waited for it), so an idle
+//   server serves at once;
 // - a member whose socket holds more than its bound unsent is dropped (1008, CONTRACT §8), with a
 //   reason that names the revision to resume from with `since` (sockets.ts, dropSlow).
 import { type EventLoopUtilization, performance } from "node:perf_hooks";
@@ -24,26 +29,54 @@ import { isOpen } from "./sockets.ts";
 
 /** The most CPU time a slice of a pass takes before it yields (checked every SLICE_CHECK sockets). */
 const SLICE_CPU_MS = 8;
-/** The most sockets a slice of a pass writes to before it yields. */
-const SLICE_SOCKETS = 250;
+/**
+ * The most sockets a slice of a pass writes to before it yields. CPU time is the bound that keeps
+ * turns short; every slice costs the pass a turn of the loop (with a busy loop, several ms of wall
+ * time each), so a pass over 1,000 sockets that fits in SLICE_CPU_MS takes one turn, not four.
+ */
+export const SLICE_SOCKETS = 1000;
 const SLICE_CHECK = 25;
 /** The share of the main thread's CPU time passes may take while events keep coming. */
-const CPU_SHARE = 0.15;
+export const CPU_SHARE = 0.15;
 /** The longest a pass held back by the CPU share waits before it looks again. */
 const MAX_CHECK_MS = 20;
 /** The longest a queued event waits for a pass, however long the last one took. */
-const MAX_WAIT_MS = 1000;
+export const MAX_WAIT_MS = 1000;
 /** Bytes of one chunk: a member is written a chunk at a time, its bound checked before each. */
 const CHUNK_BYTES = 256 * 1024;
 
 /** What every fan-out of this process has done (benchmarks print it; nothing decides by it). */
-export const fanOutTotals = { passes: 0, slices: 0, writes: 0, events: 0, cpuMs: 0 };
+export const fanOutTotals = {
+  passes: 0,
+  slices: 0,
+  writes: 0,
+  events: 0,
+  cpuMs: 0,
+  /** Wall ms from each pass's oldest queued event to the pass's start, summed. */
+  waitMs: 0,
+  /** Wall ms from each pass's start to its end, summed. */
+  passWallMs: 0,
+};
 
-/** CPU time of this process in ms (user and system; the main thread's, as long as no other works). */
-function cpuNowMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
+/** What the pacing reads: wall time, CPU time, and the loop's idle time since a mark (all ms). */
+export interface FanOutClock {
+  now(): number;
+  /** CPU time of this process (user and system; the main thread's, as long as no other works). */
+  cpuMs(): number;
+  /** A mark of the loop's idle time, and the idle ms since one. */
+  idleMark(): unknown;
+  idleSince(mark: unknown): number;
 }
+
+const processClock: FanOutClock = {
+  now: () => performance.now(),
+  cpuMs() {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  },
+  idleMark: () => performance.eventLoopUtilization(),
+  idleSince: (mark) => performance.eventLoopUtilization(mark as EventLoopUtilization).idle,
+};
 
 /** One socket of a group. */
 export interface FanOutMember {
@@ -78,10 +111,15 @@ export class FanOut {
   private lastEnd = 0;
   /** CPU time the last pass took (ms). */
   private lastCpuMs = 0;
-  /** The process's CPU time and the loop's counters when the last pass ended. */
-  private restSince: { cpuMs: number; loop: EventLoopUtilization } | undefined;
+  /** The process's CPU time and the loop's idle mark when the last pass ended. */
+  private restSince: { cpuMs: number; idle: unknown } | undefined;
+  /** When the oldest event waiting for a pass was queued (clock.now()). */
+  private oldestAt: number | undefined;
 
-  constructor(private readonly feed: EventFeed) {}
+  constructor(
+    private readonly feed: EventFeed,
+    private readonly clock: FanOutClock = processClock,
+  ) {}
 
   /**
    * Keeps the feed read for a subscriber from its upgrade on (through its catch-up, before it
@@ -140,12 +178,14 @@ export class FanOut {
     if (group.members.size > 0) return;
     for (const [shape, g] of this.groups) if (g === group) this.groups.delete(shape);
     this.pending.delete(group);
+    if (this.pending.size === 0) this.oldestAt = undefined;
   }
 
   stop(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.pending.clear();
+    this.oldestAt = undefined;
     this.unlisten?.();
     this.unlisten = undefined;
   }
@@ -157,7 +197,9 @@ export class FanOut {
       group.queued.push(event);
       this.pending.add(group);
     }
-    if (this.pending.size > 0) this.schedule();
+    if (this.pending.size === 0) return;
+    this.oldestAt ??= this.clock.now();
+    this.schedule();
   }
 
   /**
@@ -172,10 +214,8 @@ export class FanOut {
     const since = this.restSince;
     const check = () => {
       this.timer = undefined;
-      const others = since
-        ? cpuNowMs() - since.cpuMs + performance.eventLoopUtilization(since.loop).idle
-        : needed;
-      if (others >= needed || performance.now() - this.lastEnd >= MAX_WAIT_MS) {
+      const others = since ? this.clock.cpuMs() - since.cpuMs + this.clock.idleSince(since.idle) : needed;
+      if (others >= needed || this.clock.now() - this.lastEnd >= MAX_WAIT_MS) {
         void this.pass();
         return;
       }
@@ -187,8 +227,12 @@ export class FanOut {
   private async pass(): Promise<void> {
     this.running = true;
     fanOutTotals.passes += 1;
+    const clock = this.clock;
+    const started = clock.now();
+    fanOutTotals.waitMs += started - (this.oldestAt ?? started);
+    this.oldestAt = undefined;
     let cpuMs = 0;
-    let sliceCpu = cpuNowMs();
+    let sliceCpu = clock.cpuMs();
     let served = 0;
     try {
       const groups = [...this.pending];
@@ -202,22 +246,23 @@ export class FanOut {
           for (const chunk of chunks) if (!serve(member, chunk)) break;
           served += 1;
           if (served % SLICE_CHECK !== 0) continue;
-          const used = cpuNowMs() - sliceCpu;
+          const used = clock.cpuMs() - sliceCpu;
           if (served < SLICE_SOCKETS && used < SLICE_CPU_MS) continue;
           cpuMs += used;
           fanOutTotals.slices += 1;
           await new Promise((resolve) => setImmediate(resolve));
-          sliceCpu = cpuNowMs();
+          sliceCpu = clock.cpuMs();
           served = 0;
         }
       }
     } finally {
-      cpuMs += cpuNowMs() - sliceCpu;
+      cpuMs += clock.cpuMs() - sliceCpu;
       fanOutTotals.slices += 1;
       fanOutTotals.cpuMs += cpuMs;
       this.running = false;
-      this.lastEnd = performance.now();
-      this.restSince = { cpuMs: cpuNowMs(), loop: performance.eventLoopUtilization() };
+      this.lastEnd = clock.now();
+      fanOutTotals.passWallMs += this.lastEnd - started;
+      this.restSince = { cpuMs: clock.cpuMs(), idle: clock.idleMark() };
       this.lastCpuMs = cpuMs;
       if (this.pending.size > 0) this.schedule();
     }
