@@ -195,6 +195,16 @@ export async function runReplicaPlacement(
     const running = (
       await store.services.listContainers({ namespace: "admin", state: "Running", limit: 1, offset: 0 })
     ).total;
+    // Whether the replicas placed apart: the simulated nodes whose containers were last written by
+    // more than one replica (each write names the process that made it).
+    const writers = new Map<string, Set<string>>();
+    for (const row of await store.db.selectFrom("simulated_containers").select(["node_uuid", "data"]).execute()) {
+      const origin = /^\{"origin":"([^"]*)"/.exec(row.data)?.[1] ?? "?";
+      const set = writers.get(row.node_uuid) ?? new Set<string>();
+      set.add(origin);
+      writers.set(row.node_uuid, set);
+    }
+    const shared = [...writers.values()].filter((w) => w.size > 1).length;
     const counts = new Map<string, number>();
     for (const state of ended) counts.set(state, (counts.get(state) ?? 0) + 1);
     const outcome = [...counts].map(([state, n]) => `${n} ${state}`).join(", ");
@@ -209,6 +219,9 @@ export async function runReplicaPlacement(
       `  replicas' CPU ${cpuTotal.toFixed(1)} s (${cpu.map((c, i) => `${replicas[i]!.name} ${c.toFixed(1)} s`).join(", ")}): ${Math.round(running / Math.max(cpuTotal, 0.01))} placements per replica CPU second, ${((cpuTotal * 1000) / Math.max(running, 1)).toFixed(2)} ms CPU per placement; load ${load0} before, ${load()} after`,
     );
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    out(
+      `  simulated nodes written by more than one replica: ${shared} of ${writers.size}`,
+    );
     out(
       `  store: ${sum(statements)} SQL statements (${(sum(statements) / Math.max(running, 1)).toFixed(2)} per placement; ${statements.map((n, i) => `${replicas[i]!.name} ${n}`).join(", ")}), ${sum(transactions)} transactions (${(sum(transactions) / Math.max(running, 1)).toFixed(3)} per placement)`,
     );
