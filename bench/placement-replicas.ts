@@ -78,6 +78,19 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(" ");
 
+/** 429 database_busy answers met (each sent again after its Retry-After, as a client does). */
+let busy = 0;
+
+/** A call, sent again after a second while it answers 429 (the database was busy). */
+async function patient(r: Replica, method: string, url: string, body?: unknown) {
+  for (;;) {
+    const res = await api(r, method, url, body);
+    if (res.status !== 429) return res;
+    busy += 1;
+    await sleep(1000);
+  }
+}
+
 async function fromClients<T>(items: T[], call: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
@@ -140,7 +153,7 @@ export async function runReplicaPlacement(
       Array.from({ length: opts.services }, (_, i) => i),
       async (i) => {
         const r = replicas[i % replicas.length]!;
-        const res = await api(
+        const res = await patient(
           r,
           "POST",
           "/api/app/v1/service/",
@@ -152,6 +165,7 @@ export async function runReplicaPlacement(
       },
     );
     const total = opts.services * opts.perService;
+    const busyCreating = busy;
     const cpu0 = replicas.map((r) => cpuSeconds(r.proc.pid));
     const counts0 = await Promise.all(replicas.map(storeCounts));
     const load0 = load();
@@ -161,7 +175,7 @@ export async function runReplicaPlacement(
     const actions: string[] = [];
     await fromClients(services, async (uuid, i) => {
       const r = replicas[i % replicas.length]!;
-      const res = await api(r, "POST", `/api/app/v1/service/${uuid}/start/`);
+      const res = await patient(r, "POST", `/api/app/v1/service/${uuid}/start/`);
       if (res.status !== 202)
         throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
       actions.push(String(res.headers.get("x-platform-action-uri")).split("/").filter(Boolean).at(-1)!);
@@ -195,16 +209,16 @@ export async function runReplicaPlacement(
     const running = (
       await store.services.listContainers({ namespace: "admin", state: "Running", limit: 1, offset: 0 })
     ).total;
-    // Whether the replicas placed apart: the simulated nodes whose containers were last written by
-    // more than one replica (each write names the process that made it).
-    const writers = new Map<string, Set<string>>();
-    for (const row of await store.db.selectFrom("simulated_containers").select(["node_uuid", "data"]).execute()) {
-      const origin = /^\{"origin":"([^"]*)"/.exec(row.data)?.[1] ?? "?";
-      const set = writers.get(row.node_uuid) ?? new Set<string>();
-      set.add(origin);
-      writers.set(row.node_uuid, set);
-    }
-    const shared = [...writers.values()].filter((w) => w.size > 1).length;
+    // Whether the replicas placed apart: the plans that met another replica's placements on their
+    // nodes at commit and were planned again (each logs it once per service of its batch).
+    const met = (
+      await store.db
+        .selectFrom("action_logs")
+        .select("line")
+        .where("action_uuid", "in", actions)
+        .where("line", "like", "Another replica placed containers on node(s)%")
+        .execute()
+    ).length;
     const counts = new Map<string, number>();
     for (const state of ended) counts.set(state, (counts.get(state) ?? 0) + 1);
     const outcome = [...counts].map(([state, n]) => `${n} ${state}`).join(", ");
@@ -220,7 +234,7 @@ export async function runReplicaPlacement(
     );
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     out(
-      `  simulated nodes written by more than one replica: ${shared} of ${writers.size}`,
+      `  plans met other replicas' placements and were planned again: ${met} times (services' log lines); 429 database_busy answers: ${busyCreating} while creating, ${busy - busyCreating} while starting (pool of ${process.env.BERTH_DATABASE_POOL ?? "10, the default"})`,
     );
     out(
       `  store: ${sum(statements)} SQL statements (${(sum(statements) / Math.max(running, 1)).toFixed(2)} per placement; ${statements.map((n, i) => `${replicas[i]!.name} ${n}`).join(", ")}), ${sum(transactions)} transactions (${(sum(transactions) / Math.max(running, 1)).toFixed(3)} per placement)`,
