@@ -159,6 +159,12 @@ export async function runReplicaPlacement(
           "/api/app/v1/service/",
           SERVICE_BODY(`place-${i}`, { target_num_containers: opts.perService }),
         );
+        if (res.status === 409 && res.body?.code === "name_taken") {
+          // A create answered 429 may have been made all the same (see the closing note of issue 34).
+          const found = await api(r, "GET", `/api/app/v1/service/?name=place-${i}`);
+          services[i] = found.body.objects[0].uuid as string;
+          return;
+        }
         if (res.status !== 201)
           throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
         services[i] = res.body.uuid as string;
