@@ -51,7 +51,7 @@ export type Reclaim = (refused: readonly RefusedClaim[]) => SimulatedContainerWr
 /** Rows per statement of a write (PostgreSQL's and SQLite's parameter limits stay far off). */
 const ROWS_PER_STATEMENT = 200;
 /** Nodes per statement of a read of what was written since (two parameters each). */
-const NODES_PER_READ = 250;
+const NODES_PER_READ = 256;
 /** Times a write asks its engines to choose again before it keeps what they hold. */
 const RECLAIM_ROUNDS = 4;
 
@@ -78,9 +78,7 @@ export class SimulatedEngineStore {
           .insertInto("simulated_node_clocks")
           .values(nodes.slice(at, at + ROWS_PER_STATEMENT).map((node_uuid) => ({ node_uuid, seq: 1 })))
           .onConflict((oc) =>
-            oc
-              .column("node_uuid")
-              .doUpdateSet((eb) => ({ seq: eb("simulated_node_clocks.seq", "+", 1) })),
+            oc.column("node_uuid").doUpdateSet((eb) => ({ seq: eb("simulated_node_clocks.seq", "+", 1) })),
           )
           .returning(["node_uuid", "seq"])
           .execute();
@@ -130,6 +128,10 @@ export class SimulatedEngineStore {
     const out: SimulatedContainerRecord[] = [];
     for (let at = 0; at < pairs.length; at += NODES_PER_READ) {
       const part = pairs.slice(at, at + NODES_PER_READ);
+      // Padded to a power of two (the first pair again), so the statement has few texts to
+      // prepare, whatever the number of nodes read.
+      const size = 2 ** Math.ceil(Math.log2(part.length));
+      while (part.length < size) part.push(part[0]!);
       const rows = await this.s.db
         .selectFrom("simulated_containers")
         .selectAll()
