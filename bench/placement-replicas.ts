@@ -148,6 +148,22 @@ export async function runReplicaPlacement(
     const watchedBy = Date.now() + 120_000;
     while ((await store.replicas.listLeases("node:")).length < opts.nodes && Date.now() < watchedBy)
       await sleep(250);
+    // And every node's first probe recorded (a replica probes the nodes it takes over, at most a few
+    // at a time): the count of nodes written since they were inserted stays still for 1.5 s.
+    for (let still = 0, last = -1; still < 3 && Date.now() < watchedBy; ) {
+      const probed = Number(
+        (
+          await store.db
+            .selectFrom("nodes")
+            .select((eb) => eb.fn.countAll().as("n"))
+            .where("version", ">", 1)
+            .executeTakeFirst()
+        )?.n ?? 0,
+      );
+      still = probed === last ? still + 1 : 0;
+      last = probed;
+      await sleep(500);
+    }
     const services: string[] = [];
     await fromClients(
       Array.from({ length: opts.services }, (_, i) => i),
