@@ -78,6 +78,19 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(" ");
 
+/** 429 database_busy answers met (each sent again after its Retry-After, as a client does). */
+let busy = 0;
+
+/** A call, sent again after a second while it answers 429 (the database was busy). */
+async function patient(r: Replica, method: string, url: string, body?: unknown) {
+  for (;;) {
+    const res = await api(r, method, url, body);
+    if (res.status !== 429) return res;
+    busy += 1;
+    await sleep(1000);
+  }
+}
+
 async function fromClients<T>(items: T[], call: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
@@ -135,23 +148,46 @@ export async function runReplicaPlacement(
     const watchedBy = Date.now() + 120_000;
     while ((await store.replicas.listLeases("node:")).length < opts.nodes && Date.now() < watchedBy)
       await sleep(250);
+    // And every node's first probe recorded (a replica probes the nodes it takes over, at most a few
+    // at a time): the count of nodes written since they were inserted stays still for 1.5 s.
+    for (let still = 0, last = -1; still < 3 && Date.now() < watchedBy; ) {
+      const probed = Number(
+        (
+          await store.db
+            .selectFrom("nodes")
+            .select((eb) => eb.fn.countAll().as("n"))
+            .where("version", ">", 1)
+            .executeTakeFirst()
+        )?.n ?? 0,
+      );
+      still = probed === last ? still + 1 : 0;
+      last = probed;
+      await sleep(500);
+    }
     const services: string[] = [];
     await fromClients(
       Array.from({ length: opts.services }, (_, i) => i),
       async (i) => {
         const r = replicas[i % replicas.length]!;
-        const res = await api(
+        const res = await patient(
           r,
           "POST",
           "/api/app/v1/service/",
           SERVICE_BODY(`place-${i}`, { target_num_containers: opts.perService }),
         );
+        if (res.status === 409 && res.body?.code === "name_taken") {
+          // A create answered 429 may have been made all the same (see the closing note of issue 34).
+          const found = await api(r, "GET", `/api/app/v1/service/?name=place-${i}`);
+          services[i] = found.body.objects[0].uuid as string;
+          return;
+        }
         if (res.status !== 201)
           throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
         services[i] = res.body.uuid as string;
       },
     );
     const total = opts.services * opts.perService;
+    const busyCreating = busy;
     const cpu0 = replicas.map((r) => cpuSeconds(r.proc.pid));
     const counts0 = await Promise.all(replicas.map(storeCounts));
     const load0 = load();
@@ -161,7 +197,7 @@ export async function runReplicaPlacement(
     const actions: string[] = [];
     await fromClients(services, async (uuid, i) => {
       const r = replicas[i % replicas.length]!;
-      const res = await api(r, "POST", `/api/app/v1/service/${uuid}/start/`);
+      const res = await patient(r, "POST", `/api/app/v1/service/${uuid}/start/`);
       if (res.status !== 202)
         throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}\n${errorsOf(r)}`);
       actions.push(String(res.headers.get("x-platform-action-uri")).split("/").filter(Boolean).at(-1)!);
@@ -195,6 +231,16 @@ export async function runReplicaPlacement(
     const running = (
       await store.services.listContainers({ namespace: "admin", state: "Running", limit: 1, offset: 0 })
     ).total;
+    // Whether the replicas placed apart: the plans that met another replica's placements on their
+    // nodes at commit and were planned again (each logs it once per service of its batch).
+    const met = (
+      await store.db
+        .selectFrom("action_logs")
+        .select("line")
+        .where("action_uuid", "in", actions)
+        .where("line", "like", "Another replica placed containers on node(s)%")
+        .execute()
+    ).length;
     const counts = new Map<string, number>();
     for (const state of ended) counts.set(state, (counts.get(state) ?? 0) + 1);
     const outcome = [...counts].map(([state, n]) => `${n} ${state}`).join(", ");
@@ -209,6 +255,9 @@ export async function runReplicaPlacement(
       `  replicas' CPU ${cpuTotal.toFixed(1)} s (${cpu.map((c, i) => `${replicas[i]!.name} ${c.toFixed(1)} s`).join(", ")}): ${Math.round(running / Math.max(cpuTotal, 0.01))} placements per replica CPU second, ${((cpuTotal * 1000) / Math.max(running, 1)).toFixed(2)} ms CPU per placement; load ${load0} before, ${load()} after`,
     );
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    out(
+      `  plans met other replicas' placements and were planned again: ${met} times (services' log lines); 429 database_busy answers: ${busyCreating} while creating, ${busy - busyCreating} while starting (pool of ${process.env.BERTH_DATABASE_POOL ?? "10, the default"})`,
+    );
     out(
       `  store: ${sum(statements)} SQL statements (${(sum(statements) / Math.max(running, 1)).toFixed(2)} per placement; ${statements.map((n, i) => `${replicas[i]!.name} ${n}`).join(", ")}), ${sum(transactions)} transactions (${(sum(transactions) / Math.max(running, 1)).toFixed(3)} per placement)`,
     );

@@ -9,6 +9,8 @@ export interface Duties {
   ownsNode(nodeUuid: string): boolean;
   /** Whether this replica runs the once-only job now. */
   leads(job: Job): boolean;
+  /** This replica's id, when it shares the database with others (placement's tie-break). */
+  readonly replicaId?: string;
 }
 
 /** A single process (SQLite, or tests): every duty is its own. */

@@ -44,6 +44,35 @@ export function engineFields(info: EngineInfo, now: number): Partial<NewNode> {
  */
 export const LAST_SEEN_RESOLUTION_MS = 60_000;
 
+/**
+ * Store work of the probes a sweep runs at once (issue 34, item 4): a replica that takes over 300
+ * nodes probes them all together, and their reads and writes took every connection of the pool
+ * for seconds (the API's requests then answered 429 database_busy). Engine calls still run
+ * together; only this many probes read or write the store at a time. A probe someone asked for
+ * (`immediate`) never waits for them.
+ */
+export const SWEEP_STORE_WORK = 4;
+
+/** At most `n` calls run at once; the others wait their turn, in order. */
+class Turns {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly n: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.active < this.n) this.active += 1;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      // The turn passes to the next waiting call, or is given back.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active -= 1;
+    }
+  }
+}
+
 export class NodeProbe {
   /** When each node's engine last answered this process. */
   private readonly lastHeard = new Map<string, number>();
@@ -55,6 +84,7 @@ export class NodeProbe {
    * a restore), a node's `last_seen` is old through no fault of its own.
    */
   private readonly listeningSince: number;
+  private readonly sweepTurns = new Turns(SWEEP_STORE_WORK);
 
   constructor(private readonly o: NodeProbeOptions) {
     this.listeningSince = o.clock.now();
@@ -93,7 +123,9 @@ export class NodeProbe {
    * answers, Unreachable otherwise (at once when `immediate`, else after the grace period).
    */
   async probe(uuid: string, opts: { immediate: boolean }): Promise<NodeRow | undefined> {
-    const node = await this.o.store.nodes.knownNode(uuid);
+    const turn = <T>(work: () => Promise<T>): Promise<T> =>
+      opts.immediate ? work() : this.sweepTurns.run(work);
+    const node = await turn(() => this.o.store.nodes.knownNode(uuid));
     if (!node?.engine_url) return node;
     const now = this.o.clock.now();
     // An agent's node is Deploying until Berth first reaches its engine through the tunnel. It
@@ -105,40 +137,45 @@ export class NodeProbe {
       this.lastHeard.set(uuid, now);
       this.failures.delete(uuid);
       if (this.forgoes(node, info, now, opts)) return node;
-      return this.o.store.mutate("node", uuid, (n) => {
-        if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
-        // Two sweeps (or replicas) that probed at once both saw the old row: the second finds the
-        // first's write and adds neither a write nor an update event of its own.
-        if (this.forgoes(n, info, now, opts)) return undefined;
-        return {
-          ...engineFields(info, now),
-          observed: "reachable" as const,
-          ...(joining(n) ? { phase: null } : {}),
-          ...(n.deployed_at === null ? { deployed_at: now } : {}),
-        };
-      });
+      // Not awaited here: a store error is not the engine's silence.
+      return turn(() =>
+        this.o.store.mutate("node", uuid, (n) => {
+          if (n.state !== "Deployed" && n.state !== "Unreachable" && !joining(n)) return undefined;
+          // Two sweeps (or replicas) that probed at once both saw the old row: the second finds the
+          // first's write and adds neither a write nor an update event of its own.
+          if (this.forgoes(n, info, now, opts)) return undefined;
+          return {
+            ...engineFields(info, now),
+            observed: "reachable" as const,
+            ...(joining(n) ? { phase: null } : {}),
+            ...(n.deployed_at === null ? { deployed_at: now } : {}),
+          };
+        }),
+      );
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       this.failures.set(uuid, reason);
       let turned = false;
-      const row = await this.o.store.mutate("node", uuid, (n) => {
-        if (n.state === "Unreachable") return undefined;
-        if (n.state !== "Deployed" && !joining(n)) return undefined;
-        const since = n.unreachable_since ?? now;
-        const heard = Math.max(this.lastHeard.get(uuid) ?? 0, n.last_seen ?? 0);
-        const silentSince = Math.max(heard || since, this.listeningSince);
-        const lapsed = opts.immediate || now - silentSince >= this.o.unreachableGraceMs;
-        if (!lapsed) return n.unreachable_since === null ? { unreachable_since: since } : undefined;
-        // A joining agent's node whose engine went silent is no longer being brought up. Its
-        // last_seen becomes the last answer heard (recorded only now and then while it answered).
-        turned = true;
-        return {
-          observed: "unreachable" as const,
-          unreachable_since: since,
-          ...(heard > (n.last_seen ?? 0) ? { last_seen: heard } : {}),
-          ...(joining(n) ? { phase: null } : {}),
-        };
-      });
+      const row = await turn(() =>
+        this.o.store.mutate("node", uuid, (n) => {
+          if (n.state === "Unreachable") return undefined;
+          if (n.state !== "Deployed" && !joining(n)) return undefined;
+          const since = n.unreachable_since ?? now;
+          const heard = Math.max(this.lastHeard.get(uuid) ?? 0, n.last_seen ?? 0);
+          const silentSince = Math.max(heard || since, this.listeningSince);
+          const lapsed = opts.immediate || now - silentSince >= this.o.unreachableGraceMs;
+          if (!lapsed) return n.unreachable_since === null ? { unreachable_since: since } : undefined;
+          // A joining agent's node whose engine went silent is no longer being brought up. Its
+          // last_seen becomes the last answer heard (recorded only now and then while it answered).
+          turned = true;
+          return {
+            observed: "unreachable" as const,
+            unreachable_since: since,
+            ...(heard > (n.last_seen ?? 0) ? { last_seen: heard } : {}),
+            ...(joining(n) ? { phase: null } : {}),
+          };
+        }),
+      );
       if (turned) this.o.onUnreachable?.(uuid, reason);
       return row;
     }

@@ -4,18 +4,20 @@
 // same whichever replica is asked, and a node's watcher that moves to another replica finds the
 // containers as they were.
 //
-// - Before a call that reads or changes containers, a copy reads what other replicas wrote since it
-//   last looked (one statement for every node, shared by the calls of the moment); a copy made for a
-//   node it never held first reads that node's containers whole.
+// - Every node has a clock of its own: a write moves the clocks of the nodes it touches, and a
+//   copy follows its node's clock alone. Writers and readers of different nodes never meet (issue
+//   34: one clock for every node made every replica's writes take turns on its row lock).
+// - Before a call that reads or changes containers, a copy reads what other replicas wrote to its
+//   node since it last looked (the copies called meanwhile are read in one statement); a copy made
+//   for a node it never held first reads that node's containers whole, and so does a copy unread
+//   for RESYNC_AFTER_MS (removals it missed may be forgotten by then).
 // - What a call changed is written before the call answers (one transaction for everything changed
 //   meanwhile); what changes by itself (a process prints, exits, restarts) is written within
-//   FLUSH_MS.
+//   FLUSH_MS. A write that finds its node's clock where the copy last read it needs no read back.
 // - While a copy has watchers (an events subscriber, a log follower), it reads others' writes every
 //   POLL_MS, so they see another replica's changes as events and lines.
-// - A copy nobody watches keeps others' writes it read aside (the latest per container, not
-//   decoded) and applies them before its next call: a container written several times is applied
-//   once, and a node this replica placed on once costs nothing after (issue 34: every replica used
-//   to apply every other replica's writes to its copy of every node).
+// - A copy nobody watches reads nothing until its next call: a container written several times
+//   meanwhile is read and applied once, and a node this replica placed on once costs nothing after.
 // A replica never applies its own writes back (each write names the process that made it).
 import { randomUUID } from "node:crypto";
 import type { Engine } from "../drivers/engine.ts";
@@ -31,11 +33,12 @@ import type { FakeNodeFacts } from "./engines.ts";
 
 const FLUSH_MS = 20;
 const POLL_MS = 200;
-const ROWS_PER_READ = 1000;
 /** Removed containers are kept this long for replicas that have not read them yet. */
 const TOMBSTONE_MS = 10 * 60_000;
-/** A replica that read nothing for this long reads its nodes whole again (tombstones may be gone). */
+/** A copy that read nothing for this long reads its node whole again (tombstones may be gone). */
 const RESYNC_AFTER_MS = TOMBSTONE_MS / 2;
+/** How often a replica forgets tombstones older than TOMBSTONE_MS. */
+const PURGE_EVERY_MS = 60_000;
 
 /** Calls that read or change containers: they see other replicas' writes first. */
 const FRESH = new Set([
@@ -58,13 +61,16 @@ interface Copy {
   seqs: Map<string, number>;
   /** The node's containers read whole (at its first call; again after a failed read). */
   loaded: Promise<void> | undefined;
-  /**
-   * Other replicas' writes read but not applied yet, the latest per container: a copy nobody
-   * watches applies them at its next call, so writes overwritten meanwhile are never applied and
-   * a node this replica no longer calls costs nothing.
-   */
-  pending: Map<string, SimulatedContainerRecord>;
+  /** The node's clock as far as this copy has applied every write of it (store/simulated.ts). */
+  seen: number;
+  /** When the node was last read (Date.now()). */
+  readAt: number;
   engine: Engine;
+}
+
+interface Waiting {
+  resolve(): void;
+  reject(err: unknown): void;
 }
 
 export class SimulatedEngines {
@@ -72,13 +78,10 @@ export class SimulatedEngines {
   private readonly copies = new Map<string, Copy>();
   private readonly dirty = new Map<Copy, Set<string>>();
   private readonly toLoad: { copy: Copy; resolve(): void; reject(err: unknown): void }[] = [];
-  private starting: Promise<void> | undefined;
-  private seenSeq = 0;
-  private lastReadAt = Date.now();
-  /** (time, seq) as read, for purging tombstones every replica has read past. */
-  private readonly marks: { at: number; seq: number }[] = [];
-  private reading: Promise<void> | undefined;
-  private nextRead: Promise<void> | undefined;
+  /** Copies waiting for the next read of what others wrote to their nodes. */
+  private readonly toRead = new Map<Copy, Waiting[]>();
+  private readingNodes = false;
+  private purgedAt = Date.now();
   private writing: Promise<void> | undefined;
   private nextWrite: Promise<void> | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
@@ -92,20 +95,6 @@ export class SimulatedEngines {
     private readonly pollMs = POLL_MS,
   ) {
     this.schedulePoll();
-  }
-
-  /** Where reading starts: the last write when this process began (nodes it loads are read whole). */
-  private started(): Promise<void> {
-    this.starting ??= this.section.latestSeq().then(
-      (seq) => {
-        this.seenSeq = seq;
-      },
-      (err: unknown) => {
-        this.starting = undefined;
-        throw err;
-      },
-    );
-    return this.starting;
   }
 
   private get section(): SimulatedEngineStore {
@@ -122,7 +111,8 @@ export class SimulatedEngines {
         fake,
         seqs: new Map(),
         loaded: undefined,
-        pending: new Map(),
+        seen: 0,
+        readAt: 0,
         engine: fake,
       };
       fake.onChange = (id) => this.changed(made, id);
@@ -153,20 +143,41 @@ export class SimulatedEngines {
     for (const copy of this.copies.values()) copy.fake.close();
   }
 
-  /** Reads what other replicas wrote since this one last looked; shared by the calls of the moment. */
-  fresh(): Promise<void> {
-    if (this.nextRead) return this.nextRead;
-    const start = (): Promise<void> => {
-      this.nextRead = undefined;
-      const read = this.read().finally(() => {
-        if (this.reading === read) this.reading = undefined;
-      });
-      this.reading = read;
-      return read;
-    };
-    const next = (this.reading ?? Promise.resolve()).then(start, start);
-    this.nextRead = next;
-    return next;
+  /**
+   * Reads what other replicas wrote to the copies' nodes since each last looked. The copies asked
+   * for while a read runs are read together by the next one (one statement for all of them).
+   */
+  private fresh(copies: readonly Copy[]): Promise<void> {
+    if (copies.length === 0) return Promise.resolve();
+    const done = Promise.all(
+      copies.map(
+        (copy) =>
+          new Promise<void>((resolve, reject) => {
+            const waiting = this.toRead.get(copy);
+            if (waiting) waiting.push({ resolve, reject });
+            else this.toRead.set(copy, [{ resolve, reject }]);
+          }),
+      ),
+    );
+    if (!this.readingNodes) {
+      this.readingNodes = true;
+      queueMicrotask(() => void this.readNodes());
+    }
+    return done.then(() => undefined);
+  }
+
+  private async readNodes(): Promise<void> {
+    while (this.toRead.size > 0) {
+      const batch = [...this.toRead];
+      this.toRead.clear();
+      try {
+        await this.read(batch.map(([copy]) => copy));
+        for (const [, waiting] of batch) for (const w of waiting) w.resolve();
+      } catch (err) {
+        for (const [, waiting] of batch) for (const w of waiting) w.reject(err);
+      }
+    }
+    this.readingNodes = false;
   }
 
   /** Writes every container changed here since the last write, in one transaction. */
@@ -193,8 +204,7 @@ export class SimulatedEngines {
         throw err;
       });
       await copy.loaded;
-      if (fresh) await this.fresh();
-      this.applyPending(copy);
+      if (fresh) await this.fresh([copy]);
     };
     return new Proxy(copy.fake as Engine, {
       get: (target, prop, receiver) => {
@@ -237,18 +247,7 @@ export class SimulatedEngines {
       if (this.toLoad.length > 1) return;
       setImmediate(() => {
         const batch = this.toLoad.splice(0);
-        const run = async () => {
-          await this.started();
-          const rows = await this.section.ofNodes([...new Set(batch.map((b) => b.copy.node))]);
-          const byNode = new Map<string, SimulatedContainerRecord[]>();
-          for (const row of rows) {
-            const list = byNode.get(row.nodeUuid);
-            if (list) list.push(row);
-            else byNode.set(row.nodeUuid, [row]);
-          }
-          for (const b of batch) for (const row of byNode.get(b.copy.node) ?? []) this.apply(b.copy, row);
-        };
-        run().then(
+        this.readWhole([...new Set(batch.map((b) => b.copy))]).then(
           () => {
             for (const b of batch) b.resolve();
           },
@@ -258,6 +257,51 @@ export class SimulatedEngines {
         );
       });
     });
+  }
+
+  /**
+   * Reads copies' nodes whole: every container stored is applied, and one the copy holds that the
+   * store has not (its tombstone may be gone) is removed, unless it waits to be written.
+   */
+  private async readWhole(copies: readonly Copy[]): Promise<void> {
+    const now = Date.now();
+    const rows = await this.section.ofNodes(copies.map((c) => c.node));
+    const byNode = new Map<string, SimulatedContainerRecord[]>();
+    for (const row of rows) {
+      const list = byNode.get(row.nodeUuid);
+      if (list) list.push(row);
+      else byNode.set(row.nodeUuid, [row]);
+    }
+    for (const copy of copies) {
+      const stored = byNode.get(copy.node) ?? [];
+      const present = new Set(stored.filter((r) => !r.removed).map((r) => r.engineId));
+      const pending = this.dirty.get(copy);
+      for (const id of copy.fake.containerIds()) {
+        if (!present.has(id) && !pending?.has(id) && copy.seqs.has(id)) copy.fake.applyRemoval(id);
+      }
+      for (const row of stored.sort((a, b) => a.seq - b.seq)) this.apply(copy, row);
+      copy.readAt = now;
+    }
+  }
+
+  /** Reads what others wrote to the copies' nodes since each last looked (stale copies whole). */
+  private async read(copies: readonly Copy[]): Promise<void> {
+    const now = Date.now();
+    const stale = copies.filter((c) => now - c.readAt > RESYNC_AFTER_MS);
+    const current = copies.filter((c) => now - c.readAt <= RESYNC_AFTER_MS);
+    if (current.length > 0) {
+      const rows = await this.section.since(new Map(current.map((c) => [c.node, c.seen])));
+      for (const row of rows) {
+        const copy = this.copies.get(row.nodeUuid);
+        if (copy) this.apply(copy, row);
+      }
+      for (const c of current) c.readAt = now;
+    }
+    if (stale.length > 0) await this.readWhole(stale);
+    if (now - this.purgedAt >= PURGE_EVERY_MS) {
+      this.purgedAt = now;
+      await this.section.purgeRemoved(now - TOMBSTONE_MS);
+    }
   }
 
   private changed(copy: Copy, id: string): void {
@@ -309,80 +353,24 @@ export class SimulatedEngines {
       }
       return again;
     };
-    let seq: number;
+    let seqs: Map<string, number>;
     try {
-      seq = await this.section.write(rows, reclaim);
+      seqs = await this.section.write(rows, reclaim, Date.now());
     } catch (err) {
       // Written again with the next change (or the next call's write).
       for (const [copy, ids] of taken) for (const id of ids) this.changed(copy, id);
       throw err;
     }
-    for (const [copy, ids] of taken) for (const id of ids) copy.seqs.set(id, seq);
-  }
-
-  private async read(): Promise<void> {
-    await this.started();
-    const now = Date.now();
-    if (now - this.lastReadAt > RESYNC_AFTER_MS) {
-      await this.resync();
+    for (const [copy, ids] of taken) {
+      const seq = seqs.get(copy.node) ?? 0;
+      for (const id of ids) copy.seqs.set(id, seq);
+      // Nobody wrote the node since this copy read it: its own write needs no reading back.
+      if (seq === copy.seen + 1) copy.seen = seq;
     }
-    for (;;) {
-      const rows = await this.section.since(this.seenSeq, ROWS_PER_READ);
-      for (const row of rows) {
-        const copy = this.copies.get(row.nodeUuid);
-        if (copy) {
-          // Own writes and watched copies at once (their watchers see others' changes as events).
-          if (row.origin === this.origin || copy.fake.hasWatchers()) this.apply(copy, row);
-          else {
-            const held = copy.pending.get(row.engineId);
-            if (!held || held.seq < row.seq) copy.pending.set(row.engineId, row);
-          }
-        }
-        if (row.seq > this.seenSeq) this.seenSeq = row.seq;
-      }
-      if (rows.length < ROWS_PER_READ) break;
-    }
-    this.lastReadAt = now;
-    await this.purge(now);
-  }
-
-  /** Reads every node this replica holds whole again: removals it could not read are gone. */
-  private async resync(): Promise<void> {
-    this.seenSeq = await this.section.latestSeq();
-    for (const copy of this.copies.values()) {
-      copy.pending.clear();
-      const rows = await this.section.ofNode(copy.node);
-      const stored = new Set(rows.map((r) => r.engineId));
-      const pending = this.dirty.get(copy);
-      for (const id of copy.fake.containerIds()) {
-        if (!stored.has(id) && !pending?.has(id)) copy.fake.applyRemoval(id);
-      }
-      for (const row of rows) this.apply(copy, row);
-    }
-  }
-
-  private async purge(now: number): Promise<void> {
-    const last = this.marks.at(-1);
-    if (!last || now - last.at >= 60_000) this.marks.push({ at: now, seq: this.seenSeq });
-    const first = this.marks[0];
-    if (!first || now - first.at < TOMBSTONE_MS) return;
-    this.marks.shift();
-    await this.section.purgeRemoved(first.seq);
-    // What was removed that long ago cannot come back: its seq is forgotten too.
-    for (const copy of this.copies.values()) {
-      const present = new Set(copy.fake.containerIds());
-      for (const [id, seq] of copy.seqs) if (seq <= first.seq && !present.has(id)) copy.seqs.delete(id);
-    }
-  }
-
-  private applyPending(copy: Copy): void {
-    if (copy.pending.size === 0) return;
-    const rows = [...copy.pending.values()].sort((a, b) => a.seq - b.seq);
-    copy.pending.clear();
-    for (const row of rows) this.apply(copy, row);
   }
 
   private apply(copy: Copy, row: SimulatedContainerRecord): void {
+    if (row.seq > copy.seen) copy.seen = row.seq;
     if (row.seq <= (copy.seqs.get(row.engineId) ?? 0)) return;
     copy.seqs.set(row.engineId, row.seq);
     if (row.origin === this.origin) return;
@@ -393,9 +381,8 @@ export class SimulatedEngines {
   private schedulePoll(): void {
     if (this.stopped) return;
     this.pollTimer = setTimeout(() => {
-      const watched = [...this.copies.values()].some((c) => c.fake.hasWatchers());
-      const due = watched || Date.now() - this.lastReadAt > RESYNC_AFTER_MS / 2;
-      (due && this.copies.size > 0 ? this.fresh() : Promise.resolve())
+      const watched = [...this.copies.values()].filter((c) => c.fake.hasWatchers() && c.loaded);
+      this.fresh(watched)
         .catch(this.onError)
         .finally(() => this.schedulePoll());
     }, this.pollMs);

@@ -48,6 +48,9 @@ export class ReplicaCoordinator implements Duties {
   private stopping = false;
   private lastOkAt = 0;
   private live: string[] = [];
+  /** Each node's preferred owner among `ownersOf` (hashed once per node while they stay the same). */
+  private readonly owners = new Map<string, string | undefined>();
+  private ownersOf = "";
 
   constructor(private readonly o: ReplicaCoordinatorOptions) {}
 
@@ -125,7 +128,14 @@ export class ReplicaCoordinator implements Duties {
       const replicas = await store.replicas.liveReplicas(now - leaseMs);
       this.live = replicas.map((r) => r.id);
       const candidates = replicas.filter((r) => r.stopping === 0).map((r) => r.id);
+      const key = candidates.join("\n");
+      if (key !== this.ownersOf) {
+        this.owners.clear();
+        this.ownersOf = key;
+      }
       const nodes = await this.o.nodesToWatch();
+      // Nodes that are gone are forgotten now and then.
+      if (this.owners.size > 2 * nodes.length + 100) this.owners.clear();
       const leases = new Map((await store.replicas.listLeases()).map((l) => [l.name, l]));
       const until = now + leaseMs;
       const gained: string[] = [];
@@ -135,7 +145,11 @@ export class ReplicaCoordinator implements Duties {
       for (const node of nodes) {
         const name = `node:${node}`;
         const lease = leases.get(name);
-        const preferred = preferredOwner(node, candidates);
+        let preferred = this.owners.get(node);
+        if (preferred === undefined) {
+          preferred = preferredOwner(node, candidates);
+          this.owners.set(node, preferred);
+        }
         const mine = lease?.owner === me && lease.until >= now;
         if (mine && preferred !== undefined && preferred !== me) {
           // The node's preferred replica is alive: hand it over.

@@ -67,6 +67,7 @@ export function orchestratorModule(
     runtime,
     revokeServiceKey: (uuid) => identity.revokeServiceKeys(uuid),
     linkWaitMs: config.linkWaitS * 1000,
+    duties: replicas.duties,
   });
   orchestrator.register(actions);
   const services = new ServiceManager({

@@ -9,16 +9,25 @@
 // rounds at most: the other replica's containers count, so the service goes to another node if
 // one fits, or its action fails with the scheduler's reason. Nomad's plan applier does the same
 // for its workers. Only a batch that keeps meeting others' placements starts over from a whole read.
+//
+// Replicas planning at once on equal snapshots would all pick the same emptiest nodes and meet at
+// every commit. Among equally preferred nodes each replica prefers the nodes it watches (its
+// share under the node leases, ops/replicas.ts), then an order of its own (a hash of its id and
+// the node's uuid), as Nomad's schedulers shuffle feasible nodes; the strategies' rules (fewest
+// running containers, the service's own first for HIGH_AVAILABILITY) come first as before. A
+// single process keeps the nodes' listed order.
 
 import { performance } from "node:perf_hooks";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { addTo } from "../domain/collections.ts";
+import type { Duties } from "../domain/duties.ts";
 import type { ServiceSpec } from "../domain/service.ts";
 import type { Clock } from "../domain/time.ts";
 import {
   type ContainerSnapshot,
   cpusetMax,
   type Demand,
+  type NodeSnapshot,
   nextContainerNumbers,
   type PlacementPlan,
   PlacementState,
@@ -46,6 +55,24 @@ export function demandOf(spec: ServiceSpec): Demand {
     cpuShares: spec.cpu_shares ?? 0,
     cpusetMax: spec.cpuset ? cpusetMax(spec.cpuset) : -1,
   };
+}
+
+/** FNV-1a of a string: a replica's own order of the nodes (no randomness: the same every time). */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * The tie-break among equally preferred nodes of a replica sharing the database: the nodes it
+ * watches first, each group in an order seeded by its id. Undefined for a single process (the
+ * nodes' listed order).
+ */
+export function replicaOrder(duties: Duties | undefined): ((node: NodeSnapshot) => number) | undefined {
+  const id = duties?.replicaId;
+  if (!duties || id === undefined) return undefined;
+  return (node) => (duties.ownsNode(node.uuid) ? 0 : 2 ** 32) + fnv1a(`${id}\n${node.uuid}`);
 }
 
 /**
@@ -81,8 +108,12 @@ export class PlanApplier {
   /** A batch's snapshot, kept for the next batch of its namespace while nothing it holds changed. */
   private readonly snapshots: PlacementSnapshots;
 
-  constructor(private readonly d: { store: Store; clock: Clock }) {
+  constructor(private readonly d: { store: Store; clock: Clock; duties?: Duties }) {
     this.snapshots = new PlacementSnapshots(d.store);
+  }
+
+  private get order(): ((node: NodeSnapshot) => number) | undefined {
+    return replicaOrder(this.d.duties);
   }
 
   /**
@@ -91,7 +122,11 @@ export class PlanApplier {
    * committed between these reads makes the plan look stale, never fresh), its live nodes, its live
    * containers with what each claims (from its service's definition), counted into a PlacementState.
    */
-  private static async snapshot(store: Store, namespace: string): Promise<Snapshot> {
+  private static async snapshot(
+    store: Store,
+    namespace: string,
+    order?: (node: NodeSnapshot) => number,
+  ): Promise<Snapshot> {
     const generations = await new PlacementGuardStore(store).generations(namespace);
     const nodes = (await store.nodes.liveNodeSummaries(namespace)).map((n) => ({
       uuid: n.uuid,
@@ -119,7 +154,7 @@ export class PlanApplier {
       addTo(numbers, c.service, c.number);
     }
     return {
-      state: new PlacementState(nodes, containers),
+      state: new PlacementState(nodes, containers, order),
       numbers,
       generations,
       demands,
@@ -188,7 +223,7 @@ export class PlanApplier {
 
   /** Plans placements to reach the target (or every eligible node) without making them; the plan explains refusals. */
   async planFor(s: ServiceRow, wanted: number): Promise<PlacementPlan> {
-    const { state, numbers } = await PlanApplier.snapshot(this.d.store, s.namespace);
+    const { state, numbers } = await PlanApplier.snapshot(this.d.store, s.namespace, this.order);
     return state.plan(PlanApplier.request(s, numbers.get(s.uuid)?.length ?? 0, wanted));
   }
 
@@ -312,7 +347,7 @@ export class PlanApplier {
       if (snapshot && overtaken && !(await PlanApplier.holdsServices(tx, namespace, snapshot, services)))
         snapshot = undefined;
       if (!snapshot) {
-        snapshot = await PlanApplier.snapshot(tx, namespace);
+        snapshot = await PlanApplier.snapshot(tx, namespace, this.order);
         fresh = true;
       }
       const locked = new Set<string>();
@@ -322,7 +357,7 @@ export class PlanApplier {
         const made = this.planOn(snapshot, services);
         if (overtaken && !fresh && made.plans.some((p) => !p.ok || p.shortfall)) {
           made.undo();
-          snapshot = await PlanApplier.snapshot(tx, namespace);
+          snapshot = await PlanApplier.snapshot(tx, namespace, this.order);
           fresh = true;
           continue;
         }

@@ -3,6 +3,7 @@
 // a service's state settled from its containers (settle.ts). What the rest of Berth calls is here.
 import type { ActionEngine } from "../actions/engine.ts";
 import type { Outcome, StepContext } from "../actions/types.ts";
+import type { Duties } from "../domain/duties.ts";
 import type { ServiceState } from "../domain/states.ts";
 import type { Clock } from "../domain/time.ts";
 import type { PlacementPlan } from "../scheduler/index.ts";
@@ -26,6 +27,8 @@ export interface OrchestratorDeps {
   parallelism?: number;
   /** How long a start waits for the services it links to to have a running container. */
   linkWaitMs?: number;
+  /** This replica's share of the nodes (placement prefers them among equally empty ones). */
+  duties?: Duties;
 }
 
 export class Orchestrator {

@@ -13,7 +13,10 @@ import type { ContainerSnapshot, Demand, NodeSnapshot, PlacementPlan, PlacementR
 
 interface Load {
   node: NodeSnapshot;
-  /** Input position: the final tie-break, so equal nodes are chosen in the order the caller lists them. */
+  /**
+   * The final tie-break: the node's input position, so equal nodes are chosen in the order the
+   * caller lists them, or its rank in the caller's `order` (see PlacementState).
+   */
   order: number;
   /**
    * Running containers of every service (the spec: "lowest total number of running containers").
@@ -41,15 +44,24 @@ const highAvailability: Preference = (a, b) => a.own - b.own || emptiestNode(a, 
  */
 export class PlacementState {
   private readonly usage = new Map<string, NodeUsage>();
+  /** Each node's tie-break rank, when the caller gave an order (else: its input position). */
+  private readonly ranks: Map<string, number> | undefined;
   /** Running (or starting) containers per node, of every service. */
   private readonly totals = new Map<string, number>();
   /** Per service: running and live containers per node. */
   private readonly own = new Map<string, Map<string, { running: number; live: number }>>();
 
+  /**
+   * `order`: ranks the nodes among equally preferred ones (lowest first), computed once per node;
+   * without it they are chosen in the order listed. Several replicas planning on equal snapshots
+   * give each its own order (plan-applier.ts), so they do not all pick the same emptiest nodes.
+   */
   constructor(
     readonly nodes: NodeSnapshot[],
     containers: ContainerSnapshot[],
+    order?: (node: NodeSnapshot) => number,
   ) {
+    this.ranks = order ? new Map(nodes.map((n) => [n.uuid, order(n)])) : undefined;
     for (const n of nodes) this.usage.set(n.uuid, new NodeUsage(n));
     for (const c of containers) {
       if (!isLive(c)) continue;
@@ -109,11 +121,12 @@ export class PlacementState {
 
   private loads(eligible: NodeSnapshot[], service: string): Load[] {
     const mine = this.own.get(service);
-    return eligible.map((node, order) => {
+    const ranks = this.ranks;
+    return eligible.map((node, position) => {
       const o = mine?.get(node.uuid);
       return {
         node,
-        order,
+        order: ranks?.get(node.uuid) ?? position,
         total: this.totals.get(node.uuid) ?? 0,
         own: o?.running ?? 0,
         ownLive: o?.live ?? 0,

@@ -924,6 +924,25 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0040_replica_placement": {
+      async up(db: AnyDb) {
+        // A clock per simulated node instead of one for all (issue 34, item 4): writers of one
+        // node take its row's lock and commit in the order of its `seq`; writers of other nodes
+        // no longer wait for each other. Each node's clock starts where its containers were
+        // written. `written_at`: when a row was written (tombstones are forgotten by age).
+        await db.schema
+          .createTable("simulated_node_clocks")
+          .addColumn("node_uuid", "text", (c) => c.primaryKey())
+          .addColumn("seq", "bigint", (c) => c.notNull())
+          .execute();
+        await sql`insert into simulated_node_clocks (node_uuid, seq)
+          select node_uuid, max(seq) from simulated_containers group by node_uuid`.execute(db);
+        await db.schema
+          .alterTable("simulated_containers")
+          .addColumn("written_at", "bigint", (c) => c.notNull().defaultTo(0))
+          .execute();
+      },
+    },
   };
 }
 

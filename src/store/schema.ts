@@ -425,12 +425,14 @@ export interface PlacementGuardTable {
 export interface SimulatedContainerTable {
   engine_id: string;
   node_uuid: string;
-  /** The `simulated_clock` value of the write that left it so. */
+  /** The node's `simulated_node_clocks` value of the write that left it so (migration 0040). */
   seq: number;
   /** 1 once the engine removed it (a tombstone other replicas learn the removal from). */
   removed: number;
   /** The container as its engine records it (`drivers/fake` `SimulatedContainerState`), JSON. */
   data: string;
+  /** When it was written (ms; 0: before migration 0040). */
+  written_at: number;
 }
 
 /**
@@ -445,6 +447,12 @@ export interface SimulatedClaimTable {
 
 export interface SimulatedClockTable {
   id: number;
+  seq: number;
+}
+
+/** Each simulated node's write clock (migration 0040): its row's lock orders the node's writers. */
+export interface SimulatedNodeClockTable {
+  node_uuid: string;
   seq: number;
 }
 
@@ -547,6 +555,7 @@ export interface Database {
   control_facts: ControlFactTable;
   simulated_containers: SimulatedContainerTable;
   simulated_clock: SimulatedClockTable;
+  simulated_node_clocks: SimulatedNodeClockTable;
   simulated_claims: SimulatedClaimTable;
   volume_backups: VolumeBackupTable;
   volume_backup_schedules: VolumeBackupScheduleTable;

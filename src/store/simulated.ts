@@ -1,14 +1,19 @@
 // The engines of simulated nodes, shared by every replica (migration 0030; nodes/simulated-engines.ts
-// keeps each replica's copy in step). A write stores the containers one replica's engine changed,
-// all under one new value of the clock row: on PostgreSQL the row's lock is held until the commit,
-// so writes commit in the order of their `seq` and a reader that follows `seq` skips none.
+// keeps each replica's copy in step). A write stores the containers one replica's engine changed;
+// each node it touches moves that node's clock (migration 0040) and its rows carry the node's new
+// value. On PostgreSQL a node's clock row stays locked until the commit, so the writes of one node
+// commit in the order of its `seq` and a reader that follows a node's `seq` skips none; writers of
+// different nodes never wait for each other (issue 34: one clock for every node made all of them
+// take turns).
 import { simulatedContainerOf, simulatedOriginOf } from "./codec.ts";
 import type { Kernel } from "./types.ts";
 
 export interface SimulatedContainerRecord {
   engineId: string;
   nodeUuid: string;
+  /** The node's clock value of the write (comparable only with the same node's). */
   seq: number;
+  removed: boolean;
   /** The process that wrote it (a replica never applies its own writes back). */
   origin: string;
   /**
@@ -45,6 +50,8 @@ export type Reclaim = (refused: readonly RefusedClaim[]) => SimulatedContainerWr
 
 /** Rows per statement of a write (PostgreSQL's and SQLite's parameter limits stay far off). */
 const ROWS_PER_STATEMENT = 200;
+/** Nodes per statement of a read of what was written since (two parameters each). */
+const NODES_PER_READ = 256;
 /** Times a write asks its engines to choose again before it keeps what they hold. */
 const RECLAIM_ROUNDS = 4;
 
@@ -52,20 +59,31 @@ export class SimulatedEngineStore {
   constructor(private readonly s: Kernel) {}
 
   /**
-   * Stores what engines changed, in one transaction; answers the seq they were written under.
-   * Each container's claims are taken with it: a value another container of the node holds is
-   * refused (the primary key), and `reclaim` gives the container's row again once its engine
-   * chose anew. Writers take the clock row's lock first, so they claim one after another.
+   * Stores what engines changed, in one transaction; answers each node's clock value they were
+   * written under. The nodes' clock rows are taken first, in uuid order (two writers never
+   * deadlock), so writers of one node claim and write one after another. Each container's claims
+   * are taken with it: a value another container of the node holds is refused (the primary key),
+   * and `reclaim` gives the container's row again once its engine chose anew.
    */
-  async write(rows: readonly SimulatedContainerWrite[], reclaim?: Reclaim): Promise<number> {
+  async write(
+    rows: readonly SimulatedContainerWrite[],
+    reclaim: Reclaim | undefined,
+    now: number,
+  ): Promise<Map<string, number>> {
     return this.s.transaction(async (tx) => {
-      const clock = await tx.db
-        .insertInto("simulated_clock")
-        .values({ id: 1, seq: 1 })
-        .onConflict((oc) => oc.column("id").doUpdateSet((eb) => ({ seq: eb("simulated_clock.seq", "+", 1) })))
-        .returning("seq")
-        .executeTakeFirstOrThrow();
-      const seq = Number(clock.seq);
+      const nodes = [...new Set(rows.map((r) => r.nodeUuid))].sort();
+      const seqs = new Map<string, number>();
+      for (let at = 0; at < nodes.length; at += ROWS_PER_STATEMENT) {
+        const clocks = await tx.db
+          .insertInto("simulated_node_clocks")
+          .values(nodes.slice(at, at + ROWS_PER_STATEMENT).map((node_uuid) => ({ node_uuid, seq: 1 })))
+          .onConflict((oc) =>
+            oc.column("node_uuid").doUpdateSet((eb) => ({ seq: eb("simulated_node_clocks.seq", "+", 1) })),
+          )
+          .returning(["node_uuid", "seq"])
+          .execute();
+        for (const c of clocks) seqs.set(c.node_uuid, Number(c.seq));
+      }
       const latest = new Map(rows.map((r) => [r.engineId, r]));
       let claiming: readonly SimulatedContainerWrite[] = rows;
       for (let round = 0; claiming.length > 0; round++) {
@@ -79,9 +97,10 @@ export class SimulatedEngineStore {
         const values = written.slice(at, at + ROWS_PER_STATEMENT).map((r) => ({
           engine_id: r.engineId,
           node_uuid: r.nodeUuid,
-          seq,
+          seq: seqs.get(r.nodeUuid) ?? 0,
           removed: r.container ? 0 : 1,
           data: JSON.stringify({ origin: r.origin, container: r.container }),
+          written_at: now,
         }));
         await tx.db
           .insertInto("simulated_containers")
@@ -91,48 +110,50 @@ export class SimulatedEngineStore {
               seq: eb.ref("excluded.seq"),
               removed: eb.ref("excluded.removed"),
               data: eb.ref("excluded.data"),
+              written_at: eb.ref("excluded.written_at"),
             })),
           )
           .execute();
       }
-      return seq;
+      return seqs;
     });
   }
 
-  /** The last seq written (0 before any write). */
-  async latestSeq(): Promise<number> {
-    const row = await this.s.db
-      .selectFrom("simulated_clock")
-      .select("seq")
-      .where("id", "=", 1)
-      .executeTakeFirst();
-    return row ? Number(row.seq) : 0;
-  }
-
-  /** Every container written after `seq`, removed ones included, oldest write first. */
-  async since(seq: number, limit: number): Promise<SimulatedContainerRecord[]> {
-    const rows = await this.s.db
-      .selectFrom("simulated_containers")
-      .selectAll()
-      .where("seq", ">", seq)
-      .orderBy("seq")
-      .limit(limit)
-      .execute();
-    return rows.map(record);
+  /**
+   * What was written to some nodes after the seq read of each (removed containers included),
+   * oldest write of each node first: one statement per 250 nodes.
+   */
+  async since(cursors: ReadonlyMap<string, number>): Promise<SimulatedContainerRecord[]> {
+    const pairs = [...cursors];
+    const out: SimulatedContainerRecord[] = [];
+    for (let at = 0; at < pairs.length; at += NODES_PER_READ) {
+      const part = pairs.slice(at, at + NODES_PER_READ);
+      // Padded to a power of two (the first pair again), so the statement has few texts to
+      // prepare, whatever the number of nodes read.
+      const size = 2 ** Math.ceil(Math.log2(part.length));
+      while (part.length < size) part.push(part[0]!);
+      const rows = await this.s.db
+        .selectFrom("simulated_containers")
+        .selectAll()
+        .where((eb) =>
+          eb.or(part.map(([node, seq]) => eb.and([eb("node_uuid", "=", node), eb("seq", ">", seq)]))),
+        )
+        .orderBy("seq")
+        .execute();
+      out.push(...rows.map(record));
+    }
+    return out;
   }
 
   /** A node's engine as stored: its containers that were not removed. */
   async ofNode(nodeUuid: string): Promise<SimulatedContainerRecord[]> {
-    const rows = await this.s.db
-      .selectFrom("simulated_containers")
-      .selectAll()
-      .where("node_uuid", "=", nodeUuid)
-      .where("removed", "=", 0)
-      .execute();
-    return rows.map(record);
+    return (await this.ofNodes([nodeUuid])).filter((r) => !r.removed);
   }
 
-  /** `ofNode` for several nodes in one statement per 500 (a replica taking over many nodes at once). */
+  /**
+   * Every container written to several nodes, removed ones included (their seq tells a reader
+   * where the node's writes stand), in one statement per 500 nodes.
+   */
   async ofNodes(nodeUuids: readonly string[]): Promise<SimulatedContainerRecord[]> {
     const out: SimulatedContainerRecord[] = [];
     for (let at = 0; at < nodeUuids.length; at += 500) {
@@ -140,7 +161,6 @@ export class SimulatedEngineStore {
         .selectFrom("simulated_containers")
         .selectAll()
         .where("node_uuid", "in", nodeUuids.slice(at, at + 500))
-        .where("removed", "=", 0)
         .execute();
       out.push(...rows.map(record));
     }
@@ -152,6 +172,7 @@ export class SimulatedEngineStore {
     await this.s.transaction(async (tx) => {
       await tx.db.deleteFrom("simulated_containers").where("node_uuid", "=", nodeUuid).execute();
       await tx.db.deleteFrom("simulated_claims").where("node_uuid", "=", nodeUuid).execute();
+      await tx.db.deleteFrom("simulated_node_clocks").where("node_uuid", "=", nodeUuid).execute();
     });
   }
 
@@ -166,12 +187,15 @@ export class SimulatedEngineStore {
     return rows.map((r) => ({ claim: r.claim, engineId: r.engine_id }));
   }
 
-  /** Forgets removed containers written at or before `seq` (every replica has read past it). */
-  async purgeRemoved(seq: number): Promise<void> {
+  /**
+   * Forgets containers removed before `before` (ms): every replica has read past them, or reads
+   * the node whole at its next call (nodes/simulated-engines.ts, RESYNC_AFTER_MS).
+   */
+  async purgeRemoved(before: number): Promise<void> {
     await this.s.db
       .deleteFrom("simulated_containers")
       .where("removed", "=", 1)
-      .where("seq", "<=", seq)
+      .where("written_at", "<", before)
       .execute();
   }
 }
@@ -190,7 +214,7 @@ async function takeClaims(
       .deleteFrom("simulated_claims")
       .where("engine_id", "in", ids.slice(at, at + ROWS_PER_STATEMENT * 2))
       .execute();
-  // In one order for every writer (they are serialized by the clock row anyway).
+  // In one order for every writer (writers of one node are serialized by its clock row anyway).
   const wanted = rows
     .flatMap((r) => r.claims.map((claim) => ({ node_uuid: r.nodeUuid, claim, engine_id: r.engineId })))
     .sort((x, y) =>
@@ -238,6 +262,7 @@ function record(r: {
     engineId: r.engine_id,
     nodeUuid: r.node_uuid,
     seq: Number(r.seq),
+    removed,
     origin: simulatedOriginOf(r.data),
     get container() {
       if (removed) return undefined;

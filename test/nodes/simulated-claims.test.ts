@@ -61,7 +61,7 @@ for (const target of targets) {
         locked = resolve;
       });
       const holder = db.kysely.transaction().execute(async (trx) => {
-        await sql`lock table simulated_clock in exclusive mode`.execute(trx);
+        await sql`lock table simulated_node_clocks in exclusive mode`.execute(trx);
         locked();
         await released;
       });
@@ -72,7 +72,7 @@ for (const target of targets) {
           "both copies to wait to write",
           async () => {
             const r = await sql<{ n: string }>`select count(*) as n from pg_locks
-              where relation = 'simulated_clock'::regclass and not granted`.execute(db.kysely);
+              where relation = 'simulated_node_clocks'::regclass and not granted`.execute(db.kysely);
             return Number(r.rows[0]?.n) >= 2;
           },
           20_000,

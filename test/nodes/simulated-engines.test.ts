@@ -2,13 +2,18 @@
 // (as two replicas hold them) over one database agree on containers, states, logs and events; a
 // stop through the copy that did not start the container ends the process the other copy ran; a
 // removal reaches both. test/replicas/simulated.test.ts holds the same through three processes.
+// Writers of different nodes share no lock (each node has its own clock): on PostgreSQL a call on
+// one node finishes while another replica's write of another node is held open; on the old code
+// every write took one clock row's lock, and the call waited for it.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { sql } from "kysely";
 import type { ContainerEvent, Engine } from "../../src/drivers/engine.ts";
 import { SyncedFakeEngine } from "../../src/drivers/fake/synced.ts";
 import { SimulatedEngines } from "../../src/nodes/simulated-engines.ts";
 import type { Db } from "../../src/store/db.ts";
 import { migrateToLatest } from "../../src/store/migrations.ts";
+import { SimulatedEngineStore } from "../../src/store/simulated.ts";
 import { Store } from "../../src/store/store.ts";
 import { targets } from "../store/targets.ts";
 import { waitFor } from "../support/harness.ts";
@@ -124,6 +129,61 @@ for (const target of targets) {
         );
       } finally {
         await three.stop();
+      }
+    });
+
+    test("a call on one node never waits for another replica's write of another node", {
+      skip: target.name !== "postgres" && "SQLite has one writer",
+    }, async () => {
+      const store = new Store(db.kysely, db.dialect);
+      const held = { ...NODE, uuid: "0b7c1a52-8a43-4d38-9d3c-2f1f1f0f0005" };
+      const free = { ...NODE, uuid: "0b7c1a52-8a43-4d38-9d3c-2f1f1f0f0006" };
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let writing!: (pid: number) => void;
+      const holderPid = new Promise<number>((resolve) => {
+        writing = resolve;
+      });
+      // Another replica's write of `held`, left open (its locks kept) until the test releases it.
+      const holder = store.transaction(async (tx) => {
+        const row = { engineId: "held-container", nodeUuid: held.uuid, origin: "another-replica" };
+        await new SimulatedEngineStore(tx).write(
+          [{ ...row, container: undefined, claims: [] }],
+          undefined,
+          1,
+        );
+        const pid = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(tx.db);
+        writing(Number(pid.rows[0]!.pid));
+        await gate;
+      });
+      const pid = await holderPid;
+      let done = false;
+      try {
+        const a = one.engineFor(free);
+        const call = (async () => {
+          const id = await a.createContainer({ image: "busybox:local", cmd: ["sleep", "100000"] });
+          await a.startContainer(id);
+          done = true;
+        })();
+        // Either the calls are done, or one waits for a lock the open write holds.
+        await waitFor(
+          "the calls to finish, or to wait for the open write",
+          async () => {
+            if (done) return true;
+            const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity
+                where ${pid} = any(pg_blocking_pids(pid))`.execute(db.kysely);
+            return Number(r.rows[0]?.n) > 0;
+          },
+          20_000,
+          20,
+        );
+        assert.equal(done, true, "a write of another node waited for the open write's lock");
+        await call;
+      } finally {
+        release();
+        await holder;
       }
     });
 

@@ -130,6 +130,18 @@ describe("EMPTIEST_NODE", () => {
     assert.deepEqual(placements(plan), ["c", "a", "b"]);
   });
 
+  test("an order given by the caller breaks ties among equally loaded nodes, never the count", () => {
+    // A replica's own order (plan-applier.ts): d first, then b; a, the emptiest, still wins first.
+    const rank: Record<string, number> = { d: 0, b: 1, c: 2, a: 3 };
+    const state = new PlacementState(
+      [node("a"), node("b"), node("c"), node("d")],
+      [container("b"), container("c"), container("d")],
+      (n) => rank[n.name]!,
+    );
+    const plan = state.plan({ service: "api", strategy: "EMPTIEST_NODE", serviceTags: [], count: 4 });
+    assert.deepEqual(placements(plan), ["a", "d", "b", "c"]);
+  });
+
   test("terminated and terminating containers do not make a node look full", () => {
     const plan = planPlacement({
       service: "web",

@@ -190,6 +190,16 @@ describe("two replicas placing at the same moment", {
       createService(s, { image: "busybox:local", name, run_command: "sleep 100000", memory }, bob);
     const one = await big("one");
     const two = await big("two");
+    // A small container on one node makes the other the emptiest for both replicas (their own
+    // tie-breaks among equally empty nodes would otherwise send each to a node of its own).
+    const ballast = await createService(
+      s,
+      { image: "busybox:local", name: "ballast", run_command: "sleep 100000" },
+      bob,
+    );
+    const started = await call(s.h, bob, "POST", `${ballast.resource_uri}start/`);
+    assert.equal(started.status, 202, started.raw);
+    assert.equal((await finished(s, started, bob)).state, "Success");
 
     const actions = await race(bob, one.resource_uri, two.resource_uri);
 
