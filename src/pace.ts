@@ -36,3 +36,23 @@ export async function eachLimited<T>(items: readonly T[], limit: number, work: (
   });
   await Promise.all(lanes);
 }
+
+/** At most `n` calls run at once; the others wait their turn, in order (calls that come at any time). */
+export class Turns {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly n: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.active < this.n) this.active += 1;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      // The turn passes to the next waiting call, or is given back.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active -= 1;
+    }
+  }
+}

@@ -4,6 +4,7 @@
 import type { Clock } from "../domain/time.ts";
 import { ENGINE_TIMEOUTS_MS } from "../drivers/bounds.ts";
 import type { EngineInfo } from "../drivers/engine.ts";
+import { Turns } from "../pace.ts";
 import type { NewNode, NodeRow } from "../store/nodes.ts";
 import type { Store } from "../store/store.ts";
 import type { EngineAddress, EngineSource } from "./provisioners.ts";
@@ -52,26 +53,6 @@ export const LAST_SEEN_RESOLUTION_MS = 60_000;
  * (`immediate`) never waits for them.
  */
 export const SWEEP_STORE_WORK = 4;
-
-/** At most `n` calls run at once; the others wait their turn, in order. */
-class Turns {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly n: number) {}
-
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active < this.n) this.active += 1;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      return await work();
-    } finally {
-      // The turn passes to the next waiting call, or is given back.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active -= 1;
-    }
-  }
-}
 
 export class NodeProbe {
   /** When each node's engine last answered this process. */
