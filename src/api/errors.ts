@@ -218,3 +218,24 @@ export function clientRefusal(
       return { status: 400, error: "The request is not valid HTTP/1.1.", code: "bad_request" };
   }
 }
+
+/** Tries of the answer's read after a committed write (answerOfWritten), and the wait between them. */
+const WRITTEN_ANSWER_TRIES = 4;
+const WRITTEN_ANSWER_WAIT_MS = 250;
+
+/**
+ * The answer of a call whose write has committed. A read that finds the database busy (no pool
+ * connection within its wait) is tried again, a few times: the caller must not be told to send
+ * the call again (429 database_busy) for work that was done, nor its action be marked failed
+ * (a create sent again would meet its own name).
+ */
+export async function answerOfWritten<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (!isDatabaseBusy(error) || attempt >= WRITTEN_ANSWER_TRIES) throw error;
+      await new Promise((resolve) => setTimeout(resolve, WRITTEN_ANSWER_WAIT_MS));
+    }
+  }
+}

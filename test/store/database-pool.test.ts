@@ -92,4 +92,31 @@ describe("BERTH_DATABASE_POOL", () => {
       await h.close();
     }
   });
+
+  test("a call whose write committed is not told to send it again when its answer's read finds the database busy", async () => {
+    const h = await startHarness();
+    try {
+      const alice = await createUser(h, "alice");
+      // The first read of a service view after the create's commit finds no free connection
+      // (the pool's own words), as when other work holds the whole pool for its 5 s wait.
+      const serviceView = h.views.serviceView.bind(h.views);
+      let failed = 0;
+      h.views.serviceView = async (...args) => {
+        if (failed++ === 0) throw new Error("timeout exceeded when trying to connect");
+        return serviceView(...args);
+      };
+      const created = await call(h, alice, "POST", "/api/app/v1/service/", {
+        image: "busybox:local",
+        name: "web",
+      });
+      h.views.serviceView = serviceView;
+      assert.equal(created.status, 201, created.raw);
+      assert.equal(created.body.name, "web");
+      assert.equal(failed, 2, "the answer's read was tried again");
+      const action = await call(h, alice, "GET", created.headers["x-platform-action-uri"] as string);
+      assert.equal(action.body.state, "Success", action.raw);
+    } finally {
+      await h.close();
+    }
+  });
 });

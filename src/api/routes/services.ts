@@ -20,6 +20,7 @@ import type { Views } from "../../orchestrator/views.ts";
 import type { ContainerRow, ServiceRow } from "../../store/services.ts";
 import type { Store } from "../../store/store.ts";
 import type { AnswerCache } from "../answer-cache.ts";
+import { answerOfWritten } from "../errors.ts";
 import { contractValidator } from "../input.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
@@ -131,7 +132,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           },
         });
         req.audit.object = serviceUri(s);
-        return reply.status(201).send(await views.serviceView(s));
+        return reply.status(201).send(await answerOfWritten(() => views.serviceView(s)));
       },
     );
   }
@@ -164,12 +165,11 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req) => {
         const s = await serviceOf(req, req.params.uuid);
         // The caller's principal: adding role global makes the service's PLATFORM_AUTH key from it.
-        return views.serviceView(
-          await services.update(s, req.body, principalOf(req), {
-            actionUuid: req.actionUuid,
-            record: recordWithWrite(req, actions),
-          }),
-        );
+        const written = await services.update(s, req.body, principalOf(req), {
+          actionUuid: req.actionUuid,
+          record: recordWithWrite(req, actions),
+        });
+        return answerOfWritten(() => views.serviceView(written));
       },
     );
     app.delete(
@@ -186,7 +186,11 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const s = await serviceOf(req, req.params.uuid);
         await enqueue(req, "service.terminate", { service: s.uuid }, s.namespace, serviceUri(s));
-        return reply.status(202).send(await views.serviceView((await store.services.findService(s.uuid))!));
+        return reply
+          .status(202)
+          .send(
+            await answerOfWritten(async () => views.serviceView((await store.services.findService(s.uuid))!)),
+          );
       },
     );
   }
@@ -244,7 +248,11 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
           s.namespace,
           serviceUri(s),
         );
-        return reply.status(202).send(await views.serviceView((await store.services.findService(s.uuid))!));
+        return reply
+          .status(202)
+          .send(
+            await answerOfWritten(async () => views.serviceView((await store.services.findService(s.uuid))!)),
+          );
       },
     );
   }
@@ -258,7 +266,10 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     actions,
     find: serviceOf,
     uri: (s) => serviceUri(s),
-    view: async (s, written) => views.serviceView(written ? s : (await store.services.findService(s.uuid))!),
+    view: (s, written) =>
+      answerOfWritten(async () =>
+        views.serviceView(written ? s : (await store.services.findService(s.uuid))!),
+      ),
     response: ServiceView,
     dryRun: {
       operations: ["start", "scale"],
