@@ -20,7 +20,7 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import type { ContainerSpec } from "../src/drivers/engine.ts";
 import { FakeEngine } from "../src/drivers/fake/index.ts";
-import { census, censusLines, heapSpaces } from "./census.ts";
+import { census, censusLines, heapSpaces, rssParts } from "./census.ts";
 import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
 import { formatLoop, type LoopFigures, watchLoop } from "./loop-monitor.ts";
 import { formatStalls, profileStalls } from "./stall-profile.ts";
@@ -69,6 +69,10 @@ interface Memory {
   /** The heap's pages held from the system, and memory outside it (Buffers, native objects). */
   heapTotal: number;
   external: number;
+  /** Of external: ArrayBuffers' and Buffers' bytes. */
+  arrayBuffers: number;
+  /** RSS's parts (bench/census.ts rssParts): malloc arenas, V8's pages, the SQLite file's map. */
+  parts: string;
   anon?: number;
   file?: number;
 }
@@ -81,6 +85,8 @@ function memory(): Memory {
     rss: m.rss / 1024 / 1024,
     heapTotal: m.heapTotal / 1024 / 1024,
     external: m.external / 1024 / 1024,
+    arrayBuffers: m.arrayBuffers / 1024 / 1024,
+    parts: rssParts(),
   };
   try {
     const status = fs.readFileSync("/proc/self/status", "utf8");
@@ -97,7 +103,7 @@ function memory(): Memory {
   return out;
 }
 const mb = (m: Memory) =>
-  `heap ${m.heap.toFixed(0)} MB (of ${m.heapTotal.toFixed(0)} held; external ${m.external.toFixed(0)}), RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)})`}`;
+  `heap ${m.heap.toFixed(0)} MB (of ${m.heapTotal.toFixed(0)} held; external ${m.external.toFixed(0)}, of it ArrayBuffers ${m.arrayBuffers.toFixed(0)}), RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)}${m.parts ? `; ${m.parts}` : ""})`}`;
 const perContainer = (mbs: number, n: number) => `${((mbs * 1024) / n).toFixed(1)} KB`;
 
 const PER_SERVICE = 100;
