@@ -77,8 +77,11 @@ interface Memory {
   file?: number;
 }
 
-function memory(): Memory {
+async function memory(): Promise<Memory> {
   for (let i = 0; i < 3; i++) gc();
+  // V8 hands the pages a collection freed back to the system from a thread of its own, after the
+  // collection: read right away, RSS still counted some of them (up to 50 MB more at idle).
+  await sleep(SETTLE_MS);
   const m = process.memoryUsage();
   const out: Memory = {
     heap: m.heapUsed / 1024 / 1024,
@@ -102,6 +105,9 @@ function memory(): Memory {
   }
   return out;
 }
+/** How long after the collections memory is read. */
+const SETTLE_MS = 1000;
+
 const mb = (m: Memory) =>
   `heap ${m.heap.toFixed(0)} MB (of ${m.heapTotal.toFixed(0)} held; external ${m.external.toFixed(0)}, of it ArrayBuffers ${m.arrayBuffers.toFixed(0)}), RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)}${m.parts ? `; ${m.parts}` : ""})`}`;
 const perContainer = (mbs: number, n: number) => `${((mbs * 1024) / n).toFixed(1)} KB`;
@@ -210,11 +216,11 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
   const sampled = sampleSpec();
   const b = await startBerth({ start: true });
   try {
-    const idle = memory();
+    const idle = await memory();
     const t0 = performance.now();
     await seedNodes(b, "admin", opts.nodes);
     await b.platform.reconciler.resync();
-    const withNodes = memory();
+    const withNodes = await memory();
     out(
       `scale: ${opts.nodes} simulated nodes, ${opts.containers} containers (services of ${PER_SERVICE}, started from ${CLIENTS} clients); engines in this process, without delay`,
     );
@@ -282,7 +288,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       const stalls = loop.stop();
       const before = ran;
       ran = await runningCount(b);
-      const m = memory();
+      const m = await memory();
       const done = states.length === actions.length;
       out(
         `    ${done ? "all Running" : `${ran} Running at the budget's end`} after ${seconds.toFixed(1)} s: +${ran - before} placed, ${Math.round((ran - before) / seconds)} placements/s (${outcome(states, actions.length)}); CPU ${cpuS.toFixed(1)} s, ${Math.round((ran - before) / cpuS)} placements per CPU second; load ${loadText()}`,
@@ -304,7 +310,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       await quiet(opts.durationMs * 2, out);
       if (!done) break;
     }
-    const before = memory();
+    const before = await memory();
     const t1 = performance.now();
     const ends: string[] = [];
     await fromClients(services, async (uuid) => {
@@ -316,7 +322,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
     const states = await drained(b, ends, performance.now() + Math.max(300_000, opts.budgetMs / 4), out);
     const seconds = (performance.now() - t1) / 1000;
     await sleep(1000);
-    const after = memory();
+    const after = await memory();
     out(
       `  terminated all (${ran} containers) in ${seconds.toFixed(1)} s (${Math.round(ran / seconds)} containers/s; ${outcome(states, ends.length)})`,
     );
@@ -429,7 +435,7 @@ async function fakeShare(
     { length: nodes },
     (_, i) => new FakeEngine({ subnet: `10.${128 + Math.floor(i / 256)}.${i % 256}.0/24` }),
   );
-  const before = memory();
+  const before = await memory();
   const ids: [FakeEngine, string][] = [];
   for (let i = 0; i < containers; i += 1000) {
     await Promise.all(
@@ -445,7 +451,7 @@ async function fakeShare(
       }),
     );
   }
-  const after = memory();
+  const after = await memory();
   for (const [engine, id] of ids) await engine.removeContainer(id, { force: true });
   return { containers, kbPerContainer: ((after.heap - before.heap) * 1024) / containers };
 }
