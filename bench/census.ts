@@ -7,6 +7,7 @@
 //   Entries of a collection are walked as one path (`[*]`): what each entry holds is summed over
 //   all of them, so `engines.fakes[*].containers` is the containers of every simulated node.
 //   A collection whose size grows with containers is what holds memory per container.
+import fs from "node:fs";
 import v8 from "node:v8";
 
 export interface CensusEntry {
@@ -106,4 +107,51 @@ export function censusLines(entries: CensusEntry[], containers?: number, top = 1
     const where = e.instances > 1 ? ` in ${e.instances}` : "";
     return `${String(e.size).padStart(9)} × ${e.kind}${where}${per}  ${e.path.slice(0, 90)}`;
   });
+}
+
+/**
+ * RSS's parts from /proc/self/smaps (Linux; empty elsewhere), in MB: file pages mapped (code, the
+ * SQLite file's memory map), the main malloc arena (`brk`), other threads' malloc arenas (64 MB
+ * aligned reservations), and the other anonymous mappings (V8's heap pages, large mallocs, stacks).
+ */
+export function rssParts(): string {
+  let text: string;
+  try {
+    text = fs.readFileSync("/proc/self/smaps", "utf8");
+  } catch {
+    return "";
+  }
+  const ARENA = 64 * 1024 * 1024;
+  const maps: { start: number; end: number; perms: string; name: string; rss: number }[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (m) {
+      maps.push({
+        start: Number.parseInt(m[1]!, 16),
+        end: Number.parseInt(m[2]!, 16),
+        perms: m[3]!,
+        name: m[4]!,
+        rss: 0,
+      });
+      continue;
+    }
+    const k = /^Rss:\s+(\d+) kB/.exec(line);
+    if (k && maps.length > 0) maps[maps.length - 1]!.rss += Number(k[1]);
+  }
+  const parts = { file: 0, brk: 0, arenas: 0, otherAnon: 0 };
+  for (const [i, m] of maps.entries()) {
+    const next = maps[i + 1];
+    if (m.name.startsWith("/")) parts.file += m.rss;
+    else if (m.name === "[heap]") parts.brk += m.rss;
+    else if (
+      !m.name &&
+      m.start % ARENA === 0 &&
+      (m.end - m.start === ARENA ||
+        (next?.start === m.end && next.perms === "---p" && next.end - m.start === ARENA))
+    )
+      parts.arenas += m.rss;
+    else parts.otherAnon += m.rss;
+  }
+  const f = (kb: number) => (kb / 1024).toFixed(0);
+  return `file ${f(parts.file)}, malloc main ${f(parts.brk)}, malloc thread arenas ${f(parts.arenas)}, other anonymous ${f(parts.otherAnon)} (V8 pages, large mallocs, stacks)`;
 }

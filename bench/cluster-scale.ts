@@ -20,7 +20,7 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import type { ContainerSpec } from "../src/drivers/engine.ts";
 import { FakeEngine } from "../src/drivers/fake/index.ts";
-import { census, censusLines, heapSpaces } from "./census.ts";
+import { census, censusLines, heapSpaces, rssParts } from "./census.ts";
 import { fmtMs, formatLoad, percentile, runLoad } from "./load.ts";
 import { formatLoop, type LoopFigures, watchLoop } from "./loop-monitor.ts";
 import { formatStalls, profileStalls } from "./stall-profile.ts";
@@ -69,18 +69,27 @@ interface Memory {
   /** The heap's pages held from the system, and memory outside it (Buffers, native objects). */
   heapTotal: number;
   external: number;
+  /** Of external: ArrayBuffers' and Buffers' bytes. */
+  arrayBuffers: number;
+  /** RSS's parts (bench/census.ts rssParts): malloc arenas, V8's pages, the SQLite file's map. */
+  parts: string;
   anon?: number;
   file?: number;
 }
 
-function memory(): Memory {
+async function memory(): Promise<Memory> {
   for (let i = 0; i < 3; i++) gc();
+  // V8 hands the pages a collection freed back to the system from a thread of its own, after the
+  // collection: read right away, RSS still counted some of them (up to 50 MB more at idle).
+  await sleep(SETTLE_MS);
   const m = process.memoryUsage();
   const out: Memory = {
     heap: m.heapUsed / 1024 / 1024,
     rss: m.rss / 1024 / 1024,
     heapTotal: m.heapTotal / 1024 / 1024,
     external: m.external / 1024 / 1024,
+    arrayBuffers: m.arrayBuffers / 1024 / 1024,
+    parts: rssParts(),
   };
   try {
     const status = fs.readFileSync("/proc/self/status", "utf8");
@@ -96,8 +105,11 @@ function memory(): Memory {
   }
   return out;
 }
+/** How long after the collections memory is read. */
+const SETTLE_MS = 1000;
+
 const mb = (m: Memory) =>
-  `heap ${m.heap.toFixed(0)} MB (of ${m.heapTotal.toFixed(0)} held; external ${m.external.toFixed(0)}), RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)})`}`;
+  `heap ${m.heap.toFixed(0)} MB (of ${m.heapTotal.toFixed(0)} held; external ${m.external.toFixed(0)}, of it ArrayBuffers ${m.arrayBuffers.toFixed(0)}), RSS ${m.rss.toFixed(0)} MB${m.anon === undefined ? "" : ` (anonymous ${m.anon.toFixed(0)}, file ${m.file!.toFixed(0)}${m.parts ? `; ${m.parts}` : ""})`}`;
 const perContainer = (mbs: number, n: number) => `${((mbs * 1024) / n).toFixed(1)} KB`;
 
 const PER_SERVICE = 100;
@@ -204,11 +216,11 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
   const sampled = sampleSpec();
   const b = await startBerth({ start: true });
   try {
-    const idle = memory();
+    const idle = await memory();
     const t0 = performance.now();
     await seedNodes(b, "admin", opts.nodes);
     await b.platform.reconciler.resync();
-    const withNodes = memory();
+    const withNodes = await memory();
     out(
       `scale: ${opts.nodes} simulated nodes, ${opts.containers} containers (services of ${PER_SERVICE}, started from ${CLIENTS} clients); engines in this process, without delay`,
     );
@@ -276,7 +288,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       const stalls = loop.stop();
       const before = ran;
       ran = await runningCount(b);
-      const m = memory();
+      const m = await memory();
       const done = states.length === actions.length;
       out(
         `    ${done ? "all Running" : `${ran} Running at the budget's end`} after ${seconds.toFixed(1)} s: +${ran - before} placed, ${Math.round((ran - before) / seconds)} placements/s (${outcome(states, actions.length)}); CPU ${cpuS.toFixed(1)} s, ${Math.round((ran - before) / cpuS)} placements per CPU second; load ${loadText()}`,
@@ -298,7 +310,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
       await quiet(opts.durationMs * 2, out);
       if (!done) break;
     }
-    const before = memory();
+    const before = await memory();
     const t1 = performance.now();
     const ends: string[] = [];
     await fromClients(services, async (uuid) => {
@@ -310,7 +322,7 @@ export async function runScale(opts: ScaleOptions, out: (line: string) => void):
     const states = await drained(b, ends, performance.now() + Math.max(300_000, opts.budgetMs / 4), out);
     const seconds = (performance.now() - t1) / 1000;
     await sleep(1000);
-    const after = memory();
+    const after = await memory();
     out(
       `  terminated all (${ran} containers) in ${seconds.toFixed(1)} s (${Math.round(ran / seconds)} containers/s; ${outcome(states, ends.length)})`,
     );
@@ -423,7 +435,7 @@ async function fakeShare(
     { length: nodes },
     (_, i) => new FakeEngine({ subnet: `10.${128 + Math.floor(i / 256)}.${i % 256}.0/24` }),
   );
-  const before = memory();
+  const before = await memory();
   const ids: [FakeEngine, string][] = [];
   for (let i = 0; i < containers; i += 1000) {
     await Promise.all(
@@ -439,7 +451,7 @@ async function fakeShare(
       }),
     );
   }
-  const after = memory();
+  const after = await memory();
   for (const [engine, id] of ids) await engine.removeContainer(id, { force: true });
   return { containers, kbPerContainer: ((after.heap - before.heap) * 1024) / containers };
 }

@@ -1,5 +1,6 @@
 // Queries of node clusters and nodes.
 
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { inChunks } from "./batches.ts";
 import { containsText, type ListOrder, orderOf } from "./list-search.ts";
 import { clusterFailing, nodeFailing } from "./overview.ts";
@@ -9,6 +10,9 @@ export type { ClusterRow, NodeRow } from "./types.ts";
 export type NewCluster = Omit<ClusterRow, "id" | "version">;
 /** A new node: its `state` is derived by the store (derived.ts). */
 export type NewNode = NewRow<"node">;
+
+/** Live nodes read per statement (liveNodes). */
+export const LIVE_NODES_PAGE = 1000;
 /** A change of a node: node actions write `phase`, health checks `observed`, never `state`. */
 export type NodePatch = Patch<"node">;
 
@@ -257,10 +261,23 @@ export class NodeStore {
 
   /** Nodes that are not Terminated, of every namespace (health watcher, scheduler, routes). */
   async liveNodes(filter: { provider?: string; namespace?: string } = {}): Promise<NodeRow[]> {
-    let q = this.s.db.selectFrom("nodes").selectAll().where("state", "!=", "Terminated");
-    if (filter.provider !== undefined) q = q.where("provider", "=", filter.provider);
-    if (filter.namespace !== undefined) q = q.where("namespace", "=", filter.namespace);
-    return q.orderBy("id").execute();
+    // Pages of whole rows, the event loop given back between: one read of 5,000 nodes held it
+    // for some 90 ms in the periodic passes (issue 34). Fewer nodes than a page: one statement.
+    const out: NodeRow[] = [];
+    for (let after = 0; ; ) {
+      let q = this.s.db
+        .selectFrom("nodes")
+        .selectAll()
+        .where("state", "!=", "Terminated")
+        .where("id", ">", after);
+      if (filter.provider !== undefined) q = q.where("provider", "=", filter.provider);
+      if (filter.namespace !== undefined) q = q.where("namespace", "=", filter.namespace);
+      const page = await q.orderBy("id").limit(LIVE_NODES_PAGE).execute();
+      out.push(...page);
+      if (page.length < LIVE_NODES_PAGE) return out;
+      after = Number(page.at(-1)!.id);
+      await nextTurn();
+    }
   }
 
   async countNodes(namespace: string): Promise<number> {
