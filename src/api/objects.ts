@@ -6,6 +6,7 @@ import { type TSchema, Type } from "typebox";
 import type { ActionEngine } from "../actions/engine.ts";
 import { notFound } from "../domain/errors.ts";
 import type { ActionRow, Store } from "../store/store.ts";
+import { answerOfWritten } from "./errors.ts";
 import { namespaceOf } from "./namespaces.ts";
 import { callMeta } from "./recorder.ts";
 import { nsPaths } from "./routing.ts";
@@ -145,7 +146,7 @@ export function operationRoutes<T extends { uuid: string; namespace: string }>(
         written = o as T;
       },
     });
-    return opts.view(written ?? t, written !== undefined);
+    return answerOfWritten(() => opts.view(written ?? t, written !== undefined));
   };
   for (const { op, kind, summary } of opts.operations) {
     const dryRun = opts.dryRun?.operations.includes(op) ? opts.dryRun : undefined;

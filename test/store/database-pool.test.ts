@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { sql } from "kysely";
+import { answerOfWritten } from "../../src/api/errors.ts";
 import { ConfigError, loadConfig } from "../../src/config/index.ts";
 import { call, createUser, quiesce, startHarness, waitFor } from "../support/harness.ts";
 
@@ -118,5 +119,34 @@ describe("BERTH_DATABASE_POOL", () => {
     } finally {
       await h.close();
     }
+  });
+
+  test("an answer after a committed write waits out a busy database a few times, and no other error", async () => {
+    const busy = () => new Error("timeout exceeded when trying to connect");
+    let calls = 0;
+    const value = await answerOfWritten(async () => {
+      calls += 1;
+      if (calls < 3) throw busy();
+      return "view";
+    });
+    assert.deepEqual([value, calls], ["view", 3]);
+    calls = 0;
+    await assert.rejects(
+      answerOfWritten(async () => {
+        calls += 1;
+        throw new Error("no such service");
+      }),
+      /no such service/,
+    );
+    assert.equal(calls, 1, "an error that is not the database's business is not tried again");
+    calls = 0;
+    await assert.rejects(
+      answerOfWritten(async () => {
+        calls += 1;
+        throw busy();
+      }),
+      /timeout exceeded/,
+    );
+    assert.equal(calls, 4, "a database busy for longer is answered as busy");
   });
 });

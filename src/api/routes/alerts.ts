@@ -16,6 +16,7 @@ import { NoContent } from "../../contract/common.ts";
 import type { AlertRuleRow } from "../../store/alerts.ts";
 import { alertsOf } from "../../store/alerts.ts";
 import type { Store } from "../../store/store.ts";
+import { answerOfWritten } from "../errors.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { NsParams, ownObject, UuidParams } from "../objects.ts";
@@ -68,7 +69,7 @@ export function alertRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const rule = await alerts.create(namespaceOf(req), req.body, principalOf(req).user.username);
         req.audit.object = alertUri(rule);
-        return reply.status(201).send(await alerts.view(rule));
+        return reply.status(201).send(await answerOfWritten(() => alerts.view(rule)));
       },
     );
   }

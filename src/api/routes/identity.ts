@@ -17,6 +17,7 @@ import { notFound } from "../../domain/errors.ts";
 import { accountsTime } from "../../domain/time.ts";
 import type { IdentityService } from "../../identity/service.ts";
 import type { ApiKeyRow, InvitationRow, Store, UserRow } from "../../store/store.ts";
+import { answerOfWritten } from "../errors.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf } from "../lists.ts";
 import { principalOf } from "../namespaces.ts";
 
@@ -212,7 +213,7 @@ export function identityRoutes(untyped: FastifyInstance, deps: Deps): void {
       const p = principalOf(req);
       const { name } = req.body;
       await identity.createOrg(p, name);
-      return reply.status(201).send(await identity.getOrg(p, name));
+      return reply.status(201).send(await answerOfWritten(() => identity.getOrg(p, name)));
     },
   );
 

@@ -29,6 +29,7 @@ import type { ClusterRow, NodePatch as NodeRecordPatch, NodeRow } from "../../st
 import type { Store } from "../../store/store.ts";
 import type { AnswerCache } from "../answer-cache.ts";
 import { ENGINE_UPGRADE_ALIASES, withNodeAliases } from "../compat.ts";
+import { answerOfWritten } from "../errors.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, ownObject, UuidParams } from "../objects.ts";
@@ -167,7 +168,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const ns = namespaceOf(req);
         const c = await clusters.create(ns, req.body);
         req.audit.object = clusterUri(c);
-        return reply.status(201).send(await showCluster(c));
+        return reply.status(201).send(await answerOfWritten(() => showCluster(c)));
       },
     );
   }
@@ -242,7 +243,9 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
             c.namespace,
             clusterUri(c),
           );
-          return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
+          return reply
+            .status(202)
+            .send(await answerOfWritten(async () => showCluster((await store.nodes.findCluster(c.uuid))!)));
         }
         return showCluster((await store.nodes.findCluster(c.uuid))!);
       },
@@ -261,7 +264,9 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const c = await clusterOf(req, req.params.uuid);
         await enqueue(req, "nodecluster.terminate", { cluster: c.uuid }, c.namespace, clusterUri(c));
-        return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
+        return reply
+          .status(202)
+          .send(await answerOfWritten(async () => showCluster((await store.nodes.findCluster(c.uuid))!)));
       },
     );
   }
@@ -282,7 +287,9 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         const c = await clusterOf(req, req.params.uuid);
         await clusters.checkGrowth(c);
         await enqueue(req, "nodecluster.deploy", { cluster: c.uuid }, c.namespace, clusterUri(c));
-        return reply.status(202).send(await showCluster((await store.nodes.findCluster(c.uuid))!));
+        return reply
+          .status(202)
+          .send(await answerOfWritten(async () => showCluster((await store.nodes.findCluster(c.uuid))!)));
       },
     );
   }
@@ -361,7 +368,7 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const n = await attachedEngines.attach(namespaceOf(req), req.body);
         req.audit.object = nodeUri(n);
-        return reply.status(201).send(await showNode(n));
+        return reply.status(201).send(await answerOfWritten(() => showNode(n)));
       },
     );
   }
@@ -409,7 +416,9 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const n = await nodeOf(req, req.params.uuid);
         await enqueue(req, "node.terminate", { node: n.uuid }, n.namespace, nodeUri(n));
-        return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
+        return reply
+          .status(202)
+          .send(await answerOfWritten(async () => showNode((await store.nodes.findNode(n.uuid))!)));
       },
     );
   }
@@ -431,7 +440,9 @@ export function nodeRoutes(untyped: FastifyInstance, deps: Deps): void {
         async (req, reply) => {
           const n = await nodeOf(req, req.params.uuid);
           await enqueue(req, "node.engine-upgrade", { node: n.uuid }, n.namespace, nodeUri(n));
-          return reply.status(202).send(await showNode((await store.nodes.findNode(n.uuid))!));
+          return reply
+            .status(202)
+            .send(await answerOfWritten(async () => showNode((await store.nodes.findNode(n.uuid))!)));
         },
       );
     }

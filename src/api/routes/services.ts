@@ -266,10 +266,7 @@ export function serviceRoutes(untyped: FastifyInstance, deps: Deps): void {
     actions,
     find: serviceOf,
     uri: (s) => serviceUri(s),
-    view: (s, written) =>
-      answerOfWritten(async () =>
-        views.serviceView(written ? s : (await store.services.findService(s.uuid))!),
-      ),
+    view: async (s, written) => views.serviceView(written ? s : (await store.services.findService(s.uuid))!),
     response: ServiceView,
     dryRun: {
       operations: ["start", "scale"],

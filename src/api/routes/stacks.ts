@@ -11,6 +11,7 @@ import type { StackService } from "../../stacks/service.ts";
 import type { StackRow } from "../../store/stacks.ts";
 import type { Store } from "../../store/store.ts";
 import type { AnswerCache } from "../answer-cache.ts";
+import { answerOfWritten } from "../errors.ts";
 import { envelope, listSchema, PAGE_QUERY, pageOf, SEARCH_QUERY } from "../lists.ts";
 import { namespaceOf, principalOf } from "../namespaces.ts";
 import { enqueueOperation, NsParams, operationRoutes, ownObject, UuidParams } from "../objects.ts";
@@ -108,7 +109,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
         const ns = namespaceOf(req);
         const st = await stacks.create(ns, principalOf(req), req.body);
         req.audit.object = stackUri(st.namespace, st.uuid);
-        return reply.status(201).send(await stacks.view(st));
+        return reply.status(201).send(await answerOfWritten(() => stacks.view(st)));
       },
     );
   }
@@ -157,7 +158,7 @@ export function stackRoutes(untyped: FastifyInstance, deps: Deps): void {
       async (req, reply) => {
         const st = await stackOf(req, req.params.uuid);
         await enqueue(req, "stack.terminate", { stack: st.uuid }, st);
-        return reply.status(202).send(await fresh(st));
+        return reply.status(202).send(await answerOfWritten(() => fresh(st)));
       },
     );
   }
