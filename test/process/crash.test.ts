@@ -25,7 +25,22 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startServer(port: number): Promise<ChildProcess> {
+/**
+ * Starts the server on a free port. Another test file running at the same time may take the port
+ * between freePort() and the server's listen: then it starts again on another.
+ */
+async function startServer(): Promise<{ proc: ChildProcess; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return { proc: await startServerOn(port), port };
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes("EADDRINUSE")) throw error;
+    }
+  }
+}
+
+async function startServerOn(port: number): Promise<ChildProcess> {
   const proc = spawn(process.execPath, ["--import", "tsx", "test/support/server-with-test-kinds.ts"], {
     cwd: root,
     env: {
@@ -43,16 +58,23 @@ async function startServer(port: number): Promise<ChildProcess> {
   });
   let stderr = "";
   proc.stderr?.on("data", (d) => (stderr += d));
-  await waitFor(
-    `server on ${port}`,
-    async () => {
-      if (proc.exitCode !== null) throw new Error(`server exited: ${stderr}`);
-      const res = await fetch(`http://127.0.0.1:${port}/auth/`, { headers: { authorization: auth } });
-      return res.status === 200;
-    },
-    30_000,
-    100,
+  // A server that ends before it answers (its port taken) is an error at once, with its output.
+  const ended = new Promise<never>((_, reject) =>
+    proc.once("close", () => reject(new Error(`server exited: ${stderr}`))),
   );
+  ended.catch(() => undefined);
+  await Promise.race([
+    ended,
+    waitFor(
+      `server on ${port}`,
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/auth/`, { headers: { authorization: auth } });
+        return res.status === 200;
+      },
+      30_000,
+      100,
+    ),
+  ]);
   return proc;
 }
 
@@ -62,8 +84,8 @@ after(() => {
 });
 
 test("an action interrupted by SIGKILL of the server finishes after a restart", async () => {
-  const port = await freePort();
-  child = await startServer(port);
+  let port: number;
+  ({ proc: child, port } = await startServer());
   const res = await fetch(`http://127.0.0.1:${port}/api/app/v1/widget/crash/work/`, {
     method: "POST",
     headers: { authorization: auth, "content-type": "application/json" },
@@ -84,7 +106,7 @@ test("an action interrupted by SIGKILL of the server finishes after a restart", 
     await new Promise((r) => child!.once("exit", r));
     assert.equal((await store.actions.findAction(uuid))?.state, "In progress", "the kill left it unfinished");
 
-    child = await startServer(port);
+    ({ proc: child, port } = await startServer());
     const done = await waitFor(
       "the action to finish",
       async () => {
