@@ -121,7 +121,7 @@ export class SimulatedEngineStore {
 
   /**
    * What was written to some nodes after the seq read of each (removed containers included),
-   * oldest write of each node first: one statement per 250 nodes.
+   * oldest write of each node first: one statement per NODES_PER_READ nodes.
    */
   async since(cursors: ReadonlyMap<string, number>): Promise<SimulatedContainerRecord[]> {
     const pairs = [...cursors];
@@ -143,11 +143,6 @@ export class SimulatedEngineStore {
       out.push(...rows.map(record));
     }
     return out;
-  }
-
-  /** A node's engine as stored: its containers that were not removed. */
-  async ofNode(nodeUuid: string): Promise<SimulatedContainerRecord[]> {
-    return (await this.ofNodes([nodeUuid])).filter((r) => !r.removed);
   }
 
   /**
